@@ -1,0 +1,288 @@
+-- xsp-trace unified schema, version 1.
+--
+-- One database holds any number of converted traces ("runs") from Nsight Systems exports and
+-- PyTorch profiler (Kineto) traces. Every interval event of every level of the stack -- model,
+-- layer, framework op, annotation, CUDA API call, GPU kernel, memory copy/set, synchronization --
+-- is one row of `spans`; wide per-kind details live in side tables keyed by (run_id, span_id).
+--
+-- Conventions:
+--   * Times are integer nanoseconds on the run's own clock (nsys: the session clock;
+--     Kineto: the trace's `ts` converted from microseconds, rounded half-away-from-zero to the
+--     nanosecond -- microsecond values carry at most 3 decimals, so the conversion is exact).
+--   * Intervals are half-open [start_ns, end_ns); duration = end_ns - start_ns.
+--   * span_id is unique within a run only; always join on (run_id, span_id).
+--   * Missing information is NULL, never 0 or ''.
+--   * Big tables carry no PRIMARY KEY constraint (it slows bulk loads); (run_id, span_id) is
+--     nevertheless unique in spans, kernels, memops and launches (gpu_span_id).
+-- Applied by xsp_trace.database; the version below is stored in `schema_info`.
+
+CREATE TABLE IF NOT EXISTS schema_info (
+    key VARCHAR PRIMARY KEY,
+    value VARCHAR
+);
+COMMENT ON TABLE schema_info IS 'Key/value facts about this database: schema_version, the xsp-trace version that created it.';
+COMMENT ON COLUMN schema_info.key IS 'Name of the fact, e.g. schema_version.';
+COMMENT ON COLUMN schema_info.value IS 'Value of the fact, as text.';
+
+CREATE TABLE IF NOT EXISTS runs (
+    run_id INTEGER PRIMARY KEY,
+    source_kind VARCHAR NOT NULL,
+    source_path VARCHAR,
+    source_format_version VARCHAR,
+    tool VARCHAR,
+    tool_version VARCHAR,
+    level VARCHAR,
+    model VARCHAR,
+    batch_size INTEGER,
+    rank INTEGER,
+    host VARCHAR,
+    started_at TIMESTAMP,
+    clock_origin_utc_ns BIGINT,
+    label VARCHAR,
+    converted_at TIMESTAMP
+);
+COMMENT ON TABLE runs IS 'One row per converted trace. Leveled captures produce one run per (level, batch size).';
+COMMENT ON COLUMN runs.run_id IS 'Identifier of the run, unique in the database; every other table refers to it.';
+COMMENT ON COLUMN runs.source_kind IS 'What the run was read from: nsys (Nsight Systems export) or kineto (PyTorch profiler JSON).';
+COMMENT ON COLUMN runs.source_path IS 'Path of the file given to convert (the .nsys-rep, .sqlite or .json[.gz]).';
+COMMENT ON COLUMN runs.source_format_version IS 'Version of the source format: nsys export schema version (e.g. 3.25.0) or Kineto schemaVersion.';
+COMMENT ON COLUMN runs.tool IS 'Profiler that recorded the trace: nsys or torch.profiler.';
+COMMENT ON COLUMN runs.tool_version IS 'Version of the recording profiler (e.g. nsys 2026.2.1.210), where the trace says.';
+COMMENT ON COLUMN runs.level IS 'XSP profiling level of the run (M, ML, MLG, or a metric-run name); NULL for a plain trace.';
+COMMENT ON COLUMN runs.model IS 'Name of the profiled model, where known.';
+COMMENT ON COLUMN runs.batch_size IS 'Batch size of the profiled inference, where known.';
+COMMENT ON COLUMN runs.rank IS 'Distributed rank of the traced process (Kineto distributedInfo.rank), where known.';
+COMMENT ON COLUMN runs.host IS 'Host the trace was recorded or exported on, where known.';
+COMMENT ON COLUMN runs.started_at IS 'UTC wall-clock time at which the recording session started, where known.';
+COMMENT ON COLUMN runs.clock_origin_utc_ns IS 'UTC epoch nanoseconds of the run clock''s zero, where known (start_ns + this = UTC).';
+COMMENT ON COLUMN runs.label IS 'Free label given at conversion (--label), NULL if none.';
+COMMENT ON COLUMN runs.converted_at IS 'When xsp-trace converted the trace (UTC).';
+
+CREATE TABLE IF NOT EXISTS devices (
+    run_id INTEGER NOT NULL,
+    device_id INTEGER NOT NULL,
+    name VARCHAR,
+    vendor VARCHAR,
+    uuid VARCHAR,
+    bus_location VARCHAR,
+    sm_count INTEGER,
+    memory_bytes BIGINT,
+    memory_bandwidth_bytes_per_s DOUBLE,
+    clock_rate_hz BIGINT,
+    compute_major INTEGER,
+    compute_minor INTEGER,
+    peak_flops DOUBLE,
+    peak_dram_bytes_per_s DOUBLE,
+    PRIMARY KEY (run_id, device_id)
+);
+COMMENT ON TABLE devices IS 'GPUs seen in a run. device_id is the CUDA device ordinal that spans.device_id uses (nsys TARGET_INFO_GPU.id is mapped to it).';
+COMMENT ON COLUMN devices.run_id IS 'Run the device belongs to.';
+COMMENT ON COLUMN devices.device_id IS 'CUDA device ordinal as seen by the traced process (the deviceId of its GPU activities).';
+COMMENT ON COLUMN devices.name IS 'Marketing name, e.g. NVIDIA H100 80GB HBM3; NULL when the trace does not record it.';
+COMMENT ON COLUMN devices.vendor IS 'nvidia or amd, where known.';
+COMMENT ON COLUMN devices.uuid IS 'Device UUID, where recorded.';
+COMMENT ON COLUMN devices.bus_location IS 'PCI bus location, where recorded.';
+COMMENT ON COLUMN devices.sm_count IS 'Number of streaming multiprocessors (compute units on AMD).';
+COMMENT ON COLUMN devices.memory_bytes IS 'Total device memory in bytes.';
+COMMENT ON COLUMN devices.memory_bandwidth_bytes_per_s IS 'Memory bandwidth as the trace reports it (bytes/s).';
+COMMENT ON COLUMN devices.clock_rate_hz IS 'SM clock rate in Hz, as the trace reports it.';
+COMMENT ON COLUMN devices.compute_major IS 'Compute capability, major.';
+COMMENT ON COLUMN devices.compute_minor IS 'Compute capability, minor.';
+COMMENT ON COLUMN devices.peak_flops IS 'Peak FLOP/s used for rooflines (from the built-in table or an override); NULL if unknown.';
+COMMENT ON COLUMN devices.peak_dram_bytes_per_s IS 'Peak DRAM bandwidth used for rooflines (bytes/s); NULL if unknown.';
+
+CREATE TABLE IF NOT EXISTS processes (
+    run_id INTEGER NOT NULL,
+    pid BIGINT NOT NULL,
+    name VARCHAR,
+    PRIMARY KEY (run_id, pid)
+);
+COMMENT ON TABLE processes IS 'Processes of a run that own spans.';
+COMMENT ON COLUMN processes.run_id IS 'Run the process belongs to.';
+COMMENT ON COLUMN processes.pid IS 'Operating-system process id (nsys: decoded from globalTid/globalPid).';
+COMMENT ON COLUMN processes.name IS 'Process name or command, where recorded.';
+
+CREATE TABLE IF NOT EXISTS threads (
+    run_id INTEGER NOT NULL,
+    pid BIGINT NOT NULL,
+    tid BIGINT NOT NULL,
+    name VARCHAR,
+    PRIMARY KEY (run_id, pid, tid)
+);
+COMMENT ON TABLE threads IS 'CPU threads of a run that own spans.';
+COMMENT ON COLUMN threads.run_id IS 'Run the thread belongs to.';
+COMMENT ON COLUMN threads.pid IS 'Process id of the thread.';
+COMMENT ON COLUMN threads.tid IS 'Operating-system thread id.';
+COMMENT ON COLUMN threads.name IS 'Thread name, where recorded.';
+
+CREATE TABLE IF NOT EXISTS spans (
+    run_id INTEGER NOT NULL,
+    span_id BIGINT NOT NULL,
+    parent_id BIGINT,
+    depth INTEGER,
+    kind VARCHAR NOT NULL,
+    name VARCHAR NOT NULL,
+    category VARCHAR,
+    start_ns BIGINT NOT NULL,
+    end_ns BIGINT NOT NULL,
+    pid BIGINT,
+    tid BIGINT,
+    end_tid BIGINT,
+    device_id INTEGER,
+    stream_id BIGINT,
+    correlation_id BIGINT,
+    iteration INTEGER,
+    layer_index INTEGER
+);
+COMMENT ON TABLE spans IS 'Every interval event of every level: model, layer, op, annotation (CPU ranges), api (CUDA runtime/driver calls), kernel, memcpy, memset, sync (GPU activities), other.';
+COMMENT ON COLUMN spans.run_id IS 'Run the span belongs to.';
+COMMENT ON COLUMN spans.span_id IS 'Identifier of the span, unique within its run.';
+COMMENT ON COLUMN spans.parent_id IS 'CPU spans: the tightest enclosing span on the same thread. GPU spans: the API call that launched them (see launches). NULL at the top.';
+COMMENT ON COLUMN spans.depth IS 'Number of ancestors following parent_id (0 at the top of a thread; a kernel is one deeper than its API call).';
+COMMENT ON COLUMN spans.kind IS 'Level of the stack: model, layer, op, annotation, api, kernel, memcpy, memset, sync or other.';
+COMMENT ON COLUMN spans.name IS 'Display name: NVTX text (without the domain), op name, API function name, demangled kernel name, memcpy direction.';
+COMMENT ON COLUMN spans.category IS 'Source grouping: the NVTX domain for NVTX ranges, the Kineto category (cpu_op, cuda_runtime, kernel, ...), the nsys API class (cuda_runtime, cuda_driver).';
+COMMENT ON COLUMN spans.start_ns IS 'Start time, integer ns on the run clock.';
+COMMENT ON COLUMN spans.end_ns IS 'End time, integer ns on the run clock (>= start_ns). NVTX ranges never closed end at the last timestamp of the trace, as nsys stats does.';
+COMMENT ON COLUMN spans.pid IS 'Process id that owns the span (for GPU work: the process that launched it).';
+COMMENT ON COLUMN spans.tid IS 'Thread the span started on (CPU spans); NULL for GPU spans.';
+COMMENT ON COLUMN spans.end_tid IS 'Thread a start/end range ended on when different from tid; NULL otherwise.';
+COMMENT ON COLUMN spans.device_id IS 'CUDA device ordinal of GPU spans (devices.device_id); NULL for CPU spans.';
+COMMENT ON COLUMN spans.stream_id IS 'GPU stream of GPU spans; NULL for CPU spans.';
+COMMENT ON COLUMN spans.correlation_id IS 'Launch correlation id linking an API call and the GPU work it launched; unique per process only.';
+COMMENT ON COLUMN spans.iteration IS 'Inference/training iteration the span belongs to (ProfilerStep#N, or the ordinal of its model range), where known.';
+COMMENT ON COLUMN spans.layer_index IS 'Layer spans: the index of the layer in the model (from the xsp layer range name); NULL otherwise.';
+
+CREATE TABLE IF NOT EXISTS kernels (
+    run_id INTEGER NOT NULL,
+    span_id BIGINT NOT NULL,
+    short_name VARCHAR,
+    mangled_name VARCHAR,
+    grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,
+    block_x INTEGER, block_y INTEGER, block_z INTEGER,
+    registers_per_thread INTEGER,
+    shared_mem_static_bytes BIGINT,
+    shared_mem_dynamic_bytes BIGINT,
+    local_mem_per_thread_bytes BIGINT,
+    occupancy_estimate DOUBLE,
+    blocks_per_sm DOUBLE,
+    warps_per_sm DOUBLE
+);
+COMMENT ON TABLE kernels IS 'Launch configuration of kernel spans (kind = kernel).';
+COMMENT ON COLUMN kernels.run_id IS 'Run of the kernel span.';
+COMMENT ON COLUMN kernels.span_id IS 'The kernel span (spans.span_id).';
+COMMENT ON COLUMN kernels.short_name IS 'Base name without template arguments and parameters (nsys shortName), where recorded.';
+COMMENT ON COLUMN kernels.mangled_name IS 'Mangled symbol, where recorded.';
+COMMENT ON COLUMN kernels.grid_x IS 'Grid dimension x (blocks).';
+COMMENT ON COLUMN kernels.grid_y IS 'Grid dimension y (blocks).';
+COMMENT ON COLUMN kernels.grid_z IS 'Grid dimension z (blocks).';
+COMMENT ON COLUMN kernels.block_x IS 'Block dimension x (threads).';
+COMMENT ON COLUMN kernels.block_y IS 'Block dimension y (threads).';
+COMMENT ON COLUMN kernels.block_z IS 'Block dimension z (threads).';
+COMMENT ON COLUMN kernels.registers_per_thread IS 'Registers per thread.';
+COMMENT ON COLUMN kernels.shared_mem_static_bytes IS 'Static shared memory per block, bytes.';
+COMMENT ON COLUMN kernels.shared_mem_dynamic_bytes IS 'Dynamic shared memory per block, bytes.';
+COMMENT ON COLUMN kernels.local_mem_per_thread_bytes IS 'Local memory per thread, bytes (nsys only).';
+COMMENT ON COLUMN kernels.occupancy_estimate IS 'Theoretical occupancy estimated by the profiler, 0..1 (Kineto "est. achieved occupancy %" / 100).';
+COMMENT ON COLUMN kernels.blocks_per_sm IS 'Blocks per SM as estimated by the profiler (Kineto).';
+COMMENT ON COLUMN kernels.warps_per_sm IS 'Warps per SM as estimated by the profiler (Kineto).';
+
+CREATE TABLE IF NOT EXISTS memops (
+    run_id INTEGER NOT NULL,
+    span_id BIGINT NOT NULL,
+    copy_kind VARCHAR,
+    bytes BIGINT,
+    src_kind VARCHAR,
+    dst_kind VARCHAR,
+    fill_value BIGINT
+);
+COMMENT ON TABLE memops IS 'Details of memcpy and memset spans.';
+COMMENT ON COLUMN memops.run_id IS 'Run of the span.';
+COMMENT ON COLUMN memops.span_id IS 'The memcpy/memset span.';
+COMMENT ON COLUMN memops.copy_kind IS 'Direction of a copy: HtoD, DtoH, DtoD, HtoH, PtoP, ...; NULL for memset.';
+COMMENT ON COLUMN memops.bytes IS 'Bytes copied or set.';
+COMMENT ON COLUMN memops.src_kind IS 'Memory kind of the source (Pageable, Pinned, Device, ...), where recorded.';
+COMMENT ON COLUMN memops.dst_kind IS 'Memory kind of the destination, where recorded.';
+COMMENT ON COLUMN memops.fill_value IS 'Byte value a memset wrote, where recorded.';
+
+CREATE TABLE IF NOT EXISTS launches (
+    run_id INTEGER NOT NULL,
+    api_span_id BIGINT NOT NULL,
+    gpu_span_id BIGINT NOT NULL,
+    correlation_id BIGINT
+);
+COMMENT ON TABLE launches IS 'Launch flow: which CPU API call launched which GPU span (kernel, memcpy, memset, sync).';
+COMMENT ON COLUMN launches.run_id IS 'Run of both spans.';
+COMMENT ON COLUMN launches.api_span_id IS 'The CUDA runtime/driver API span (kind = api).';
+COMMENT ON COLUMN launches.gpu_span_id IS 'The GPU span it launched.';
+COMMENT ON COLUMN launches.correlation_id IS 'The correlation id both carry.';
+
+CREATE TABLE IF NOT EXISTS span_ancestors (
+    run_id INTEGER NOT NULL,
+    span_id BIGINT NOT NULL,
+    ancestor_id BIGINT NOT NULL,
+    distance INTEGER NOT NULL
+);
+COMMENT ON TABLE span_ancestors IS 'Every (span, ancestor) pair: the CPU spans that enclose a span on its thread, and for GPU spans their launching API call and everything enclosing it (what nsys nvtx_gpu_proj_trace projects onto the GPU).';
+COMMENT ON COLUMN span_ancestors.run_id IS 'Run of both spans.';
+COMMENT ON COLUMN span_ancestors.span_id IS 'The descendant span.';
+COMMENT ON COLUMN span_ancestors.ancestor_id IS 'One of its ancestors.';
+COMMENT ON COLUMN span_ancestors.distance IS 'depth(span) - depth(ancestor); 1 for the parent.';
+
+CREATE TABLE IF NOT EXISTS span_args (
+    run_id INTEGER NOT NULL,
+    span_id BIGINT NOT NULL,
+    key VARCHAR NOT NULL,
+    value VARCHAR
+);
+COMMENT ON TABLE span_args IS 'Source details of a span that have no typed column (Kineto args such as shapes and dtypes, NVTX payloads), one row per key.';
+COMMENT ON COLUMN span_args.run_id IS 'Run of the span.';
+COMMENT ON COLUMN span_args.span_id IS 'The span.';
+COMMENT ON COLUMN span_args.key IS 'Argument name as the source writes it (e.g. Input Dims).';
+COMMENT ON COLUMN span_args.value IS 'Argument value; JSON text for lists and objects.';
+
+CREATE TABLE IF NOT EXISTS marks (
+    run_id INTEGER NOT NULL,
+    ts_ns BIGINT NOT NULL,
+    name VARCHAR,
+    category VARCHAR,
+    pid BIGINT,
+    tid BIGINT
+);
+COMMENT ON TABLE marks IS 'Instant events: NVTX marks, Kineto instant events.';
+COMMENT ON COLUMN marks.run_id IS 'Run of the mark.';
+COMMENT ON COLUMN marks.ts_ns IS 'Time of the mark, ns on the run clock.';
+COMMENT ON COLUMN marks.name IS 'Mark text.';
+COMMENT ON COLUMN marks.category IS 'NVTX domain or Kineto category.';
+COMMENT ON COLUMN marks.pid IS 'Process of the mark.';
+COMMENT ON COLUMN marks.tid IS 'Thread of the mark.';
+
+CREATE TABLE IF NOT EXISTS counters (
+    run_id INTEGER NOT NULL,
+    name VARCHAR NOT NULL,
+    ts_ns BIGINT NOT NULL,
+    value DOUBLE,
+    pid BIGINT,
+    device_id INTEGER
+);
+COMMENT ON TABLE counters IS 'Sampled counter values over time (e.g. memory in use), one row per sample.';
+COMMENT ON COLUMN counters.run_id IS 'Run of the sample.';
+COMMENT ON COLUMN counters.name IS 'Counter name.';
+COMMENT ON COLUMN counters.ts_ns IS 'Sample time, ns on the run clock.';
+COMMENT ON COLUMN counters.value IS 'Sample value.';
+COMMENT ON COLUMN counters.pid IS 'Process the counter belongs to, where it does.';
+COMMENT ON COLUMN counters.device_id IS 'Device the counter belongs to, where it does.';
+
+CREATE TABLE IF NOT EXISTS metrics (
+    run_id INTEGER NOT NULL,
+    span_id BIGINT NOT NULL,
+    metric VARCHAR NOT NULL,
+    value DOUBLE,
+    unit VARCHAR
+);
+COMMENT ON TABLE metrics IS 'Hardware metrics of GPU spans (Nsight Compute), one row per (span, metric).';
+COMMENT ON COLUMN metrics.run_id IS 'Run of the span the metric was measured on.';
+COMMENT ON COLUMN metrics.span_id IS 'The kernel span.';
+COMMENT ON COLUMN metrics.metric IS 'Metric name as ncu writes it (e.g. dram__bytes_read.sum).';
+COMMENT ON COLUMN metrics.value IS 'Metric value in the unit below.';
+COMMENT ON COLUMN metrics.unit IS 'Unit as ncu writes it.';

@@ -1,0 +1,122 @@
+"""The `xsp-trace` command line: thin Typer wrappers over the library."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from . import __version__
+from .errors import InputError
+
+app = typer.Typer(
+    name="xsp-trace",
+    help=(
+        "Across-stack profiling of ML models on GPUs: model -> layer -> op -> CUDA API -> kernel "
+        "in one DuckDB schema and one Perfetto timeline.\n\n"
+        "Example:\n\n"
+        "  xsp-trace convert run.nsys-rep -o run.duckdb\n\n"
+        "  duckdb run.duckdb \"select kind, count(*) from spans group by kind\""
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+_state = {"debug": False}
+err_console = Console(stderr=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"xsp-trace {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    debug: bool = typer.Option(False, "--debug", help="Show the full traceback on errors."),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+) -> None:
+    _state["debug"] = debug
+
+
+def fail(exc: InputError) -> None:
+    """One clear line on stderr and exit code 2 (the traceback only with --debug)."""
+    if _state["debug"]:
+        raise exc
+    err_console.print(f"xsp-trace: error: {exc.line()}", markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+class _ProgressReporter:
+    """A rich progress bar on stderr, shown only for conversions that take more than a moment."""
+
+    def __init__(self, enabled: bool):
+        self.progress = Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+            console=err_console, transient=True, disable=not enabled,
+        )
+        self.task = None
+
+    def __enter__(self):
+        self.progress.__enter__()
+        self.task = self.progress.add_task("starting", total=None)
+        return self
+
+    def __exit__(self, *exc):
+        return self.progress.__exit__(*exc)
+
+    def __call__(self, what: str, fraction: float | None) -> None:
+        if fraction is None:
+            self.progress.update(self.task, description=what, total=None)
+        else:
+            self.progress.update(self.task, description=what, total=1.0, completed=fraction)
+
+
+@app.command()
+def convert(
+    inputs: List[Path] = typer.Argument(..., help="Traces: .nsys-rep, nsys .sqlite exports, PyTorch profiler .json[.gz], or capture run directories."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="DuckDB database to write (default: beside the first input, .duckdb)."),
+    append: bool = typer.Option(False, "--append", help="Add the runs to an existing database."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing database."),
+    nsys: Optional[str] = typer.Option(None, "--nsys", help="nsys binary for .nsys-rep inputs (default: $NSYS, then PATH)."),
+    label: Optional[str] = typer.Option(None, "--label", help="Label stored with each run."),
+    python_functions: bool = typer.Option(False, "--python-functions", help="Keep Kineto python_function events (off by default, as in HTA)."),
+    quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress bar."),
+) -> None:
+    """Convert traces into one DuckDB database (one run per trace).
+
+    Example:
+
+      xsp-trace convert run.nsys-rep -o run.duckdb
+
+      xsp-trace convert rank0.json.gz rank1.json.gz run.sqlite -o all.duckdb
+    """
+    from .convert import ConvertOptions, convert_files
+
+    first = inputs[0]
+    if output is None:
+        base = first.name
+        for suffix in (".gz", ".json", ".nsys-rep", ".qdrep", ".sqlite"):
+            base = base.removesuffix(suffix)
+        output = (first if first.is_dir() else first.parent) / (f"xsp.duckdb" if first.is_dir() else f"{base}.duckdb")
+    options = ConvertOptions(nsys=nsys, label=label, include_python_functions=python_functions)
+    try:
+        with _ProgressReporter(enabled=not quiet and sys.stderr.isatty()) as progress:
+            run_ids = convert_files(list(inputs), output, options, append=append, overwrite=overwrite, progress=progress)
+    except InputError as exc:
+        fail(exc)
+    typer.echo(f"wrote {output} (runs {', '.join(map(str, run_ids))})")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

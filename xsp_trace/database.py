@@ -1,0 +1,134 @@
+"""The output database: schema, atomic writing, run registration and bulk inserts."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+import duckdb
+
+from . import __version__
+from .errors import InputError
+from .resources import schema_text
+
+SCHEMA_VERSION = "1"
+
+
+def create_schema(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(schema_text())
+    con.execute(
+        "INSERT OR REPLACE INTO schema_info VALUES ('schema_version', ?), ('created_by', ?)",
+        [SCHEMA_VERSION, f"xsp-trace {__version__}"],
+    )
+
+
+def check_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    try:
+        row = con.execute("SELECT value FROM schema_info WHERE key = 'schema_version'").fetchone()
+    except duckdb.Error:
+        row = None
+    if row is None:
+        raise InputError(path, "is a DuckDB file but not an xsp-trace database", "choose another output path")
+    if row[0] != SCHEMA_VERSION:
+        raise InputError(
+            path,
+            f"has xsp-trace schema version {row[0]}, this xsp-trace writes version {SCHEMA_VERSION}",
+            "convert into a new database",
+        )
+
+
+def _remove_quietly(path: Path) -> None:
+    for p in (path, Path(str(path) + ".wal")):
+        try:
+            p.unlink()
+        except FileNotFoundError:
+            pass
+
+
+@contextmanager
+def atomic_database(output: Path, *, append: bool = False, overwrite: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection to a temporary copy of `output` that replaces it only if the block succeeds.
+
+    A failure (or Ctrl-C) leaves the previous file, or none, in place -- never a half-written one.
+    """
+    output = Path(output)
+    if output.exists() and not (append or overwrite):
+        raise InputError(output, "already exists", "pass --append to add runs to it or --overwrite to replace it")
+    if output.parent and not output.parent.exists():
+        raise InputError(output, "its folder does not exist", "create the folder or choose another output path")
+    tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    _remove_quietly(tmp)
+    if append and output.exists():
+        shutil.copyfile(output, tmp)
+    try:
+        con = duckdb.connect(str(tmp))
+    except duckdb.Error as exc:
+        _remove_quietly(tmp)
+        raise InputError(output, f"cannot be opened as a DuckDB database ({exc})", "choose another output path") from exc
+    try:
+        if append and output.exists():
+            check_schema(con, output)
+        else:
+            create_schema(con)
+        yield con
+        con.execute("CHECKPOINT")
+        con.close()
+        os.replace(tmp, output)
+    except BaseException:
+        con.close()
+        _remove_quietly(tmp)
+        raise
+
+
+def connect(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
+    """Open an existing xsp-trace database for queries."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(path, "does not exist", "convert a trace first: xsp-trace convert TRACE -o " + path.name)
+    try:
+        con = duckdb.connect(str(path), read_only=read_only)
+    except duckdb.Error as exc:
+        raise InputError(path, f"is not a readable DuckDB database ({exc})", "pass a database written by xsp-trace convert") from exc
+    check_schema(con, path)
+    return con
+
+
+def next_run_id(con: duckdb.DuckDBPyConnection) -> int:
+    return con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM runs").fetchone()[0]
+
+
+RUN_FIELDS = (
+    "source_kind source_path source_format_version tool tool_version level model batch_size rank "
+    "host started_at clock_origin_utc_ns label"
+).split()
+
+
+def insert_run(con: duckdb.DuckDBPyConnection, run_id: int, **fields) -> None:
+    unknown = set(fields) - set(RUN_FIELDS)
+    if unknown:
+        raise TypeError(f"unknown run fields: {sorted(unknown)}")
+    names = ["run_id", *fields, "converted_at"]
+    values = [run_id, *fields.values(), datetime.now(timezone.utc).replace(tzinfo=None)]
+    con.execute(
+        f"INSERT INTO runs ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+        values,
+    )
+
+
+def insert_relation(con: duckdb.DuckDBPyConnection, table: str, relation, name: str = "_xsp_batch") -> None:
+    """Append an Arrow table / record batch (or anything DuckDB can scan) to `table`, matching columns by name."""
+    con.register(name, relation)
+    try:
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {name}")
+    finally:
+        con.unregister(name)
+
+
+def run_script(con: duckdb.DuckDBPyConnection, sql: str, run_id: int) -> None:
+    """Run a multi-statement SQL file whose statements read the run as getvariable('xsp_run_id')."""
+    con.execute(f"SET VARIABLE xsp_run_id = {int(run_id)}")
+    con.execute(sql)

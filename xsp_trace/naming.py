@@ -1,0 +1,58 @@
+"""How span names map to XSP levels: the range names our capture side writes, and op names.
+
+This is the one place that knows these conventions; capture/ writes names with the
+functions here and the converters classify names with `classify_range`.
+"""
+
+from __future__ import annotations
+
+import re
+
+# NVTX domain of the ranges written by xsp_trace.capture.
+XSP_NVTX_DOMAIN = "xsp"
+
+MODEL_PREFIX = "xsp.model:"
+LAYER_PREFIX = "xsp.layer:"
+_LAYER_RE = re.compile(r"^xsp\.layer:(\d+):")
+
+# Framework ops as they appear as NVTX ranges (torch.autograd.profiler.emit_nvtx) or Kineto cpu_op names.
+OP_PREFIXES = ("aten::", "c10d::", "prim::", "torchvision::")
+
+
+def model_range_name(model: str) -> str:
+    return f"{MODEL_PREFIX}{model}"
+
+
+def layer_range_name(index: int, qualified_name: str, type_name: str) -> str:
+    return f"{LAYER_PREFIX}{index}:{qualified_name}:{type_name}"
+
+
+def classify_range(name: str) -> tuple[str, int | None]:
+    """(kind, layer_index) of a CPU range by its name: model, layer, op or annotation."""
+    if name.startswith(MODEL_PREFIX):
+        return "model", None
+    match = _LAYER_RE.match(name)
+    if match:
+        return "layer", int(match.group(1))
+    if name.startswith(OP_PREFIXES):
+        return "op", None
+    return "annotation", None
+
+
+# SQL CASE expressions equivalent to classify_range, for converters that classify inside DuckDB.
+def sql_range_kind(name_column: str) -> str:
+    ops = " OR ".join(f"starts_with({name_column}, '{p}')" for p in OP_PREFIXES)
+    return (
+        f"CASE WHEN starts_with({name_column}, '{MODEL_PREFIX}') THEN 'model' "
+        f"WHEN regexp_matches({name_column}, '{_LAYER_RE.pattern}') THEN 'layer' "
+        f"WHEN {ops} THEN 'op' ELSE 'annotation' END"
+    )
+
+
+def sql_layer_index(name_column: str) -> str:
+    return f"TRY_CAST(nullif(regexp_extract({name_column}, '{_LAYER_RE.pattern}', 1), '') AS INTEGER)"
+
+
+# Order of kinds for identical CPU intervals: the earlier one encloses the later.
+KIND_NESTING_RANK = {"model": 0, "layer": 1, "annotation": 2, "op": 3, "api": 4, "other": 5, "sync": 6}
+GPU_KINDS = ("kernel", "memcpy", "memset", "sync")
