@@ -114,6 +114,69 @@ def convert(
     typer.echo(f"wrote {output} (runs {', '.join(map(str, run_ids))})")
 
 
+def _comma_list(text: str, what: str, convert=str) -> list:
+    try:
+        return [convert(part.strip()) for part in text.split(",") if part.strip()]
+    except ValueError:
+        fail(InputError(None, f"{what} {text!r} is not a comma list of integers", f"e.g. --{what} 1,8"))
+
+
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    epilog="The script hands its model to xsp-trace:\n\n"
+    "  from xsp_trace.capture import run\n\n"
+    "  run(model.eval(), lambda batch_size: torch.randn(batch_size, 3, 224, 224), name=\"resnet\")\n\n"
+    "The runner launches the command once per (tool, level, batch size) with XSP_LEVEL, XSP_TOOL, "
+    "XSP_BATCH_SIZE, XSP_ITERATIONS, XSP_WARMUP, XSP_DEPTH, XSP_LAYER_SYNC and XSP_OUT set; run() measures "
+    "that one run: warm-up, then the un-instrumented loop (plain timers) around the instrumented one.",
+)
+def capture(
+    ctx: typer.Context,
+    output: Path = typer.Option(Path("xsp-run"), "-o", "--output", help="Run directory to write."),
+    levels: str = typer.Option("M,ML,MLG", "--levels", help="Comma list of levels: M (model ranges), ML (+ layer ranges), MLG (+ ops/CUDA API/kernels)."),
+    batch_sizes: str = typer.Option("1", "--batch-sizes", help="Comma list of batch sizes (passed to the script's make_input)."),
+    iterations: int = typer.Option(20, "--iterations", help="Profiled inferences per run."),
+    warmup: int = typer.Option(5, "--warmup", help="Un-profiled inferences before them."),
+    tool: str = typer.Option("torch", "--tool", help="Who records: torch (torch.profiler in the process), nsys, or a comma list of both."),
+    depth: Optional[int] = typer.Option(None, "--depth", help="Layers at this module depth (default: leaf modules)."),
+    layer_sync: str = typer.Option("sync", "--layer-sync", help="ML run on a GPU: none, sync (synchronize at each layer end) or launch-blocking (CUDA_LAUNCH_BLOCKING=1, as the XSP authors)."),
+    metrics: str = typer.Option("", "--metrics", help="ncu metric runs on a GPU, comma list of: flops, dram, occupancy."),
+    metric_iterations: int = typer.Option(1, "--metric-iterations", help="Profiled inferences per metric run (ncu replays every kernel)."),
+    nsys: Optional[str] = typer.Option(None, "--nsys", help="nsys binary (default: $NSYS, then PATH)."),
+    ncu: Optional[str] = typer.Option(None, "--ncu", help="ncu binary (default: $NCU, then PATH)."),
+    malloc_tuning: bool = typer.Option(True, "--malloc-tuning/--no-malloc-tuning", help="Set MALLOC_MMAP_THRESHOLD_/MALLOC_TRIM_THRESHOLD_ for the runs (less page-fault noise)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing run directory."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds one run may take."),
+    quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress lines."),
+) -> None:
+    """Leveled capture: run a command once per (tool, level, batch size) into one run directory.
+
+    Example (the script ships with xsp-trace):
+
+      xsp-trace capture --levels M,ML,MLG --iterations 10 --batch-sizes 1,8 -o tiny-run -- python -m xsp_trace.capture.examples.tiny_cnn
+
+      xsp-trace capture --tool nsys --levels M,ML -o tiny-nsys -- python -m xsp_trace.capture.examples.tiny_cnn
+
+      xsp-trace convert tiny-run
+    """
+    from .capture.runner import CaptureRequest, capture_levels
+
+    request = CaptureRequest(
+        command=list(ctx.args), out=output, levels=_comma_list(levels, "levels"),
+        batch_sizes=_comma_list(batch_sizes, "batch-sizes", int), iterations=iterations, warmup=warmup,
+        tools=_comma_list(tool, "tool"), depth=depth, layer_sync=layer_sync,
+        metrics=_comma_list(metrics, "metrics"), metric_iterations=metric_iterations, nsys=nsys, ncu=ncu,
+        malloc_tuning=malloc_tuning, overwrite=overwrite, timeout_s=timeout,
+    )
+    say = None if quiet else (lambda line: err_console.print(line, markup=False, highlight=False))
+    try:
+        manifest = capture_levels(request, progress=say)
+    except InputError as exc:
+        fail(exc)
+    runs = manifest["runs"]
+    typer.echo(f"wrote {output} ({len(runs)} runs: {', '.join(r['key'] for r in runs)})")
+
+
 def main() -> None:
     app()
 

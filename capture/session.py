@@ -1,0 +1,320 @@
+"""The script side of a leveled capture: one (level, batch size) measured in this process.
+
+A user script hands its model and an input factory to `xsp_trace.capture.run(model,
+make_input)`. Under `xsp-trace capture` the runner launches the script once per (tool, level,
+batch size) with these environment variables, and `run` measures exactly that:
+
+    XSP_LEVEL       M | ML | MLG | metrics:<group>
+    XSP_TOOL        nsys | torch | ncu   (who records: an outside profiler, or torch.profiler here)
+    XSP_BATCH_SIZE  passed to make_input(batch_size)
+    XSP_ITERATIONS  profiled inferences (one model range each)
+    XSP_WARMUP      un-profiled inferences first
+    XSP_DEPTH       layer depth (empty: leaf modules)
+    XSP_LAYER_SYNC  none | sync (synchronize the device at each layer end, ML only)
+    XSP_OUT         the run's folder: session.json (+ trace.json for torch) go there
+
+One measurement: warm-up; a probe forward (layer shapes, calls) and, for levels with layers, a
+comparison of the ops run with and without hooks; then the same loop timed with
+time.perf_counter_ns -- first half of the un-instrumented iterations, the instrumented
+iterations (ranges on, profiler recording), second half of the un-instrumented iterations --
+so slow drift cancels in the comparison. Everything runs under torch.inference_mode().
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import resource
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from .annotate import ModelAnnotation, called_modules, compare_programs, describe_layers, probe_layers
+from .manifest import FORMAT_VERSION, SESSION_FORMAT, SESSION_NAME, level_has_layers, write_json_atomic
+from .ranges import nvtx_version
+
+TOOLS = ("nsys", "torch", "ncu")
+LAYER_SYNC_CHOICES = ("none", "sync", "launch-blocking")
+
+
+@dataclass
+class SessionConfig:
+    level: str
+    tool: str
+    batch_size: int
+    iterations: int
+    warmup: int
+    out: Path
+    depth: int | None = None
+    layer_sync: str = "none"
+
+    @classmethod
+    def from_env(cls, environ=os.environ) -> "SessionConfig":
+        def number(key: str) -> int:
+            text = environ.get(key, "")
+            try:
+                return int(text)
+            except ValueError:
+                raise RuntimeError(f"{key}={text!r} is not an integer (set by xsp-trace capture)") from None
+
+        depth = environ.get("XSP_DEPTH", "")
+        return cls(
+            level=environ["XSP_LEVEL"],
+            tool=environ.get("XSP_TOOL", "torch"),
+            batch_size=number("XSP_BATCH_SIZE"),
+            iterations=number("XSP_ITERATIONS"),
+            warmup=number("XSP_WARMUP"),
+            out=Path(environ["XSP_OUT"]),
+            depth=int(depth) if depth else None,
+            layer_sync=environ.get("XSP_LAYER_SYNC", "none") or "none",
+        )
+
+
+def _as_call(model, value) -> Callable[[], Any]:
+    """make_input's value -> a no-argument call: tensor x -> model(x), tuple -> model(*x), dict -> model(**x)."""
+    if isinstance(value, dict):
+        return lambda: model(**value)
+    if isinstance(value, tuple):
+        return lambda: model(*value)
+    return lambda: model(value)
+
+
+def _device_of(model, value):
+    import torch
+
+    for p in model.parameters():
+        return p.device
+    for v in value.values() if isinstance(value, dict) else value if isinstance(value, tuple) else (value,):
+        if isinstance(v, torch.Tensor):
+            return v.device
+    return torch.device("cpu")
+
+
+def _device_sync(device) -> Callable[[], None] | None:
+    import torch
+
+    if device.type == "cuda":
+        return torch.cuda.synchronize
+    return None
+
+
+def _device_facts(device) -> dict:
+    import torch
+
+    facts = {"type": device.type, "index": device.index, "name": None}
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        props = torch.cuda.get_device_properties(index)
+        facts.update(index=index, name=props.name, sm_count=props.multi_processor_count,
+                     memory_bytes=props.total_memory, compute=f"{props.major}.{props.minor}")
+    else:
+        facts["name"] = "cpu"
+    return facts
+
+
+def _timed_loop(call, n: int, sync, around=None) -> list[int]:
+    """n timed inferences; `around` is a context-manager factory enclosing each one (the model range)."""
+    latencies = []
+    clock = time.perf_counter_ns
+    for _ in range(n):
+        start = clock()
+        if around is None:
+            call()
+            if sync is not None:
+                sync()
+        else:
+            with around(sync):
+                call()
+        latencies.append(clock() - start)
+    return latencies
+
+
+def _minor_faults() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+class _UserScopeProfiler:
+    """torch profiler that records only user annotations (record_function), not every aten op.
+
+    torch.profiler with CPU activity records all ops, so a profiler "M" or "ML" run would really
+    be MLG (DESIGN.md). The Kineto profiler accepts a set of RecordFunction scopes when it is
+    enabled; this passes {USER_SCOPE}. Falls back to the full CPU profile when this torch lacks
+    the private argument (then `scope` says "all").
+    """
+
+    def __init__(self):
+        import torch.autograd.profiler as autograd_profiler
+
+        self.scope = "user"
+        outer = self
+
+        class _Profile(autograd_profiler.profile):
+            def _start_trace(self):
+                try:
+                    from torch._C._autograd import _enable_profiler
+                    from torch._C._profiler import RecordScope
+                except ImportError:
+                    outer.scope = "all"
+                    return super()._start_trace()
+                self.entered = True
+                on_start = getattr(autograd_profiler, "_run_on_profiler_start", None)
+                if on_start is not None:
+                    on_start()
+                try:
+                    _enable_profiler(self.config(create_trace_id=False), self.kineto_activities, {RecordScope.USER_SCOPE})
+                except TypeError:
+                    outer.scope = "all"
+                    _enable_profiler(self.config(create_trace_id=False), self.kineto_activities)
+                self.profiling_start_time_ns = time.perf_counter_ns()
+
+        self.profile = _Profile(use_kineto=True)
+
+    def __enter__(self):
+        self.profile.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self.profile.__exit__(*exc)
+
+    def export(self, path: Path) -> None:
+        self.profile.export_chrome_trace(str(path))
+
+
+class _FullProfiler:
+    """torch.profiler with CPU activity (aten ops, shapes) and CUDA activity on a GPU: the G level."""
+
+    scope = "all"
+
+    def __init__(self, cuda: bool):
+        import torch.profiler as tp
+
+        activities = [tp.ProfilerActivity.CPU] + ([tp.ProfilerActivity.CUDA] if cuda else [])
+        self.profile = tp.profile(activities=activities, record_shapes=True)
+
+    def __enter__(self):
+        self.profile.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self.profile.__exit__(*exc)
+
+    def export(self, path: Path) -> None:
+        self.profile.export_chrome_trace(str(path))
+
+
+class _CudaProfilerRange:
+    """cudaProfilerStart/Stop around the instrumented loop: what ncu --profile-from-start off replays."""
+
+    scope = None
+
+    def __enter__(self):
+        import torch
+
+        torch.cuda.synchronize()
+        torch.cuda.profiler.start()
+        return self
+
+    def __exit__(self, *exc):
+        import torch
+
+        torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
+        return False
+
+
+def measure(model, make_input: Callable[[int], Any], config: SessionConfig, *, name: str | None = None) -> dict:
+    """Measure one (level, batch size) in this process; writes and returns the session record."""
+    import torch
+
+    if config.tool not in TOOLS:
+        raise ValueError(f"unknown tool {config.tool!r}; expected one of {', '.join(TOOLS)}")
+    config.out.mkdir(parents=True, exist_ok=True)
+    with_layers = level_has_layers(config.level)
+    value = make_input(config.batch_size)
+    call = _as_call(model, value)
+    device = _device_of(model, value)
+    sync = _device_sync(device)
+    layer_sync = sync if (with_layers and config.layer_sync == "sync" and config.level == "ML") else None
+    n_before = math.ceil(config.iterations / 2)
+    n_after = config.iterations // 2
+    faults = {}
+    record: dict = {
+        "format": SESSION_FORMAT,
+        "version": FORMAT_VERSION,
+        "level": config.level,
+        "tool": config.tool,
+        "batch_size": config.batch_size,
+        "iterations": config.iterations,
+        "warmup": config.warmup,
+        "depth": config.depth,
+        "layer_sync": config.layer_sync if with_layers else None,
+        "model": name or type(model).__name__,
+        "model_type": f"{type(model).__module__}.{type(model).__qualname__}",
+        "training": bool(model.training),
+        "device": _device_facts(device),
+        "torch_version": torch.__version__,
+        "nvtx_version": nvtx_version(),
+        "threads": torch.get_num_threads(),
+        "pid": os.getpid(),
+        "env": {k: os.environ[k] for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "CUDA_LAUNCH_BLOCKING", "OMP_NUM_THREADS") if k in os.environ},
+        "profiler_scope": None,
+        "trace": None,
+    }
+    with torch.inference_mode():
+        for _ in range(config.warmup):
+            call()
+        if sync is not None:
+            sync()
+        called = called_modules(model, call)
+        layers = describe_layers(model, config.depth, called)
+        probe_layers(model, call, layers, config.depth, called)
+        change = compare_programs(model, call, config.depth, called) if with_layers else None
+
+        faults_start = _minor_faults()
+        before = _timed_loop(call, n_before, sync)
+        faults["uninstrumented"] = _minor_faults() - faults_start
+
+        annotation = ModelAnnotation(
+            model, record["model"], layers=with_layers, depth=config.depth,
+            nvtx=config.tool in ("nsys", "ncu"), torch=config.tool == "torch",
+            layer_sync=layer_sync, model_hook=False, called=called,
+        )
+        profiler = None
+        if config.tool == "ncu" and device.type == "cuda":
+            profiler = _CudaProfilerRange()  # ncu runs with --profile-from-start off
+        elif config.tool == "torch":
+            profiler = _FullProfiler(cuda=device.type == "cuda") if config.level == "MLG" else _UserScopeProfiler()
+        annotation.attach()
+        try:
+            faults_start = _minor_faults()
+            if profiler is not None:
+                with profiler:
+                    instrumented = _timed_loop(call, config.iterations, sync, annotation.inference)
+            else:
+                instrumented = _timed_loop(call, config.iterations, sync, annotation.inference)
+            faults["instrumented"] = _minor_faults() - faults_start
+        finally:
+            annotation.remove()
+        if profiler is not None and hasattr(profiler, "export"):
+            trace = config.out / "trace.json"
+            profiler.export(trace)
+            record["trace"] = trace.name
+            record["profiler_scope"] = profiler.scope
+
+        faults_start = _minor_faults()
+        after = _timed_loop(call, n_after, sync)
+        faults["uninstrumented"] += _minor_faults() - faults_start
+
+    record.update(
+        latencies_ns={
+            "uninstrumented": before + after,
+            "uninstrumented_phase": ["before"] * len(before) + ["after"] * len(after),
+            "instrumented": instrumented,
+        },
+        minor_faults=faults,
+        layers=[info.to_json() for info in layers],
+        program_change=change.to_json() if change is not None else None,
+    )
+    write_json_atomic(config.out / SESSION_NAME, record)
+    return record
