@@ -18,9 +18,9 @@ from __future__ import annotations
 _EXPORTS = {
     "run": "api",
     "capture_model": "api",
-    "annotate": "annotate",
-    "ModelAnnotation": "annotate",
-    "LayerInfo": "annotate",
+    "annotate": "hooks",
+    "ModelAnnotation": "hooks",
+    "LayerInfo": "hooks",
     "CaptureRequest": "runner",
     "capture_levels": "runner",
 }

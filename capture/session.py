@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .annotate import ModelAnnotation, called_modules, compare_programs, describe_layers, probe_layers
+from .hooks import ModelAnnotation, called_modules, compare_programs, describe_layers, probe_layers
 from .manifest import FORMAT_VERSION, SESSION_FORMAT, SESSION_NAME, level_has_layers, write_json_atomic
 from .ranges import nvtx_version
 

@@ -286,3 +286,91 @@ COMMENT ON COLUMN metrics.span_id IS 'The kernel span.';
 COMMENT ON COLUMN metrics.metric IS 'Metric name as ncu writes it (e.g. dram__bytes_read.sum).';
 COMMENT ON COLUMN metrics.value IS 'Metric value in the unit below.';
 COMMENT ON COLUMN metrics.unit IS 'Unit as ncu writes it.';
+
+-- Leveled captures (xsp-trace capture): facts the run directory adds to each converted trace.
+
+CREATE TABLE IF NOT EXISTS capture_runs (
+    run_id INTEGER PRIMARY KEY,
+    run_dir VARCHAR,
+    run_key VARCHAR,
+    tool VARCHAR,
+    level VARCHAR,
+    batch_size INTEGER,
+    iterations INTEGER,
+    warmup INTEGER,
+    depth INTEGER,
+    layer_sync VARCHAR,
+    device VARCHAR,
+    threads INTEGER,
+    torch_version VARCHAR,
+    nvtx_version VARCHAR,
+    profiler_scope VARCHAR,
+    program_changed BOOLEAN,
+    program_change_note VARCHAR,
+    minor_faults_uninstrumented BIGINT,
+    minor_faults_instrumented BIGINT,
+    wall_s DOUBLE
+);
+COMMENT ON TABLE capture_runs IS 'One row per run converted from a capture run directory: how that (tool, level, batch size) was measured.';
+COMMENT ON COLUMN capture_runs.run_id IS 'The converted trace of the run (runs.run_id).';
+COMMENT ON COLUMN capture_runs.run_dir IS 'Path of the run directory given to convert.';
+COMMENT ON COLUMN capture_runs.run_key IS 'Folder of the run inside it: <tool>-<level>-bs<N>.';
+COMMENT ON COLUMN capture_runs.tool IS 'Who recorded: nsys, torch (torch.profiler in the process) or ncu.';
+COMMENT ON COLUMN capture_runs.level IS 'M, ML, MLG or metrics:<group>.';
+COMMENT ON COLUMN capture_runs.batch_size IS 'Batch size given to the script''s make_input.';
+COMMENT ON COLUMN capture_runs.iterations IS 'Profiled inferences (model ranges) of the run; the un-instrumented loop has as many.';
+COMMENT ON COLUMN capture_runs.warmup IS 'Un-profiled inferences before the measurement.';
+COMMENT ON COLUMN capture_runs.depth IS 'Module depth of the layers; NULL = leaf modules.';
+COMMENT ON COLUMN capture_runs.layer_sync IS 'Layer-end device synchronization of layer runs: none, sync or launch-blocking; NULL for M.';
+COMMENT ON COLUMN capture_runs.device IS 'Device the model ran on: cpu or the GPU name.';
+COMMENT ON COLUMN capture_runs.threads IS 'torch intra-op threads of the profiled process.';
+COMMENT ON COLUMN capture_runs.torch_version IS 'torch version of the profiled process.';
+COMMENT ON COLUMN capture_runs.nvtx_version IS 'nvtx package version of the profiled process (nsys 2022.4 records ranges only from nvtx <= 0.2.11).';
+COMMENT ON COLUMN capture_runs.profiler_scope IS 'torch runs: user (only record_function annotations: M, ML) or all (every aten op: MLG); NULL otherwise.';
+COMMENT ON COLUMN capture_runs.program_changed IS 'Whether attaching layer hooks changed the ops one forward runs (e.g. nn.TransformerEncoderLayer leaves its fused fast path); NULL for M.';
+COMMENT ON COLUMN capture_runs.program_change_note IS 'What changed, in words, and which ops were lost or added; NULL when nothing changed.';
+COMMENT ON COLUMN capture_runs.minor_faults_uninstrumented IS 'Minor page faults of the process during the un-instrumented loop (getrusage).';
+COMMENT ON COLUMN capture_runs.minor_faults_instrumented IS 'Minor page faults during the instrumented loop.';
+COMMENT ON COLUMN capture_runs.wall_s IS 'Wall-clock seconds of the whole profiled process (startup, profiler, export included).';
+
+CREATE TABLE IF NOT EXISTS capture_latencies (
+    run_id INTEGER NOT NULL,
+    loop VARCHAR NOT NULL,
+    iteration INTEGER NOT NULL,
+    phase VARCHAR,
+    latency_ns BIGINT NOT NULL
+);
+COMMENT ON TABLE capture_latencies IS 'Plain-timer (time.perf_counter_ns) latency of every inference of a capture run, instrumented and not: the overhead of a level is the difference.';
+COMMENT ON COLUMN capture_latencies.run_id IS 'The run (capture_runs.run_id).';
+COMMENT ON COLUMN capture_latencies.loop IS 'uninstrumented (no hooks, no ranges, profiler not recording) or instrumented (the profiled inferences).';
+COMMENT ON COLUMN capture_latencies.iteration IS 'Ordinal of the inference within its loop, from 0; instrumented ones match spans.iteration of the model spans.';
+COMMENT ON COLUMN capture_latencies.phase IS 'uninstrumented: before or after the instrumented loop (half each, so drift cancels); instrumented: during.';
+COMMENT ON COLUMN capture_latencies.latency_ns IS 'Latency of the inference (device synchronized at its end), ns.';
+
+CREATE TABLE IF NOT EXISTS layers (
+    run_id INTEGER NOT NULL,
+    model VARCHAR,
+    layer_index INTEGER NOT NULL,
+    name VARCHAR,
+    type VARCHAR,
+    depth INTEGER,
+    range_name VARCHAR,
+    input_shapes VARCHAR,
+    output_shapes VARCHAR,
+    parameter_bytes BIGINT,
+    buffer_bytes BIGINT,
+    calls_per_inference INTEGER
+);
+COMMENT ON TABLE layers IS 'The layers of a captured model (from the run manifest), one row per (run, layer); join spans on layer_index.';
+COMMENT ON COLUMN layers.run_id IS 'The run (shapes depend on its batch size).';
+COMMENT ON COLUMN layers.model IS 'Model name (the xsp.model range name without its prefix).';
+COMMENT ON COLUMN layers.layer_index IS 'Index of the layer in module tree order; spans.layer_index of its layer spans.';
+COMMENT ON COLUMN layers.name IS 'Qualified module name in the model (<root> when the model itself is the only layer).';
+COMMENT ON COLUMN layers.type IS 'Module class name, e.g. Conv2d.';
+COMMENT ON COLUMN layers.depth IS 'Components of the qualified name (1 = child of the root).';
+COMMENT ON COLUMN layers.range_name IS 'The NVTX / record_function range name of its calls (spans.name).';
+COMMENT ON COLUMN layers.input_shapes IS 'JSON: shapes of the positional inputs of its first call in one forward.';
+COMMENT ON COLUMN layers.output_shapes IS 'JSON: shapes of the output of that call.';
+COMMENT ON COLUMN layers.parameter_bytes IS 'Bytes of the parameters of the module and its submodules.';
+COMMENT ON COLUMN layers.buffer_bytes IS 'Bytes of its buffers (e.g. batch-norm running statistics) and its submodules''.';
+COMMENT ON COLUMN layers.calls_per_inference IS 'Calls of the module in one forward (0: never called).';
