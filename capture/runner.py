@@ -42,6 +42,7 @@ from .session import LAYER_SYNC_CHOICES
 # allocation (DESIGN.md: +20-31 % noise without them, +5 % with); set unless the user set them.
 MALLOC_TUNING = {"MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TRIM_THRESHOLD_": "268435456"}
 RUNNER_TOOLS = ("torch", "nsys")
+NSYS_2022_NVTX = "0.2.11"  # the last nvtx release whose ranges nsys 2022.4 records
 
 
 @dataclass
@@ -243,9 +244,11 @@ def capture_levels(request: CaptureRequest, progress: Callable[[str], None] | No
             raise _fail(manifest, out, entry, "empty", f"{tool} wrote no trace in run {entry['key']}", f"see {entry['dir']}/stderr.txt")
         if entry["model_ranges"] == 0:
             fix = "check that the script's model ran inside xsp_trace.capture.run"
-            if tool == "nsys":
-                fix = (f"the nvtx package {session.get('nvtx_version')} may record nothing under nsys "
-                       f"{versions.get('nsys')}: pip install 'nvtx==0.2.11'")
+            if tool == "nsys" and session.get("nvtx_version") != NSYS_2022_NVTX:
+                fix = (f"the nvtx package {session.get('nvtx_version')} records nothing under nsys "
+                       f"{versions.get('nsys')}: pip install 'nvtx=={NSYS_2022_NVTX}'")
+            elif tool == "nsys":
+                fix = "the NVTX ranges did not reach nsys: check NVTX_INJECTION64_PATH in the script's environment"
             raise _fail(manifest, out, entry, "empty", f"the trace of run {entry['key']} holds no model range", fix)
         entry["status"] = "ok"
         entry["files"] = list_files(out, entry)
