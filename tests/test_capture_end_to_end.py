@@ -156,3 +156,24 @@ def test_torch_mlg_nests_aten_ops_in_layer_spans(torch_run):
         outside = db.execute(
             """SELECT count(*) FROM spans o WHERE o.run_id = ? AND o.kind = 'op' AND o.depth = 0""", [run_id]).fetchone()[0]
         assert outside == 0  # the profiler recorded only the profiled loop, all of it inside model spans
+
+
+def test_level_overhead_query_matches_scipy_on_the_session_latencies(nsys_run):
+    import numpy as np
+    from scipy import stats
+
+    run_dir, db = nsys_run
+    rows = db.execute((CHECKOUT / "queries" / "capture_level_overhead.sql").read_text()).fetchall()
+    columns = [d[0] for d in db.description]
+    by_level = {r[columns.index("level")]: dict(zip(columns, r)) for r in rows}
+    assert set(by_level) == {"M", "ML"}
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    for entry in manifest["runs"]:
+        latencies = json.loads((run_dir / entry["session"]).read_text())["latencies_ns"]
+        row = by_level[entry["level"]]
+        plain, instrumented = np.array(latencies["uninstrumented"]), np.array(latencies["instrumented"])
+        assert row["uninstrumented_trimmed_mean_ns"] == pytest.approx(stats.trim_mean(plain, 0.2))
+        assert row["instrumented_trimmed_mean_ns"] == pytest.approx(stats.trim_mean(instrumented, 0.2))
+        assert row["instrumented_median_ns"] == pytest.approx(np.median(instrumented))
+        assert row["uninstrumented_p90_ns"] == pytest.approx(np.percentile(plain, 90))
+        assert row["inflation_pct"] == pytest.approx(100 * (stats.trim_mean(instrumented, 0.2) / stats.trim_mean(plain, 0.2) - 1))
