@@ -260,7 +260,7 @@ class ModelAnnotation:
             return self
         modules = [m for _, m in select_layers(self.model, self.depth, self.called)] if self.with_layers else []
         for module, layer_range in zip(modules, self._layer_ranges):
-            pre, post = _layer_hooks(layer_range, self.layer_sync)
+            pre, post = layer_range.hooks(self.layer_sync)
             self._handles.append(module.register_forward_pre_hook(pre))
             self._handles.append(module.register_forward_hook(post, always_call=True))
         if self.model_hook:
@@ -292,22 +292,6 @@ class ModelAnnotation:
                 sync()
         finally:
             self.model_range.pop()
-
-
-def _layer_hooks(layer_range, sync):
-    push, pop = layer_range.push, layer_range.pop
-
-    def pre(module, args):
-        push()
-
-    if sync is None:
-        def post(module, args, output):
-            pop()
-    else:
-        def post(module, args, output):
-            sync()
-            pop()
-    return pre, post
 
 
 def annotate(model, name: str | None = None, **options) -> ModelAnnotation:

@@ -81,7 +81,7 @@ class Range:
     False = never.
     """
 
-    __slots__ = ("name", "_nvtx", "_attributes", "_torch", "_enter", "_exit", "_open")
+    __slots__ = ("name", "_nvtx", "_attributes", "_torch", "_enter", "_exit", "_open", "push", "pop")
 
     def __init__(self, name: str, *, nvtx: NvtxDomain | None, torch: bool | str, torch_functions=None):
         self.name = name
@@ -90,8 +90,16 @@ class Range:
         self._torch = torch
         self._enter, self._exit = torch_functions if torch else (None, None)
         self._open: list = []  # annotation handles (or None) of the open ranges, innermost last
+        if nvtx is not None and self._enter is None:
+            # NVTX only (the nsys levels): straight to the C calls, no Python frame of ours between.
+            push_range, pop_range, attributes, handle = nvtx.push_range, nvtx.pop_range, self._attributes, nvtx.handle
+            self.push = lambda: push_range(attributes, handle)
+            self.pop = lambda: pop_range(handle)
+        else:
+            self.push = self._push
+            self.pop = self._pop
 
-    def push(self) -> None:
+    def _push(self) -> None:
         if self._nvtx is not None:
             self._nvtx.push_range(self._attributes, self._nvtx.handle)
         if self._enter is not None:
@@ -100,13 +108,47 @@ class Range:
             else:
                 self._open.append(None)
 
-    def pop(self) -> None:
+    def _pop(self) -> None:
         if self._enter is not None and self._open:
             handle = self._open.pop()
             if handle is not None:
                 self._exit(handle)
         if self._nvtx is not None:
             self._nvtx.pop_range(self._nvtx.handle)
+
+    def hooks(self, sync=None):
+        """(forward pre-hook, forward hook) that open and close this range around a module call.
+
+        NVTX-only ranges call the NVTX C functions directly from the hook (one Python frame per
+        hook: the hooks run on every layer call). `sync` runs before the range closes.
+        """
+        if self._nvtx is not None and self._enter is None:
+            push_range, pop_range, attributes, handle = self._nvtx.push_range, self._nvtx.pop_range, self._attributes, self._nvtx.handle
+
+            def pre(module, args):
+                push_range(attributes, handle)
+
+            if sync is None:
+                def post(module, args, output):
+                    pop_range(handle)
+            else:
+                def post(module, args, output):
+                    sync()
+                    pop_range(handle)
+            return pre, post
+        push, pop = self._push, self._pop
+
+        def pre(module, args):
+            push()
+
+        if sync is None:
+            def post(module, args, output):
+                pop()
+        else:
+            def post(module, args, output):
+                sync()
+                pop()
+        return pre, post
 
 
 class RangeFactory:
