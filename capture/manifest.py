@@ -106,7 +106,7 @@ def run_entry(tool: str, level: str, batch_size: int) -> dict:
         "trace": None,  # path of the trace to convert, relative to the run directory
         "files": [],  # every file the run left, relative to the run directory
         "session": None,
-        "model_ranges": None,  # model ranges found in the trace (== iterations when all went well)
+        "model_ranges": None,  # model range names found in the trace (0: an empty run; a GPU Kineto trace mirrors each on the GPU timeline)
         "returncode": None,
         "wall_s": None,
         "message": None,

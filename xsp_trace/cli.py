@@ -123,6 +123,7 @@ def _comma_list(text: str, what: str, convert=str) -> list:
 
 @app.command(
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+    options_metavar="[OPTIONS] -- COMMAND [ARGS]...",
     epilog="The script hands its model to xsp-trace:\n\n"
     "  from xsp_trace.capture import run\n\n"
     "  run(model.eval(), lambda batch_size: torch.randn(batch_size, 3, 224, 224), name=\"resnet\")\n\n"
