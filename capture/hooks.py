@@ -246,6 +246,7 @@ class ModelAnnotation:
         self.with_layers = layers
         self.called = called
         self.layers = describe_layers(model, depth, called) if layers else []
+        self._modules = [m for _, m in select_layers(model, depth, called)] if layers else []
         ranges = RangeFactory(nvtx=nvtx, torch=torch)
         self.model_range = ranges(model_range_name(self.name))
         self._layer_ranges = [ranges(info.range_name) for info in self.layers]
@@ -258,8 +259,7 @@ class ModelAnnotation:
     def attach(self) -> "ModelAnnotation":
         if self._handles:
             return self
-        modules = [m for _, m in select_layers(self.model, self.depth, self.called)] if self.with_layers else []
-        for module, layer_range in zip(modules, self._layer_ranges):
+        for module, layer_range in zip(self._modules, self._layer_ranges):
             pre, post = layer_range.hooks(self.layer_sync)
             self._handles.append(module.register_forward_pre_hook(pre))
             self._handles.append(module.register_forward_hook(post, always_call=True))

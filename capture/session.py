@@ -14,10 +14,12 @@ batch size) with these environment variables, and `run` measures exactly that:
     XSP_OUT         the run's folder: session.json (+ trace.json for torch) go there
 
 One measurement: warm-up; a probe forward (layer shapes, calls) and, for levels with layers, a
-comparison of the ops run with and without hooks; then the same loop timed with
-time.perf_counter_ns -- first half of the un-instrumented iterations, the instrumented
-iterations (ranges on, profiler recording), second half of the un-instrumented iterations --
-so slow drift cancels in the comparison. Everything runs under torch.inference_mode().
+comparison of the ops run with and without hooks; then the same inference timed with
+time.perf_counter_ns, instrumented (ranges on, profiler recording) and not. Under nsys, which
+records the whole process anyway, the two alternate inference by inference; under
+torch.profiler (started once) and ncu, half of the un-instrumented inferences run before the
+instrumented loop and half after, so slow drift cancels. Everything runs under
+torch.inference_mode().
 """
 
 from __future__ import annotations
@@ -223,6 +225,57 @@ class _CudaProfilerRange:
         return False
 
 
+def _interleaved(call, iterations: int, sync, annotation, faults: dict):
+    """Un-instrumented and instrumented inferences alternating, their order flipped every pair."""
+    plain, instrumented = [], []
+    faults.update(uninstrumented=0, instrumented=0)
+    for i in range(iterations):
+        for with_ranges in ((False, True) if i % 2 == 0 else (True, False)):
+            if with_ranges:
+                annotation.attach()
+            start_faults = _minor_faults()
+            try:
+                latency = _timed_loop(call, 1, sync, annotation.inference if with_ranges else None)[0]
+            finally:
+                if with_ranges:
+                    annotation.remove()
+            faults["instrumented" if with_ranges else "uninstrumented"] += _minor_faults() - start_faults
+            (instrumented if with_ranges else plain).append(latency)
+    return plain, ["interleaved"] * len(plain), instrumented
+
+
+def _before_during_after(call, config: SessionConfig, sync, annotation, device, faults: dict, record: dict):
+    """Half the un-instrumented loop, the instrumented loop under the profiler, the other half."""
+    start_faults = _minor_faults()
+    before = _timed_loop(call, math.ceil(config.iterations / 2), sync)
+    faults["uninstrumented"] = _minor_faults() - start_faults
+    profiler = None
+    if config.tool == "ncu" and device.type == "cuda":
+        profiler = _CudaProfilerRange()  # ncu runs with --profile-from-start off
+    elif config.tool == "torch":
+        profiler = _FullProfiler(cuda=device.type == "cuda") if config.level == "MLG" else _UserScopeProfiler()
+    annotation.attach()
+    try:
+        start_faults = _minor_faults()
+        if profiler is not None:
+            with profiler:
+                instrumented = _timed_loop(call, config.iterations, sync, annotation.inference)
+        else:
+            instrumented = _timed_loop(call, config.iterations, sync, annotation.inference)
+        faults["instrumented"] = _minor_faults() - start_faults
+    finally:
+        annotation.remove()
+    if profiler is not None and hasattr(profiler, "export"):
+        trace = config.out / "trace.json"
+        profiler.export(trace)
+        record["trace"] = trace.name
+        record["profiler_scope"] = profiler.scope
+    start_faults = _minor_faults()
+    after = _timed_loop(call, config.iterations // 2, sync)
+    faults["uninstrumented"] += _minor_faults() - start_faults
+    return before + after, ["before"] * len(before) + ["after"] * len(after), instrumented
+
+
 def measure(model, make_input: Callable[[int], Any], config: SessionConfig, *, name: str | None = None) -> dict:
     """Measure one (level, batch size) in this process; writes and returns the session record."""
     import torch
@@ -236,8 +289,6 @@ def measure(model, make_input: Callable[[int], Any], config: SessionConfig, *, n
     device = _device_of(model, value)
     sync = _device_sync(device)
     layer_sync = sync if (with_layers and config.layer_sync == "sync" and config.level == "ML") else None
-    n_before = math.ceil(config.iterations / 2)
-    n_after = config.iterations // 2
     faults = {}
     record: dict = {
         "format": SESSION_FORMAT,
@@ -271,47 +322,20 @@ def measure(model, make_input: Callable[[int], Any], config: SessionConfig, *, n
         probe_layers(model, call, layers, config.depth, called)
         change = compare_programs(model, call, config.depth, called) if with_layers else None
 
-        faults_start = _minor_faults()
-        before = _timed_loop(call, n_before, sync)
-        faults["uninstrumented"] = _minor_faults() - faults_start
-
         annotation = ModelAnnotation(
             model, record["model"], layers=with_layers, depth=config.depth,
             nvtx=config.tool in ("nsys", "ncu"), torch=config.tool == "torch",
             layer_sync=layer_sync, model_hook=False, called=called,
         )
-        profiler = None
-        if config.tool == "ncu" and device.type == "cuda":
-            profiler = _CudaProfilerRange()  # ncu runs with --profile-from-start off
-        elif config.tool == "torch":
-            profiler = _FullProfiler(cuda=device.type == "cuda") if config.level == "MLG" else _UserScopeProfiler()
-        annotation.attach()
-        try:
-            faults_start = _minor_faults()
-            if profiler is not None:
-                with profiler:
-                    instrumented = _timed_loop(call, config.iterations, sync, annotation.inference)
-            else:
-                instrumented = _timed_loop(call, config.iterations, sync, annotation.inference)
-            faults["instrumented"] = _minor_faults() - faults_start
-        finally:
-            annotation.remove()
-        if profiler is not None and hasattr(profiler, "export"):
-            trace = config.out / "trace.json"
-            profiler.export(trace)
-            record["trace"] = trace.name
-            record["profiler_scope"] = profiler.scope
-
-        faults_start = _minor_faults()
-        after = _timed_loop(call, n_after, sync)
-        faults["uninstrumented"] += _minor_faults() - faults_start
+        if config.tool == "nsys":
+            # Nothing to start or stop: alternate single inferences (hooks attached only for the
+            # instrumented one), so bursts of machine noise hit both loops alike.
+            plain, phases, instrumented = _interleaved(call, config.iterations, sync, annotation, faults)
+        else:
+            plain, phases, instrumented = _before_during_after(call, config, sync, annotation, device, faults, record)
 
     record.update(
-        latencies_ns={
-            "uninstrumented": before + after,
-            "uninstrumented_phase": ["before"] * len(before) + ["after"] * len(after),
-            "instrumented": instrumented,
-        },
+        latencies_ns={"uninstrumented": plain, "uninstrumented_phase": phases, "instrumented": instrumented},
         minor_faults=faults,
         layers=[info.to_json() for info in layers],
         program_change=change.to_json() if change is not None else None,
