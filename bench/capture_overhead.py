@@ -161,7 +161,7 @@ def _trim_mean(values, cut=0.2) -> float:
     return sum(kept) / len(kept)
 
 
-def level_inflation(model_name: str, iterations: int, work: Path) -> list[dict]:
+def level_inflation(model_name: str, iterations: int, work: Path, repeat: int) -> list[dict]:
     from xsp_trace.capture.runner import CaptureRequest, capture_levels
 
     rows = []
@@ -174,7 +174,7 @@ def level_inflation(model_name: str, iterations: int, work: Path) -> list[dict]:
             session = json.loads((out / entry["session"]).read_text())
             lat = session["latencies_ns"]
             u, i = _trim_mean(lat["uninstrumented"]), _trim_mean(lat["instrumented"])
-            rows.append({"model": model_name, "tool": tool, "level": entry["level"], "uninstrumented_us": u / 1000,
+            rows.append({"model": model_name, "tool": tool, "level": entry["level"], "repeat": repeat, "uninstrumented_us": u / 1000,
                          "instrumented_us": i / 1000, "inflation_pct": 100 * (i / u - 1),
                          "program_changed": (session.get("program_change") or {}).get("changed")})
     return rows
@@ -199,6 +199,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--iterations", type=int, default=200)
     parser.add_argument("--models", default="cnn,mlp,transformer")
+    parser.add_argument("--repeats", type=int, default=3, help="leveled captures per model and tool")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--profiled-model", help=argparse.SUPPRESS)  # child: the script the runner profiles
     parser.add_argument("--range-costs-to", type=Path, help=argparse.SUPPRESS)  # child under nsys
@@ -223,12 +224,42 @@ def main() -> None:
     for model in ("mlp", "cnn"):
         report["hooks"][model] = {tool: hook_costs(model, args.iterations, tool) for tool in ("nvtx", "torch")}
     with tempfile.TemporaryDirectory() as tmp:
-        for model in args.models.split(","):
-            report["levels"] += level_inflation(model, args.iterations, Path(tmp))
-    text = json.dumps(report, indent=1)
+        for repeat in range(args.repeats):
+            for model in args.models.split(","):
+                report["levels"] += level_inflation(model, args.iterations, Path(tmp), repeat)
+    report["load_average"] = os.getloadavg()
     if args.json:
-        args.json.write_text(text)
-    print(text)
+        args.json.write_text(json.dumps(report, indent=1))
+    print(markdown(report))
+
+
+def markdown(report: dict) -> str:
+    """The tables of BENCHMARKS.md "Capture overhead"."""
+    out = ["| range (open + close), µs | no tool | recorded (nsys / user-scope torch.profiler) |", "| --- | --- | --- |"]
+    ranges, nsys = report["ranges_no_tool"], (report["under_nsys"] or {}).get("ranges", {})
+    out.append(f"| NVTX push/pop, domain xsp | {ranges['nvtx']:.2f} | {nsys.get('nvtx', float('nan')):.2f} (nsys) |")
+    out.append(f"| record_function (user scope) | {ranges['record_function_no_profiler']:.2f} | "
+               f"{ranges['record_function_user_scope_profiler']:.2f} (profiler) |")
+    out += ["", "| model | layers | hooks | plain forward µs | empty hooks µs/layer call (peer) | xsp hooks µs/layer call | xsp hooks inflation |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
+    rows = [(m, "NVTX, no tool", v["nvtx"]) for m, v in report["hooks"].items()]
+    rows += [(m, "NVTX under nsys", v) for m, v in ((report["under_nsys"] or {}).get("hooks") or {}).items()]
+    rows += [(m, "record_function, user-scope profiler", v["torch"]) for m, v in report["hooks"].items()]
+    for model, what, v in rows:
+        out.append(f"| {model} | {v['layers']} | {what} | {v['plain_median_us']:.0f} | {v['empty_hooks_per_layer_call_us']:.2f} | "
+                   f"{v['xsp_hooks_per_layer_call_us']:.2f} | {v['xsp_hooks_inflation_pct']:+.0f} % |")
+    out += ["", "| model | tool | level | un-instrumented µs | instrumented µs | inflation, median of repeats (min .. max) | program changed |",
+            "| --- | --- | --- | --- | --- | --- | --- |"]
+    groups: dict = {}
+    for row in report["levels"]:
+        groups.setdefault((row["model"], row["tool"], row["level"]), []).append(row)
+    for (model, tool, level), rs in groups.items():
+        infl = sorted(r["inflation_pct"] for r in rs)
+        out.append(f"| {model} | {tool} | {level} | {statistics.median(r['uninstrumented_us'] for r in rs):.0f} | "
+                   f"{statistics.median(r['instrumented_us'] for r in rs):.0f} | {statistics.median(infl):+.1f} % ({infl[0]:+.1f} .. {infl[-1]:+.1f}) | "
+                   f"{rs[0]['program_changed']} |")
+    out.append(f"\nload average during the run: {', '.join(f'{x:.2f}' for x in report['load_average'])}")
+    return "\n".join(out)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -15,6 +14,7 @@ from .manifest import (
     absorb_session,
     list_files,
     new_manifest,
+    remove_run_dir,
     run_entry,
     write_json_atomic,
 )
@@ -89,10 +89,9 @@ def capture_model(
     if layer_sync not in LAYER_SYNC_CHOICES:
         raise ValueError(f"unknown layer_sync {layer_sync!r}; use one of {', '.join(LAYER_SYNC_CHOICES)}")
     out = Path(out)
-    if out.exists() and any(out.iterdir()):
-        if not overwrite:
-            raise FileExistsError(f"{out} already exists and is not empty (pass overwrite=True)")
-        shutil.rmtree(out)
+    if out.exists() and any(out.iterdir()) and not overwrite:
+        raise FileExistsError(f"{out} already exists and is not empty (pass overwrite=True)")
+    remove_run_dir(out)
     (out / "runs").mkdir(parents=True, exist_ok=True)
     manifest = new_manifest(
         command=None, levels=levels, batch_sizes=batch_sizes, iterations=iterations, warmup=warmup,

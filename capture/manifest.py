@@ -86,6 +86,22 @@ def new_manifest(*, command, levels, batch_sizes, iterations, warmup, tools, opt
     }
 
 
+def is_run_dir(path: Path) -> bool:
+    return (Path(path) / MANIFEST_NAME).is_file()
+
+
+def remove_run_dir(path: Path) -> None:
+    """Delete a previous run directory (--overwrite); refuses folders that are not one."""
+    import shutil
+
+    path = Path(path)
+    if not path.exists() or not any(path.iterdir()):
+        return
+    if not is_run_dir(path):
+        raise FileExistsError(f"{path} is not an xsp-trace run directory (no {MANIFEST_NAME}); not deleting it")
+    shutil.rmtree(path)
+
+
 def read_manifest(run_dir: Path) -> dict:
     return json.loads((Path(run_dir) / MANIFEST_NAME).read_text())
 

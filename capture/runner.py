@@ -12,7 +12,6 @@ what was captured so far; everything captured stays in the run directory.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -30,9 +29,11 @@ from .manifest import (
     SESSION_NAME,
     absorb_session,
     captured_so_far,
+    is_run_dir,
     list_files,
     new_manifest,
     read_session,
+    remove_run_dir,
     run_entry,
     write_json_atomic,
 )
@@ -85,8 +86,14 @@ def _check(request: CaptureRequest) -> dict:
     if bad:
         raise InputError(None, f"unknown metric group(s) {', '.join(bad)}", f"use {', '.join(tl.NCU_METRIC_GROUPS)}")
     out = Path(request.out)
-    if out.exists() and any(out.iterdir()) and not request.overwrite:
-        raise InputError(out, "already exists and is not empty", "pass --overwrite to replace it or choose another -o")
+    if out.exists() and not out.is_dir():
+        raise InputError(out, "exists and is not a folder", "choose another -o")
+    if out.exists() and any(out.iterdir()):
+        if not request.overwrite:
+            raise InputError(out, "already exists and is not empty", "pass --overwrite to replace it or choose another -o")
+        if not is_run_dir(out):
+            raise InputError(out, f"is not a capture run directory (no {MANIFEST_NAME}), so --overwrite will not delete it",
+                             "choose another -o")
     if not out.parent.exists():
         raise InputError(out, "its folder does not exist", "create the folder or choose another -o")
     binaries = {}
@@ -187,8 +194,7 @@ def capture_levels(request: CaptureRequest, progress: Callable[[str], None] | No
     """Run every (tool, level, batch size); returns the manifest (also written to OUT/manifest.json)."""
     binaries = _check(request)
     out = Path(request.out)
-    if out.exists() and request.overwrite:
-        shutil.rmtree(out)
+    remove_run_dir(out)  # _check allowed it: empty, or a previous run directory with --overwrite
     (out / "runs").mkdir(parents=True, exist_ok=True)
     versions = {name: tl.tool_version(path) for name, path in binaries.items()}
     if "torch" in request.tools:

@@ -102,3 +102,36 @@ def test_an_nsys_run_without_ranges_is_an_empty_run(tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["runs"][0]["status"] == "empty"
     assert "runs/nsys-M-bs1/trace.nsys-rep" in manifest["runs"][0]["files"]
+
+
+def test_overwrite_replaces_a_run_directory_but_never_another_folder(tmp_path):
+    script = ["--", sys.executable, str(SCRIPTS / "no_model.py")]
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    code, output = _capture("--overwrite", "-o", str(mine), *script)
+    assert code == 2 and "not a capture run directory" in _error_line(output)
+    assert (mine / "notes.txt").read_text() == "keep"
+
+
+def test_a_partial_run_directory_converts_its_finished_runs(tmp_path):
+    require_nsys()
+    out = tmp_path / "run"
+    code, output = _capture("--tool", "nsys", "--levels", "M,ML", "--iterations", "2", "--warmup", "0", "-o", str(out),
+                            "--", sys.executable, str(SCRIPTS / "failing.py"))
+    assert code == 2 and "torch" not in _error_line(output) and "nsys-M-bs1" in _error_line(output)
+    result = CliRunner().invoke(app, ["convert", "-q", str(out)])
+    assert result.exit_code == 0, result.output
+    import duckdb
+
+    db = duckdb.connect(str(out / "xsp.duckdb"), read_only=True)
+    assert db.execute("SELECT level, batch_size, model FROM runs").fetchall() == [("M", 1, "tiny")]
+    assert db.execute("SELECT count(*) FROM spans WHERE kind = 'model'").fetchone()[0] == 2
+
+
+def test_converting_a_folder_that_is_not_a_run_directory(tmp_path):
+    (tmp_path / "folder").mkdir()
+    result = CliRunner().invoke(app, ["convert", "-q", str(tmp_path / "folder"), "-o", str(tmp_path / "x.duckdb")])
+    assert result.exit_code == 2
+    assert "without manifest.json, not a capture run directory" in result.output
+    assert not (tmp_path / "x.duckdb").exists()
