@@ -102,16 +102,20 @@ def _json_default(value):
     raise TypeError(type(value).__name__)
 
 
+_ENCODE = json.JSONEncoder(default=_json_default, ensure_ascii=False).encode
+
+
 def _arg_text(value) -> str | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, Decimal)):
+    kind = type(value)
+    if kind is str:
+        return value or None
+    if kind is int or kind is Decimal:
         return str(value)
-    return json.dumps(value, default=_json_default, ensure_ascii=False)
+    if value is None:
+        return None
+    if kind is bool:
+        return "true" if value else "false"
+    return _ENCODE(value)
 
 
 def _dims(value) -> tuple:
@@ -136,10 +140,13 @@ class KinetoMapper:
 
     # -- buffers -----------------------------------------------------------------------------
     def _add(self, table: str, row: tuple) -> None:
-        rows = self.rows[table]
-        rows.append(row)
-        if len(rows) >= BATCH_ROWS:
-            self.flush(table)
+        self.rows[table].append(row)
+
+    def flush_full(self) -> None:
+        """Insert the tables that reached BATCH_ROWS (checked once per event batch)."""
+        for name, rows in self.rows.items():
+            if len(rows) >= BATCH_ROWS:
+                self.flush(name)
 
     def flush(self, table: str | None = None) -> None:
         for name in [table] if table else list(self.rows):
@@ -179,6 +186,7 @@ class KinetoMapper:
                 self._counter(event)
             else:
                 self._skip(f"phase {phase!r}")
+        self.flush_full()
 
     def _time(self, event, key: str):
         value = event.get(key)
@@ -241,12 +249,14 @@ class KinetoMapper:
         elif kind == "api" and kf.ARG_GRID in args:
             self._launch_config(pid, correlation, args)
         run_id = self.run_id
+        append = self.rows["span_args"].append
+        dropped = kf.DROPPED_ARGS
         for key, value in args.items():
-            if key in kf.DROPPED_ARGS or key in typed:
+            if key in dropped or key in typed:
                 continue
             text = _arg_text(value)
             if text is not None:
-                self._add("span_args", (run_id, span_id, key, text))
+                append((run_id, span_id, key, text))
 
     def _kernel(self, span_id: int, args: dict) -> None:
         occupancy = _as_float(args.get(kf.ARG_OCCUPANCY_PERCENT))

@@ -4,7 +4,7 @@ Memory stays bounded whatever the trace size: the decompressed bytes are fed chu
 to ijson's C (yajl2_c) push parser, which builds one dict per event of `traceEvents` and
 nothing else (bench/kineto_parser_choice.py measured it against orjson and DuckDB read_json).
 The top-level metadata keys may sit before or after `traceEvents`; the reader keeps only the
-bytes before the first event and the bytes after the chunk that completed the last event, and
+bytes before the first event and the bytes from the chunk that completed the last event, and
 parses the metadata from those two pieces.
 
 Numbers come as int or Decimal (never float): microsecond timestamps with 3 decimals stay exact.
@@ -26,7 +26,8 @@ import ijson
 from ..errors import InputError
 from ..formats import kineto_fields as kf
 
-CHUNK_BYTES = 1 << 20
+CHUNK_BYTES = 64 << 10  # ijson's own default buffer; larger ones were slower
+BATCH_EVENTS = 10_000
 # Bytes a file may hold before its first event; past this it is not a trace we can stream.
 MAX_BYTES_BEFORE_FIRST_EVENT = 64 << 20
 _FIX_DAMAGED = "re-copy the file, or export the trace again with torch.profiler"
@@ -65,7 +66,7 @@ def _json_error_line(exc: Exception) -> str:
 
 
 class _Source:
-    """The decompressed byte stream, with its compressed position for progress."""
+    """The decompressed byte stream ijson reads, remembering the chunks the metadata may be in."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -74,15 +75,27 @@ class _Source:
         is_gzip = self.raw.read(2) == b"\x1f\x8b"
         self.raw.seek(0)
         self.stream = gzip.GzipFile(fileobj=self.raw, mode="rb") if is_gzip else self.raw
-        self.is_gzip = is_gzip
+        self.bytes_read = 0
+        self.reads = 0
+        self.recent: list[bytes] = []  # chunks read since mark() (all of them before the first mark)
 
-    def read(self) -> bytes:
+    def read(self, size: int = CHUNK_BYTES) -> bytes:
         try:
-            return self.stream.read(CHUNK_BYTES)
+            chunk = self.stream.read(size)
         except EOFError as exc:
             raise InputError(self.path, "is a truncated gzip file (it ends before the compressed stream does)", _FIX_DAMAGED) from exc
         except (gzip.BadGzipFile, zlib.error) as exc:
             raise InputError(self.path, f"is a damaged gzip file ({exc})", _FIX_DAMAGED) from exc
+        self.bytes_read += len(chunk)
+        self.reads += 1
+        self.recent.append(chunk)
+        if self.reads * CHUNK_BYTES > MAX_BYTES_BEFORE_FIRST_EVENT and len(self.recent) == self.reads:
+            raise InputError(self.path, "has no trace events in its first 64 MiB", "pass a PyTorch profiler trace (a JSON object with traceEvents)")
+        return chunk
+
+    def mark(self) -> None:
+        """An event just completed: only the chunk being parsed can still hold what follows it."""
+        del self.recent[:-1]
 
     def fraction(self) -> float:
         return min(self.raw.tell() / self.size, 1.0)
@@ -136,68 +149,74 @@ def _tail_metadata(tail: bytes) -> dict | None:
 
 
 def iter_event_batches(trace: KinetoTrace, progress: Callable[[float], None] | None = None) -> Iterator[list]:
-    """Yield the trace's events in batches (one per decompressed chunk); fill trace.metadata at the end."""
+    """Yield the trace's events in batches of up to BATCH_EVENTS; fill trace.metadata at the end."""
     require_c_backend()
     path = trace.path
     source = _Source(path)
+    head = b""
+    seen_event = False
     try:
-        first = source.read()
-        kind = _first_byte(first)
+        kind = _first_byte(_peek(source))
         if kind not in (b"{", b"["):
             raise InputError(path, "is not JSON (it does not start with { or [)", "pass a PyTorch profiler trace .json or .json.gz")
         top_is_object = kind == b"{"
-        sink = ijson.sendable_list()
-        coro = ijson.items_coro(sink, kf.EVENTS_KEY + ".item" if top_is_object else "item", use_float=False)
-        head: list[bytes] = []  # chunks up to the one that completed the first event
-        tail: list[bytes] = []  # chunks from the one that completed the last event
-        head_bytes = 0
-        seen_event = False
-        chunk = first
-        while chunk:
-            trace.uncompressed_bytes += len(chunk)
-            try:
-                coro.send(chunk)
-            except ijson.JSONError as exc:
-                raise InputError(path, f"{_json_error_line(exc)} near byte {trace.uncompressed_bytes}", _FIX_DAMAGED) from exc
-            if sink:
-                if not seen_event:
-                    head.append(chunk)
-                    seen_event = True
-                tail = [chunk]
-                trace.event_count += len(sink)
-                batch = list(sink)
-                del sink[:]
-                yield batch
-            else:
-                if not seen_event:
-                    head.append(chunk)
-                    head_bytes += len(chunk)
-                    if head_bytes > MAX_BYTES_BEFORE_FIRST_EVENT:
-                        raise InputError(path, "has no trace events in its first 64 MiB", "pass a PyTorch profiler trace (a JSON object with traceEvents)")
-                else:
-                    tail.append(chunk)
-            if progress is not None:
-                progress(source.fraction())
-            chunk = source.read()
+        prefix = kf.EVENTS_KEY + ".item" if top_is_object else "item"
+        batch: list = []
+        last_reads = -1
         try:
-            coro.close()
+            for event in ijson.items(_Replay(source), prefix, use_float=False, buf_size=CHUNK_BYTES):
+                if source.reads != last_reads:  # the first event completed in a newly read chunk
+                    if not seen_event:
+                        head = b"".join(source.recent)
+                        seen_event = True
+                    source.mark()
+                    last_reads = source.reads
+                batch.append(event)
+                if len(batch) >= BATCH_EVENTS:
+                    trace.event_count += len(batch)
+                    yield batch
+                    batch = []
+                    if progress is not None:
+                        progress(source.fraction())
         except ijson.JSONError as exc:
-            raise InputError(path, f"{_json_error_line(exc)} near byte {trace.uncompressed_bytes}", _FIX_DAMAGED) from exc
-        if sink:  # events completed by the final flush
-            trace.event_count += len(sink)
-            yield list(sink)
-            del sink[:]
+            raise InputError(path, f"{_json_error_line(exc)} near byte {source.bytes_read}", _FIX_DAMAGED) from exc
+        if batch:
+            trace.event_count += len(batch)
+            yield batch
+        trace.uncompressed_bytes = source.bytes_read
+        rest = b"".join(source.recent)
     finally:
         source.close()
     if not seen_event:
-        _check_empty_document(path, b"".join(head))
+        _check_empty_document(path, rest)
     if top_is_object:
-        meta = _head_metadata(b"".join(head))
-        tail_meta = _tail_metadata(b"".join(tail))
+        meta = _head_metadata(head)
+        tail_meta = _tail_metadata(rest)
         if tail_meta is None:
             raise InputError(path, "has traceEvents whose end could not be located", _FIX_DAMAGED)
         meta.update(tail_meta)
         trace.metadata = meta
+
+
+def _peek(source: _Source) -> bytes:
+    source.first = source.read(CHUNK_BYTES)
+    return source.first
+
+
+class _Replay:
+    """File-like view of the source that first returns the chunk already peeked at."""
+
+    def __init__(self, source: _Source):
+        self.source = source
+        self.pending = source.first
+
+    def read(self, size: int) -> bytes:
+        if size == 0:  # ijson probes bytes vs str with read(0)
+            return b""
+        if self.pending is not None:
+            chunk, self.pending = self.pending, None
+            return chunk
+        return self.source.read(size)
 
 
 def _check_empty_document(path: Path, data: bytes) -> None:
