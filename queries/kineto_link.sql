@@ -8,8 +8,9 @@
 --                          their id being the correlation id;
 --   _kineto_launch_config  grid/block of launch API calls (ROCm writes them there, not on the kernel).
 -- Rules for spans whose event had no args.correlation (older traces), in this order:
---   1. API call: the id of an 's' launch flow on its thread within [start, end].
---   2. GPU span: the id of an 'f' launch flow on its (device pid, stream) track within [start, end].
+--   1. API call: the id of the 's' launch flow on its thread at its start (Kineto writes it there).
+--   2. GPU span: the id of the 'f' launch flow on its (device pid, stream) track at its start;
+--      the largest when several start there (correlation ids grow with time: the latest launch).
 --   3. API call still without one: a synthetic id -span_id (negative, so never a CUPTI id).
 --   4. GPU span still without one: the k-th GPU span (by start) of an External id takes the id of
 --      the k-th API call (by start) of that External id that no GPU span claims yet.
@@ -21,8 +22,7 @@ FROM (
     SELECT s.span_id, min(f.flow_id) AS flow_id
     FROM _kineto_spans AS s
     JOIN _kineto_flows AS f
-      ON f.phase = 's' AND f.pid = s.track_pid AND f.tid = s.track_tid
-     AND f.ts_ns BETWEEN s.start_ns AND s.end_ns
+      ON f.phase = 's' AND f.pid = s.track_pid AND f.tid = s.track_tid AND f.ts_ns = s.start_ns
     WHERE s.kind = 'api' AND s.correlation_id IS NULL
     GROUP BY s.span_id
 ) AS f
@@ -30,11 +30,10 @@ WHERE _kineto_spans.span_id = f.span_id;
 
 UPDATE _kineto_spans SET correlation_id = f.flow_id
 FROM (
-    SELECT s.span_id, min(f.flow_id) AS flow_id
+    SELECT s.span_id, max(f.flow_id) AS flow_id
     FROM _kineto_spans AS s
     JOIN _kineto_flows AS f
-      ON f.phase = 'f' AND f.pid = s.track_pid AND f.tid = s.track_tid
-     AND f.ts_ns BETWEEN s.start_ns AND s.end_ns
+      ON f.phase = 'f' AND f.pid = s.track_pid AND f.tid = s.track_tid AND f.ts_ns = s.start_ns
     WHERE s.tid IS NULL AND s.kind IN ('kernel', 'memcpy', 'memset', 'sync') AND s.correlation_id IS NULL
     GROUP BY s.span_id
 ) AS f
