@@ -14,8 +14,10 @@ An end is rounded from ts + dur, so start + duration stays exact too.
 
 from __future__ import annotations
 
+import gc
 import json
 import re
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
@@ -383,15 +385,29 @@ def _clock_origin(meta: dict, first_start_ns: int | None) -> int | None:
     return None
 
 
+@contextmanager
+def _no_cyclic_gc():
+    """Millions of short-lived event dicts and row tuples (none in a reference cycle) make the
+    cyclic collector rescan the growing row buffers over and over; reference counting frees them."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def convert_kineto(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, options: ConvertOptions, progress: Progress) -> None:
     path = Path(path)
     trace = KinetoTrace(path)
     mapper = KinetoMapper(con, run_id, path, options)
     con.execute(_STAGING_DDL)
     label = f"reading {path.name}"
-    for batch in iter_event_batches(trace, lambda fraction: progress(label, fraction)):
-        mapper.map_events(batch)
-    mapper.flush()
+    with _no_cyclic_gc():
+        for batch in iter_event_batches(trace, lambda fraction: progress(label, fraction)):
+            mapper.map_events(batch)
+        mapper.flush()
     meta = trace.metadata
     progress("linking GPU activities", None)
     run_script(con, query_text("kineto_link"), run_id)
