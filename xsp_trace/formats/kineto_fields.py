@@ -55,8 +55,6 @@ USER_ANNOTATION_CATEGORIES = frozenset({"user_annotation", "user annotation"})
 GPU_ANNOTATION_CATEGORIES = frozenset({"gpu_user_annotation"})
 PYTHON_FUNCTION_CATEGORIES = frozenset({"python_function"})
 GPU_ACTIVITY_KINDS = frozenset({"kernel", "memcpy", "memset", "sync"})
-API_CATEGORIES_RUNTIME = frozenset({"cuda_runtime", "runtime", "privateuse1_runtime"})
-API_CATEGORIES_DRIVER = frozenset({"cuda_driver", "driver", "privateuse1_driver"})
 
 # Flow events that link a CPU launch ('s') to its GPU activity ('f'); their id is the correlation.
 LAUNCH_FLOW_CATEGORIES = frozenset({"ac2g", "async_gpu", "async_cpu_to_gpu"})
@@ -98,8 +96,8 @@ DROPPED_ARGS = frozenset(
     {"Ev Idx", "Profiler Event Index", "Trace name", "Trace iteration", "Record function id",
      "Python id", "Python parent id", "Python module id", "queued", "context"}
 )
-# GPU args kept only for GPU spans (a cpu_op 'stream' arg, e.g. of a Triton launch, stays in span_args).
-GPU_TYPED_ARGS = TYPED_ARGS
+# (Typed args are taken out of span_args on GPU spans only: a cpu_op "stream" arg, e.g. of a
+# Triton launch, stays in span_args.)
 
 # deviceProperties fields -> devices columns.
 DEVICE_ID = "id"
