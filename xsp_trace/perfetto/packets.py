@@ -1,0 +1,179 @@
+"""Streaming writer of Perfetto TracePackets on one sequence, with string interning.
+
+A Perfetto trace file is the serialized `Trace` message: `repeated TracePacket packet = 1`,
+so each packet can be appended on its own as tag 0x0A, varint length, packet bytes -- nothing
+is kept in memory but the intern tables.
+
+Interning rules the trace processor enforces (it silently drops packets that break them):
+  * the first packet of the sequence carries SEQ_INCREMENTAL_STATE_CLEARED;
+  * every packet that uses interned ids carries SEQ_NEEDS_INCREMENTAL_STATE;
+  * an interned string is defined (in `interned_data`) on, or before, the first packet that
+    uses its id, on the same sequence, after the last clear.
+The intern tables are bounded: when they reach `max_interned` entries the writer clears the
+incremental state and starts over, so memory does not grow with the number of distinct names.
+"""
+
+from __future__ import annotations
+
+from typing import BinaryIO, Iterable
+
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+SEQ_INCREMENTAL_STATE_CLEARED = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
+SEQ_NEEDS_INCREMENTAL_STATE = pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
+SLICE_BEGIN = pb.TrackEvent.TYPE_SLICE_BEGIN
+SLICE_END = pb.TrackEvent.TYPE_SLICE_END
+INSTANT = pb.TrackEvent.TYPE_INSTANT
+COUNTER = pb.TrackEvent.TYPE_COUNTER
+
+# Field 1 of Trace (`packet`), wire type 2 (length-delimited).
+_PACKET_TAG = b"\x0a"
+
+# The interned_data fields, one table each.
+_EVENT_NAMES = "event_names"
+_CATEGORIES = "event_categories"
+_ANNOTATION_NAMES = "debug_annotation_names"
+_STRING_VALUES = "debug_annotation_string_values"
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+class PacketWriter:
+    """Writes TracePackets of one trusted sequence to a binary file, interning strings."""
+
+    def __init__(self, out: BinaryIO, sequence_id: int = 2, descriptor_sequence_id: int = 1,
+                 max_interned: int = 200_000):
+        self.out = out
+        self.sequence_id = sequence_id
+        # Track descriptors go on a sequence of their own: a thread descriptor would otherwise
+        # make its thread the default of the event sequence, and the trace processor would tag
+        # every event on GPU tracks with that thread (legacy_event.passthrough_utid).
+        self.descriptor_sequence_id = descriptor_sequence_id
+        self.max_interned = max_interned
+        self.packets_written = 0
+        self.bytes_written = 0
+        self._tables: dict[str, dict[str, int]] = {}
+        self._interned_count = 0
+        self._cleared_pending = True  # the first packet clears the (empty) incremental state
+        self._packet = pb.TracePacket()
+
+    # -- framing -----------------------------------------------------------------------
+    def _emit(self, packet: pb.TracePacket) -> None:
+        data = packet.SerializeToString()
+        frame = _PACKET_TAG + _varint(len(data))
+        self.out.write(frame)
+        self.out.write(data)
+        self.packets_written += 1
+        self.bytes_written += len(frame) + len(data)
+
+    def _new_packet(self, timestamp: int | None, uses_interning: bool) -> pb.TracePacket:
+        packet = self._packet
+        packet.Clear()
+        packet.trusted_packet_sequence_id = self.sequence_id
+        if timestamp is not None:
+            packet.timestamp = timestamp
+        flags = 0
+        if self._cleared_pending:
+            flags |= SEQ_INCREMENTAL_STATE_CLEARED
+            self._cleared_pending = False
+        if uses_interning:
+            flags |= SEQ_NEEDS_INCREMENTAL_STATE
+        if flags:
+            packet.sequence_flags = flags
+        return packet
+
+    # -- interning ---------------------------------------------------------------------
+    def _reset_if_full(self) -> None:
+        """Called before a packet is built: drop the intern tables once they are full."""
+        if self._interned_count >= self.max_interned:
+            self._tables.clear()
+            self._interned_count = 0
+            self._cleared_pending = True
+
+    def _iid(self, packet: pb.TracePacket, table: str, text: str) -> int:
+        entries = self._tables.setdefault(table, {})
+        iid = entries.get(text)
+        if iid is None:
+            iid = len(entries) + 1  # iids start at 1; 0 means "not set"
+            entries[text] = iid
+            self._interned_count += 1
+            entry = getattr(packet.interned_data, table).add()
+            entry.iid = iid
+            if table == _CATEGORIES or table == _ANNOTATION_NAMES or table == _EVENT_NAMES:
+                entry.name = text
+            else:
+                entry.str = text.encode("utf-8")
+        return iid
+
+    # -- packets -----------------------------------------------------------------------
+    def track_descriptor(self, descriptor: pb.TrackDescriptor) -> None:
+        packet = self._packet
+        packet.Clear()
+        packet.trusted_packet_sequence_id = self.descriptor_sequence_id
+        packet.track_descriptor.CopyFrom(descriptor)
+        self._emit(packet)
+
+    def slice_begin(
+        self,
+        track_uuid: int,
+        ts: int,
+        name: str,
+        category: str,
+        int_args: Iterable[tuple[str, int]] = (),
+        str_args: Iterable[tuple[str, str]] = (),
+        float_args: Iterable[tuple[str, float]] = (),
+        flow_ids: Iterable[int] = (),
+        terminating_flow_ids: Iterable[int] = (),
+        event_type: int = SLICE_BEGIN,
+    ) -> None:
+        self._reset_if_full()
+        packet = self._new_packet(ts, uses_interning=True)
+        event = packet.track_event
+        event.type = event_type
+        event.track_uuid = track_uuid
+        event.name_iid = self._iid(packet, _EVENT_NAMES, name)
+        event.category_iids.append(self._iid(packet, _CATEGORIES, category))
+        annotations = event.debug_annotations
+        for key, value in int_args:
+            annotation = annotations.add()
+            annotation.name_iid = self._iid(packet, _ANNOTATION_NAMES, key)
+            annotation.int_value = value
+        for key, value in float_args:
+            annotation = annotations.add()
+            annotation.name_iid = self._iid(packet, _ANNOTATION_NAMES, key)
+            annotation.double_value = value
+        for key, value in str_args:
+            annotation = annotations.add()
+            annotation.name_iid = self._iid(packet, _ANNOTATION_NAMES, key)
+            annotation.string_value_iid = self._iid(packet, _STRING_VALUES, value)
+        if flow_ids:
+            event.flow_ids.extend(flow_ids)
+        if terminating_flow_ids:
+            event.terminating_flow_ids.extend(terminating_flow_ids)
+        self._emit(packet)
+
+    def instant(self, track_uuid: int, ts: int, name: str, category: str,
+                str_args: Iterable[tuple[str, str]] = ()) -> None:
+        self.slice_begin(track_uuid, ts, name, category, str_args=str_args, event_type=INSTANT)
+
+    def slice_end(self, track_uuid: int, ts: int) -> None:
+        packet = self._new_packet(ts, uses_interning=False)
+        event = packet.track_event
+        event.type = SLICE_END
+        event.track_uuid = track_uuid
+        self._emit(packet)
+
+    def counter(self, track_uuid: int, ts: int, value: float) -> None:
+        packet = self._new_packet(ts, uses_interning=False)
+        event = packet.track_event
+        event.type = COUNTER
+        event.track_uuid = track_uuid
+        event.double_counter_value = value
+        self._emit(packet)
