@@ -48,18 +48,20 @@ def classify_range(name: str) -> tuple[str, int | None]:
     return "annotation", None
 
 
-# SQL CASE expressions equivalent to classify_range, for converters that classify inside DuckDB.
-def sql_range_kind(name_column: str) -> str:
-    ops = " OR ".join(f"starts_with({name_column}, '{p}')" for p in OP_PREFIXES)
-    return (
-        f"CASE WHEN starts_with({name_column}, '{MODEL_PREFIX}') THEN 'model' "
-        f"WHEN regexp_matches({name_column}, '{_LAYER_RE.pattern}') THEN 'layer' "
-        f"WHEN {ops} THEN 'op' ELSE 'annotation' END"
+def install_sql_macros(con) -> None:
+    """DuckDB macros xsp_range_kind(name) and xsp_layer_index(name), equivalent to classify_range,
+    for converters that classify inside SQL."""
+    ops = " OR ".join(f"starts_with(name, '{p}')" for p in OP_PREFIXES)
+    con.execute(
+        f"""CREATE OR REPLACE TEMP MACRO xsp_range_kind(name) AS
+            CASE WHEN starts_with(name, '{MODEL_PREFIX}') THEN 'model'
+                 WHEN regexp_matches(name, '{_LAYER_RE.pattern}') THEN 'layer'
+                 WHEN {ops} THEN 'op' ELSE 'annotation' END"""
     )
-
-
-def sql_layer_index(name_column: str) -> str:
-    return f"TRY_CAST(nullif(regexp_extract({name_column}, '{_LAYER_RE.pattern}', 1), '') AS INTEGER)"
+    con.execute(
+        f"""CREATE OR REPLACE TEMP MACRO xsp_layer_index(name) AS
+            TRY_CAST(nullif(regexp_extract(name, '{_LAYER_RE.pattern}', 1), '') AS INTEGER)"""
+    )
 
 
 # Order of kinds for identical CPU intervals: the earlier one encloses the later.

@@ -1,0 +1,64 @@
+"""Shared test fixtures: test data paths, converted databases, and NVIDIA's own `nsys stats`."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import subprocess
+from pathlib import Path
+
+import duckdb
+import pytest
+
+DATA = Path(__file__).parent / "data"
+
+NSYS_EXPORTS = {
+    "nsys_2022_saxpy_mpi_a100": DATA / "nsys_2022_saxpy_mpi_a100" / "pipit_saxpy_mpi_cuda_nsys2022.2.sqlite",
+    "nsys_2026_pytorch_2xh100": DATA / "nsys_2026_pytorch_2xh100" / "nsysai_h100_2gpu_1s_nsys2026.2.sqlite",
+    "nsys_2026_mock_rtx3080": DATA / "nsys_2026_mock_rtx3080" / "nsysai_mock_nsys2026.1.sqlite",
+}
+NEWER_NSYS_REPORT = DATA / "nsys_report_from_newer_nsys" / "cs336_myrun_nsys2026.1.nsys-rep"
+
+
+def require_nsys() -> str:
+    nsys = shutil.which("nsys")
+    if nsys is None:
+        pytest.fail("nsys is not installed: .ci/run installs Debian's nsight-systems; these tests compare with it")
+    return nsys
+
+
+def nsys_stats(source: Path, report: str, workdir: Path) -> list[dict]:
+    """Rows of `nsys stats --report REPORT --format csv` on a copy of `source`."""
+    nsys = require_nsys()
+    workdir.mkdir(parents=True, exist_ok=True)
+    copy = workdir / source.name
+    if not copy.exists():
+        shutil.copyfile(source, copy)
+    prefix = workdir / f"ref_{report.replace(':', '_')}"
+    subprocess.run(
+        [nsys, "stats", "--report", report, "--format", "csv", "--force-export", "false", "--output", str(prefix), str(copy)],
+        check=True, capture_output=True, text=True,
+    )
+    out = Path(f"{prefix}_{report.split(':')[0]}.csv")
+    if not out.exists():  # nsys writes nothing when the report has no data
+        return []
+    with open(out, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.fixture(scope="session")
+def converted(tmp_path_factory):
+    """converted(path) -> read-only DuckDB connection to a database converted from `path` (cached per session)."""
+    from xsp_trace.convert import ConvertOptions, convert_files
+
+    cache: dict[Path, Path] = {}
+
+    def _convert(*paths: Path) -> duckdb.DuckDBPyConnection:
+        key = tuple(paths)
+        if key not in cache:
+            out = tmp_path_factory.mktemp("db") / "out.duckdb"
+            convert_files(list(paths), out, ConvertOptions())
+            cache[key] = out
+        return duckdb.connect(str(cache[key]), read_only=True)
+
+    return _convert

@@ -1,0 +1,349 @@
+"""Nsight Systems (.nsys-rep or its SQLite export) into the unified schema.
+
+Two steps: the export's tables are projected into DuckDB staging tables (`_nsys_*`, one SQLite
+query each, streamed in Arrow batches; pid/tid decoded, strings kept as ids), then
+queries/nsys_ingest.sql turns the staging tables into spans, kernels, memops, devices, threads.
+Everything version-specific is resolved here from the export's own tables and columns, using
+the facts in xsp_trace.formats.nsys_export.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import urllib.parse
+from contextlib import closing, nullcontext
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from ..database import insert_relation, run_script
+from ..errors import InputError
+from ..formats import nsys_export as fmt
+from ..naming import install_sql_macros
+from ..resources import query_text
+from . import ConvertOptions, Progress, register_run
+from .nsys_report import exported_sqlite
+
+BATCH_ROWS = 65_536
+_PID = f"(({{col}} >> {fmt.PID_SHIFT}) & {fmt.ID_MASK})"
+_TID = f"({{col}} & {fmt.ID_MASK})"
+
+
+def _pid(col: str) -> str:
+    return _PID.format(col=col)
+
+
+def _tid(col: str) -> str:
+    return _TID.format(col=col)
+
+
+class _Export:
+    """A read-only view of one SQLite export: which tables and columns it has."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        uri = urllib.parse.urlunsplit(
+            ["file", "", str(path.resolve()), urllib.parse.urlencode({"mode": "ro", "immutable": "1"}), ""]
+        )
+        try:
+            self.con = sqlite3.connect(uri, uri=True)
+            names = {r[0] for r in self.con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
+        except sqlite3.DatabaseError as exc:
+            raise self.corrupt(exc) from exc
+        self.tables = {base: fmt.resolve_table(names, base) for base in _ALL_TABLES}
+        self.meta_table = next((t for t in fmt.META_TABLES if t in names), None)
+        if self.meta_table is None and fmt.STRING_IDS not in names:
+            raise InputError(path, "is a SQLite file but not an Nsight Systems export (no export metadata or StringIds table)",
+                             "pass a file written by `nsys export --type sqlite`")
+        self._columns: dict[str, set[str]] = {}
+
+    def corrupt(self, exc: Exception) -> InputError:
+        return InputError(self.path, f"is truncated or corrupt ({exc})", "export the report again with `nsys export --type sqlite`")
+
+    def table(self, base: str) -> str | None:
+        return self.tables.get(base)
+
+    def columns(self, base: str) -> set[str]:
+        name = self.table(base)
+        if name is None:
+            return set()
+        if name not in self._columns:
+            self._columns[name] = {r[1] for r in self.execute(f'PRAGMA table_info("{name}")')}
+        return self._columns[name]
+
+    def execute(self, sql: str):
+        try:
+            return self.con.execute(sql)
+        except sqlite3.DatabaseError as exc:
+            raise self.corrupt(exc) from exc
+
+    def check_required(self, base: str) -> None:
+        missing = [c for c in fmt.REQUIRED_COLUMNS.get(base, ()) if c not in self.columns(base)]
+        if missing:
+            raise InputError(
+                self.path,
+                f"table {self.table(base)} lacks required column(s) {', '.join(missing)}",
+                "export it again with a complete nsys export (nsys 2022.2 or newer)",
+            )
+
+    def metadata(self) -> dict[str, str]:
+        if self.meta_table is None:
+            return {}
+        return dict(self.execute(f'SELECT name, value FROM "{self.meta_table}"').fetchall())
+
+    def optional(self, base: str, column: str, alias: str, default: str = "NULL") -> str:
+        return f'{column} AS {alias}' if column in self.columns(base) else f"{default} AS {alias}"
+
+
+_ALL_TABLES = (
+    fmt.KERNEL, fmt.RUNTIME, fmt.MEMCPY, fmt.MEMSET, fmt.SYNCHRONIZATION, fmt.NVTX_EVENTS, fmt.STRING_IDS,
+    fmt.THREAD_NAMES, fmt.PROCESSES, fmt.TARGET_INFO_GPU, fmt.TARGET_INFO_CUDA_DEVICE, fmt.SESSION_START,
+    fmt.ENUM_MEMCPY_OPER, fmt.ENUM_MEM_KIND, fmt.ENUM_SYNC_TYPE,
+)
+
+
+class _Stager:
+    """Streams SQLite query results into DuckDB staging tables, assigning span ids on the way."""
+
+    def __init__(self, export: _Export, con: duckdb.DuckDBPyConnection, progress: Progress):
+        self.export = export
+        self.con = con
+        self.progress = progress
+        self.next_span_id = 1
+
+    def stage(self, table: str, sql: str | None, schema: pa.Schema, with_span_ids: bool = False, what: str = "") -> int:
+        fields = ([pa.field("span_id", pa.int64())] if with_span_ids else []) + list(schema)
+        full = pa.schema(fields)
+        cols = ", ".join(f"{f.name} {_DUCK_TYPES[f.type]}" for f in full)
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} ({cols})")
+        if sql is None:
+            return 0
+        cursor = self.export.execute(sql)
+        total = 0
+        while True:
+            try:
+                rows = cursor.fetchmany(BATCH_ROWS)
+            except sqlite3.DatabaseError as exc:
+                raise self.export.corrupt(exc) from exc
+            if not rows:
+                break
+            columns = list(zip(*rows))
+            arrays = [pa.array(col, type=f.type) for col, f in zip(columns, schema)]
+            if with_span_ids:
+                arrays.insert(0, pa.array(range(self.next_span_id, self.next_span_id + len(rows)), pa.int64()))
+                self.next_span_id += len(rows)
+            insert_relation(self.con, table, pa.Table.from_arrays(arrays, schema=full))
+            total += len(rows)
+            self.progress(f"reading {what or table}: {total:,} rows", None)
+        return total
+
+
+_DUCK_TYPES = {pa.int64(): "BIGINT", pa.string(): "VARCHAR", pa.float64(): "DOUBLE"}
+
+
+def _schema(*names: str, strings: tuple[str, ...] = ()) -> pa.Schema:
+    return pa.schema([pa.field(n, pa.string() if n in strings else pa.int64()) for n in names])
+
+
+def convert_nsys(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, options: ConvertOptions, progress: Progress) -> None:
+    path = Path(path)
+    is_report = path.suffix in (".nsys-rep", ".qdrep") or path.read_bytes()[:28].startswith(b"NVIDIA Tegra Profiler Report")
+    exporting = exported_sqlite(path, options.nsys) if is_report else nullcontext(path)
+    with exporting as sqlite_path:
+        if is_report:
+            progress("exported with nsys", None)
+        export = _Export(Path(sqlite_path))
+        with closing(export.con):
+            _register(con, export, path, run_id, options)
+            _stage_all(export, con, progress)
+            progress("building spans", None)
+            _set_format_variables(con)
+            con.execute("SET VARIABLE nsys_nvtx_max_ts = ?", [_nvtx_max_ts(export)])
+            install_sql_macros(con)
+            run_script(con, query_text("nsys_ingest"), run_id)
+            for table in _STAGING_TABLES:
+                con.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def _register(con, export: _Export, source: Path, run_id: int, options: ConvertOptions) -> None:
+    meta = export.metadata()
+    started_at = origin = None
+    if export.table(fmt.SESSION_START) and "utcEpochNs" in export.columns(fmt.SESSION_START):
+        row = export.execute(f'SELECT utcEpochNs FROM "{export.table(fmt.SESSION_START)}"').fetchone()
+        if row and row[0]:
+            origin = int(row[0])
+            started_at = datetime.fromtimestamp(origin / 1e9, tz=timezone.utc).replace(tzinfo=None)
+    register_run(
+        con, run_id, options,
+        source_kind="nsys",
+        source_path=str(source),
+        source_format_version=meta.get(fmt.META_SCHEMA_VERSION),
+        tool="nsys",
+        tool_version=meta.get(fmt.META_PRODUCT_VERSION),
+        host=meta.get(fmt.META_HOST),
+        started_at=started_at,
+        clock_origin_utc_ns=origin,
+    )
+
+
+_STAGING_TABLES = (
+    "_nsys_strings", "_nsys_nvtx", "_nsys_api", "_nsys_kernel", "_nsys_memcpy", "_nsys_memset", "_nsys_sync",
+    "_nsys_enums", "_nsys_threads", "_nsys_processes", "_nsys_gpus", "_nsys_cuda_devices",
+)
+
+
+def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progress) -> None:
+    for base in fmt.REQUIRED_COLUMNS:
+        if export.table(base):
+            export.check_required(base)
+    s = _Stager(export, con, progress)
+    t = export.table
+
+    s.stage("_nsys_strings", f'SELECT id, value FROM "{t(fmt.STRING_IDS)}"' if t(fmt.STRING_IDS) else None,
+            _schema("id", "value", strings=("value",)), what="strings")
+
+    nvtx = fmt.NVTX_EVENTS
+    wanted = (*fmt.NVTX_RANGE_TYPES, *fmt.NVTX_MARK_TYPES, fmt.NvtxEventType.DOMAIN_CREATE)
+    s.stage(
+        "_nsys_nvtx",
+        t(nvtx) and f"""SELECT start, "end", eventType, {export.optional(nvtx, 'text', 'text')},
+                {export.optional(nvtx, 'textId', 'text_id')}, {export.optional(nvtx, 'domainId', 'domain_id', '0')},
+                {_pid('globalTid')}, {_tid('globalTid')},
+                {_tid('endGlobalTid') if 'endGlobalTid' in export.columns(nvtx) else 'NULL'}
+            FROM "{t(nvtx)}" WHERE eventType IN ({', '.join(map(str, wanted))})""",
+        _schema("start_ns", "end_ns", "event_type", "text", "text_id", "domain_id", "pid", "tid", "end_tid", strings=("text",)),
+        with_span_ids=True, what="NVTX events",
+    )
+
+    rt = fmt.RUNTIME
+    class_filter = (
+        f"WHERE eventClass IN ({', '.join(map(str, fmt.API_CLASSES))})" if "eventClass" in export.columns(rt) else ""
+    )
+    s.stage(
+        "_nsys_api",
+        t(rt) and f"""SELECT start, "end", {export.optional(rt, 'eventClass', 'event_class', str(fmt.ApiEventClass.CUDA_RUNTIME))},
+                {_pid('globalTid')}, {_tid('globalTid')}, correlationId, nameId
+            FROM "{t(rt)}" {class_filter}""",
+        _schema("start_ns", "end_ns", "event_class", "pid", "tid", "correlation_id", "name_id"),
+        with_span_ids=True, what="CUDA API calls",
+    )
+
+    k = fmt.KERNEL
+    s.stage(
+        "_nsys_kernel",
+        t(k) and f"""SELECT start, "end", deviceId, streamId, correlationId, {_pid('globalPid')}, demangledName,
+                {export.optional(k, 'shortName', 'short_id')}, {export.optional(k, 'mangledName', 'mangled_id')},
+                gridX, gridY, gridZ, blockX, blockY, blockZ,
+                {export.optional(k, 'registersPerThread', 'regs')}, {export.optional(k, 'staticSharedMemory', 'smem_static')},
+                {export.optional(k, 'dynamicSharedMemory', 'smem_dynamic')}, {export.optional(k, 'localMemoryPerThread', 'lmem')}
+            FROM "{t(k)}" """,
+        _schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "name_id", "short_id",
+                "mangled_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread",
+                "shared_mem_static_bytes", "shared_mem_dynamic_bytes", "local_mem_per_thread_bytes"),
+        with_span_ids=True, what="kernels",
+    )
+
+    m = fmt.MEMCPY
+    s.stage(
+        "_nsys_memcpy",
+        t(m) and f"""SELECT start, "end", deviceId, streamId, correlationId, {_pid('globalPid')}, bytes, copyKind,
+                {export.optional(m, 'srcKind', 'src_kind')}, {export.optional(m, 'dstKind', 'dst_kind')}
+            FROM "{t(m)}" """,
+        _schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "bytes", "copy_kind", "src_kind", "dst_kind"),
+        with_span_ids=True, what="memory copies",
+    )
+
+    ms = fmt.MEMSET
+    s.stage(
+        "_nsys_memset",
+        t(ms) and f"""SELECT start, "end", deviceId, streamId, correlationId, {_pid('globalPid')}, bytes,
+                {export.optional(ms, 'value', 'fill_value')}, {export.optional(ms, 'memKind', 'mem_kind')}
+            FROM "{t(ms)}" """,
+        _schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "bytes", "fill_value", "mem_kind"),
+        with_span_ids=True, what="memsets",
+    )
+
+    sy = fmt.SYNCHRONIZATION
+    s.stage(
+        "_nsys_sync",
+        t(sy) and f"""SELECT start, "end", {export.optional(sy, 'deviceId', 'device_id')}, streamId, correlationId,
+                {_pid('globalPid')}, {export.optional(sy, 'syncType', 'sync_type')}
+            FROM "{t(sy)}" """,
+        _schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "sync_type"),
+        with_span_ids=True, what="synchronizations",
+    )
+
+    _stage_enums(export, con)
+
+    tn = fmt.THREAD_NAMES
+    s.stage("_nsys_threads", t(tn) and f'SELECT {_pid("globalTid")}, {_tid("globalTid")}, nameId FROM "{t(tn)}"',
+            _schema("pid", "tid", "name_id"), what="thread names")
+    pr = fmt.PROCESSES
+    s.stage("_nsys_processes", t(pr) and f'SELECT pid, name FROM "{t(pr)}"', _schema("pid", "name", strings=("name",)),
+            what="processes")
+
+    g = fmt.TARGET_INFO_GPU
+    s.stage(
+        "_nsys_gpus",
+        t(g) and f"""SELECT id, {export.optional(g, 'cuDevice', 'cu_device')}, name, {export.optional(g, 'uuid', 'uuid')},
+                {export.optional(g, 'busLocation', 'bus_location')}, {export.optional(g, 'smCount', 'sm_count')},
+                {export.optional(g, 'totalMemory', 'memory_bytes')}, {export.optional(g, 'memoryBandwidth', 'memory_bandwidth')},
+                {export.optional(g, 'clockRate', 'clock_rate')}, {export.optional(g, 'computeMajor', 'compute_major')},
+                {export.optional(g, 'computeMinor', 'compute_minor')}
+            FROM "{t(g)}" """,
+        pa.schema([
+            pa.field("gpu_id", pa.int64()), pa.field("cu_device", pa.int64()), pa.field("name", pa.string()),
+            pa.field("uuid", pa.string()), pa.field("bus_location", pa.string()), pa.field("sm_count", pa.int64()),
+            pa.field("memory_bytes", pa.int64()), pa.field("memory_bandwidth", pa.float64()),
+            pa.field("clock_rate", pa.int64()), pa.field("compute_major", pa.int64()), pa.field("compute_minor", pa.int64()),
+        ]),
+        what="GPUs",
+    )
+    cd = fmt.TARGET_INFO_CUDA_DEVICE
+    s.stage("_nsys_cuda_devices", t(cd) and f'SELECT gpuId, cudaId, pid FROM "{t(cd)}"', _schema("gpu_id", "cuda_id", "pid"),
+            what="CUDA devices")
+
+
+def _nvtx_max_ts(export: _Export) -> int | None:
+    """Where unclosed NVTX ranges end: the last NVTX timestamp, as nsys stats computes it."""
+    table = export.table(fmt.NVTX_EVENTS)
+    if table is None:
+        return None
+    return export.execute(f'SELECT max(coalesce(max(start), 0), coalesce(max("end"), 0)) FROM "{table}"').fetchone()[0]
+
+
+def _stage_enums(export: _Export, con: duckdb.DuckDBPyConnection) -> None:
+    """Labels of memcpy kinds, memory kinds and sync types: the export's ENUM tables, else the built-in ones."""
+    rows = []
+    for enum, base, fallback in (
+        ("memcpy_kind", fmt.ENUM_MEMCPY_OPER, fmt.MEMCPY_KIND_LABELS),
+        ("mem_kind", fmt.ENUM_MEM_KIND, fmt.MEM_KIND_LABELS),
+        ("sync_type", fmt.ENUM_SYNC_TYPE, fmt.SYNC_TYPE_LABELS),
+    ):
+        table = export.table(base)
+        labels = dict(fallback)
+        if table and {"id", "label"} <= export.columns(base):
+            labels.update(dict(export.execute(f'SELECT id, label FROM "{table}"').fetchall()))
+        rows += [(enum, code, label, fmt.MEMCPY_KIND_SHORT.get(code) if enum == "memcpy_kind" else None)
+                 for code, label in labels.items()]
+    con.execute("CREATE OR REPLACE TEMP TABLE _nsys_enums (enum VARCHAR, code BIGINT, label VARCHAR, short VARCHAR)")
+    con.executemany("INSERT INTO _nsys_enums VALUES (?, ?, ?, ?)", rows)
+
+
+def _set_format_variables(con: duckdb.DuckDBPyConnection) -> None:
+    """Expose the export's codes to nsys_ingest.sql by name (no magic numbers in the SQL)."""
+    values = {
+        "nsys_nvtx_range_types": list(fmt.NVTX_RANGE_TYPES),
+        "nsys_nvtx_pushpop_types": list(fmt.NVTX_PUSHPOP_TYPES),
+        "nsys_nvtx_mark_types": list(fmt.NVTX_MARK_TYPES),
+        "nsys_nvtx_domain_create": fmt.NvtxEventType.DOMAIN_CREATE,
+        "nsys_api_class_runtime": fmt.ApiEventClass.CUDA_RUNTIME,
+        "nsys_api_class_driver": fmt.ApiEventClass.CUDA_DRIVER,
+        "nsys_api_version_suffix": fmt.API_NAME_VERSION_SUFFIX.pattern,
+        "nsys_memcpy_name": fmt.MEMCPY_NAME.replace("{label}", "%s"),
+        "nsys_memset_name": fmt.MEMSET_NAME,
+    }
+    for name, value in values.items():
+        con.execute(f"SET VARIABLE {name} = ?", [value])
