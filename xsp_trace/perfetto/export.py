@@ -92,11 +92,15 @@ def _select(con: duckdb.DuckDBPyConnection, options: PerfettoOptions) -> None:
     con.execute(query_text("perfetto_select"))
 
 
+def _batches(con: duckdb.DuckDBPyConnection, query: str, batch_rows: int):
+    """Column dicts (name -> Python list) of a query's result, one per Arrow batch (streamed)."""
+    for batch in con.sql(query_text(query)).to_arrow_reader(batch_rows):
+        yield batch.to_pydict()
+
+
 def _rows(con: duckdb.DuckDBPyConnection, query: str, batch_rows: int):
-    """Rows of a query as dicts, read in Arrow batches."""
-    reader = con.sql(query_text(query)).fetch_record_batch(batch_rows)
-    for batch in reader:
-        columns = batch.to_pydict()
+    """Rows of a query as dicts."""
+    for columns in _batches(con, query, batch_rows):
         names = list(columns)
         for values in zip(*(columns[n] for n in names)):
             yield dict(zip(names, values))
@@ -106,30 +110,34 @@ def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: Per
     current_key = None
     lanes: Lanes | None = None
     begin = writer.slice_begin
-    for row in _rows(con, "perfetto_slices", options.batch_rows):
-        key = tuple(row[k] for k in _TRACK_KEY)
-        if key != current_key:
-            if lanes is not None:
-                lanes.close()
-            base = tracks.base_track(*key)
-            lanes = Lanes(writer, base, nest=row["track_class"] != "gpu", new_lane=tracks.lane)
-            current_key = key
-        ts, end = row["ts"], row["end_ts"]
-        uuid = lanes.place(ts, end)
-        int_args = [(k, row[k]) for k in INT_ANNOTATIONS if row[k] is not None]
-        str_args = [(k, row[k]) for k in STR_ANNOTATIONS if row[k] is not None]
-        float_args = [(k, row[k]) for k in FLOAT_ANNOTATIONS if row[k] is not None]
-        if row["kind"] == "layer":
-            parsed = parse_layer_name(row["name"])
-            if parsed is not None:
-                str_args += [("layer_name", parsed[1]), ("layer_type", parsed[2])]
-        if row["args"]:
-            str_args += [(a["key"], a["value"]) for a in row["args"] if a["value"] is not None]
-        flow_ids = row["flow_ids"] or ()
-        terminating = () if row["terminating_flow_id"] is None else (row["terminating_flow_id"],)
-        begin(uuid, ts, row["name"], row["kind"], int_args, str_args, float_args, flow_ids, terminating)
-        stats.slices += 1
-        stats.flows += len(flow_ids)
+    for cols in _batches(con, "perfetto_slices", options.batch_rows):
+        keys = zip(*(cols[k] for k in _TRACK_KEY))
+        int_cols = [(k, cols[k]) for k in INT_ANNOTATIONS]
+        str_cols = [(k, cols[k]) for k in STR_ANNOTATIONS]
+        float_cols = [(k, cols[k]) for k in FLOAT_ANNOTATIONS]
+        rows = zip(keys, cols["ts"], cols["end_ts"], cols["name"], cols["kind"], cols["args"],
+                   cols["flow_ids"], cols["terminating_flow_id"])
+        for i, (key, ts, end, name, kind, args, flow_ids, terminating) in enumerate(rows):
+            if key != current_key:
+                if lanes is not None:
+                    lanes.close()
+                lanes = Lanes(writer, tracks.base_track(*key), nest=key[1] != "gpu", new_lane=tracks.lane)
+                current_key = key
+            uuid = lanes.place(ts, end)
+            int_args = [(k, c[i]) for k, c in int_cols if c[i] is not None]
+            str_args = [(k, c[i]) for k, c in str_cols if c[i] is not None]
+            float_args = [(k, c[i]) for k, c in float_cols if c[i] is not None]
+            if kind == "layer":
+                parsed = parse_layer_name(name)
+                if parsed is not None:
+                    str_args += [("layer_name", parsed[1]), ("layer_type", parsed[2])]
+            if args:
+                str_args += [(a["key"], a["value"]) for a in args if a["value"] is not None]
+            begin(uuid, ts, name, kind, int_args, str_args, float_args,
+                  flow_ids or (), () if terminating is None else (terminating,))
+            stats.slices += 1
+            if flow_ids:
+                stats.flows += len(flow_ids)
     if lanes is not None:
         lanes.close()
 

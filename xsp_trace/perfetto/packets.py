@@ -34,6 +34,7 @@ _EVENT_NAMES = "event_names"
 _CATEGORIES = "event_categories"
 _ANNOTATION_NAMES = "debug_annotation_names"
 _STRING_VALUES = "debug_annotation_string_values"
+_TABLES = (_EVENT_NAMES, _CATEGORIES, _ANNOTATION_NAMES, _STRING_VALUES)
 
 
 def _varint(value: int) -> bytes:
@@ -43,6 +44,9 @@ def _varint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+_SMALL_VARINTS = [bytes([n]) for n in range(128)]
 
 
 class PacketWriter:
@@ -59,7 +63,7 @@ class PacketWriter:
         self.max_interned = max_interned
         self.packets_written = 0
         self.bytes_written = 0
-        self._tables: dict[str, dict[str, int]] = {}
+        self._tables: dict[str, dict[str, int]] = {t: {} for t in _TABLES}
         self._interned_count = 0
         self._cleared_pending = True  # the first packet clears the (empty) incremental state
         self._packet = pb.TracePacket()
@@ -67,11 +71,11 @@ class PacketWriter:
     # -- framing -----------------------------------------------------------------------
     def _emit(self, packet: pb.TracePacket) -> None:
         data = packet.SerializeToString()
-        frame = _PACKET_TAG + _varint(len(data))
+        size = len(data)
+        frame = _PACKET_TAG + (_SMALL_VARINTS[size] if size < 128 else _varint(size)) + data
         self.out.write(frame)
-        self.out.write(data)
         self.packets_written += 1
-        self.bytes_written += len(frame) + len(data)
+        self.bytes_written += len(frame)
 
     def _new_packet(self, timestamp: int | None, uses_interning: bool) -> pb.TracePacket:
         packet = self._packet
@@ -93,12 +97,13 @@ class PacketWriter:
     def _reset_if_full(self) -> None:
         """Called before a packet is built: drop the intern tables once they are full."""
         if self._interned_count >= self.max_interned:
-            self._tables.clear()
+            for entries in self._tables.values():
+                entries.clear()
             self._interned_count = 0
             self._cleared_pending = True
 
     def _iid(self, packet: pb.TracePacket, table: str, text: str) -> int:
-        entries = self._tables.setdefault(table, {})
+        entries = self._tables[table]
         iid = entries.get(text)
         if iid is None:
             iid = len(entries) + 1  # iids start at 1; 0 means "not set"
@@ -106,10 +111,10 @@ class PacketWriter:
             self._interned_count += 1
             entry = getattr(packet.interned_data, table).add()
             entry.iid = iid
-            if table == _CATEGORIES or table == _ANNOTATION_NAMES or table == _EVENT_NAMES:
-                entry.name = text
-            else:
+            if table == _STRING_VALUES:
                 entry.str = text.encode("utf-8")
+            else:
+                entry.name = text
         return iid
 
     # -- packets -----------------------------------------------------------------------

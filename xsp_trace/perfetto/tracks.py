@@ -18,6 +18,7 @@ from .packets import PacketWriter
 EXPLICIT_ORDER = pb.TrackDescriptor.EXPLICIT
 NO_MERGE = pb.TrackDescriptor.SIBLING_MERGE_BEHAVIOR_NONE
 LANE_RANKS = 1000  # sibling_order_rank = stream ordinal * LANE_RANKS + lane
+COUNTER_RANK = 1 << 30  # device counters after every stream
 
 
 class IdAllocator:
@@ -189,7 +190,7 @@ class TrackRegistry:
         else:
             parent = self.run_track(run)
         uuid = self._uuid()
-        descriptor = pb.TrackDescriptor(uuid=uuid, parent_uuid=parent, name=name)
+        descriptor = pb.TrackDescriptor(uuid=uuid, parent_uuid=parent, name=name, sibling_order_rank=COUNTER_RANK)
         descriptor.counter.SetInParent()
         self.writer.track_descriptor(descriptor)
         self.counter_tracks += 1
