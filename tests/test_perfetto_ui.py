@@ -22,7 +22,7 @@ import duckdb
 import pytest
 
 from perfetto_harness import handmade_db
-from perfetto_harness.trace_processor import HARNESS_DIR, missing, node_binary, web_dist_dir
+from perfetto_harness.trace_processor import HARNESS_DIR, missing_browser, node_binary, web_dist_dir
 from xsp_trace.perfetto import export_perfetto
 
 ARTIFACTS = Path(os.environ.get("XSP_TEST_ARTIFACTS", Path(__file__).parent / "artifacts"))
@@ -33,13 +33,13 @@ TRACE_ROUTE = "/xsp-trace/"
 def _chromium() -> str:
     chromium = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
     if not os.path.exists(chromium):
-        missing("Debian's chromium is not installed")
+        missing_browser("Debian's chromium is not installed")
     return chromium
 
 
 def _playwright() -> None:
     if not (HARNESS_DIR / "node_modules" / "playwright-core").is_dir():
-        missing("playwright-core is not installed in tests/perfetto_harness/node_modules")
+        missing_browser("playwright-core is not installed in tests/perfetto_harness/node_modules")
 
 
 class _UiServer:

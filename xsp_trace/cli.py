@@ -175,6 +175,38 @@ def perfetto(
     _write_perfetto(database, output, options)
 
 
+@app.command()
+def query(
+    database: Path = typer.Argument(..., help="An xsp-trace DuckDB database."),
+    sql: str = typer.Argument(..., help="SQL to run, or @FILE to read it from a file (e.g. @queries/nvtx_gpu_projection.sql)."),
+    limit: int = typer.Option(50, "--limit", help="Rows to print in the table (0 = all)."),
+    csv_out: bool = typer.Option(False, "--csv", help="Print CSV instead of a table."),
+) -> None:
+    """Run ad-hoc SQL on a converted database (read-only) and print the result.
+
+    Example:
+
+      xsp-trace query run.duckdb "select kind, count(*) as n from spans group by kind order by n desc"
+    """
+    from .database import connect
+    from .tables import print_result
+
+    try:
+        if sql.startswith("@"):
+            source = Path(sql[1:])
+            if not source.exists():
+                raise InputError(source, "does not exist", "pass @PATH of an existing .sql file")
+            sql = source.read_text()
+        con = connect(database)
+        try:
+            result = con.execute(sql)
+        except Exception as exc:  # duckdb.Error: the user's SQL is wrong
+            raise InputError(database, f"query failed: {str(exc).splitlines()[0]}", "fix the SQL") from exc
+        print_result(result, limit=limit, as_csv=csv_out)
+    except InputError as exc:
+        fail(exc)
+
+
 def main() -> None:
     app()
 

@@ -38,9 +38,15 @@ DROP_STATS = (
 
 
 def missing(what: str) -> None:
-    """Skip with the reason -- or fail where the harness must be there (CI, or when asked)."""
-    reason = f"{what} (run .ci/install-perfetto.sh)"
-    if os.environ.get("CI") or os.environ.get("XSP_REQUIRE_PERFETTO_HARNESS"):
+    """The trace processor harness is part of the tests: fail, saying how to install it."""
+    pytest.fail(f"{what}: run .ci/install-perfetto.sh")
+
+
+def missing_browser(what: str) -> None:
+    """Skip the browser test where chromium is truly absent -- but fail in CI, which installs it
+    (CI or XSP_REQUIRE_BROWSER set)."""
+    reason = f"{what}: run .ci/install-perfetto.sh"
+    if os.environ.get("CI") or os.environ.get("XSP_REQUIRE_BROWSER"):
         pytest.fail(reason)
     pytest.skip(reason)
 

@@ -101,7 +101,7 @@ def exported_sqlite(report: Path, nsys_hint: str | None) -> Iterator[Path]:
 def _raise_export_failure(report: Path, nsys: str, output: str) -> None:
     installed = nsys_version(nsys)
     writer = report_writer_version(report)
-    if fmt.EXPORT_VERSION_ERROR in output or (writer and _version_tuple(writer) > _version_tuple(installed)):
+    if writer and _version_tuple(writer)[:3] > _version_tuple(installed)[:3]:
         raise InputError(
             report,
             f"was written by nsys {writer or 'a newer version'}, but the installed nsys {installed} cannot read reports from newer versions",

@@ -121,7 +121,7 @@ REQUIRED_COLUMNS = {
     STRING_IDS: ("id", "value"),
 }
 
-# nsys export refuses reports from a newer nsys with this message; the report header carries
-# the writer's version as "NVIDIA Tegra Profiler Report 2026@1@2@63-...".
-EXPORT_VERSION_ERROR = "Version number is invalid"
+# nsys export refuses reports from a newer nsys ("Version number is invalid", also said of
+# damaged reports); the report header carries the writer's version as
+# "NVIDIA Tegra Profiler Report 2026@1@2@63-...", which is what the converter compares.
 REPORT_HEADER_VERSION = re.compile(rb"Profiler Report (\d+)@(\d+)@(\d+)")
