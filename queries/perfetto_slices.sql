@@ -45,7 +45,7 @@ SELECT
     -- Slice start in the trace: the span start less the run's shift.
     s.start_ns - s.shift_ns AS ts,
     -- Slice end in the trace.
-    s.end_ns - s.shift_ns AS end_ts,
+    greatest(s.end_ns, s.start_ns) - s.shift_ns AS end_ts,
     -- Flow ids this span starts (API calls that launched selected GPU work), or NULL.
     o.flow_ids,
     -- Flow id this span terminates (GPU work launched by a selected API call), or NULL.

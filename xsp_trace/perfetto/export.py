@@ -8,6 +8,7 @@ flat whatever the trace size (the intern tables are bounded, see packets.py).
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,6 +44,9 @@ class PerfettoOptions:
     align_runs: bool = True  # every run starts at time 0 (False: keep each run's own clock)
     batch_rows: int = 50_000  # rows per Arrow batch read from DuckDB
     max_interned: int = 200_000  # intern table entries before the incremental state is reset
+    # DuckDB's memory for the sorts and joins of the export; beyond it they spill to a temporary
+    # folder, so the export's memory stays flat whatever the trace size.
+    duckdb_memory_limit: str = "512MB"
 
 
 @dataclass
@@ -92,10 +96,15 @@ def _select(con: duckdb.DuckDBPyConnection, options: PerfettoOptions) -> None:
     con.execute(query_text("perfetto_select"))
 
 
-def _batches(con: duckdb.DuckDBPyConnection, query: str, batch_rows: int):
-    """Column dicts (name -> Python list) of a query's result, one per Arrow batch (streamed)."""
+def _batches(con: duckdb.DuckDBPyConnection, query: str, batch_rows: int, skip_null_columns: bool = False):
+    """Column dicts (name -> Python list) of a query's result, one per Arrow batch (streamed).
+    With skip_null_columns, columns that are NULL throughout the batch are left out."""
     for batch in con.sql(query_text(query)).to_arrow_reader(batch_rows):
-        yield batch.to_pydict()
+        if skip_null_columns:
+            yield {name: column.to_pylist() for name, column in zip(batch.schema.names, batch.columns)
+                   if column.null_count < batch.num_rows}
+        else:
+            yield batch.to_pydict()
 
 
 def _rows(con: duckdb.DuckDBPyConnection, query: str, batch_rows: int):
@@ -110,13 +119,15 @@ def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: Per
     current_key = None
     lanes: Lanes | None = None
     begin = writer.slice_begin
-    for cols in _batches(con, "perfetto_slices", options.batch_rows):
-        keys = zip(*(cols[k] for k in _TRACK_KEY))
-        int_cols = [(k, cols[k]) for k in INT_ANNOTATIONS]
-        str_cols = [(k, cols[k]) for k in STR_ANNOTATIONS]
-        float_cols = [(k, cols[k]) for k in FLOAT_ANNOTATIONS]
-        rows = zip(keys, cols["ts"], cols["end_ts"], cols["name"], cols["kind"], cols["args"],
-                   cols["flow_ids"], cols["terminating_flow_id"])
+    for cols in _batches(con, "perfetto_slices", options.batch_rows, skip_null_columns=True):
+        n = len(cols["ts"])
+        nulls = [None] * n
+        keys = zip(*(cols.get(k, nulls) for k in _TRACK_KEY))
+        int_cols = [(k, cols[k]) for k in INT_ANNOTATIONS if k in cols]
+        str_cols = [(k, cols[k]) for k in STR_ANNOTATIONS if k in cols]
+        float_cols = [(k, cols[k]) for k in FLOAT_ANNOTATIONS if k in cols]
+        rows = zip(keys, cols["ts"], cols["end_ts"], cols["name"], cols["kind"], cols.get("args", nulls),
+                   cols.get("flow_ids", nulls), cols.get("terminating_flow_id", nulls))
         for i, (key, ts, end, name, kind, args, flow_ids, terminating) in enumerate(rows):
             if key != current_key:
                 if lanes is not None:
@@ -164,6 +175,7 @@ def _write_counters(con, writer: PacketWriter, tracks: TrackRegistry, options: P
 def write_trace(con: duckdb.DuckDBPyConnection, out, options: PerfettoOptions, database: Path | None = None) -> ExportStats:
     """Write the trace of an open database to a binary file object."""
     _check_options(con, database, options)
+    con.execute("SET enable_progress_bar = false")  # the CLI prints its own summary
     _select(con, options)
     stats = ExportStats(runs=[r[0] for r in con.execute("SELECT run_id FROM perfetto_runs ORDER BY run_id").fetchall()])
     writer = PacketWriter(out, max_interned=options.max_interned)
@@ -189,8 +201,14 @@ def export_perfetto(database: Path, output: Path, options: PerfettoOptions | Non
     con = connect(database, read_only=True)
     tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "wb", buffering=1 << 20) as out:
-            stats = write_trace(con, out, options, database)
+        with tempfile.TemporaryDirectory(prefix="xsp-perfetto-") as spill:
+            con.execute("SET memory_limit = ?", [options.duckdb_memory_limit])
+            con.execute("SET temp_directory = ?", [spill])
+            try:
+                with open(tmp, "wb", buffering=1 << 20) as out:
+                    stats = write_trace(con, out, options, database)
+            finally:
+                con.close()
         os.replace(tmp, output)
     except BaseException:
         try:
@@ -198,6 +216,4 @@ def export_perfetto(database: Path, output: Path, options: PerfettoOptions | Non
         except FileNotFoundError:
             pass
         raise
-    finally:
-        con.close()
     return stats

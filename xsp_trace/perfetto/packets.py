@@ -66,7 +66,6 @@ class PacketWriter:
         self._tables: dict[str, dict[str, int]] = {t: {} for t in _TABLES}
         self._interned_count = 0
         self._cleared_pending = True  # the first packet clears the (empty) incremental state
-        self._packet = pb.TracePacket()
 
     # -- framing -----------------------------------------------------------------------
     def _emit(self, packet: pb.TracePacket) -> None:
@@ -78,8 +77,9 @@ class PacketWriter:
         self.bytes_written += len(frame)
 
     def _new_packet(self, timestamp: int | None, uses_interning: bool) -> pb.TracePacket:
-        packet = self._packet
-        packet.Clear()
+        # A fresh message each time: Clear() on a reused upb message keeps its arena, which
+        # then grows with every packet ever written.
+        packet = pb.TracePacket()
         packet.trusted_packet_sequence_id = self.sequence_id
         if timestamp is not None:
             packet.timestamp = timestamp
@@ -102,25 +102,23 @@ class PacketWriter:
             self._interned_count = 0
             self._cleared_pending = True
 
-    def _iid(self, packet: pb.TracePacket, table: str, text: str) -> int:
+    def _intern(self, packet: pb.TracePacket, table: str, text: str) -> int:
+        """The iid of a string not yet in `table`, defined in this packet's interned_data."""
         entries = self._tables[table]
-        iid = entries.get(text)
-        if iid is None:
-            iid = len(entries) + 1  # iids start at 1; 0 means "not set"
-            entries[text] = iid
-            self._interned_count += 1
-            entry = getattr(packet.interned_data, table).add()
-            entry.iid = iid
-            if table == _STRING_VALUES:
-                entry.str = text.encode("utf-8")
-            else:
-                entry.name = text
+        iid = len(entries) + 1  # iids start at 1; 0 means "not set"
+        entries[text] = iid
+        self._interned_count += 1
+        entry = getattr(packet.interned_data, table).add()
+        entry.iid = iid
+        if table == _STRING_VALUES:
+            entry.str = text.encode("utf-8")
+        else:
+            entry.name = text
         return iid
 
     # -- packets -----------------------------------------------------------------------
     def track_descriptor(self, descriptor: pb.TrackDescriptor) -> None:
-        packet = self._packet
-        packet.Clear()
+        packet = pb.TracePacket()
         packet.trusted_packet_sequence_id = self.descriptor_sequence_id
         packet.track_descriptor.CopyFrom(descriptor)
         self._emit(packet)
@@ -138,26 +136,31 @@ class PacketWriter:
         terminating_flow_ids: Iterable[int] = (),
         event_type: int = SLICE_BEGIN,
     ) -> None:
+        # The hot path of the export: dictionary look-ups first, _intern only for new strings.
         self._reset_if_full()
         packet = self._new_packet(ts, uses_interning=True)
+        tables, intern = self._tables, self._intern
         event = packet.track_event
         event.type = event_type
         event.track_uuid = track_uuid
-        event.name_iid = self._iid(packet, _EVENT_NAMES, name)
-        event.category_iids.append(self._iid(packet, _CATEGORIES, category))
-        annotations = event.debug_annotations
+        event.name_iid = tables[_EVENT_NAMES].get(name) or intern(packet, _EVENT_NAMES, name)
+        event.category_iids.append(tables[_CATEGORIES].get(category) or intern(packet, _CATEGORIES, category))
+        add = event.debug_annotations.add
+        keys = tables[_ANNOTATION_NAMES]
         for key, value in int_args:
-            annotation = annotations.add()
-            annotation.name_iid = self._iid(packet, _ANNOTATION_NAMES, key)
+            annotation = add()
+            annotation.name_iid = keys.get(key) or intern(packet, _ANNOTATION_NAMES, key)
             annotation.int_value = value
         for key, value in float_args:
-            annotation = annotations.add()
-            annotation.name_iid = self._iid(packet, _ANNOTATION_NAMES, key)
+            annotation = add()
+            annotation.name_iid = keys.get(key) or intern(packet, _ANNOTATION_NAMES, key)
             annotation.double_value = value
-        for key, value in str_args:
-            annotation = annotations.add()
-            annotation.name_iid = self._iid(packet, _ANNOTATION_NAMES, key)
-            annotation.string_value_iid = self._iid(packet, _STRING_VALUES, value)
+        if str_args:
+            values = tables[_STRING_VALUES]
+            for key, value in str_args:
+                annotation = add()
+                annotation.name_iid = keys.get(key) or intern(packet, _ANNOTATION_NAMES, key)
+                annotation.string_value_iid = values.get(value) or intern(packet, _STRING_VALUES, value)
         if flow_ids:
             event.flow_ids.extend(flow_ids)
         if terminating_flow_ids:
@@ -169,7 +172,10 @@ class PacketWriter:
         self.slice_begin(track_uuid, ts, name, category, str_args=str_args, event_type=INSTANT)
 
     def slice_end(self, track_uuid: int, ts: int) -> None:
-        packet = self._new_packet(ts, uses_interning=False)
+        if self._cleared_pending:
+            packet = self._new_packet(ts, uses_interning=False)
+        else:  # the common case, without the call
+            packet = pb.TracePacket(trusted_packet_sequence_id=self.sequence_id, timestamp=ts)
         event = packet.track_event
         event.type = SLICE_END
         event.track_uuid = track_uuid
