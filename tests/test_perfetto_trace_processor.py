@@ -15,6 +15,7 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from perfetto_harness import handmade_db
 from perfetto_harness.checks import (
+    assert_cpu_nesting,
     assert_trace_matches_database,
     cpu_slices_tp,
     cpu_spans_db,
@@ -25,6 +26,7 @@ from xsp_trace.perfetto import PerfettoOptions, export_perfetto
 
 DATA = Path(__file__).parent / "data"
 NSYS_FIXTURE = DATA / "nsys_2026_pytorch_2xh100" / "nsysai_h100_2gpu_1s_nsys2026.2.sqlite"
+KINETO_FIXTURE = DATA / "kineto_a100_alexnet_cuda_sync" / "hta_a100_alexnet.json.gz"
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +56,7 @@ def test_cpu_nesting_depths_match_database(handmade):
     assert len(crossing) == 1
     del expected[crossing[0]]
     assert cpu_slices_tp(tp) == expected
+    assert assert_cpu_nesting(tp, con) == 1
     lane = tp.query(
         "SELECT t.name AS track, s.depth, s.ts, s.dur FROM slice s JOIN track t ON s.track_id = t.id WHERE s.name = 'crossing'"
     )
@@ -95,6 +98,9 @@ def test_gpu_tracks_lanes_and_details(handmade):
     overlap = tp.query(
         "SELECT t.name AS track, s.depth FROM slice s JOIN track t ON s.track_id = t.id WHERE s.name = 'late_overlapping_kernel'")
     assert overlap == [{"track": "stream 7 · overlap 1", "depth": 0}]
+    contained = tp.query(
+        "SELECT t.name AS track, s.depth FROM slice s JOIN track t ON s.track_id = t.id WHERE s.name = 'contained_kernel'")
+    assert contained == [{"track": "stream 7 · overlap 1", "depth": 0}]
     # memcpy and memset are visible, with their bytes; kernels carry grid/block.
     args = {}
     for name in ("Memcpy HtoD", "Memset", "implicit_convolve_sgemm", "aten::conv2d"):
@@ -222,3 +228,46 @@ def test_nsys_fixture_cpu_nesting(nsys_export):
         "SELECT name, depth FROM spans WHERE kind = 'op' ORDER BY depth DESC, start_ns LIMIT 1").fetchone()
     assert deepest[1] >= 3
     assert tp.scalar(f"SELECT max(depth) FROM slice WHERE name = '{deepest[0]}'") == deepest[1]
+
+
+def _require_kineto_converter() -> None:
+    try:
+        import xsp_trace.convert.kineto  # noqa: F401
+    except ImportError:
+        pytest.skip("the Kineto converter (xsp_trace/convert/kineto.py) is not merged into this branch yet")
+
+
+def _export(inputs, folder):
+    from xsp_trace.convert import ConvertOptions, convert_files
+
+    database = folder / "db.duckdb"
+    convert_files(list(inputs), database, ConvertOptions())
+    trace = folder / "trace.pftrace"
+    stats = export_perfetto(database, trace)
+    return database, trace, stats
+
+
+def test_kineto_gpu_fixture_trace_matches_database(tmp_path):
+    """A PyTorch profiler trace (AlexNet on an A100): ops > CUDA runtime calls, kernels and
+    memcpy on their streams, flows from the launches."""
+    _require_kineto_converter()
+    database, trace, stats = _export([KINETO_FIXTURE], tmp_path)
+    con = duckdb.connect(str(database), read_only=True)
+    with WasmTraceProcessor(trace) as tp:
+        assert_trace_matches_database(tp, con)
+        assert_cpu_nesting(tp, con)
+        assert stats.flows > 0 and tp.scalar("SELECT count(*) FROM slice WHERE category = 'kernel'") > 0
+
+
+def test_merged_database_keeps_runs_apart(tmp_path):
+    """nsys and Kineto runs in one database: one trace, each run's tracks named after it."""
+    _require_kineto_converter()
+    database, trace, stats = _export([NSYS_FIXTURE, KINETO_FIXTURE], tmp_path)
+    con = duckdb.connect(str(database), read_only=True)
+    assert stats.runs == [1, 2]
+    with WasmTraceProcessor(trace) as tp:
+        assert_trace_matches_database(tp, con)
+        assert_cpu_nesting(tp, con)
+        names = [r["name"] for r in tp.query("SELECT name FROM process WHERE upid != 0")]
+        assert {n.split(" · ")[0] for n in names} == {"run 1", "run 2"}
+        assert any(n.startswith("run 1 · nsys") for n in names) and any(n.startswith("run 2 · kineto") for n in names)

@@ -46,6 +46,26 @@ def cpu_spans_db(con) -> Counter:
     return Counter((name, kind, start - origins[run], end - start, depth) for run, name, kind, start, end, depth in rows)
 
 
+def lane_slices_tp(tp: WasmTraceProcessor) -> Counter:
+    """(name, kind, ts, dur) of the CPU slices moved to "overlapping ranges" lane tracks."""
+    rows = tp.query(
+        "SELECT s.name, s.category, s.ts, s.dur FROM slice s JOIN track t ON s.track_id = t.id "
+        "WHERE t.name LIKE '% · overlapping ranges %' OR t.name LIKE 'overlapping ranges %'"
+    )
+    return Counter((r["name"], r["category"], int(r["ts"]), int(r["dur"])) for r in rows)
+
+
+def assert_cpu_nesting(tp: WasmTraceProcessor, con) -> int:
+    """Every CPU span is a slice on its thread track at its database depth, or -- when it crosses
+    an open range on its thread -- on a lane track. Returns how many went on lanes."""
+    on_threads = cpu_slices_tp(tp)
+    expected = cpu_spans_db(con)
+    assert on_threads - expected == Counter(), "slices on thread tracks that the database does not have"
+    elsewhere = Counter(k[:4] for k in (expected - on_threads).elements())
+    assert elsewhere == lane_slices_tp(tp)
+    return sum(elsewhere.values())
+
+
 def gpu_slices_tp(tp: WasmTraceProcessor) -> Counter:
     """(device group name, stream track name without lane suffix, name, kind, ts, dur, depth) of GPU slices."""
     rows = tp.query(

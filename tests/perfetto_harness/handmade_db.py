@@ -1,6 +1,6 @@
 """A small hand-made two-run xsp-trace database with every case the Perfetto export must get
 right: model > layer > op > API nesting, kernels/memcpy/memset on two streams, overlapping
-kernels on one stream, crossing CPU ranges, a zero-length API call, identical intervals,
+kernels on one stream (one of them inside another: it must not nest), crossing CPU ranges, a zero-length API call, identical intervals,
 an API call launching two kernels, a kernel without launch, marks, counters, span_args, and
 two runs sharing a pid on very different clocks (session ns vs epoch ns).
 
@@ -41,6 +41,7 @@ RUN1_SPANS = [
     ("kernel", "vectorized_relu_kernel", "kernel", 50_000, 70_000, None, 0, 7, 3),
     ("memset", "Memset", "memset", 52_000, 53_000, None, 0, 13, 4),
     ("kernel", "late_overlapping_kernel", "kernel", 60_000, 80_000, None, 0, 7, 5),
+    ("kernel", "contained_kernel", "kernel", 55_000, 56_000, None, 0, 7, None),
 ]
 
 RUN2_SPANS = [

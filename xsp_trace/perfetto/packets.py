@@ -1,8 +1,9 @@
 """Streaming writer of Perfetto TracePackets on one sequence, with string interning.
 
 A Perfetto trace file is the serialized `Trace` message: `repeated TracePacket packet = 1`,
-so each packet can be appended on its own as tag 0x0A, varint length, packet bytes -- nothing
-is kept in memory but the intern tables.
+so the concatenation of serialized `Trace` messages is one trace. Packets are built in a small
+`Trace` of at most `chunk_packets` packets, which is serialized, appended to the file and
+replaced by a fresh one -- nothing is kept in memory but that chunk and the intern tables.
 
 Interning rules the trace processor enforces (it silently drops packets that break them):
   * the first packet of the sequence carries SEQ_INCREMENTAL_STATE_CLEARED;
@@ -26,9 +27,6 @@ SLICE_END = pb.TrackEvent.TYPE_SLICE_END
 INSTANT = pb.TrackEvent.TYPE_INSTANT
 COUNTER = pb.TrackEvent.TYPE_COUNTER
 
-# Field 1 of Trace (`packet`), wire type 2 (length-delimited).
-_PACKET_TAG = b"\x0a"
-
 # The interned_data fields, one table each.
 _EVENT_NAMES = "event_names"
 _CATEGORIES = "event_categories"
@@ -37,23 +35,11 @@ _STRING_VALUES = "debug_annotation_string_values"
 _TABLES = (_EVENT_NAMES, _CATEGORIES, _ANNOTATION_NAMES, _STRING_VALUES)
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-_SMALL_VARINTS = [bytes([n]) for n in range(128)]
-
-
 class PacketWriter:
     """Writes TracePackets of one trusted sequence to a binary file, interning strings."""
 
     def __init__(self, out: BinaryIO, sequence_id: int = 2, descriptor_sequence_id: int = 1,
-                 max_interned: int = 200_000):
+                 max_interned: int = 200_000, chunk_packets: int = 4096):
         self.out = out
         self.sequence_id = sequence_id
         # Track descriptors go on a sequence of their own: a thread descriptor would otherwise
@@ -66,20 +52,31 @@ class PacketWriter:
         self._tables: dict[str, dict[str, int]] = {t: {} for t in _TABLES}
         self._interned_count = 0
         self._cleared_pending = True  # the first packet clears the (empty) incremental state
+        self.chunk_packets = chunk_packets
+        # A fresh Trace per chunk: a reused upb message would keep its arena, which then grows
+        # with every packet ever written.
+        self._chunk = pb.Trace()
+        self._in_chunk = 0
 
-    # -- framing -----------------------------------------------------------------------
-    def _emit(self, packet: pb.TracePacket) -> None:
-        data = packet.SerializeToString()
-        size = len(data)
-        frame = _PACKET_TAG + (_SMALL_VARINTS[size] if size < 128 else _varint(size)) + data
-        self.out.write(frame)
+    # -- chunks ------------------------------------------------------------------------
+    def _add(self) -> pb.TracePacket:
+        if self._in_chunk >= self.chunk_packets:
+            self.flush()
+        self._in_chunk += 1
         self.packets_written += 1
-        self.bytes_written += len(frame)
+        return self._chunk.packet.add()
+
+    def flush(self) -> None:
+        """Write the packets built so far. Call once at the end."""
+        if self._in_chunk:
+            data = self._chunk.SerializeToString()
+            self.out.write(data)
+            self.bytes_written += len(data)
+            self._chunk = pb.Trace()
+            self._in_chunk = 0
 
     def _new_packet(self, timestamp: int | None, uses_interning: bool) -> pb.TracePacket:
-        # A fresh message each time: Clear() on a reused upb message keeps its arena, which
-        # then grows with every packet ever written.
-        packet = pb.TracePacket()
+        packet = self._add()
         packet.trusted_packet_sequence_id = self.sequence_id
         if timestamp is not None:
             packet.timestamp = timestamp
@@ -118,10 +115,9 @@ class PacketWriter:
 
     # -- packets -----------------------------------------------------------------------
     def track_descriptor(self, descriptor: pb.TrackDescriptor) -> None:
-        packet = pb.TracePacket()
+        packet = self._add()
         packet.trusted_packet_sequence_id = self.descriptor_sequence_id
         packet.track_descriptor.CopyFrom(descriptor)
-        self._emit(packet)
 
     def slice_begin(
         self,
@@ -165,21 +161,16 @@ class PacketWriter:
             event.flow_ids.extend(flow_ids)
         if terminating_flow_ids:
             event.terminating_flow_ids.extend(terminating_flow_ids)
-        self._emit(packet)
 
     def instant(self, track_uuid: int, ts: int, name: str, category: str,
                 str_args: Iterable[tuple[str, str]] = ()) -> None:
         self.slice_begin(track_uuid, ts, name, category, str_args=str_args, event_type=INSTANT)
 
     def slice_end(self, track_uuid: int, ts: int) -> None:
-        if self._cleared_pending:
-            packet = self._new_packet(ts, uses_interning=False)
-        else:  # the common case, without the call
-            packet = pb.TracePacket(trusted_packet_sequence_id=self.sequence_id, timestamp=ts)
+        packet = self._new_packet(ts, uses_interning=False)
         event = packet.track_event
         event.type = SLICE_END
         event.track_uuid = track_uuid
-        self._emit(packet)
 
     def counter(self, track_uuid: int, ts: int, value: float) -> None:
         packet = self._new_packet(ts, uses_interning=False)
@@ -187,4 +178,3 @@ class PacketWriter:
         event.type = COUNTER
         event.track_uuid = track_uuid
         event.double_counter_value = value
-        self._emit(packet)
