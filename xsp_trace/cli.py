@@ -87,6 +87,7 @@ def convert(
     nsys: Optional[str] = typer.Option(None, "--nsys", help="nsys binary for .nsys-rep inputs (default: $NSYS, then PATH)."),
     label: Optional[str] = typer.Option(None, "--label", help="Label stored with each run."),
     python_functions: bool = typer.Option(False, "--python-functions", help="Keep Kineto python_function events (off by default, as in HTA)."),
+    perfetto: Optional[Path] = typer.Option(None, "--perfetto", help="Also write every run of the database as a Perfetto trace (.pftrace) for ui.perfetto.dev."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress bar."),
 ) -> None:
     """Convert traces into one DuckDB database (one run per trace).
@@ -96,6 +97,8 @@ def convert(
       xsp-trace convert run.nsys-rep -o run.duckdb
 
       xsp-trace convert rank0.json.gz rank1.json.gz run.sqlite -o all.duckdb
+
+      xsp-trace convert run.nsys-rep -o run.duckdb --perfetto run.pftrace
     """
     from .convert import ConvertOptions, convert_files
 
@@ -112,6 +115,64 @@ def convert(
     except InputError as exc:
         fail(exc)
     typer.echo(f"wrote {output} (runs {', '.join(map(str, run_ids))})")
+    if perfetto is not None:
+        _write_perfetto(output, perfetto, None)
+
+
+def _parse_list(value: Optional[str], what: str, convert=str) -> Optional[list]:
+    if value is None:
+        return None
+    try:
+        return [convert(item.strip()) for item in value.split(",") if item.strip()]
+    except ValueError:
+        fail(InputError(None, f"{what} {value!r} is not a comma-separated list of numbers", f"e.g. {what} 1,3"))
+
+
+def _write_perfetto(database: Path, output: Path, options) -> None:
+    from .perfetto import export_perfetto
+
+    try:
+        stats = export_perfetto(database, output, options)
+    except InputError as exc:
+        fail(exc)
+    typer.echo(
+        f"wrote {output} ({stats.slices} slices, {stats.flows} flows, {stats.instants} marks, "
+        f"{stats.counter_samples} counter samples; runs {', '.join(map(str, stats.runs))}) "
+        "-- open it in https://ui.perfetto.dev"
+    )
+
+
+@app.command()
+def perfetto(
+    database: Path = typer.Argument(..., help="xsp-trace database written by convert."),
+    output: Path = typer.Option(..., "-o", "--output", help="Perfetto trace to write (.pftrace)."),
+    runs: Optional[str] = typer.Option(None, "--runs", help="Comma-separated run ids (default: every run)."),
+    kinds: Optional[str] = typer.Option(None, "--kinds", help="Comma-separated span kinds to keep (model, layer, op, annotation, api, kernel, memcpy, memset, sync, other), plus mark and counter. Default: all."),
+    from_ns: Optional[int] = typer.Option(None, "--from-ns", help="Window start: ns after each run's first timestamp. Spans overlapping the window are kept."),
+    to_ns: Optional[int] = typer.Option(None, "--to-ns", help="Window end (exclusive): ns after each run's first timestamp."),
+    keep_clocks: bool = typer.Option(False, "--keep-clocks", help="Keep each run's own clock instead of starting every run at time 0."),
+) -> None:
+    """Write runs of a database as one Perfetto trace: nested CPU slices per thread, one track per
+    GPU stream, flows from each launch to its GPU work.
+
+    Example:
+
+      xsp-trace perfetto run.duckdb -o run.pftrace
+
+      xsp-trace perfetto all.duckdb -o layers.pftrace --runs 1,2 --kinds model,layer,kernel --from-ns 0 --to-ns 50000000
+
+    Then open the .pftrace in https://ui.perfetto.dev.
+    """
+    from .perfetto import PerfettoOptions
+
+    options = PerfettoOptions(
+        run_ids=_parse_list(runs, "--runs", int),
+        kinds=_parse_list(kinds, "--kinds"),
+        from_ns=from_ns,
+        to_ns=to_ns,
+        align_runs=not keep_clocks,
+    )
+    _write_perfetto(database, output, options)
 
 
 def _comma_list(text: str, what: str, convert=str) -> list:

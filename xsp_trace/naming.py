@@ -27,6 +27,15 @@ def layer_range_name(index: int, qualified_name: str, type_name: str) -> str:
     return f"{LAYER_PREFIX}{index}:{qualified_name}:{type_name}"
 
 
+def parse_layer_name(name: str) -> tuple[int, str, str] | None:
+    """(index, qualified name, type name) of an xsp layer range name, None for other names."""
+    match = _LAYER_RE.match(name)
+    if not match:
+        return None
+    qualified_name, _, type_name = name[match.end():].rpartition(":")
+    return int(match.group(1)), qualified_name, type_name
+
+
 def classify_range(name: str) -> tuple[str, int | None]:
     """(kind, layer_index) of a CPU range by its name: model, layer, op or annotation."""
     if name.startswith(MODEL_PREFIX):

@@ -1,0 +1,221 @@
+"""Export an xsp-trace database as one Perfetto protobuf trace (TrackEvent), streamed.
+
+The spans are read in track order in Arrow batches (queries/perfetto_slices.sql) and written
+packet by packet to a temporary file that replaces the output only at the end: memory stays
+flat whatever the trace size (the intern tables are bounded, see packets.py).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from ..database import connect
+from ..errors import InputError
+from ..naming import parse_layer_name
+from ..resources import query_text
+from .packets import PacketWriter
+from .tracks import Lanes, TrackRegistry
+
+SPAN_KINDS = ("model", "layer", "op", "annotation", "api", "kernel", "memcpy", "memset", "sync", "other")
+EXTRA_KINDS = ("mark", "counter")  # --kinds values that select marks and counter samples
+MARK_CATEGORY = "mark"
+
+# Columns of perfetto_slices written as debug annotations, by value type.
+INT_ANNOTATIONS = (
+    "span_id", "correlation_id", "iteration", "layer_index", "registers_per_thread",
+    "shared_mem_static_bytes", "shared_mem_dynamic_bytes", "bytes",
+)
+STR_ANNOTATIONS = ("category", "grid", "block", "copy_kind", "src_kind", "dst_kind")
+FLOAT_ANNOTATIONS = ("occupancy_estimate",)
+_TRACK_KEY = ("run_id", "track_class", "pid", "tid", "device_id", "stream_id")
+
+
+@dataclass
+class PerfettoOptions:
+    run_ids: list[int] | None = None  # None: every run of the database
+    kinds: list[str] | None = None  # span kinds, plus 'mark' and 'counter'; None: everything
+    from_ns: int | None = None  # window start, ns after each run's first timestamp
+    to_ns: int | None = None  # window end (exclusive)
+    align_runs: bool = True  # every run starts at time 0 (False: keep each run's own clock)
+    batch_rows: int = 50_000  # rows per Arrow batch read from DuckDB
+    max_interned: int = 200_000  # intern table entries before the incremental state is reset
+    # DuckDB's memory for the sorts and joins of the export; beyond it they spill to a temporary
+    # folder, so the export's memory stays flat whatever the trace size. (DuckDB 2.0.1 ran out
+    # of memory at 512MB on 2.7 M spans: its join + sort of perfetto_slices did not spill.)
+    duckdb_memory_limit: str = "1GB"
+
+
+@dataclass
+class ExportStats:
+    slices: int = 0
+    flows: int = 0
+    instants: int = 0
+    counter_samples: int = 0
+    thread_tracks: int = 0
+    gpu_stream_tracks: int = 0
+    lane_tracks: int = 0
+    counter_tracks: int = 0
+    packets: int = 0
+    bytes: int = 0
+    runs: list[int] = field(default_factory=list)
+
+
+def _check_options(con: duckdb.DuckDBPyConnection, database: Path, options: PerfettoOptions) -> None:
+    if options.kinds is not None:
+        unknown = sorted(set(options.kinds) - set(SPAN_KINDS) - set(EXTRA_KINDS))
+        if unknown:
+            raise InputError(None, f"unknown kind(s) {', '.join(unknown)}",
+                             f"choose from {', '.join(SPAN_KINDS + EXTRA_KINDS)}")
+    if options.from_ns is not None and options.to_ns is not None and options.from_ns >= options.to_ns:
+        raise InputError(None, f"the window start {options.from_ns} ns is not before its end {options.to_ns} ns",
+                         "give --from-ns smaller than --to-ns")
+    known = {r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()}
+    if not known:
+        raise InputError(database, "holds no runs", "convert a trace into it first")
+    if options.run_ids is not None:
+        missing = sorted(set(options.run_ids) - known)
+        if missing:
+            raise InputError(database, f"has no run {', '.join(map(str, missing))}",
+                             f"pick from runs {', '.join(map(str, sorted(known)))}")
+
+
+def _select(con: duckdb.DuckDBPyConnection, options: PerfettoOptions) -> None:
+    variables = {
+        "xsp_perfetto_run_ids": options.run_ids,
+        "xsp_perfetto_kinds": options.kinds,
+        "xsp_perfetto_from_ns": options.from_ns,
+        "xsp_perfetto_to_ns": options.to_ns,
+        "xsp_perfetto_align": options.align_runs,
+    }
+    for name, value in variables.items():
+        con.execute(f"SET VARIABLE {name} = ?", [value])
+    con.execute(query_text("perfetto_select"))
+
+
+def _batches(con: duckdb.DuckDBPyConnection, query: str, batch_rows: int, skip_null_columns: bool = False):
+    """Column dicts (name -> Python list) of a query's result, one per Arrow batch (streamed).
+    With skip_null_columns, columns that are NULL throughout the batch are left out."""
+    for batch in con.sql(query_text(query)).to_arrow_reader(batch_rows):
+        if skip_null_columns:
+            yield {name: column.to_pylist() for name, column in zip(batch.schema.names, batch.columns)
+                   if column.null_count < batch.num_rows}
+        else:
+            yield batch.to_pydict()
+
+
+def _rows(con: duckdb.DuckDBPyConnection, query: str, batch_rows: int):
+    """Rows of a query as dicts."""
+    for columns in _batches(con, query, batch_rows):
+        names = list(columns)
+        for values in zip(*(columns[n] for n in names)):
+            yield dict(zip(names, values))
+
+
+def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats) -> None:
+    current_key = None
+    lanes: Lanes | None = None
+    begin = writer.slice_begin
+    for cols in _batches(con, "perfetto_slices", options.batch_rows, skip_null_columns=True):
+        n = len(cols["ts"])
+        nulls = [None] * n
+        keys = zip(*(cols.get(k, nulls) for k in _TRACK_KEY))
+        int_cols = [(k, cols[k]) for k in INT_ANNOTATIONS if k in cols]
+        str_cols = [(k, cols[k]) for k in STR_ANNOTATIONS if k in cols]
+        float_cols = [(k, cols[k]) for k in FLOAT_ANNOTATIONS if k in cols]
+        rows = zip(keys, cols["ts"], cols["end_ts"], cols["name"], cols["kind"], cols.get("args", nulls),
+                   cols.get("flow_ids", nulls), cols.get("terminating_flow_id", nulls))
+        for i, (key, ts, end, name, kind, args, flow_ids, terminating) in enumerate(rows):
+            if key != current_key:
+                if lanes is not None:
+                    lanes.close()
+                lanes = Lanes(writer, tracks.base_track(*key), nest=key[1] != "gpu", new_lane=tracks.lane)
+                current_key = key
+            uuid = lanes.place(ts, end)
+            int_args = [(k, c[i]) for k, c in int_cols if c[i] is not None]
+            str_args = [(k, c[i]) for k, c in str_cols if c[i] is not None]
+            float_args = [(k, c[i]) for k, c in float_cols if c[i] is not None]
+            if kind == "layer":
+                parsed = parse_layer_name(name)
+                if parsed is not None:
+                    str_args += [("layer_name", parsed[1]), ("layer_type", parsed[2])]
+            if args:
+                str_args += [(a["key"], a["value"]) for a in args if a["value"] is not None]
+            begin(uuid, ts, name, kind, int_args, str_args, float_args,
+                  flow_ids or (), () if terminating is None else (terminating,))
+            stats.slices += 1
+            if flow_ids:
+                stats.flows += len(flow_ids)
+    if lanes is not None:
+        lanes.close()
+
+
+def _write_marks(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats) -> None:
+    for row in _rows(con, "perfetto_marks", options.batch_rows):
+        uuid = tracks.base_track(row["run_id"], row["track_class"], row["pid"], row["tid"], None, None)
+        args = [("category", row["category"])] if row["category"] is not None else []
+        writer.instant(uuid, row["ts"], row["name"], MARK_CATEGORY, args)
+        stats.instants += 1
+
+
+def _write_counters(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats) -> None:
+    current_key, uuid = None, None
+    for row in _rows(con, "perfetto_counters", options.batch_rows):
+        key = (row["run_id"], row["name"], row["pid"], row["device_id"])
+        if key != current_key:
+            uuid = tracks.counter(*key)
+            current_key = key
+        writer.counter(uuid, row["ts"], row["value"])
+        stats.counter_samples += 1
+
+
+def write_trace(con: duckdb.DuckDBPyConnection, out, options: PerfettoOptions, database: Path | None = None) -> ExportStats:
+    """Write the trace of an open database to a binary file object."""
+    _check_options(con, database, options)
+    con.execute("SET enable_progress_bar = false")  # the CLI prints its own summary
+    _select(con, options)
+    stats = ExportStats(runs=[r[0] for r in con.execute("SELECT run_id FROM perfetto_runs ORDER BY run_id").fetchall()])
+    writer = PacketWriter(out, max_interned=options.max_interned)
+    tracks = TrackRegistry(writer, list(_rows(con, "perfetto_tracks", options.batch_rows)))
+    _write_slices(con, writer, tracks, options, stats)
+    _write_marks(con, writer, tracks, options, stats)
+    _write_counters(con, writer, tracks, options, stats)
+    writer.flush()
+    stats.thread_tracks = len(tracks.threads)
+    stats.gpu_stream_tracks = len(tracks.streams)
+    stats.lane_tracks = tracks.lane_tracks
+    stats.counter_tracks = tracks.counter_tracks
+    stats.packets = writer.packets_written
+    stats.bytes = writer.bytes_written
+    return stats
+
+
+def export_perfetto(database: Path, output: Path, options: PerfettoOptions | None = None) -> ExportStats:
+    """Write `database` as a Perfetto trace at `output`, atomically (temp file, then rename)."""
+    options = options or PerfettoOptions()
+    database, output = Path(database), Path(output)
+    if not output.parent.is_dir():
+        raise InputError(output, "its folder does not exist", "create the folder or choose another output path")
+    con = connect(database, read_only=True)
+    tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    try:
+        with tempfile.TemporaryDirectory(prefix="xsp-perfetto-") as spill:
+            con.execute("SET memory_limit = ?", [options.duckdb_memory_limit])
+            con.execute("SET temp_directory = ?", [spill])
+            try:
+                with open(tmp, "wb", buffering=1 << 20) as out:
+                    stats = write_trace(con, out, options, database)
+            finally:
+                con.close()
+        os.replace(tmp, output)
+    except BaseException:
+        try:
+            tmp.unlink()
+        except FileNotFoundError:
+            pass
+        raise
+    return stats
