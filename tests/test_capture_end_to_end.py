@@ -53,8 +53,6 @@ def nsys_run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def torch_run(tmp_path_factory):
-    # The Kineto converter is another part of xsp-trace, merged on main separately from this one.
-    pytest.importorskip("xsp_trace.convert.kineto", reason="the Kineto converter has not landed in this checkout yet")
     return _capture_and_convert(tmp_path_factory.mktemp("torch"), "--tool", "torch", "--levels", "M,ML,MLG", "--batch-sizes", "1,2")
 
 
