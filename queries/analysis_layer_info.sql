@@ -25,7 +25,7 @@ SELECT
     -- Calls per inference.
     t.calls_per_inference,
     -- Trimmed-mean latency per inference (all calls), ms, and whether it is corrected (ML run).
-    round(t.trimmed_mean_ns / 1e6, 4) AS latency_ms,
+    round(t.trimmed_mean_ns / 1e6, 6) AS latency_ms,
     t.corrected,
     -- Memory of the layer: bytes of its parameters and buffers, where captured.
     m.parameter_bytes + coalesce(m.buffer_bytes, 0) AS memory_bytes

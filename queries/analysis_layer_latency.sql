@@ -18,9 +18,9 @@ SELECT
     -- Calls per inference.
     calls_per_inference,
     -- Latency per inference, ms: trimmed mean (trim 0.2), median, 90th percentile.
-    round(trimmed_mean_ns / 1e6, 4) AS latency_ms,
-    round(median_ns / 1e6, 4) AS median_ms,
-    round(p90_ns / 1e6, 4) AS p90_ms,
+    round(trimmed_mean_ns / 1e6, 6) AS latency_ms,
+    round(median_ns / 1e6, 6) AS median_ms,
+    round(p90_ns / 1e6, 6) AS p90_ms,
     -- Share of the sum of all layers' latency, percent.
     round(100.0 * trimmed_mean_ns / sum(trimmed_mean_ns) OVER (PARTITION BY experiment), 2) AS latency_pct
 FROM xsp_layer_latency

@@ -10,7 +10,7 @@ SELECT
     -- Layers of that type.
     count(*) AS layers,
     -- Their summed trimmed-mean latency per inference, ms.
-    round(sum(trimmed_mean_ns) / 1e6, 4) AS latency_ms,
+    round(sum(trimmed_mean_ns) / 1e6, 6) AS latency_ms,
     -- Share of all layers' latency, percent.
     round(100.0 * sum(trimmed_mean_ns) / sum(sum(trimmed_mean_ns)) OVER (PARTITION BY experiment), 2) AS latency_pct
 FROM xsp_layer_latency

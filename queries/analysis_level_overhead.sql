@@ -11,11 +11,11 @@ SELECT
     -- Inferences measured.
     samples,
     -- Trimmed-mean model latency in that run, ms.
-    round(model_ns / 1e6, 4) AS model_latency_ms,
+    round(model_ns / 1e6, 6) AS model_latency_ms,
     -- The run it is compared with (the next lower level present).
     previous_level,
     -- Overhead of profiling this level: latency here - latency in the previous level's run, ms and %.
-    round(overhead_ns / 1e6, 4) AS overhead_ms,
+    round(overhead_ns / 1e6, 6) AS overhead_ms,
     round(overhead_pct, 2) AS overhead_pct
 FROM xsp_level_overhead
 ORDER BY experiment, CASE level WHEN 'none' THEN 0 WHEN 'M' THEN 1 WHEN 'ML' THEN 2 ELSE 3 END;

@@ -13,9 +13,9 @@ SELECT
     -- Inferences measured.
     samples AS inferences,
     -- Latency of one inference, ms: trimmed mean (trim 0.2 as the XSP authors), median, 90th percentile.
-    round(trimmed_mean_ns / 1e6, 4) AS latency_ms,
-    round(median_ns / 1e6, 4) AS median_ms,
-    round(p90_ns / 1e6, 4) AS p90_ms,
+    round(trimmed_mean_ns / 1e6, 6) AS latency_ms,
+    round(median_ns / 1e6, 6) AS median_ms,
+    round(p90_ns / 1e6, 6) AS p90_ms,
     -- Throughput, inputs per second: batch size / trimmed-mean latency (NULL without a batch size).
     round(batch_size / (trimmed_mean_ns / 1e9), 2) AS throughput_per_s
 FROM xsp_model_latency
