@@ -163,6 +163,7 @@ CREATE TABLE IF NOT EXISTS kernels (
     registers_per_thread INTEGER,
     shared_mem_static_bytes BIGINT,
     shared_mem_dynamic_bytes BIGINT,
+    shared_mem_bytes BIGINT,
     local_mem_per_thread_bytes BIGINT,
     occupancy_estimate DOUBLE,
     blocks_per_sm DOUBLE,
@@ -182,6 +183,7 @@ COMMENT ON COLUMN kernels.block_z IS 'Block dimension z (threads).';
 COMMENT ON COLUMN kernels.registers_per_thread IS 'Registers per thread.';
 COMMENT ON COLUMN kernels.shared_mem_static_bytes IS 'Static shared memory per block, bytes.';
 COMMENT ON COLUMN kernels.shared_mem_dynamic_bytes IS 'Dynamic shared memory per block, bytes.';
+COMMENT ON COLUMN kernels.shared_mem_bytes IS 'Shared memory per block, static + dynamic, bytes (Kineto "shared memory" records only this sum; nsys runs fill the static and dynamic columns above instead).';
 COMMENT ON COLUMN kernels.local_mem_per_thread_bytes IS 'Local memory per thread, bytes (nsys only).';
 COMMENT ON COLUMN kernels.occupancy_estimate IS 'Theoretical occupancy estimated by the profiler, 0..1 (Kineto "est. achieved occupancy %" / 100).';
 COMMENT ON COLUMN kernels.blocks_per_sm IS 'Blocks per SM as estimated by the profiler (Kineto).';

@@ -1,0 +1,1 @@
+"""Facts about external trace formats (event codes, field names per version), one module per format."""

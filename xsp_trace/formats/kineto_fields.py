@@ -1,0 +1,115 @@
+"""Facts about PyTorch profiler (Kineto) Chrome-trace JSON, per era, as data.
+
+Kineto writes `{"traceEvents": [...], <metadata keys>}`; the metadata keys may come before or
+after the events (2021 traces put `distributedInfo` last; some 2025 traces put everything last).
+Times are microseconds: integers until 2022, floats with 3 decimals (ns resolution) since 2024,
+and since late 2024 relative to `baseTimeNanoseconds` (UTC epoch ns of ts = 0) instead of the
+UNIX epoch.
+"""
+
+from __future__ import annotations
+
+# Top-level keys of the trace object.
+EVENTS_KEY = "traceEvents"
+SCHEMA_VERSION_KEY = "schemaVersion"
+DEVICE_PROPERTIES_KEY = "deviceProperties"
+DISTRIBUTED_INFO_KEY = "distributedInfo"
+BASE_TIME_NS_KEY = "baseTimeNanoseconds"  # 2024+: UTC epoch ns of ts = 0
+HOST_NAME_KEYS = ("host_name", "hostname")
+TOOL_VERSION_KEYS = ("pytorch_version", "torch_version")
+
+# Event phases (Chrome trace format).
+PHASE_COMPLETE = "X"
+PHASE_INSTANT = ("i", "I")
+PHASE_COUNTER = "C"
+PHASE_METADATA = "M"
+PHASE_FLOW_START = "s"
+PHASE_FLOW_END = "f"
+
+# Event categories, lower-cased (2021 traces write Kernel/Runtime/Memcpy/Memset/Operator), to
+# the kind of span they become. None: dropped.
+CATEGORY_KIND = {
+    "cpu_op": "op",
+    "operator": "op",  # 2021
+    "user_annotation": "annotation",
+    "user annotation": "annotation",
+    "gpu_user_annotation": "annotation",
+    "cuda_runtime": "api",
+    "runtime": "api",  # 2021
+    "cuda_driver": "api",
+    "driver": "api",
+    "privateuse1_runtime": "api",
+    "privateuse1_driver": "api",
+    "kernel": "kernel",
+    "concurrent_kernel": "kernel",
+    "gpu_memcpy": "memcpy",
+    "memcpy": "memcpy",  # 2021
+    "gpu_memset": "memset",
+    "memset": "memset",  # 2021
+    "cuda_sync": "sync",
+    "python_function": "other",  # only with --python-functions (HTA skips them too)
+    "overhead": "other",  # CUPTI buffer requests and the like
+    "trace": None,  # the whole-window "PyTorch Profiler (0)" span on the pseudo process "Spans"
+}
+USER_ANNOTATION_CATEGORIES = frozenset({"user_annotation", "user annotation"})
+GPU_ANNOTATION_CATEGORIES = frozenset({"gpu_user_annotation"})
+PYTHON_FUNCTION_CATEGORIES = frozenset({"python_function"})
+GPU_ACTIVITY_KINDS = frozenset({"kernel", "memcpy", "memset", "sync"})
+
+# Flow events that link a CPU launch ('s') to its GPU activity ('f'); their id is the correlation.
+LAUNCH_FLOW_CATEGORIES = frozenset({"ac2g", "async_gpu", "async_cpu_to_gpu"})
+
+# Instant events that carry memory accounting: become counters, not marks.
+MEMORY_INSTANT_NAME = "[memory]"
+MEMORY_COUNTER_ARGS = ("Total Allocated", "Total Reserved")
+MEMORY_DEVICE_TYPE_ARG = "Device Type"  # 0 CPU, 1 CUDA (c10::DeviceType)
+MEMORY_DEVICE_ID_ARG = "Device Id"
+MEMORY_DEVICE_TYPES_GPU = frozenset({1})
+
+# ProfilerStep#N annotations number the iterations.
+PROFILER_STEP_PREFIX = "ProfilerStep#"
+
+# Event args. Several spellings across eras.
+ARG_CORRELATION = "correlation"
+ARG_EXTERNAL_ID = ("External id", "external id")  # 2022+ / 2021
+ARG_DEVICE = "device"
+ARG_STREAM = "stream"
+ARG_BYTES = "bytes"
+ARG_MEMCPY_KIND = "kind"  # ROCm memcpy: "HtoD"...
+# Kernel launch configuration -> kernels columns.
+ARG_GRID = "grid"
+ARG_BLOCK = "block"
+ARG_REGISTERS = "registers per thread"
+ARG_SHARED_MEMORY = "shared memory"  # static + dynamic, per block; Kineto does not split them
+ARG_BLOCKS_PER_SM = "blocks per SM"
+ARG_WARPS_PER_SM = "warps per SM"
+ARG_OCCUPANCY_PERCENT = "est. achieved occupancy %"
+# Streams Kineto writes for device-wide activities (Context Sync): uint32 -1.
+NO_STREAM_VALUES = frozenset({-1, 4294967295})
+
+# Args stored in typed columns (not repeated in span_args) and args of no use after conversion.
+TYPED_ARGS = frozenset(
+    {ARG_CORRELATION, ARG_DEVICE, ARG_STREAM, ARG_GRID, ARG_BLOCK, ARG_REGISTERS, ARG_SHARED_MEMORY,
+     ARG_BLOCKS_PER_SM, ARG_WARPS_PER_SM, ARG_OCCUPANCY_PERCENT, ARG_BYTES}
+)
+DROPPED_ARGS = frozenset(
+    {"Ev Idx", "Profiler Event Index", "Trace name", "Trace iteration", "Record function id",
+     "Python id", "Python parent id", "Python module id", "queued", "context"}
+)
+# (Typed args are taken out of span_args on GPU spans only: a cpu_op "stream" arg, e.g. of a
+# Triton launch, stays in span_args.)
+
+# deviceProperties fields -> devices columns.
+DEVICE_ID = "id"
+DEVICE_NAME = "name"
+DEVICE_MEMORY = "totalGlobalMem"
+DEVICE_SM_COUNT = ("numSms", "multiProcessorCount")
+DEVICE_COMPUTE_MAJOR = "computeMajor"
+DEVICE_COMPUTE_MINOR = "computeMinor"
+DEVICE_CLOCK_RATE_KHZ = "clockRate"
+DEVICE_UUID = "uuid"
+AMD_DEVICE_MARKERS = ("AMD", "Radeon", "Instinct")
+AMD_API_PREFIX = "hip"
+
+# Memcpy names: "Memcpy HtoD (Pageable -> Device)"; ROCm: "Memcpy HtoD (Host -> Device)".
+MEMCPY_NAME_PATTERN = r"^Memcpy (\w+)(?: \((\w+) -> (\w+)\))?"
