@@ -1,5 +1,6 @@
 -- perfetto_slices: every selected span as a Perfetto slice, in the order the writer emits
--- them -- grouped by track, and within a track by start, longest first, outermost first.
+-- them -- grouped by track (CPU tracks first), and within a track by start, longest first,
+-- outermost first.
 --
 -- From: perfetto_spans and perfetto_runs (queries/perfetto_select.sql), launches, kernels,
 -- memops, span_args.
@@ -86,5 +87,7 @@ LEFT JOIN flows AS f ON f.run_id = s.run_id AND f.gpu_span_id = s.span_id
 LEFT JOIN kernels AS k ON k.run_id = s.run_id AND k.span_id = s.span_id
 LEFT JOIN memops AS m ON m.run_id = s.run_id AND m.span_id = s.span_id
 LEFT JOIN args AS a ON a.run_id = s.run_id AND a.span_id = s.span_id
-ORDER BY s.run_id, s.track_class, pid, s.tid, s.device_id, s.stream_id NULLS LAST,
+-- CPU tracks before GPU tracks: at equal timestamps the trace processor keeps packet order, and a
+-- flow must start (API call) before it terminates (GPU work) or it is dropped.
+ORDER BY s.run_id, s.track_class = 'gpu', s.track_class, pid, s.tid, s.device_id, s.stream_id NULLS LAST,
          s.start_ns, s.end_ns DESC, s.depth, s.span_id;

@@ -285,9 +285,9 @@ CREATE TABLE IF NOT EXISTS metrics (
 COMMENT ON TABLE metrics IS 'Hardware metrics of GPU spans (Nsight Compute), one row per (span, metric).';
 COMMENT ON COLUMN metrics.run_id IS 'Run of the span the metric was measured on.';
 COMMENT ON COLUMN metrics.span_id IS 'The kernel span.';
-COMMENT ON COLUMN metrics.metric IS 'Metric name as ncu writes it (e.g. dram__bytes_read.sum).';
+COMMENT ON COLUMN metrics.metric IS 'Metric name as ncu writes it (e.g. dram__bytes_read.sum), or xsp.flops, xsp.dram_read_bytes, xsp.dram_write_bytes, xsp.achieved_occupancy: what xsp-trace derives from them at import (xsp_trace/formats/ncu_metrics.py).';
 COMMENT ON COLUMN metrics.value IS 'Metric value in the unit below.';
-COMMENT ON COLUMN metrics.unit IS 'Unit as ncu writes it.';
+COMMENT ON COLUMN metrics.unit IS 'Unit: ncu''s base unit (scaled units such as Kbyte or usecond are converted to byte, nsecond); flop, byte or fraction for xsp.* metrics.';
 
 -- Leveled captures (xsp-trace capture): facts the run directory adds to each converted trace.
 

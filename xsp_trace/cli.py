@@ -271,6 +271,113 @@ def query(
         fail(exc)
 
 
+def _run_list(values: Optional[List[str]]) -> Optional[List[int]]:
+    if not values:
+        return None
+    out = []
+    for value in values:
+        for part in value.split(","):
+            if part.strip():
+                try:
+                    out.append(int(part))
+                except ValueError:
+                    raise InputError(None, f"--run {part!r} is not a run id", "pass run ids, e.g. --run 1,2") from None
+    return out
+
+
+@app.command()
+def analyze(
+    database: Path = typer.Argument(..., help="An xsp-trace DuckDB database (from convert)."),
+    run: Optional[List[str]] = typer.Option(None, "--run", help="Only these run ids (repeat or comma-separate)."),
+    analysis: Optional[List[str]] = typer.Option(None, "--analysis", "-a", help="Only these analyses (repeat); default all. --list shows them."),
+    fmt: str = typer.Option("table", "--format", help="table, csv or json."),
+    report: Optional[Path] = typer.Option(None, "--report", help="Also write a self-contained HTML report with plots."),
+    peak_flops: Optional[float] = typer.Option(None, "--peak-flops", help="Peak FLOP/s of the GPU for rooflines (overrides the built-in table)."),
+    peak_dram_bw: Optional[float] = typer.Option(None, "--peak-dram-bw", help="Peak DRAM bytes/s of the GPU (overrides the built-in table)."),
+    compare: Optional[str] = typer.Option(None, "--compare", help="BASE,OTHER run ids for compare_runs (default: the two lowest)."),
+    limit: int = typer.Option(30, "--limit", help="Rows per printed table (0 = all)."),
+    list_analyses: bool = typer.Option(False, "--list", help="List the analyses and exit."),
+) -> None:
+    """The XSP analyses, leveled-corrected: model, layer and kernel latency, rooflines, GPU time.
+
+    Each analysis is a documented SQL file (queries/analysis_*.sql) over queries/analysis_prelude.sql.
+
+    Example:
+
+      xsp-trace analyze run/xsp.duckdb --analysis layer_latency --analysis kernel_info
+
+      xsp-trace analyze h100.duckdb --peak-flops 67e12 --peak-dram-bw 3.35e12 --report report.html
+    """
+    from .analyze import ANALYSES, BY_NAME, AnalysisOptions, open_session, run_analysis
+    from .analyze.output import print_csv, print_json, print_tables, uncorrected_notes
+
+    if list_analyses:
+        for a in ANALYSES:
+            typer.echo(f"{a.name:26} {a.title}  (queries/{a.query}.sql)")
+        return
+    try:
+        names = list(analysis) if analysis else [a.name for a in ANALYSES]
+        unknown = [n for n in names if n not in BY_NAME]
+        if unknown:
+            raise InputError(None, f"unknown analysis {', '.join(unknown)}", "see xsp-trace analyze --list")
+        if fmt not in ("table", "csv", "json"):
+            raise InputError(None, f"--format {fmt!r} is not one of table, csv, json", "pick one of those")
+        pair = None
+        if compare:
+            ids = _run_list([compare])
+            if not ids or len(ids) != 2:
+                raise InputError(None, f"--compare {compare!r} needs two run ids", "e.g. --compare 1,2")
+            pair = (ids[0], ids[1])
+        options = AnalysisOptions(runs=_run_list(run), peak_flops=peak_flops, peak_dram_bytes_per_s=peak_dram_bw, compare=pair)
+        con = open_session(database, options)
+        results = [run_analysis(con, n) for n in names]
+        if fmt == "csv":
+            print_csv(results)
+        elif fmt == "json":
+            print_json(results)
+        else:
+            print_tables(results, limit, uncorrected_notes(run_analysis(con, "level_sources")))
+        if report is not None:
+            from .analyze.report import write_report
+
+            all_results = {a.name: run_analysis(con, a.name) for a in ANALYSES}
+            write_report(report, database, all_results)
+            err_console.print(f"wrote {report}", markup=False, highlight=False)
+    except InputError as exc:
+        fail(exc)
+
+
+@app.command()
+def metrics(
+    database: Path = typer.Argument(..., help="An xsp-trace database holding the traced run the metrics belong to."),
+    inputs: List[Path] = typer.Argument(..., help="Nsight Compute output: `ncu --csv --page raw` CSV, or .ncu-rep (needs ncu)."),
+    run: Optional[int] = typer.Option(None, "--run", help="Run whose kernels the launches match (default: the only MLG run)."),
+    ncu: Optional[str] = typer.Option(None, "--ncu", help="ncu binary for .ncu-rep inputs (default: PATH)."),
+) -> None:
+    """Add Nsight Compute metrics of metric runs to a converted database (matched by kernel name and order).
+
+    Example:
+
+      ncu --import metrics.ncu-rep --csv --page raw > metrics.csv
+
+      xsp-trace metrics run.duckdb metrics.csv --run 3
+    """
+    from .convert.ncu import import_ncu_metrics
+    from .database import atomic_database
+
+    try:
+        if not database.exists():
+            raise InputError(database, "does not exist", "convert the traced run first: xsp-trace convert TRACE -o " + database.name)
+        with atomic_database(database, append=True) as con:
+            for path in inputs:
+                done = import_ncu_metrics(con, path, run, ncu)
+                typer.echo(f"{path}: {done.matched} of {done.launches} launches matched to kernels of run {done.run_id} (by {done.name_column})")
+                if done.unmatched_names:
+                    typer.echo("  unmatched: " + "; ".join(done.unmatched_names[:5]))
+    except InputError as exc:
+        fail(exc)
+
+
 def main() -> None:
     app()
 

@@ -71,7 +71,7 @@ def gpu_slices_tp(tp: WasmTraceProcessor) -> Counter:
     rows = tp.query(
         "SELECT g.name AS gpu, t.name AS stream, s.name, s.category, s.ts, s.dur, s.depth "
         "FROM slice s JOIN track t ON s.track_id = t.id JOIN track g ON t.parent_id = g.id "
-        "WHERE t.name LIKE 'stream %'"
+        "WHERE t.name LIKE 'stream %' OR t.name LIKE 'all streams%'"
     )
     return Counter((r["gpu"], _LANE_SUFFIX.sub("", r["stream"]), r["name"], r["category"], int(r["ts"]), int(r["dur"]), int(r["depth"]))
                    for r in rows)
@@ -83,7 +83,8 @@ def gpu_spans_db(con, group_names: dict) -> Counter:
         "SELECT run_id, device_id, stream_id, name, kind, start_ns, end_ns FROM spans "
         "WHERE tid IS NULL AND (device_id IS NOT NULL OR stream_id IS NOT NULL)"
     ).fetchall()
-    return Counter((group_names[(run, device)], f"stream {stream}", name, kind, start - origins[run], end - start, 0)
+    return Counter((group_names[(run, device)], "all streams" if stream is None else f"stream {stream}", name, kind,
+                    start - origins[run], end - start, 0)
                    for run, device, stream, name, kind, start, end in rows)
 
 
@@ -136,7 +137,9 @@ def assert_trace_matches_database(tp: WasmTraceProcessor, con: duckdb.DuckDBPyCo
         "SELECT count(*) FROM (SELECT DISTINCT run_id, device_id, stream_id FROM spans "
         "WHERE tid IS NULL AND (device_id IS NOT NULL OR stream_id IS NOT NULL))"
     ).fetchone()[0]
-    assert tp.scalar("SELECT count(*) FROM track WHERE name LIKE 'stream %' AND name NOT LIKE '% · overlap %'") == db_streams
+    assert tp.scalar(
+        "SELECT count(*) FROM track WHERE (name LIKE 'stream %' OR name LIKE 'all streams%') AND name NOT LIKE '% · overlap %'"
+    ) == db_streams
     assert tp.scalar("SELECT count(*) FROM counter") == con.execute("SELECT count(*) FROM counters WHERE value IS NOT NULL").fetchone()[0]
 
     # Every GPU span is a depth-0 slice on its device's stream track (or a lane of it), at its time.

@@ -45,7 +45,8 @@ def _gpu_group_name(title: str, device_id, device_name) -> str:
 
 
 def _stream_name(stream_id) -> str:
-    return "stream ?" if stream_id is None else f"stream {stream_id}"
+    # GPU work without a stream is device-wide (e.g. Kineto's context synchronization).
+    return "all streams" if stream_id is None else f"stream {stream_id}"
 
 
 class TrackRegistry:

@@ -1,0 +1,29 @@
+-- analysis_layer_gpu_aggregates: the GPU work of every layer per inference -- kernels, GPU
+-- time, FLOPs, DRAM traffic, occupancy, roofline class (XSP "layer/GPU kernel aggregates").
+--
+-- From: the prelude's xsp_layer_gpu (the MLG run's kernels grouped by their innermost layer;
+-- layer_index NULL = kernels launched outside any layer) and xsp_experiment_roof.
+SELECT
+    -- Experiment: "<model> bs=<batch size>", or "run <id>".
+    g.experiment,
+    -- Layer index and name (NULL: outside any layer).
+    g.layer_index,
+    g.layer_name,
+    -- Kernel launches per inference.
+    g.kernels_per_inference,
+    -- Summed trimmed-mean kernel latency per inference, ms.
+    round(g.gpu_ns / 1e6, 6) AS gpu_latency_ms,
+    -- FLOPs, DRAM bytes read and written per inference.
+    g.flops,
+    g.dram_read_bytes,
+    g.dram_write_bytes,
+    -- Achieved occupancy, duration-weighted over the layer's kernels.
+    round(g.achieved_occupancy, 4) AS achieved_occupancy,
+    -- Arithmetic intensity (FLOP/byte) and throughput (GFLOP/s over the kernels' time).
+    round(xsp_intensity(g.flops, g.dram_read_bytes, g.dram_write_bytes), 4) AS arithmetic_intensity,
+    round(g.flops / (g.gpu_ns / 1e9) / 1e9, 3) AS arithmetic_throughput_gflops,
+    -- Memory-bound on the experiment's device.
+    xsp_memory_bound(xsp_intensity(g.flops, g.dram_read_bytes, g.dram_write_bytes), r.ideal_intensity) AS memory_bound
+FROM xsp_layer_gpu AS g
+LEFT JOIN xsp_experiment_roof AS r USING (experiment)
+ORDER BY g.experiment, g.layer_index NULLS LAST;

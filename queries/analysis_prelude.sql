@@ -1,0 +1,355 @@
+-- analysis_prelude: the building blocks every XSP analysis (queries/analysis_*.sql) reads --
+-- leveled overhead correction, statistics over iterations, stable keys across runs, metrics
+-- and device roofs. Everything is TEMP (lives in the session), so it works on read-only databases.
+--
+-- From: runs, spans, span_ancestors, metrics, devices, layers, capture_latencies.
+-- Load it first, then run any analysis, e.g. in the duckdb shell:
+--     duckdb -readonly run.duckdb
+--     .read queries/analysis_prelude.sql
+--     .read queries/analysis_layer_latency.sql
+-- (`xsp-trace analyze` does the same, plus the --run filter and device-peak defaults.)
+-- Optional settings, before the analysis (DuckDB variables):
+--     SET VARIABLE xsp_trim = 0.2;                     -- trimmed-mean fraction per tail
+--     SET VARIABLE xsp_peak_flops = 19.5e12;           -- override every device's peak FLOP/s
+--     SET VARIABLE xsp_peak_dram_bytes_per_s = 1.555e12;
+--     SET VARIABLE xsp_compare_runs = [1, 2];          -- the two runs analysis_compare_runs compares
+--
+-- Leveled measurement (DESIGN.md): an experiment is one (model, batch size) captured at several
+-- levels; model latency comes only from its M run, layer latency only from its ML run, kernel
+-- latency only from its MLG run, metrics from metric runs. A plain trace (runs.level NULL) is an
+-- experiment of its own and serves every level, uncorrected (xsp_level_sources says so).
+-- Spans are matched across runs by stable keys: model and batch size (the experiment), layer
+-- index and name, the call of the layer within an inference, and the kernel's ordinal within
+-- that layer call (in launch order). An inference is a model range (else the outermost range
+-- that carries an iteration, e.g. ProfilerStep#N); a trace without either is one inference.
+
+-- Trimmed mean as the XSP authors' code computes it (rai-project/evaluation TrimmedMean, trim
+-- 0.2): sort; n < 3: the mean; n = 3: the middle value; otherwise drop floor(n*frac) values from
+-- the bottom and floor(n*frac) from the top but at least the largest one, and average the rest.
+CREATE OR REPLACE TEMP MACRO xsp_trimmed_mean(l, frac := NULL) AS (
+    CASE
+        WHEN len(l) = 0 THEN NULL
+        WHEN len(l) < 3 THEN list_avg(l)
+        WHEN len(l) = 3 THEN CAST(list_sort(l)[2] AS DOUBLE)
+        ELSE list_avg(list_slice(
+            list_sort(l),
+            CAST(floor(len(l) * coalesce(frac, getvariable('xsp_trim'), 0.2)) AS BIGINT) + 1,
+            least(len(l) - 1, len(l) - CAST(floor(len(l) * coalesce(frac, getvariable('xsp_trim'), 0.2)) AS BIGINT))))
+    END
+);
+
+-- XSP range names (xsp_trace/naming.py): "xsp.model:<name>", "xsp.layer:<index>:<qualname>:<type>".
+CREATE OR REPLACE TEMP MACRO xsp_model_name(name) AS
+    CASE WHEN starts_with(name, 'xsp.model:') THEN substr(name, 11) END;
+CREATE OR REPLACE TEMP MACRO xsp_layer_qualname(name) AS
+    nullif(regexp_extract(name, '^xsp\.layer:\d+:(.*):[^:]*$', 1), '');
+CREATE OR REPLACE TEMP MACRO xsp_layer_type(name) AS
+    nullif(regexp_extract(name, '^xsp\.layer:\d+:.*:([^:]*)$', 1), '');
+
+-- Every run with its experiment.
+CREATE OR REPLACE TEMP VIEW xsp_runs AS
+SELECT
+    run_id, level, model, batch_size, source_kind, tool,
+    CASE WHEN level IS NULL THEN 'run ' || run_id
+         ELSE coalesce(model, '?') || ' bs=' || coalesce(CAST(batch_size AS VARCHAR), '?') END AS experiment
+FROM runs;
+
+-- Which run level serves which measured level, best first; `corrected` = measured without the
+-- overhead of profiling the levels below it. NULL level = a plain trace.
+CREATE OR REPLACE TEMP VIEW _xsp_level_preference AS
+SELECT * FROM (VALUES
+    ('model', 'M', 1, TRUE), ('model', 'ML', 2, FALSE), ('model', 'MLG', 3, FALSE), ('model', NULL, 4, FALSE),
+    ('layer', 'ML', 1, TRUE), ('layer', 'MLG', 2, FALSE), ('layer', NULL, 3, FALSE),
+    ('kernel', 'MLG', 1, TRUE), ('kernel', NULL, 2, TRUE)
+) AS t(measured, level, preference, corrected);
+
+-- The inferences of every run: model ranges, else the outermost CPU ranges carrying an iteration.
+CREATE OR REPLACE TEMP VIEW _xsp_inferences AS
+WITH model_ranges AS (
+    SELECT run_id, span_id, iteration, name, start_ns, end_ns, 'model range' AS source
+    FROM spans WHERE kind = 'model'
+), steps AS (
+    SELECT s.run_id, s.span_id, s.iteration, s.name, s.start_ns, s.end_ns, 'iteration range' AS source
+    FROM spans AS s
+    LEFT JOIN spans AS p ON p.run_id = s.run_id AND p.span_id = s.parent_id
+    WHERE s.iteration IS NOT NULL AND s.kind IN ('annotation', 'op', 'layer')
+      AND p.iteration IS DISTINCT FROM s.iteration
+      AND s.run_id NOT IN (SELECT run_id FROM model_ranges)
+)
+SELECT * FROM model_ranges UNION ALL SELECT * FROM steps;
+
+-- One row per experiment: its model name and batch size.
+CREATE OR REPLACE TEMP VIEW xsp_experiments AS
+SELECT
+    r.experiment,
+    coalesce(any_value(r.model), any_value(xsp_model_name(i.name))) AS model,
+    any_value(r.batch_size) AS batch_size,
+    bool_and(r.level IS NULL) AS plain,
+    list(DISTINCT r.run_id ORDER BY r.run_id) AS run_ids
+FROM xsp_runs AS r
+LEFT JOIN _xsp_inferences AS i ON i.run_id = r.run_id AND i.source = 'model range'
+GROUP BY r.experiment;
+
+-- The runs each measured level of each experiment is taken from (all runs of the best level).
+CREATE OR REPLACE TEMP VIEW _xsp_source_runs AS
+WITH candidates AS (
+    SELECT r.experiment, p.measured, r.run_id, r.level, p.preference, p.corrected
+    FROM xsp_runs AS r
+    JOIN _xsp_level_preference AS p ON p.level IS NOT DISTINCT FROM r.level
+), best AS (
+    SELECT experiment, measured, min(preference) AS preference FROM candidates GROUP BY ALL
+)
+SELECT c.experiment, c.measured, c.run_id, c.level, c.corrected
+FROM candidates AS c JOIN best USING (experiment, measured, preference);
+
+-- Number of inferences in the source runs of each (experiment, measured level); at least 1.
+CREATE OR REPLACE TEMP VIEW _xsp_inference_counts AS
+SELECT s.experiment, s.measured, greatest(count(i.span_id), 1) AS inferences,
+       count(i.span_id) > 0 AS has_inferences
+FROM _xsp_source_runs AS s
+LEFT JOIN _xsp_inferences AS i USING (run_id)
+GROUP BY ALL;
+
+-- Which run level every measured level of every experiment came from, and whether it is corrected.
+CREATE OR REPLACE TEMP VIEW xsp_level_sources AS
+SELECT s.experiment, s.measured, s.level, s.corrected,
+       list(s.run_id ORDER BY s.run_id) AS run_ids, any_value(c.inferences) AS inferences
+FROM _xsp_source_runs AS s
+JOIN _xsp_inference_counts AS c USING (experiment, measured)
+GROUP BY s.experiment, s.measured, s.level, s.corrected;
+
+-- Every layer call of every run with its stable key (layer index, name, call within the inference).
+CREATE OR REPLACE TEMP VIEW _xsp_layer_calls AS
+SELECT
+    run_id, span_id, iteration, layer_index,
+    xsp_layer_qualname(name) AS layer_name, xsp_layer_type(name) AS layer_type,
+    row_number() OVER (PARTITION BY run_id, iteration, layer_index ORDER BY start_ns, span_id) - 1 AS layer_call,
+    start_ns, end_ns, end_ns - start_ns AS latency_ns
+FROM spans WHERE kind = 'layer';
+
+-- Every kernel of every run with its stable key: innermost layer call, ordinal within it (launch order).
+CREATE OR REPLACE TEMP VIEW _xsp_kernel_calls AS
+WITH layer_of AS (
+    SELECT a.run_id, a.span_id, arg_min(a.ancestor_id, a.distance) AS layer_span_id
+    FROM span_ancestors AS a
+    JOIN spans AS l ON l.run_id = a.run_id AND l.span_id = a.ancestor_id AND l.kind = 'layer'
+    GROUP BY a.run_id, a.span_id
+), with_inferences AS (
+    SELECT DISTINCT run_id FROM _xsp_inferences
+), k AS (
+    SELECT
+        k.run_id, k.span_id, k.name, k.device_id, k.stream_id, k.iteration, k.start_ns, k.end_ns,
+        lo.layer_span_id, lc.layer_index, lc.layer_name, lc.layer_call,
+        coalesce(api.start_ns, k.start_ns) AS launch_ns,
+        (k.iteration IS NOT NULL OR k.run_id NOT IN (SELECT run_id FROM with_inferences)) AS in_inference
+    FROM spans AS k
+    LEFT JOIN layer_of AS lo ON lo.run_id = k.run_id AND lo.span_id = k.span_id
+    LEFT JOIN _xsp_layer_calls AS lc ON lc.run_id = k.run_id AND lc.span_id = lo.layer_span_id
+    LEFT JOIN spans AS api ON api.run_id = k.run_id AND api.span_id = k.parent_id
+    WHERE k.kind = 'kernel'
+)
+SELECT *,
+    row_number() OVER (PARTITION BY run_id, iteration, layer_span_id ORDER BY launch_ns, start_ns, span_id) - 1 AS ordinal,
+    end_ns - start_ns AS duration_ns
+FROM k;
+
+-- Hardware metrics of every kernel span, as xsp-trace derives them at import (xsp.* metric names).
+CREATE OR REPLACE TEMP VIEW _xsp_kernel_metric_values AS
+SELECT
+    run_id, span_id,
+    sum(value) FILTER (WHERE metric = 'xsp.flops') AS flops,
+    sum(value) FILTER (WHERE metric = 'xsp.dram_read_bytes') AS dram_read_bytes,
+    sum(value) FILTER (WHERE metric = 'xsp.dram_write_bytes') AS dram_write_bytes,
+    avg(value) FILTER (WHERE metric = 'xsp.achieved_occupancy') AS achieved_occupancy
+FROM metrics
+WHERE metric LIKE 'xsp.%'
+GROUP BY run_id, span_id;
+
+-- Metrics per stable kernel key, from whichever run of the experiment they were measured in.
+CREATE OR REPLACE TEMP VIEW _xsp_kernel_key_metrics AS
+SELECT
+    r.experiment, c.layer_index, c.layer_name, c.layer_call, c.ordinal, c.name, c.in_inference,
+    avg(m.flops) AS flops, avg(m.dram_read_bytes) AS dram_read_bytes,
+    avg(m.dram_write_bytes) AS dram_write_bytes, avg(m.achieved_occupancy) AS achieved_occupancy
+FROM _xsp_kernel_metric_values AS m
+JOIN _xsp_kernel_calls AS c USING (run_id, span_id)
+JOIN xsp_runs AS r USING (run_id)
+GROUP BY ALL;
+
+-- Kernel latency per stable key over the inferences of the kernel-level source runs, with metrics.
+CREATE OR REPLACE TEMP VIEW xsp_kernel_latency AS
+WITH keyed AS (
+    SELECT s.experiment, s.level, s.corrected, c.*
+    FROM _xsp_source_runs AS s
+    JOIN _xsp_kernel_calls AS c USING (run_id)
+    WHERE s.measured = 'kernel'
+), stats AS (
+    SELECT
+        experiment, level, corrected, layer_index, layer_name, layer_call, ordinal, name, in_inference,
+        mode(device_id) AS device_id,
+        count(*) AS samples,
+        xsp_trimmed_mean(list(duration_ns)) AS trimmed_mean_ns,
+        median(duration_ns) AS median_ns,
+        quantile_cont(duration_ns, 0.9) AS p90_ns,
+        sum(duration_ns) AS total_ns,
+        list(run_id ORDER BY run_id)[1] AS first_run_id
+    FROM keyed
+    GROUP BY experiment, level, corrected, layer_index, layer_name, layer_call, ordinal, name, in_inference
+)
+SELECT
+    st.*,
+    CASE WHEN st.in_inference THEN st.samples / n.inferences ELSE 0 END AS calls_per_inference,
+    m.flops, m.dram_read_bytes, m.dram_write_bytes, m.achieved_occupancy
+FROM stats AS st
+JOIN _xsp_inference_counts AS n ON n.experiment = st.experiment AND n.measured = 'kernel'
+LEFT JOIN _xsp_kernel_key_metrics AS m
+    ON m.experiment = st.experiment AND m.name = st.name AND m.ordinal = st.ordinal
+   AND m.in_inference = st.in_inference
+   AND m.layer_index IS NOT DISTINCT FROM st.layer_index AND m.layer_name IS NOT DISTINCT FROM st.layer_name
+   AND m.layer_call IS NOT DISTINCT FROM st.layer_call;
+
+-- Model latency per experiment, from its model-level source runs.
+CREATE OR REPLACE TEMP VIEW xsp_model_latency AS
+SELECT
+    s.experiment, e.model, e.batch_size, s.level, s.corrected,
+    count(*) AS samples,
+    xsp_trimmed_mean(list(i.end_ns - i.start_ns)) AS trimmed_mean_ns,
+    median(i.end_ns - i.start_ns) AS median_ns,
+    quantile_cont(i.end_ns - i.start_ns, 0.9) AS p90_ns,
+    min(i.end_ns - i.start_ns) AS min_ns,
+    max(i.end_ns - i.start_ns) AS max_ns
+FROM _xsp_source_runs AS s
+JOIN _xsp_inferences AS i USING (run_id)
+JOIN xsp_experiments AS e USING (experiment)
+WHERE s.measured = 'model'
+GROUP BY s.experiment, e.model, e.batch_size, s.level, s.corrected;
+
+-- Layer latency per (experiment, layer): the layer's total time per inference (all its calls),
+-- over the inferences of the layer-level source runs.
+CREATE OR REPLACE TEMP VIEW xsp_layer_latency AS
+WITH per_inference AS (
+    SELECT s.experiment, s.level, s.corrected, c.run_id, c.iteration, c.layer_index,
+           any_value(c.layer_name) AS layer_name, any_value(c.layer_type) AS layer_type,
+           count(*) AS calls, sum(c.latency_ns) AS latency_ns
+    FROM _xsp_source_runs AS s
+    JOIN _xsp_layer_calls AS c USING (run_id)
+    WHERE s.measured = 'layer'
+    GROUP BY s.experiment, s.level, s.corrected, c.run_id, c.iteration, c.layer_index
+)
+SELECT
+    experiment, layer_index, layer_name, layer_type, level, corrected,
+    count(*) AS samples,
+    max(calls) AS calls_per_inference,
+    xsp_trimmed_mean(list(latency_ns)) AS trimmed_mean_ns,
+    median(latency_ns) AS median_ns,
+    quantile_cont(latency_ns, 0.9) AS p90_ns
+FROM per_inference
+GROUP BY experiment, layer_index, layer_name, layer_type, level, corrected;
+
+-- GPU aggregates per (experiment, layer) from the kernel level: per-inference sums.
+CREATE OR REPLACE TEMP VIEW xsp_layer_gpu AS
+SELECT
+    experiment, layer_index, layer_name,
+    sum(calls_per_inference) AS kernels_per_inference,
+    sum(trimmed_mean_ns * calls_per_inference) AS gpu_ns,
+    sum(flops * calls_per_inference) AS flops,
+    sum(dram_read_bytes * calls_per_inference) AS dram_read_bytes,
+    sum(dram_write_bytes * calls_per_inference) AS dram_write_bytes,
+    sum(achieved_occupancy * trimmed_mean_ns * calls_per_inference)
+        / sum(trimmed_mean_ns * calls_per_inference) FILTER (WHERE achieved_occupancy IS NOT NULL) AS achieved_occupancy
+FROM xsp_kernel_latency
+WHERE in_inference
+GROUP BY experiment, layer_index, layer_name;
+
+-- Roofs: peak FLOP/s and DRAM bytes/s per device (variables override the devices table).
+CREATE OR REPLACE TEMP VIEW xsp_device_peaks AS
+SELECT
+    run_id, device_id, name,
+    coalesce(CAST(getvariable('xsp_peak_flops') AS DOUBLE), peak_flops) AS peak_flops,
+    coalesce(CAST(getvariable('xsp_peak_dram_bytes_per_s') AS DOUBLE), peak_dram_bytes_per_s) AS peak_dram_bytes_per_s,
+    coalesce(CAST(getvariable('xsp_peak_flops') AS DOUBLE), peak_flops)
+        / coalesce(CAST(getvariable('xsp_peak_dram_bytes_per_s') AS DOUBLE), peak_dram_bytes_per_s) AS ideal_intensity
+FROM devices;
+
+-- The roof of each experiment: the device that ran most of its kernel-level GPU time.
+CREATE OR REPLACE TEMP VIEW xsp_experiment_roof AS
+WITH busiest AS (
+    SELECT experiment, arg_max(first_run_id, gpu_ns) AS run_id, arg_max(device_id, gpu_ns) AS device_id
+    FROM (SELECT experiment, first_run_id, device_id, sum(total_ns) AS gpu_ns
+          FROM xsp_kernel_latency GROUP BY ALL)
+    GROUP BY experiment
+)
+SELECT b.experiment, b.run_id, b.device_id, p.name AS device_name,
+       coalesce(p.peak_flops, CAST(getvariable('xsp_peak_flops') AS DOUBLE)) AS peak_flops,
+       coalesce(p.peak_dram_bytes_per_s, CAST(getvariable('xsp_peak_dram_bytes_per_s') AS DOUBLE)) AS peak_dram_bytes_per_s,
+       coalesce(p.ideal_intensity, CAST(getvariable('xsp_peak_flops') AS DOUBLE)
+                                   / CAST(getvariable('xsp_peak_dram_bytes_per_s') AS DOUBLE)) AS ideal_intensity
+FROM busiest AS b
+LEFT JOIN xsp_device_peaks AS p ON p.run_id = b.run_id AND p.device_id = b.device_id;
+
+-- Model latency with each level profiled, against the un-instrumented loop of the capture.
+CREATE OR REPLACE TEMP VIEW xsp_level_overhead AS
+WITH per_level AS (
+    SELECT r.experiment, r.level, count(*) AS samples,
+           xsp_trimmed_mean(list(i.end_ns - i.start_ns)) AS model_ns
+    FROM xsp_runs AS r JOIN _xsp_inferences AS i USING (run_id)
+    WHERE r.level IN ('M', 'ML', 'MLG')
+    GROUP BY r.experiment, r.level
+), baseline AS (
+    SELECT r.experiment, count(*) AS samples, xsp_trimmed_mean(list(c.latency_ns)) AS model_ns
+    FROM xsp_runs AS r JOIN capture_latencies AS c USING (run_id)
+    WHERE c.loop = 'uninstrumented'
+    GROUP BY r.experiment
+), levels AS (
+    SELECT experiment, 'none' AS level, 0 AS rank, samples, model_ns FROM baseline
+    UNION ALL
+    SELECT experiment, level, CASE level WHEN 'M' THEN 1 WHEN 'ML' THEN 2 ELSE 3 END, samples, model_ns FROM per_level
+)
+SELECT
+    experiment, level, samples, model_ns,
+    lag(level) OVER w AS previous_level,
+    model_ns - lag(model_ns) OVER w AS overhead_ns,
+    100.0 * (model_ns - lag(model_ns) OVER w) / lag(model_ns) OVER w AS overhead_pct
+FROM levels
+WINDOW w AS (PARTITION BY experiment ORDER BY rank);
+
+-- Kernel aggregates per (experiment, kernel name): per-inference sums over its stable keys, and
+-- the totals over every instance in the kernel-level source runs.
+CREATE OR REPLACE TEMP VIEW xsp_kernel_by_name AS
+SELECT
+    experiment, name,
+    sum(calls_per_inference) AS calls_per_inference,
+    sum(samples) AS instances,
+    sum(total_ns) AS total_ns,
+    sum(trimmed_mean_ns * calls_per_inference) AS latency_ns,
+    sum(flops * calls_per_inference) AS flops,
+    sum(dram_read_bytes * calls_per_inference) AS dram_read_bytes,
+    sum(dram_write_bytes * calls_per_inference) AS dram_write_bytes,
+    sum(achieved_occupancy * trimmed_mean_ns * calls_per_inference)
+        / sum(trimmed_mean_ns * calls_per_inference) FILTER (WHERE achieved_occupancy IS NOT NULL) AS achieved_occupancy
+FROM xsp_kernel_latency
+GROUP BY experiment, name;
+
+-- GPU aggregates per experiment (all kernels of one inference).
+CREATE OR REPLACE TEMP VIEW xsp_model_gpu AS
+SELECT
+    experiment,
+    sum(calls_per_inference) AS kernels_per_inference,
+    sum(trimmed_mean_ns * calls_per_inference) AS gpu_ns,
+    sum(flops * calls_per_inference) AS flops,
+    sum(dram_read_bytes * calls_per_inference) AS dram_read_bytes,
+    sum(dram_write_bytes * calls_per_inference) AS dram_write_bytes,
+    sum(achieved_occupancy * trimmed_mean_ns * calls_per_inference)
+        / sum(trimmed_mean_ns * calls_per_inference) FILTER (WHERE achieved_occupancy IS NOT NULL) AS achieved_occupancy
+FROM xsp_kernel_latency
+WHERE in_inference
+GROUP BY experiment;
+
+-- Roofline arithmetic. Arithmetic intensity = FLOPs / DRAM bytes (read + write).
+CREATE OR REPLACE TEMP MACRO xsp_intensity(flops, read_bytes, write_bytes) AS
+    flops / nullif(coalesce(read_bytes, 0) + coalesce(write_bytes, 0), 0);
+-- Memory-bound <=> intensity below the device's ideal intensity (peak FLOP/s / peak bytes/s).
+CREATE OR REPLACE TEMP MACRO xsp_memory_bound(intensity, ideal_intensity) AS intensity < ideal_intensity;
+-- Attainable FLOP/s under the roof at a given intensity.
+CREATE OR REPLACE TEMP MACRO xsp_attainable_flops(intensity, peak_flops, peak_bytes_per_s) AS
+    least(peak_flops, intensity * peak_bytes_per_s);

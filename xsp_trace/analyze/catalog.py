@@ -1,0 +1,45 @@
+"""The analyses `xsp-trace analyze` knows: name -> documented SQL file under queries/.
+
+Every file is a plain SELECT over the prelude (queries/analysis_prelude.sql) and the schema;
+the order here is the order of the printed tables and of the HTML report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Analysis:
+    name: str
+    query: str  # queries/<query>.sql
+    title: str
+    group: str  # model, layer, kernel, gpu, compare
+
+
+ANALYSES: tuple[Analysis, ...] = (
+    Analysis("level_sources", "analysis_level_sources", "Where each level's numbers come from", "model"),
+    Analysis("model_info", "analysis_model_info", "Model information: latency and throughput", "model"),
+    Analysis("model_batch_scaling", "analysis_model_batch_scaling", "Latency and throughput vs batch size", "model"),
+    Analysis("level_overhead", "analysis_level_overhead", "Profiling overhead of each level", "model"),
+    Analysis("layer_info", "analysis_layer_info", "Layer information", "layer"),
+    Analysis("layer_type_distribution", "analysis_layer_type_distribution", "Layer type distribution", "layer"),
+    Analysis("layer_latency", "analysis_layer_latency", "Layer latency", "layer"),
+    Analysis("layer_memory", "analysis_layer_memory", "Layer memory", "layer"),
+    Analysis("layer_type_latency_share", "analysis_layer_type_latency_share", "Layer type latency share", "layer"),
+    Analysis("kernel_info", "analysis_kernel_info", "Kernel information", "kernel"),
+    Analysis("kernel_roofline", "analysis_kernel_roofline", "Kernel roofline", "kernel"),
+    Analysis("layer_gpu_aggregates", "analysis_layer_gpu_aggregates", "Per-layer GPU aggregates", "kernel"),
+    Analysis("layer_gpu_vs_nongpu", "analysis_layer_gpu_vs_nongpu", "Layer GPU vs non-GPU latency", "kernel"),
+    Analysis("layer_roofline", "analysis_layer_roofline", "Layer roofline", "kernel"),
+    Analysis("model_gpu_aggregates", "analysis_model_gpu_aggregates", "Model GPU aggregates", "kernel"),
+    Analysis("model_roofline", "analysis_model_roofline", "Model roofline", "kernel"),
+    Analysis("top_kernels", "kernel_summary", "Top kernels by name (every run, uncorrected)", "kernel"),
+    Analysis("gpu_busy_idle", "analysis_gpu_busy_idle", "GPU busy and idle time", "gpu"),
+    Analysis("launch_queue_delay", "analysis_launch_queue_delay", "Launch queue delay (kernel start - launch end)", "gpu"),
+    Analysis("nvtx_gpu_projection", "nvtx_gpu_projection", "NVTX ranges projected onto the GPU", "gpu"),
+    Analysis("compare_runs", "analysis_compare_runs", "Comparison of two runs", "compare"),
+)
+
+BY_NAME = {a.name: a for a in ANALYSES}
+PRELUDE = "analysis_prelude"

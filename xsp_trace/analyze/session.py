@@ -1,0 +1,124 @@
+"""An analysis session: a read-only database, optionally narrowed to some runs, with the prelude
+(queries/analysis_prelude.sql) loaded and the device peaks filled in.
+
+Everything it adds is TEMP, so the database file is never written. Runs are selected by
+shadowing each table with a TEMP view of the selected runs' rows (the SQL files stay plain).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from ..database import connect
+from ..errors import InputError
+from ..formats.device_peaks import lookup_peak
+from ..resources import query_text
+from .catalog import BY_NAME, PRELUDE
+
+# Tables the capture side adds; databases converted without it get empty TEMP stand-ins.
+_OPTIONAL_TABLES = {
+    "layers": "run_id INTEGER, model VARCHAR, layer_index INTEGER, name VARCHAR, type VARCHAR, depth INTEGER, "
+              "range_name VARCHAR, input_shapes VARCHAR, output_shapes VARCHAR, parameter_bytes BIGINT, "
+              "buffer_bytes BIGINT, calls_per_inference INTEGER",
+    "capture_latencies": "run_id INTEGER, loop VARCHAR, iteration INTEGER, phase VARCHAR, latency_ns BIGINT",
+}
+
+
+@dataclass
+class AnalysisOptions:
+    runs: list[int] | None = None  # None = every run
+    peak_flops: float | None = None  # override every device's peak FLOP/s
+    peak_dram_bytes_per_s: float | None = None
+    compare: tuple[int, int] | None = None  # runs for compare_runs
+    trim: float | None = None  # trimmed-mean fraction (default 0.2)
+
+
+@dataclass
+class Result:
+    name: str
+    title: str
+    columns: list[str]
+    rows: list[tuple] = field(default_factory=list)
+
+    def records(self) -> list[dict]:
+        return [dict(zip(self.columns, row)) for row in self.rows]
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def _main_tables(con: duckdb.DuckDBPyConnection, catalog: str) -> dict[str, list[str]]:
+    rows = con.execute(
+        "SELECT table_name, list(column_name ORDER BY column_index) FROM duckdb_columns() "
+        "WHERE database_name = ? AND schema_name = 'main' GROUP BY table_name",
+        [catalog],
+    ).fetchall()
+    return {name: cols for name, cols in rows}
+
+
+def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path | str = "database") -> None:
+    """Load the selection, stand-ins, device peaks, settings and the prelude into `con`."""
+    catalog = con.execute("SELECT current_database()").fetchone()[0]
+    tables = _main_tables(con, catalog)
+    if options.runs:
+        known = {r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()}
+        missing = sorted(set(options.runs) - known)
+        if missing:
+            raise InputError(path, f"has no run {', '.join(map(str, missing))} (runs: {', '.join(map(str, sorted(known)))})",
+                             "pass --run with existing run ids")
+        selected = ", ".join(str(int(r)) for r in options.runs)
+        for table, cols in tables.items():
+            if "run_id" in cols and table != "devices":
+                con.execute(f"CREATE OR REPLACE TEMP VIEW {_quote(table)} AS SELECT * FROM "
+                            f"{_quote(catalog)}.main.{_quote(table)} WHERE run_id IN ({selected})")
+    for table, ddl in _OPTIONAL_TABLES.items():
+        if table not in tables:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {table} ({ddl})")
+    _fill_device_peaks(con, catalog, options)
+    for name, value in (("xsp_peak_flops", options.peak_flops), ("xsp_peak_dram_bytes_per_s", options.peak_dram_bytes_per_s),
+                        ("xsp_trim", options.trim)):
+        if value is not None:
+            con.execute(f"SET VARIABLE {name} = {float(value)!r}")
+    if options.compare is not None:
+        a, b = options.compare
+        con.execute(f"SET VARIABLE xsp_compare_runs = [{int(a)}, {int(b)}]")
+    con.execute(query_text(PRELUDE))
+
+
+def _fill_device_peaks(con: duckdb.DuckDBPyConnection, catalog: str, options: AnalysisOptions) -> None:
+    """A TEMP `devices` with peaks from the built-in table where the database has none."""
+    where = f" WHERE run_id IN ({', '.join(str(int(r)) for r in options.runs)})" if options.runs else ""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE devices AS SELECT * FROM {_quote(catalog)}.main.devices{where}")
+    names = [r[0] for r in con.execute("SELECT DISTINCT name FROM devices WHERE name IS NOT NULL").fetchall()]
+    for name in names:
+        peak = lookup_peak(name)
+        if peak is None:
+            continue
+        con.execute(
+            "UPDATE devices SET peak_flops = coalesce(peak_flops, ?), "
+            "peak_dram_bytes_per_s = coalesce(peak_dram_bytes_per_s, ?) WHERE name = ?",
+            [peak.peak_flops, peak.peak_dram_bytes_per_s, name],
+        )
+    # A device the table does not know still has the bandwidth its trace reports.
+    con.execute("UPDATE devices SET peak_dram_bytes_per_s = memory_bandwidth_bytes_per_s "
+                "WHERE peak_dram_bytes_per_s IS NULL AND memory_bandwidth_bytes_per_s IS NOT NULL")
+
+
+def open_session(database: Path, options: AnalysisOptions | None = None) -> duckdb.DuckDBPyConnection:
+    """A read-only connection to an xsp-trace database, prepared for the analyses."""
+    con = connect(database, read_only=True)
+    prepare(con, options or AnalysisOptions(), database)
+    return con
+
+
+def run_analysis(con: duckdb.DuckDBPyConnection, name: str) -> Result:
+    if name not in BY_NAME:
+        raise InputError(None, f"unknown analysis {name!r}", "choose from: " + ", ".join(BY_NAME))
+    analysis = BY_NAME[name]
+    cursor = con.execute(query_text(analysis.query))
+    columns = [d[0] for d in cursor.description]
+    return Result(name, analysis.title, columns, cursor.fetchall())

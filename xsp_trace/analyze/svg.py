@@ -1,0 +1,119 @@
+"""Small self-contained SVG plots for the HTML report (no plotting library, no network).
+
+Rendering only: the numbers come from the analyses; nothing here computes an analysis.
+"""
+
+from __future__ import annotations
+
+import math
+from html import escape
+
+ROOF_COLOR = "#d62728"  # the device roof line (the report test looks for this colour)
+POINT_COLOR = "#1f77b4"
+GPU_COLOR = "#2ca02c"
+NON_GPU_COLOR = "#ff7f0e"
+BAR_COLOR = "#1f77b4"
+FONT = 'font-family="sans-serif" font-size="11"'
+
+
+def _fmt(value: float) -> str:
+    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g}{unit}"
+    return f"{value:.3g}"
+
+
+def _log_ticks(lo: float, hi: float) -> list[float]:
+    return [10.0 ** e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)]
+
+
+def roofline(points: list[tuple[str, float, float]], peak_flops: float | None, peak_bytes_per_s: float | None,
+             title: str, width: int = 640, height: int = 420) -> str:
+    """Log-log scatter of (label, intensity FLOP/B, FLOP/s) under the roof min(peak, intensity * bandwidth)."""
+    pts = [(l, x, y) for l, x, y in points if x and y and x > 0 and y > 0]
+    xs = [x for _, x, _ in pts] or [1.0]
+    ys = [y for _, _, y in pts] or [1.0]
+    has_roof = bool(peak_flops and peak_bytes_per_s)
+    if has_roof:
+        ridge = peak_flops / peak_bytes_per_s
+        xs += [ridge / 100, ridge * 10]
+        ys += [peak_flops * 2]
+    x_lo, x_hi = min(xs) / 2, max(xs) * 2
+    y_lo, y_hi = min(ys) / 2, max(ys) * 2
+    left, right, top, bottom = 70, 20, 30, 45
+    pw, ph = width - left - right, height - top - bottom
+
+    def sx(x: float) -> float:
+        return left + pw * (math.log10(x) - math.log10(x_lo)) / (math.log10(x_hi) - math.log10(x_lo))
+
+    def sy(y: float) -> float:
+        return top + ph * (1 - (math.log10(y) - math.log10(y_lo)) / (math.log10(y_hi) - math.log10(y_lo)))
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" class="plot roofline">',
+           f'<text x="{left}" y="18" {FONT} font-weight="bold">{escape(title)}</text>',
+           f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>']
+    for t in _log_ticks(x_lo, x_hi):
+        if x_lo <= t <= x_hi:
+            out.append(f'<line x1="{sx(t):.1f}" y1="{top}" x2="{sx(t):.1f}" y2="{top + ph}" stroke="#eee"/>'
+                       f'<text x="{sx(t):.1f}" y="{top + ph + 14}" {FONT} text-anchor="middle">{_fmt(t)}</text>')
+    for t in _log_ticks(y_lo, y_hi):
+        if y_lo <= t <= y_hi:
+            out.append(f'<line x1="{left}" y1="{sy(t):.1f}" x2="{left + pw}" y2="{sy(t):.1f}" stroke="#eee"/>'
+                       f'<text x="{left - 4}" y="{sy(t) + 4:.1f}" {FONT} text-anchor="end">{_fmt(t)}</text>')
+    out.append(f'<text x="{left + pw / 2}" y="{height - 8}" {FONT} text-anchor="middle">arithmetic intensity (FLOP/byte)</text>')
+    out.append(f'<text x="14" y="{top + ph / 2}" {FONT} text-anchor="middle" transform="rotate(-90 14 {top + ph / 2})">FLOP/s</text>')
+    if has_roof:
+        ridge = peak_flops / peak_bytes_per_s
+        x0 = x_lo
+        y0 = x0 * peak_bytes_per_s
+        out.append(f'<polyline class="roof" fill="none" stroke="{ROOF_COLOR}" stroke-width="3" points="'
+                   f'{sx(x0):.1f},{sy(max(y0, y_lo)):.1f} {sx(ridge):.1f},{sy(peak_flops):.1f} {sx(x_hi):.1f},{sy(peak_flops):.1f}"/>')
+        out.append(f'<text x="{sx(ridge):.1f}" y="{sy(peak_flops) - 6:.1f}" {FONT} fill="{ROOF_COLOR}">'
+                   f'peak {_fmt(peak_flops)}FLOP/s, {_fmt(peak_bytes_per_s)}B/s</text>')
+    else:
+        out.append(f'<text x="{left + 8}" y="{top + 16}" {FONT} fill="#666">no device peaks: pass --peak-flops and --peak-dram-bw</text>')
+    for label, x, y in pts:
+        out.append(f'<circle class="point" cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="5" fill="{POINT_COLOR}" fill-opacity="0.7">'
+                   f'<title>{escape(label)}: {x:.4g} FLOP/B, {_fmt(y)}FLOP/s</title></circle>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def bars(items: list[tuple[str, float]], title: str, unit: str, width: int = 640) -> str:
+    """Horizontal bars, one per (label, value), in the given order."""
+    row, left, top = 18, 220, 28
+    height = top + row * len(items) + 10
+    vmax = max((v for _, v in items), default=0) or 1.0
+    pw = width - left - 90
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" class="plot bars">',
+           f'<text x="4" y="16" {FONT} font-weight="bold">{escape(title)}</text>']
+    for i, (label, value) in enumerate(items):
+        y = top + i * row
+        w = max(pw * value / vmax, 0)
+        out.append(f'<text x="{left - 6}" y="{y + 12}" {FONT} text-anchor="end">{escape(label[:40])}</text>'
+                   f'<rect class="bar" x="{left}" y="{y + 2}" width="{w:.1f}" height="{row - 5}" fill="{BAR_COLOR}"/>'
+                   f'<text x="{left + w + 4:.1f}" y="{y + 12}" {FONT}>{value:.4g} {escape(unit)}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def stacked_bars(items: list[tuple[str, float, float]], title: str, unit: str, width: int = 640) -> str:
+    """Horizontal bars split in two: (label, GPU part, non-GPU part)."""
+    row, left, top = 18, 220, 44
+    height = top + row * len(items) + 10
+    vmax = max((a + max(b, 0) for _, a, b in items), default=0) or 1.0
+    pw = width - left - 90
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" class="plot stacked">',
+           f'<text x="4" y="16" {FONT} font-weight="bold">{escape(title)}</text>',
+           f'<rect x="{left}" y="24" width="10" height="10" fill="{GPU_COLOR}"/><text x="{left + 14}" y="33" {FONT}>GPU</text>',
+           f'<rect x="{left + 60}" y="24" width="10" height="10" fill="{NON_GPU_COLOR}"/><text x="{left + 74}" y="33" {FONT}>non-GPU</text>']
+    for i, (label, gpu, other) in enumerate(items):
+        y = top + i * row
+        wg = pw * max(gpu, 0) / vmax
+        wo = pw * max(other, 0) / vmax
+        out.append(f'<text x="{left - 6}" y="{y + 12}" {FONT} text-anchor="end">{escape(label[:40])}</text>'
+                   f'<rect x="{left}" y="{y + 2}" width="{wg:.1f}" height="{row - 5}" fill="{GPU_COLOR}"/>'
+                   f'<rect x="{left + wg:.1f}" y="{y + 2}" width="{wo:.1f}" height="{row - 5}" fill="{NON_GPU_COLOR}"/>'
+                   f'<text x="{left + wg + wo + 4:.1f}" y="{y + 12}" {FONT}>{gpu + other:.4g} {escape(unit)}</text>')
+    out.append("</svg>")
+    return "".join(out)
