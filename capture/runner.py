@@ -105,6 +105,9 @@ def _check(request: CaptureRequest) -> dict:
             raise InputError(None, "level MLG through nsys needs an NVIDIA GPU (nsys --trace=cuda)",
                              "on a machine without one, capture MLG with --tool torch (its aten ops stand in for kernels)")
     if request.metrics:
+        if "MLG" not in request.levels:
+            raise InputError(None, "metric runs attach their kernels to the MLG run of the same batch size",
+                             "add MLG to --levels")
         binaries["ncu"] = tl.find_tool("ncu", request.ncu, "NCU")
         if binaries["ncu"] is None:
             raise InputError(request.ncu or "ncu", "ncu not found (metric runs need Nsight Compute)", "install Nsight Compute or pass --ncu PATH")

@@ -12,6 +12,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from xsp_trace.formats import ncu_metrics as nm
+
 # nsys --trace per level. M and ML need only NVTX (osrt adds the OS runtime calls, which lets
 # nsys 2022.4 record on machines without a GPU); MLG adds the CUDA API/kernel level.
 NSYS_TRACE = {
@@ -21,22 +23,13 @@ NSYS_TRACE = {
 }
 NSYS_COMMON = ["--sample=none", "--cpuctxsw=none", "--force-overwrite=true", "--export=none"]
 
-# One ncu metric group per metric run (counters replay kernels; groups do not mix).
-# flops: SASS thread-instruction counts; FLOPs = add + mul + 2 * fma per precision.
+# One ncu metric group per metric run (counters replay kernels; groups do not mix). The metric
+# names are the ones xsp_trace/formats/ncu_metrics.py derives FLOPs, DRAM bytes and achieved
+# occupancy from when the metric runs are converted.
 NCU_METRIC_GROUPS = {
-    "flops": [
-        "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
-        "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
-        "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
-        "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum",
-        "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
-        "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum",
-        "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum",
-        "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum",
-        "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum",
-    ],
-    "dram": ["dram__bytes_read.sum", "dram__bytes_write.sum"],
-    "occupancy": ["sm__warps_active.avg.pct_of_peak_sustained_active"],
+    "flops": [name for name in nm.FLOP_COUNTERS if "__" in name],  # ncu names, not nvprof's
+    "dram": [nm.DRAM_READ_METRICS[0], nm.DRAM_WRITE_METRICS[0]],
+    "occupancy": [next(iter(nm.OCCUPANCY_METRICS))],
 }
 
 

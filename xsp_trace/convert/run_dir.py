@@ -3,8 +3,9 @@
 Reads RUN_DIR/manifest.json, converts the trace of every run that finished (status ok) with its
 level, model and batch size on the runs row, then adds what the session records say:
 capture_runs (how it was measured), capture_latencies (plain-timer loop latencies) and layers
-(layer metadata). Failed runs of an interrupted capture are skipped; metric runs (ncu) are kept
-in the folder and skipped until an ncu converter exists.
+(layer metadata). Failed runs of an interrupted capture are skipped. Metric runs (ncu) have no
+timeline: their launches are matched to the kernels of the MLG run of the same batch size
+(xsp_trace/convert/ncu.py) and stored in `metrics` under that run's id.
 """
 
 from __future__ import annotations
@@ -120,6 +121,7 @@ def convert_run_dir(con: duckdb.DuckDBPyConnection, run_dir: Path, options: Conv
                          "capture again with xsp-trace capture")
     model = (manifest.get("model") or {}).get("name")
     added: list[int] = []
+    targets: dict = {}  # (level, batch size) -> [(tool, run_id)]
     for number, entry in enumerate(convertible, 1):
         progress(f"{entry['key']} ({number}/{len(convertible)})", None)
         session = _read_json(run_dir / entry["session"], "the session record")
@@ -135,4 +137,22 @@ def convert_run_dir(con: duckdb.DuckDBPyConnection, run_dir: Path, options: Conv
             if layers["layer_index"]:
                 insert_relation(con, "layers", pa.table(layers))
         added.extend(run_ids)
+        targets.setdefault((entry["level"], entry["batch_size"]), []).append((entry["tool"], run_ids[0]))
+    for entry in runs:
+        if entry["level"].startswith(METRICS_LEVEL_PREFIX):
+            progress(f"{entry['key']} (metrics)", None)
+            _import_metrics(con, run_dir, entry, targets)
     return added
+
+
+def _import_metrics(con, run_dir: Path, entry: dict, targets: dict) -> None:
+    """An ncu metric run's launches matched to the kernels of the MLG run of its batch size."""
+    from .ncu import import_ncu_metrics
+
+    candidates = sorted(targets.get(("MLG", entry["batch_size"]), []), key=lambda t: t[0] != "nsys")  # nsys first
+    if not candidates:
+        raise InputError(run_dir / entry["dir"], f"metric run {entry['key']} has no finished MLG run of batch size "
+                         f"{entry['batch_size']} to attach its kernels to", "capture MLG together with --metrics")
+    report = run_dir / entry["trace"]
+    csv = report.with_suffix(".csv")
+    import_ncu_metrics(con, csv if csv.exists() else report, candidates[0][1])  # a .ncu-rep needs ncu on PATH
