@@ -62,6 +62,7 @@ def test_wheel_ships_sql_and_capture(wheel):
     for sql in [*ROOT.glob("schemas/*.sql"), *ROOT.glob("queries/*.sql")]:
         assert f"xsp_trace/{sql.parent.name}/{sql.name}" in names
     assert "xsp_trace/capture/__init__.py" in names
+    assert "xsp_trace/capture/examples/tiny_cnn.py" in names  # the example of xsp-trace capture --help
     assert any(n.endswith("entry_points.txt") for n in names)
 
 
