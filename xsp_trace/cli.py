@@ -20,7 +20,8 @@ app = typer.Typer(
         "in one DuckDB schema and one Perfetto timeline.\n\n"
         "Example:\n\n"
         "  xsp-trace convert run.nsys-rep -o run.duckdb\n\n"
-        "  duckdb run.duckdb \"select kind, count(*) from spans group by kind\""
+        "  xsp-trace query run.duckdb \"select kind, count(*) from spans group by kind\"\n\n"
+        "  xsp-trace analyze run.duckdb --report report.html"
     ),
     no_args_is_help=True,
     add_completion=False,

@@ -11,21 +11,8 @@ from decimal import Decimal
 from rich.console import Console
 from rich.table import Table
 
+from ..tables import format_cell as _cell
 from .session import Result
-
-
-def _cell(value) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        return f"{value:,.6g}" if abs(value) >= 1e6 or (value and abs(value) < 1e-3) else f"{value:,.4f}".rstrip("0").rstrip(".")
-    if isinstance(value, list):
-        return ", ".join(_cell(v) for v in value)
-    return str(value)
 
 
 def _jsonable(value):
