@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import math
 import os
 import sys
 from pathlib import Path
@@ -68,21 +67,24 @@ def _shift_event(event: dict, copy: int, time_shift: int, id_shift: int, step_sh
     return e
 
 
-def kineto_copies_for(target_bytes: int) -> int:
-    one = _kineto_one_copy_bytes()
-    return max(1, math.ceil(target_bytes / one))
-
-
-def _kineto_one_copy_bytes() -> int:
-    events = json.load(gzip.open(KINETO_FIXTURE))["traceEvents"]
-    return sum(len(json.dumps(e)) + 2 for e in events)
-
-
 def scaled_kineto(target_bytes: int, folder: Path = DATA, source: Path = KINETO_FIXTURE) -> Path:
     """A gzip Kineto trace of about target_bytes of JSON (at least that many), cached by size."""
     path = folder / f"kineto_a100_{size_label(target_bytes)}.json.gz"
-    if path.exists():
-        return path
+    if not path.exists():
+        _write_kineto(path, source, target_bytes=target_bytes)
+    return path
+
+
+def kineto_copies(copies: int, folder: Path, source: Path = KINETO_FIXTURE) -> Path:
+    """The trace repeated exactly `copies` times (bench/kineto_parser_choice.py --scale)."""
+    path = folder / f"kineto_a100_x{copies}.json.gz"
+    if not path.exists():
+        _write_kineto(path, source, copies=copies)
+    return path
+
+
+def _write_kineto(path: Path, source: Path, *, target_bytes: int | None = None, copies: int | None = None) -> None:
+    folder = path.parent
     folder.mkdir(parents=True, exist_ok=True)
     raw = json.load(gzip.open(source))
     events = raw.pop("traceEvents")
@@ -103,7 +105,7 @@ def scaled_kineto(target_bytes: int, folder: Path = DATA, source: Path = KINETO_
         written += len(head)
         copy = 0
         sep = ""
-        while written < target_bytes:
+        while (copies is None and written < target_bytes) or (copies is not None and copy < copies):
             lines = [json.dumps(_shift_event(e, copy, time_shift, id_shift, step_shift)) for e in events]
             chunk = (sep + ",\n".join(lines)).encode()
             f.write(chunk)
@@ -112,7 +114,6 @@ def scaled_kineto(target_bytes: int, folder: Path = DATA, source: Path = KINETO_
             copy += 1
         f.write(b"\n]}\n")
     os.replace(tmp, path)
-    return path
 
 
 def scaled_nsys(copies: int, folder: Path = DATA, source: Path = NSYS_FIXTURE) -> Path:
