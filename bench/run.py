@@ -244,7 +244,7 @@ def markdown(result: dict) -> str:
         out.append("")
     many = result["many"]
     if many:
-        out += [f"### Many traces: {result['many_inputs']}", "", "| output | jobs | seconds | peak MiB (parent) |", "| --- | ---: | ---: | ---: |"]
+        out += [f"### Many traces: {result['many_inputs']}", "", "| output | jobs | seconds | peak MiB (largest process) |", "| --- | ---: | ---: | ---: |"]
         for r in many:
             out.append(f"| {r['format']} | {r['jobs']} | {r['seconds']:.1f} | {r['peak_mib']:.0f} |")
         out.append("")
