@@ -19,8 +19,6 @@ Prints a Markdown table for BENCHMARKS.md.
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import os
 import subprocess
 import sys
@@ -72,35 +70,12 @@ n = len(ta.t.get_trace(3))
 
 
 def build_scaled(scale: int, folder: Path) -> tuple[Path, int]:
-    """The fixture's events SCALE times (shifted in time and correlation ids); returns (gzip path, JSON bytes)."""
-    raw = json.load(gzip.open(FIXTURE))
-    events = raw.pop("traceEvents")
-    xs = [e for e in events if isinstance(e.get("ts"), int)]
-    span = max(e["ts"] + e.get("dur", 0) for e in xs) - min(e["ts"] for e in xs) + 1000
-    max_id = max(max(e.get("args", {}).get("correlation", 0) for e in events), max(e.get("id", 0) for e in events)) + 1
-    path = folder / f"rank3_x{scale}.json.gz"
-    size = 0
-    with gzip.open(path, "wb", compresslevel=1) as f:
-        head = json.dumps(raw)[:-1] + ', "traceEvents": ['
-        f.write(head.encode())
-        size += len(head)
-        first = True
-        for copy in range(scale):
-            for event in events:
-                e = dict(event)
-                if isinstance(e.get("ts"), int) and e.get("ph") != "M":
-                    e["ts"] += copy * span
-                if "id" in e:
-                    e["id"] += copy * max_id
-                if "correlation" in e.get("args", {}):
-                    e["args"] = dict(e["args"], correlation=e["args"]["correlation"] + copy * max_id)
-                text = ("" if first else ", ") + json.dumps(e)
-                first = False
-                f.write(text.encode())
-                size += len(text.encode())
-        f.write(b"]}")
-        size += 2
-    return path, size
+    """The fixture's events SCALE times (bench/scaled_inputs.py); returns (gzip path, JSON bytes)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from scaled_inputs import kineto_copies, uncompressed_bytes
+
+    path = kineto_copies(scale, folder, FIXTURE)
+    return path, uncompressed_bytes(path)
 
 
 def measure(name: str, path: Path) -> tuple[float, float]:

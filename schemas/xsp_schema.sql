@@ -241,7 +241,7 @@ COMMENT ON TABLE span_args IS 'Source details of a span that have no typed colum
 COMMENT ON COLUMN span_args.run_id IS 'Run of the span.';
 COMMENT ON COLUMN span_args.span_id IS 'The span.';
 COMMENT ON COLUMN span_args.key IS 'Argument name as the source writes it (e.g. Input Dims).';
-COMMENT ON COLUMN span_args.value IS 'Argument value; JSON text for lists and objects.';
+COMMENT ON COLUMN span_args.value IS 'Argument value; compact JSON text for lists and objects.';
 
 CREATE TABLE IF NOT EXISTS marks (
     run_id INTEGER NOT NULL,

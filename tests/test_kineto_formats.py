@@ -85,8 +85,8 @@ def test_kernel_and_memop_details(converted):
     # Shapes and dtypes of ops stay as span_args, JSON text for lists.
     args = dict(db.execute("""SELECT key, value FROM span_args WHERE span_id =
                                   (SELECT arg_min(span_id, start_ns) FROM spans WHERE name = 'aten::embedding')""").fetchall())
-    assert args["Input Dims"].startswith("[[151936, 1024], [16, 559]")
-    assert args["Input type"] == '["c10::BFloat16", "long int", "Scalar", "Scalar", "Scalar"]'
+    assert args["Input Dims"].startswith("[[151936,1024],[16,559]")
+    assert args["Input type"] == '["c10::BFloat16","long int","Scalar","Scalar","Scalar"]'
 
 
 def test_rocm_launch_configuration_comes_from_the_hip_call(converted):

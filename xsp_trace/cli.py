@@ -90,8 +90,10 @@ def convert(
     python_functions: bool = typer.Option(False, "--python-functions", help="Keep Kineto python_function events (off by default, as in HTA)."),
     perfetto: Optional[Path] = typer.Option(None, "--perfetto", help="Also write every run of the database as a Perfetto trace (.pftrace) for ui.perfetto.dev."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress bar."),
+    jobs: Optional[int] = typer.Option(None, "-j", "--jobs", help="Inputs converted at once, one process each (default: one per core)."),
+    out_format: str = typer.Option("duckdb", "--format", help="duckdb (one database file) or parquet (a folder partitioned by run, for many traces)."),
 ) -> None:
-    """Convert traces into one DuckDB database (one run per trace).
+    """Convert traces into one DuckDB database (one run per trace), or a Parquet dataset.
 
     Example:
 
@@ -100,8 +102,13 @@ def convert(
       xsp-trace convert rank0.json.gz rank1.json.gz run.sqlite -o all.duckdb
 
       xsp-trace convert run.nsys-rep -o run.duckdb --perfetto run.pftrace
+
+      xsp-trace convert ranks/*.json.gz --format parquet -o ranks_dataset -j 8
+
+    The same queries run over either: xsp-trace query ranks_dataset @queries/kernel_summary.sql
     """
-    from .convert import ConvertOptions, convert_files
+    from .convert import ConvertOptions
+    from .convert.parallel import convert_files_parallel, convert_to_dataset
 
     first = inputs[0]
     if output is None:
@@ -109,10 +116,20 @@ def convert(
         for suffix in (".gz", ".json", ".nsys-rep", ".qdrep", ".sqlite"):
             base = base.removesuffix(suffix)
         output = (first if first.is_dir() else first.parent) / (f"xsp.duckdb" if first.is_dir() else f"{base}.duckdb")
+        if out_format == "parquet":
+            output = output.with_suffix("")
     options = ConvertOptions(nsys=nsys, label=label, include_python_functions=python_functions)
     try:
         with _ProgressReporter(enabled=not quiet and sys.stderr.isatty()) as progress:
-            run_ids = convert_files(list(inputs), output, options, append=append, overwrite=overwrite, progress=progress)
+            if out_format == "parquet":
+                if append:
+                    raise InputError(output, "--append works on DuckDB databases only", "convert into a new Parquet folder")
+                run_ids = convert_to_dataset(list(inputs), output, options, jobs=jobs, overwrite=overwrite, progress=progress)
+            elif out_format == "duckdb":
+                run_ids = convert_files_parallel(list(inputs), output, options, jobs=jobs, append=append,
+                                                 overwrite=overwrite, progress=progress)
+            else:
+                raise InputError(None, f"--format {out_format!r} is not one of duckdb, parquet", "pick one of those")
     except InputError as exc:
         fail(exc)
     typer.echo(f"wrote {output} (runs {', '.join(map(str, run_ids))})")

@@ -10,6 +10,9 @@ class InputError(Exception):
         self.fix = fix
         super().__init__(self.line())
 
+    def __reduce__(self):  # so a worker process can raise it to the parent (parallel convert)
+        return (InputError, (self.path, self.problem, self.fix))
+
     def line(self) -> str:
         where = f"{self.path}: " if self.path else ""
         todo = f" ({self.fix})" if self.fix else ""

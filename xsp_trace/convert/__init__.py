@@ -28,6 +28,7 @@ class ConvertOptions:
     label: str | None = None
     run_fields: dict = field(default_factory=dict)  # extra runs columns (level, model, batch_size...)
     include_python_functions: bool = False  # Kineto python_function events (off by default, as HTA)
+    kineto_reader: str = "auto"  # "auto": DuckDB's JSON reader (kineto_fast), Python for odd files; "python": always Python
 
 
 Progress = Callable[[str, float | None], None]  # (what, fraction done or None)

@@ -104,7 +104,7 @@ def _json_default(value):
     raise TypeError(type(value).__name__)
 
 
-_ENCODE = json.JSONEncoder(default=_json_default, ensure_ascii=False).encode
+_ENCODE = json.JSONEncoder(default=_json_default, ensure_ascii=False, separators=(",", ":")).encode  # compact, as DuckDB writes JSON
 
 
 def _arg_text(value) -> str | None:
@@ -403,12 +403,21 @@ def convert_kineto(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, opti
     trace = KinetoTrace(path)
     mapper = KinetoMapper(con, run_id, path, options)
     con.execute(_STAGING_DDL)
-    label = f"reading {path.name}"
-    with _no_cyclic_gc():
-        for batch in iter_event_batches(trace, lambda fraction: progress(label, fraction)):
-            mapper.map_events(batch)
-        mapper.flush()
-    meta = trace.metadata
+    fast = None
+    if options.kineto_reader != "python":
+        from .kineto_fast import convert_kineto_fast
+
+        progress(f"reading {path.name} (DuckDB JSON reader)", None)
+        fast = convert_kineto_fast(con, path, run_id, options.include_python_functions)
+    if fast is not None:
+        meta, mapper.process_names, mapper.process_labels, mapper.thread_names = fast
+    else:
+        label = f"reading {path.name}"
+        with _no_cyclic_gc():
+            for batch in iter_event_batches(trace, lambda fraction: progress(label, fraction)):
+                mapper.map_events(batch)
+            mapper.flush()
+        meta = trace.metadata
     progress("linking GPU activities", None)
     run_script(con, query_text("kineto_link"), run_id)
     con.execute(_STAGING_DROP)

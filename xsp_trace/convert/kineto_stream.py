@@ -124,7 +124,14 @@ def _head_metadata(head: bytes) -> dict:
 
 
 def _tail_metadata(tail: bytes) -> dict | None:
-    """Top-level keys after `traceEvents`, from bytes that start inside the last event.
+    """Top-level keys after `traceEvents`, from bytes that start inside the last event (see closing_bracket)."""
+    found = closing_bracket(tail)
+    return None if found is None else found[1]
+
+
+def closing_bracket(tail: bytes) -> tuple[int, dict] | None:
+    """(offset of the `]` closing traceEvents, top-level keys after it) in bytes that start inside
+    the last event.
 
     The `]` closing traceEvents is the leftmost `]` after which the rest of the file reads as
     the end of one object: `}` alone, or `, "key": value, ... }`. A `]` inside an event cannot
@@ -136,14 +143,14 @@ def _tail_metadata(tail: bytes) -> dict | None:
     while pos >= 0:
         rest = tail[pos + 1 :].lstrip()
         if rest.startswith(b"}") and not rest[1:].strip():
-            return {}
+            return pos, {}
         if rest.startswith(b","):
             try:
                 value = json.loads(b"{" + rest[1:], parse_float=Decimal)
             except ValueError:
                 value = None
             if isinstance(value, dict):
-                return value
+                return pos, value
         pos = tail.find(b"]", pos + 1)
     return None
 

@@ -1,0 +1,304 @@
+"""The benchmark table of BENCHMARKS.md: xsp-trace against the tools users would otherwise run,
+side by side in one run, on the same files, each measurement a fresh process.
+
+    python bench/run.py                       # default sizes: Kineto 100M,500M,1G; nsys x30,x290
+    python bench/run.py --sizes 100M --nsys-copies 30 --no-write   # quick look
+
+Inputs come from bench/scaled_inputs.py (cached in bench/data/). Wall time is measured around
+the child process, peak RSS is the child's ru_maxrss (os.wait4), so interpreter start-up and
+imports count for every tool alike. Results go to bench/results/run-<time>.json and, unless
+--no-write, replace the generated section of BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(BENCH))
+
+from scaled_inputs import DATA, parse_size, scaled_kineto, scaled_nsys, size_label, uncompressed_bytes  # noqa: E402
+
+RESULTS = BENCH / "results"
+BEGIN, END = "<!-- bench/run.py: begin (generated, do not edit) -->", "<!-- bench/run.py: end -->"
+
+PY = [sys.executable, "-c"]
+PRELUDE = f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+
+XSP_KINETO = PRELUDE + """
+from pathlib import Path
+from xsp_trace.convert import ConvertOptions
+from xsp_trace.convert.parallel import convert_files_parallel
+from xsp_trace.database import connect
+from xsp_trace.resources import query_text
+out = Path(sys.argv[2])
+convert_files_parallel([Path(sys.argv[1])], out, ConvertOptions(), overwrite=True)
+rows = connect(out).execute(query_text('kernel_summary')).fetchall()
+assert rows, 'no kernels'
+"""
+
+HTA = """
+import logging, os, sys, tempfile
+logging.disable(logging.WARNING)
+from hta.trace_analysis import TraceAnalysis
+folder = tempfile.mkdtemp()
+os.symlink(sys.argv[1], os.path.join(folder, 'rank.json.gz'))
+ta = TraceAnalysis(trace_dir=folder, include_last_profiler_step=True)
+_, kernels = ta.get_gpu_kernel_breakdown(visualize=False)
+assert len(kernels)
+"""
+
+PY_GUNZIP = """
+import gzip, sys
+with gzip.open(sys.argv[1], 'rb') as f:
+    while f.read(1 << 20):
+        pass
+"""
+
+XSP_NSYS = XSP_KINETO  # the same: convert, then the kernel summary
+
+MANY = PRELUDE + """
+from pathlib import Path
+from xsp_trace.convert import ConvertOptions
+from xsp_trace.convert.parallel import convert_files_parallel, convert_to_dataset
+if __name__ == '__main__':
+    inputs, out, fmt, jobs = [Path(p) for p in sys.argv[4:]], Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+    if fmt == 'parquet':
+        convert_to_dataset(inputs, out, ConvertOptions(), jobs=jobs, overwrite=True)
+    else:
+        convert_files_parallel(inputs, out, ConvertOptions(), jobs=jobs, overwrite=True)
+"""
+
+
+def measure(argv: list[str], stdout=subprocess.DEVNULL) -> dict:
+    """Wall seconds and peak RSS (MiB) of one child process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    err = proc.stderr.read().decode(errors="replace")
+    if status != 0:
+        raise SystemExit(f"failed: {' '.join(argv[:3])}...\n{err[-3000:]}")
+    return {"seconds": round(seconds, 3), "peak_mib": round(usage.ru_maxrss / 1024, 1)}
+
+
+def python_script(code: str, *args) -> list[str]:
+    """A child running `code` as __main__ (a file, so the process pool's spawn can re-import it)."""
+    script = DATA / f"_bench_{abs(hash(code))}.py"
+    script.write_text(code)
+    return [sys.executable, str(script), *map(str, args)]
+
+
+def log(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def kineto_rows(sizes: list[int], skip_hta: bool) -> list[dict]:
+    rows = []
+    for size in sizes:
+        path = scaled_kineto(size)
+        json_bytes = uncompressed_bytes(path)
+        row = {"input": f"Kineto A100 {size_label(size)}", "json_bytes": json_bytes, "gzip_bytes": path.stat().st_size}
+        log(f"{row['input']}: floors")
+        row["floor_gzip_cli"] = measure(["sh", "-c", f"gzip -dc '{path}' > /dev/null"])
+        row["floor_python_gzip"] = measure(python_script(PY_GUNZIP, path))
+        log(f"{row['input']}: xsp-trace")
+        out = DATA / f"_bench_kineto_{size_label(size)}.duckdb"
+        row["xsp"] = measure(python_script(XSP_KINETO, path, out))
+        row["spans"] = _count_spans(out)
+        out.unlink(missing_ok=True)
+        if not skip_hta:
+            log(f"{row['input']}: HTA")
+            row["hta"] = measure(python_script(HTA, path))
+        rows.append(row)
+    return rows
+
+
+def _count_spans(database: Path) -> int:
+    import duckdb
+
+    with duckdb.connect(str(database), read_only=True) as con:
+        return con.execute("SELECT count(*) FROM spans").fetchone()[0]
+
+
+def nsys_rows(copies_list: list[int]) -> list[dict]:
+    nsys = shutil.which("nsys")
+    rows = []
+    for copies in copies_list:
+        path = scaled_nsys(copies)
+        import sqlite3
+
+        with sqlite3.connect(path) as con:
+            kernels = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+        row = {"input": f"nsys H100 x{copies}", "sqlite_bytes": path.stat().st_size, "kernels": kernels}
+        log(f"{row['input']}: xsp-trace")
+        out = DATA / f"_bench_nsys_x{copies}.duckdb"
+        row["xsp"] = measure(python_script(XSP_NSYS, path, out))
+        row["spans"] = _count_spans(out)
+        row["database"] = str(out)
+        if nsys:
+            log(f"{row['input']}: nsys stats")
+            row["nsys_stats"] = measure([nsys, "stats", "--report", "gpukernsum", "--format", "csv", "--force-export", "false", str(path)])
+        rows.append(row)
+    return rows
+
+
+def perfetto_rows(database: Path) -> list[dict]:
+    rows = []
+    for which in ("xsp", "peer"):
+        log(f"perfetto export ({which}) of {database.name}")
+        output = DATA / f"_bench.{which}.pftrace"
+        argv = [sys.executable, str(BENCH / "perfetto_export.py"), "--child", which, str(database), str(output)]
+        start = time.perf_counter()
+        proc = subprocess.run(argv, check=True, capture_output=True, text=True)
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        result["wall_seconds"] = round(time.perf_counter() - start, 3)
+        output.unlink(missing_ok=True)
+        rows.append({"tool": which, **result})
+    return rows
+
+
+def many_rows(inputs: list[Path]) -> list[dict]:
+    rows = []
+    for fmt, jobs in (("duckdb", 1), ("duckdb", 0), ("parquet", 0)):
+        jobs = jobs or (len(os.sched_getaffinity(0)))
+        out = DATA / ("_bench_many.duckdb" if fmt == "duckdb" else "_bench_many_parquet")
+        log(f"{len(inputs)} inputs -> {fmt}, {jobs} jobs")
+        rows.append({"format": fmt, "jobs": jobs, **measure(python_script(MANY, out, fmt, jobs, *inputs))})
+        if out.is_dir():
+            shutil.rmtree(out)
+        else:
+            out.unlink(missing_ok=True)
+    return rows
+
+
+def machine() -> dict:
+    mem = next((int(l.split()[1]) for l in open("/proc/meminfo") if l.startswith("MemTotal")), 0)
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
+    import duckdb
+
+    hta_version = subprocess.run([sys.executable, "-c", "import importlib.metadata as m; print(m.version('HolisticTraceAnalysis'))"],
+                                 capture_output=True, text=True).stdout.strip()
+    nsys = shutil.which("nsys")
+    nsys_version = subprocess.run([nsys, "--version"], capture_output=True, text=True).stdout.strip() if nsys else None
+    return {"cpu": cpu, "cores": len(os.sched_getaffinity(0)), "mem_gib": round(mem / 2**20, 1), "python": platform.python_version(),
+            "duckdb": duckdb.__version__, "hta": hta_version, "nsys": nsys_version, "load_before": os.getloadavg()}
+
+
+def _r(a: float, b: float) -> str:
+    return f"{a / b:.2f}x"
+
+
+def markdown(result: dict) -> str:
+    m = result["machine"]
+    out = [BEGIN, "", f"Generated by `{result['command']}` on {result['date']} "
+           f"({result['total_seconds'] / 60:.1f} min). Machine: {m['cpu']}, {m['cores']} cores, {m['mem_gib']} GiB; "
+           f"Python {m['python']}, DuckDB {m['duckdb']}, HTA {m['hta']}, {m['nsys']}; load average before "
+           f"{m['load_before'][0]:.2f}, after {result['load_after'][0]:.2f}. One measurement per cell, each a fresh process; "
+           "peak RSS = the process's ru_maxrss.", ""]
+    k = result["kineto"]
+    if k:
+        out += ["### Kineto -> DuckDB + kernel breakdown vs Holistic Trace Analysis (load + kernel breakdown)", "",
+                "| input | JSON MB | spans | floor: gzip -dc s | floor: Python gzip read s | xsp-trace s | xsp-trace MB/s | "
+                "xsp / floor | HTA s | HTA / xsp (time) | xsp-trace peak MiB | HTA peak MiB | xsp / HTA (RSS) |",
+                "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for r in k:
+            floor = min(r["floor_gzip_cli"]["seconds"], r["floor_python_gzip"]["seconds"])
+            x, h = r["xsp"], r.get("hta")
+            out.append(
+                f"| {r['input']} | {r['json_bytes'] / 1e6:,.0f} | {r['spans']:,} | {r['floor_gzip_cli']['seconds']:.2f} | "
+                f"{r['floor_python_gzip']['seconds']:.2f} | {x['seconds']:.1f} | {r['json_bytes'] / 1e6 / x['seconds']:.0f} | "
+                f"{_r(x['seconds'], floor)} | {h['seconds'] if h else '-'} | {_r(h['seconds'], x['seconds']) if h else '-'} | "
+                f"{x['peak_mib']:.0f} | {h['peak_mib'] if h else '-'} | {_r(x['peak_mib'], h['peak_mib']) if h else '-'} |")
+        base = k[0]["xsp"]["peak_mib"]
+        out += ["", "Peak RSS of the conversion across input sizes (vs the smallest): " + ", ".join(
+            f"{r['input'].split()[-1]}: {r['xsp']['peak_mib']:.0f} MiB ({(r['xsp']['peak_mib'] / base - 1) * 100:+.0f} %)" for r in k), ""]
+    n = result["nsys"]
+    if n:
+        out += ["### nsys SQLite export -> DuckDB + kernel summary vs `nsys stats --report gpukernsum`", "",
+                "| input | SQLite MB | kernels | spans | xsp-trace s | nsys stats s | xsp / nsys stats (time) | xsp-trace peak MiB | nsys stats peak MiB |",
+                "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for r in n:
+            x, s = r["xsp"], r.get("nsys_stats")
+            out.append(f"| {r['input']} | {r['sqlite_bytes'] / 1e6:,.0f} | {r['kernels']:,} | {r['spans']:,} | {x['seconds']:.1f} | "
+                       f"{s['seconds'] if s else '-'} | {_r(x['seconds'], s['seconds']) if s else '-'} | {x['peak_mib']:.0f} | "
+                       f"{s['peak_mib'] if s else '-'} |")
+        out.append("")
+    p = result["perfetto"]
+    if p:
+        out += [f"### Perfetto export of {result['perfetto_input']}", "",
+                "| exporter | slices | seconds | slices/s | bytes/slice | peak MiB |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+        for r in p:
+            name = "xsp-trace perfetto (streamed, interned, flows)" if r["tool"] == "xsp" else "TraceProtoBuilder (in memory, no flows)"
+            out.append(f"| {name} | {r['slices']:,} | {r['seconds']:.1f} | {r['slices'] / r['seconds']:,.0f} | "
+                       f"{r['bytes'] / r['slices']:.1f} | {r['peak_mb']:.0f} |")
+        out.append("")
+    many = result["many"]
+    if many:
+        out += [f"### Many traces: {result['many_inputs']}", "", "| output | jobs | seconds | peak MiB (largest process) |", "| --- | ---: | ---: | ---: |"]
+        for r in many:
+            out.append(f"| {r['format']} | {r['jobs']} | {r['seconds']:.1f} | {r['peak_mib']:.0f} |")
+        out.append("")
+    out.append(END)
+    return "\n".join(out)
+
+
+def write_benchmarks(section: str) -> None:
+    path = ROOT / "BENCHMARKS.md"
+    text = path.read_text()
+    if BEGIN in text and END in text:
+        text = text[: text.index(BEGIN)] + section + text[text.index(END) + len(END):]
+    else:
+        marker = "\n## "
+        at = text.index(marker) if marker in text else len(text)
+        text = text[:at] + "\n## Against the peers (bench/run.py)\n\n" + section + "\n" + text[at:]
+    path.write_text(text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="100M,500M,1G", help="Kineto JSON sizes")
+    parser.add_argument("--nsys-copies", default="30,290", help="growth factors of the H100 nsys export")
+    parser.add_argument("--skip-hta", action="store_true")
+    parser.add_argument("--no-write", action="store_true", help="do not update BENCHMARKS.md")
+    args = parser.parse_args()
+    DATA.mkdir(parents=True, exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    result = {"command": "python bench/run.py " + " ".join(sys.argv[1:]), "date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine()}
+    sizes = [parse_size(s) for s in args.sizes.split(",") if s]
+    copies = [int(c) for c in args.nsys_copies.split(",") if c]
+    result["kineto"] = kineto_rows(sizes, args.skip_hta)
+    result["nsys"] = nsys_rows(copies)
+    result["perfetto"], result["perfetto_input"] = [], None
+    if result["nsys"]:
+        smallest = Path(result["nsys"][0]["database"])
+        result["perfetto"], result["perfetto_input"] = perfetto_rows(smallest), f"the converted {result['nsys'][0]['input']}"
+    many_inputs = [scaled_nsys(copies[0]) for _ in range(1)] if copies else []
+    if sizes:
+        many_inputs = [scaled_kineto(sizes[0])] * 2 + many_inputs * 2
+    result["many_inputs"] = " + ".join(p.name for p in many_inputs)
+    result["many"] = many_rows(many_inputs) if len(many_inputs) > 1 else []
+    for r in result["nsys"]:
+        Path(r.pop("database")).unlink(missing_ok=True)
+    result["total_seconds"] = round(time.perf_counter() - t0, 1)
+    result["load_after"] = os.getloadavg()
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    (RESULTS / f"run-{stamp}.json").write_text(json.dumps(result, indent=1))
+    section = markdown(result)
+    print(section)
+    if not args.no_write:
+        write_benchmarks(section)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""Many traces at once: each input converted in its own worker process, then merged in input order.
+
+Every worker converts one input into a private DuckDB file (its runs numbered from 1) with
+the same code as a sequential convert. The parent attaches the parts in input order and
+copies every table into the output, shifting run ids past those already there -- so run ids
+are the same as a sequential `convert` of the same inputs, whatever order the workers finish
+in. The output is written atomically (temp file, then rename) like every convert; the parts
+live in a temporary folder beside it and are removed whatever happens.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import tempfile
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+
+import duckdb
+
+from ..database import atomic_database, next_run_id
+from . import ConvertOptions, Progress, _no_progress, convert_files, convert_into, detect_source
+
+
+def default_jobs() -> int:
+    """Worker processes when the caller does not say: one per core."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def _convert_part(path: str, part: str, options: ConvertOptions, threads: int) -> list[int]:
+    """Worker: one input into its own database file (run ids from 1)."""
+    with atomic_database(Path(part)) as con:
+        con.execute(f"SET threads = {int(threads)}")
+        return convert_into(con, Path(path), options)
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def merge_part(con: duckdb.DuckDBPyConnection, part: Path) -> list[int]:
+    """Copy every run of the xsp-trace database `part` into `con`, with run ids after its own."""
+    con.execute(f"ATTACH '{str(part).replace(chr(39), chr(39) * 2)}' AS _xsp_part (READ_ONLY)")
+    try:
+        offset = next_run_id(con) - 1
+        part_runs = [r[0] for r in con.execute("SELECT run_id FROM _xsp_part.main.runs ORDER BY run_id").fetchall()]
+        columns = dict(con.execute(
+            "SELECT table_name, list(column_name ORDER BY column_index) FROM duckdb_columns() "
+            "WHERE database_name = '_xsp_part' AND schema_name = 'main' GROUP BY table_name").fetchall())
+        mine = {r[0] for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main'").fetchall()}
+        # runs first: the other tables refer to it.
+        for table in sorted(columns, key=lambda t: (t != "runs", t)):
+            if "run_id" not in columns[table]:
+                continue  # schema_info: the output's own
+            source = f"SELECT * REPLACE (run_id + {offset} AS run_id) FROM _xsp_part.main.{_quote(table)}"
+            if table in mine:
+                con.execute(f"INSERT INTO main.{_quote(table)} BY NAME {source}")
+            else:  # a table only some inputs have (e.g. the capture side's)
+                con.execute(f"CREATE TABLE main.{_quote(table)} AS {source}")
+        return [r + offset for r in part_runs]
+    finally:
+        con.execute("DETACH _xsp_part")
+
+
+def convert_files_parallel(
+    inputs: list[Path],
+    output: Path,
+    options: ConvertOptions,
+    *,
+    jobs: int | None = None,
+    append: bool = False,
+    overwrite: bool = False,
+    progress: Progress = _no_progress,
+) -> list[int]:
+    """Convert inputs into one database at `output` with up to `jobs` worker processes.
+
+    Same result as convert_files (same tables, same run ids); jobs=1 or a single input
+    converts in this process. Workers are started with "spawn" (a fork would copy this
+    process's DuckDB threads half-way), so a script calling this needs the usual
+    `if __name__ == "__main__":` guard of multiprocessing.
+    """
+    inputs = [Path(p) for p in inputs]
+    for path in inputs:  # check all inputs before starting anything
+        detect_source(path)
+    jobs = default_jobs() if jobs is None else max(1, int(jobs))
+    if jobs == 1 or len(inputs) == 1:
+        return convert_files(inputs, output, options, append=append, overwrite=overwrite, progress=progress)
+    output = Path(output)
+    workers = min(jobs, len(inputs))
+    threads = max(1, default_jobs() // workers)
+    parts_dir = Path(tempfile.mkdtemp(prefix=f".{output.name}.parts.", dir=output.parent if output.parent.exists() else None))
+    run_ids: list[int] = []
+    try:
+        with atomic_database(output, append=append, overwrite=overwrite) as con:
+            # spawn: this process holds DuckDB threads, which a fork would copy half-way.
+            with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+                parts = [parts_dir / f"part{i:05d}.duckdb" for i in range(len(inputs))]
+                futures: list[Future] = [
+                    pool.submit(_convert_part, str(path), str(part), options, threads) for path, part in zip(inputs, parts)
+                ]
+                try:
+                    for i, (future, part) in enumerate(zip(futures, parts)):
+                        future.result()  # an InputError of the worker is raised here, unchanged
+                        progress(f"merging {inputs[i].name} ({i + 1}/{len(inputs)})", (i + 1) / len(inputs))
+                        run_ids.extend(merge_part(con, part))
+                        part.unlink()
+                except BaseException:
+                    for future in futures:
+                        future.cancel()
+                    raise
+    finally:
+        shutil.rmtree(parts_dir, ignore_errors=True)
+    return run_ids
+
+
+def convert_to_dataset(
+    inputs: list[Path],
+    output: Path,
+    options: ConvertOptions,
+    *,
+    jobs: int | None = None,
+    overwrite: bool = False,
+    progress: Progress = _no_progress,
+) -> list[int]:
+    """Convert inputs into a Parquet dataset folder `output` (xsp_trace.dataset), atomically."""
+    from ..dataset import write_dataset
+    from ..errors import InputError
+
+    output = Path(output)
+    if output.exists() and not overwrite:
+        raise InputError(output, "already exists", "pass --overwrite to replace it, or choose another output folder")
+    staging = output.with_name(f".{output.name}.{os.getpid()}.duckdb")
+    try:
+        run_ids = convert_files_parallel(inputs, staging, options, jobs=jobs, overwrite=True, progress=progress)
+        progress("writing Parquet", None)
+        write_dataset(staging, output, overwrite=overwrite)
+    finally:
+        for leftover in (staging, Path(str(staging) + ".wal")):
+            leftover.unlink(missing_ok=True)
+    return run_ids

@@ -1,0 +1,129 @@
+"""The Parquet form of an xsp-trace database: one folder per table, partitioned by run.
+
+Layout (hive partitioning, what DuckDB, Spark, Trino, Polars and pyarrow.dataset all read):
+
+    DIR/xsp_dataset.json                       marker: schema version, tables
+    DIR/<table>/run_id=<N>/<uuid>.parquet      every table that has a run_id column
+    DIR/schema_info/data.parquet               the one table without runs
+
+`open_dataset` gives a DuckDB connection in which every table of the schema is a view over
+its files (typed and ordered exactly as in schemas/xsp_schema.sql; a table without files is an
+empty table), so the same queries/ and analyses run unchanged on a database or a dataset.
+Writing is atomic: a temporary folder beside DIR, renamed at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import duckdb
+
+from .database import SCHEMA_VERSION, connect, create_schema
+from .errors import InputError
+
+MARKER = "xsp_dataset.json"
+FORMAT_NAME = "xsp-trace parquet dataset"
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def is_dataset(path: Path) -> bool:
+    return Path(path).is_dir() and (Path(path) / MARKER).is_file()
+
+
+def _tables(con: duckdb.DuckDBPyConnection, catalog: str) -> dict[str, list[tuple[str, str]]]:
+    """table -> [(column, type)] in schema order, for the base tables of `catalog`.main."""
+    rows = con.execute(
+        "SELECT c.table_name, list((c.column_name, c.data_type) ORDER BY c.column_index) "
+        "FROM duckdb_columns() c JOIN duckdb_tables() t USING (database_name, schema_name, table_name) "
+        "WHERE c.database_name = ? AND c.schema_name = 'main' GROUP BY c.table_name ORDER BY c.table_name",
+        [catalog],
+    ).fetchall()
+    return {name: [tuple(col.values()) if isinstance(col, dict) else tuple(col) for col in cols] for name, cols in rows}
+
+
+def copy_tables_to_parquet(con: duckdb.DuckDBPyConnection, catalog: str, folder: Path, run_offset: int = 0) -> None:
+    """Append the tables of `catalog` (a database attached to con) to the dataset folder being written."""
+    for table, columns in _tables(con, catalog).items():
+        names = [c for c, _ in columns]
+        target = folder / table
+        source = f"{_quote(catalog)}.main.{_quote(table)}"
+        if "run_id" in names:
+            if not con.execute(f"SELECT EXISTS (SELECT 1 FROM {source})").fetchone()[0]:
+                continue  # no files: the view layer shows the empty table
+            con.execute(
+                f"COPY (SELECT * REPLACE (run_id + {int(run_offset)} AS run_id) FROM {source}) TO {_literal(str(target))} "
+                "(FORMAT parquet, PARTITION_BY (run_id), APPEND, COMPRESSION zstd)"
+            )
+        elif not target.exists():
+            target.mkdir()
+            con.execute(f"COPY {source} TO {_literal(str(target / 'data.parquet'))} (FORMAT parquet)")
+
+
+def write_dataset(database: Path, output: Path, *, overwrite: bool = False) -> None:
+    """Write the xsp-trace database at `database` as a Parquet dataset folder `output`, atomically."""
+    output = Path(output)
+    if output.exists() and not overwrite:
+        raise InputError(output, "already exists", "pass --overwrite to replace it, or choose another output folder")
+    if not output.parent.is_dir():
+        raise InputError(output, "its folder does not exist", "create the folder or choose another output path")
+    tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    try:
+        con = connect(database, read_only=True)
+        try:
+            catalog = con.execute("SELECT current_database()").fetchone()[0]
+            copy_tables_to_parquet(con, catalog, tmp)
+            tables = sorted(_tables(con, catalog))
+        finally:
+            con.close()
+        (tmp / MARKER).write_text(json.dumps({"format": FORMAT_NAME, "schema_version": SCHEMA_VERSION, "tables": tables}, indent=1))
+        if output.exists():
+            old = output.with_name(f".{output.name}.{os.getpid()}.old")
+            os.replace(output, old)
+            os.replace(tmp, output)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, output)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def open_dataset(folder: Path) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection whose tables are views over the dataset's Parquet files."""
+    folder = Path(folder)
+    try:
+        marker = json.loads((folder / MARKER).read_text())
+    except (OSError, ValueError) as exc:
+        raise InputError(folder, f"is not an xsp-trace Parquet dataset ({MARKER} unreadable)",
+                         "pass a folder written by xsp-trace convert --format parquet") from exc
+    if marker.get("schema_version") != SCHEMA_VERSION:
+        raise InputError(folder, f"has xsp-trace schema version {marker.get('schema_version')}, this xsp-trace reads "
+                         f"version {SCHEMA_VERSION}", "convert the traces again")
+    con = duckdb.connect()
+    create_schema(con)  # the typed, empty tables; those with files become views below
+    schema = _tables(con, "memory")
+    for table in marker.get("tables", []):
+        files = folder / table
+        if table not in schema or not any(files.rglob("*.parquet")):
+            continue
+        hive = "run_id" in dict(schema[table])
+        pattern = str(files / ("**/*.parquet" if hive else "*.parquet"))
+        typed = ", ".join(f"CAST({_quote(c)} AS {t}) AS {_quote(c)}" for c, t in schema[table])
+        con.execute(f"DROP TABLE {_quote(table)}")
+        con.execute(
+            f"CREATE VIEW {_quote(table)} AS SELECT {typed} FROM read_parquet({_literal(pattern)}, "
+            f"hive_partitioning = {str(hive).lower()}, union_by_name = true)"
+        )
+    return con
