@@ -136,7 +136,23 @@ def _minor_faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-class _UserScopeProfiler:
+class _ProfilerContext:
+    """Enter/exit/export shared by the torch profilers below (self.profile is the torch object)."""
+
+    profile = None
+
+    def __enter__(self):
+        self.profile.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self.profile.__exit__(*exc)
+
+    def export(self, path: Path) -> None:
+        self.profile.export_chrome_trace(str(path))
+
+
+class _UserScopeProfiler(_ProfilerContext):
     """torch profiler that records only user annotations (record_function), not every aten op.
 
     torch.profiler with CPU activity records all ops, so a profiler "M" or "ML" run would really
@@ -172,18 +188,8 @@ class _UserScopeProfiler:
 
         self.profile = _Profile(use_kineto=True)
 
-    def __enter__(self):
-        self.profile.__enter__()
-        return self
 
-    def __exit__(self, *exc):
-        return self.profile.__exit__(*exc)
-
-    def export(self, path: Path) -> None:
-        self.profile.export_chrome_trace(str(path))
-
-
-class _FullProfiler:
+class _FullProfiler(_ProfilerContext):
     """torch.profiler with CPU activity (aten ops, shapes) and CUDA activity on a GPU: the G level."""
 
     scope = "all"
@@ -193,16 +199,6 @@ class _FullProfiler:
 
         activities = [tp.ProfilerActivity.CPU] + ([tp.ProfilerActivity.CUDA] if cuda else [])
         self.profile = tp.profile(activities=activities, record_shapes=True)
-
-    def __enter__(self):
-        self.profile.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        return self.profile.__exit__(*exc)
-
-    def export(self, path: Path) -> None:
-        self.profile.export_chrome_trace(str(path))
 
 
 class _CudaProfilerRange:
