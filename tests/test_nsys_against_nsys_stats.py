@@ -7,13 +7,16 @@ summaries (gpukernsum), NVTX push/pop summaries (nvtxppsum) and the NVTX project
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pytest
 
 from conftest import NSYS_EXPORTS, nsys_stats
+from xsp_trace.convert import ConvertOptions, convert_files
 
 QUERIES = Path(__file__).parent.parent / "queries"
 WITH_KERNELS = ["nsys_2022_saxpy_mpi_a100", "nsys_2026_pytorch_2xh100", "nsys_2026_mock_rtx3080"]
@@ -175,3 +178,22 @@ def test_backtrace_rows_are_not_double_counted(converted):
     assert db.execute(
         "SELECT name, category FROM spans WHERE kind = 'api' AND name LIKE 'cudaLaunch%' LIMIT 1"
     ).fetchone() == ("cudaLaunchKernel", "cuda_runtime")
+
+
+def test_versioned_table_names_convert_the_same(converted, tmp_path):
+    """Exports may name a table with a `_V<n>` suffix; the highest version is the one read."""
+    source = NSYS_EXPORTS["nsys_2026_mock_rtx3080"]
+    renamed = tmp_path / "versioned.sqlite"
+    shutil.copyfile(source, renamed)
+    with sqlite3.connect(renamed) as con:
+        con.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME TO CUPTI_ACTIVITY_KIND_KERNEL_V3")
+        # An older version left beside it, empty: must not be read.
+        con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL_V2 AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL_V3 WHERE 0")
+        con.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_RUNTIME RENAME TO CUPTI_ACTIVITY_KIND_RUNTIME_V2")
+    out = tmp_path / "versioned.duckdb"
+    convert_files([renamed], out, ConvertOptions())
+    query = """SELECT s.kind, s.name, s.start_ns, s.end_ns, s.correlation_id, l.api_span_id IS NOT NULL
+               FROM spans s LEFT JOIN launches l ON l.run_id = s.run_id AND l.gpu_span_id = s.span_id ORDER BY ALL"""
+    ours = duckdb.connect(str(out), read_only=True).execute(query).fetchall()
+    assert ours == converted(source).execute(query).fetchall()
+    assert sum(1 for row in ours if row[0] == "kernel") == 2
