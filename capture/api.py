@@ -9,14 +9,13 @@ from typing import Any, Callable, Sequence
 
 from .manifest import (
     LEVELS,
-    MANIFEST_NAME,
     SESSION_NAME,
     absorb_session,
-    list_files,
+    finish_capture,
+    finish_run,
     new_manifest,
     remove_run_dir,
     run_entry,
-    write_json_atomic,
 )
 from .session import LAYER_SYNC_CHOICES, SessionConfig, measure
 
@@ -113,9 +112,5 @@ def capture_model(
             entry["session"] = str((folder / SESSION_NAME).relative_to(out))
             entry["trace"] = str((folder / session["trace"]).relative_to(out))
             entry["model_ranges"] = (folder / session["trace"]).read_bytes().count(b'"xsp.model:')
-            entry["status"] = "ok"
-            entry["files"] = list_files(out, entry)
-            write_json_atomic(out / MANIFEST_NAME, manifest)
-    manifest["status"] = "complete"
-    write_json_atomic(out / MANIFEST_NAME, manifest)
-    return manifest
+            finish_run(manifest, out, entry)
+    return finish_capture(manifest, out)

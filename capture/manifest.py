@@ -146,6 +146,19 @@ def list_files(run_dir: Path, entry: dict) -> list[str]:
     return sorted(str(p.relative_to(run_dir)) for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
 
 
+def finish_run(manifest: dict, run_dir: Path, entry: dict) -> None:
+    """Mark one run captured, list its files and save the manifest (what survives a later failure)."""
+    entry["status"] = "ok"
+    entry["files"] = list_files(run_dir, entry)
+    write_json_atomic(Path(run_dir) / MANIFEST_NAME, manifest)
+
+
+def finish_capture(manifest: dict, run_dir: Path) -> dict:
+    manifest["status"] = "complete"
+    write_json_atomic(Path(run_dir) / MANIFEST_NAME, manifest)
+    return manifest
+
+
 def captured_so_far(manifest: dict) -> str:
     done = [r["key"] for r in manifest["runs"] if r["status"] == "ok"]
     return ", ".join(done) if done else "nothing"

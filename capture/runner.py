@@ -29,6 +29,8 @@ from .manifest import (
     SESSION_NAME,
     absorb_session,
     captured_so_far,
+    finish_capture,
+    finish_run,
     is_run_dir,
     list_files,
     new_manifest,
@@ -259,9 +261,5 @@ def capture_levels(request: CaptureRequest, progress: Callable[[str], None] | No
             elif tool == "nsys":
                 fix = "the NVTX ranges did not reach nsys: check NVTX_INJECTION64_PATH in the script's environment"
             raise _fail(manifest, out, entry, "empty", f"the trace of run {entry['key']} holds no model range", fix)
-        entry["status"] = "ok"
-        entry["files"] = list_files(out, entry)
-        write_json_atomic(out / MANIFEST_NAME, manifest)
-    manifest["status"] = "complete"
-    write_json_atomic(out / MANIFEST_NAME, manifest)
-    return manifest
+        finish_run(manifest, out, entry)
+    return finish_capture(manifest, out)

@@ -6,7 +6,6 @@ this module picks the source by looking at the file and runs the correlation aft
 
 from __future__ import annotations
 
-import gzip
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -116,13 +115,3 @@ def convert_files(
         for path in inputs:
             run_ids.extend(convert_into(con, Path(path), options, progress))
     return run_ids
-
-
-def is_gzip(path: Path) -> bool:
-    with open(path, "rb") as f:
-        return f.read(2) == GZIP_MAGIC
-
-
-def open_text(path: Path):
-    """Binary file object of a trace, decompressing gzip transparently."""
-    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")

@@ -25,6 +25,7 @@ import ijson
 
 from ..errors import InputError
 from ..formats import kineto_fields as kf
+from . import GZIP_MAGIC
 
 CHUNK_BYTES = 64 << 10  # ijson's own default buffer; larger ones were slower
 BATCH_EVENTS = 1_000  # small batches stay in cache; 10k-event batches parsed 1.5x slower
@@ -72,7 +73,7 @@ class _Source:
         self.path = path
         self.raw = open(path, "rb")
         self.size = max(path.stat().st_size, 1)
-        is_gzip = self.raw.read(2) == b"\x1f\x8b"
+        is_gzip = self.raw.read(len(GZIP_MAGIC)) == GZIP_MAGIC
         self.raw.seek(0)
         self.stream = gzip.GzipFile(fileobj=self.raw, mode="rb") if is_gzip else self.raw
         self.bytes_read = 0

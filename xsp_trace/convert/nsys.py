@@ -23,7 +23,7 @@ from ..errors import InputError
 from ..formats import nsys_export as fmt
 from ..naming import install_sql_macros
 from ..resources import query_text
-from . import ConvertOptions, Progress, register_run
+from . import NSYS_REPORT_MAGIC, ConvertOptions, Progress, register_run
 from .nsys_report import exported_sqlite
 
 BATCH_ROWS = 65_536
@@ -149,7 +149,8 @@ def _schema(*names: str, strings: tuple[str, ...] = ()) -> pa.Schema:
 
 def convert_nsys(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, options: ConvertOptions, progress: Progress) -> None:
     path = Path(path)
-    is_report = path.suffix in (".nsys-rep", ".qdrep") or path.read_bytes()[:28].startswith(b"NVIDIA Tegra Profiler Report")
+    with open(path, "rb") as f:
+        is_report = f.read(len(NSYS_REPORT_MAGIC)) == NSYS_REPORT_MAGIC
     exporting = exported_sqlite(path, options.nsys) if is_report else nullcontext(path)
     with exporting as sqlite_path:
         if is_report:
