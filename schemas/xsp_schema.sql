@@ -1,4 +1,4 @@
--- xsp-trace unified schema, version 1.
+-- xsp-trace unified schema, version 2 (version 1 had no steps and attribution tables).
 --
 -- One database holds any number of converted traces ("runs") from Nsight Systems exports and
 -- PyTorch profiler (Kineto) traces. Every interval event of every level of the stack -- model,
@@ -230,6 +230,42 @@ COMMENT ON COLUMN span_ancestors.run_id IS 'Run of both spans.';
 COMMENT ON COLUMN span_ancestors.span_id IS 'The descendant span.';
 COMMENT ON COLUMN span_ancestors.ancestor_id IS 'One of its ancestors.';
 COMMENT ON COLUMN span_ancestors.distance IS 'depth(span) - depth(ancestor); 1 for the parent.';
+
+CREATE TABLE IF NOT EXISTS steps (
+    run_id INTEGER NOT NULL,
+    step_span_id BIGINT NOT NULL,
+    iteration INTEGER,
+    pid BIGINT,
+    tid BIGINT,
+    start_ns BIGINT NOT NULL,
+    end_ns BIGINT NOT NULL,
+    source VARCHAR NOT NULL
+);
+COMMENT ON TABLE steps IS 'The steps (inferences, training iterations) of a run, one row each: its model ranges, else the outermost CPU ranges that carry an iteration (ProfilerStep#N). Only CPU ranges: a GPU-side copy of a range (Kineto gpu_user_annotation) is a view of its CPU range, never a step of its own.';
+COMMENT ON COLUMN steps.run_id IS 'Run of the step.';
+COMMENT ON COLUMN steps.step_span_id IS 'The CPU range that is the step (spans.span_id).';
+COMMENT ON COLUMN steps.iteration IS 'Its iteration number (N of ProfilerStep#N, or the ordinal of its model range).';
+COMMENT ON COLUMN steps.pid IS 'Process of the step: work of any thread of this process that starts (CPU) or is launched (GPU) inside the window belongs to the step.';
+COMMENT ON COLUMN steps.tid IS 'Thread the step range is on.';
+COMMENT ON COLUMN steps.start_ns IS 'Start of the step window, ns on the run clock.';
+COMMENT ON COLUMN steps.end_ns IS 'End of the step window (exclusive).';
+COMMENT ON COLUMN steps.source IS 'model range (an xsp.model range or NVTX model range) or iteration range (e.g. ProfilerStep#N).';
+
+CREATE TABLE IF NOT EXISTS attribution (
+    run_id INTEGER NOT NULL,
+    span_id BIGINT NOT NULL,
+    step_span_id BIGINT,
+    phase VARCHAR,
+    phase_span_id BIGINT,
+    forward_span_id BIGINT
+);
+COMMENT ON TABLE attribution IS 'What every span (CPU and GPU) is charged to across threads: its step, its training phase, and for autograd backward work the forward op that created it (docs/design.md, Attribution). Layers are found from here at analysis time: the innermost layer range enclosing the span (a GPU span: its launch), else the one enclosing its forward op.';
+COMMENT ON COLUMN attribution.run_id IS 'Run of the span.';
+COMMENT ON COLUMN attribution.span_id IS 'The span.';
+COMMENT ON COLUMN attribution.step_span_id IS 'The step (steps.step_span_id) whose window, in the same process, holds the span''s start (CPU spans) or its launching API call''s start (GPU spans), whatever the thread; NULL outside every step.';
+COMMENT ON COLUMN attribution.phase IS 'forward, backward or optimizer where the trace says so: the innermost enclosing range (for GPU spans: enclosing the launch) that names a phase (xsp_trace/naming.py PHASE_RULES), or an autograd backward op; NULL otherwise.';
+COMMENT ON COLUMN attribution.phase_span_id IS 'The range or op that decided the phase.';
+COMMENT ON COLUMN attribution.forward_span_id IS 'Backward work: the forward op that created its autograd node -- same process, same Sequence number, the latest forward op starting before the backward op (Kineto args Sequence number / Fwd thread id); NULL otherwise.';
 
 CREATE TABLE IF NOT EXISTS span_args (
     run_id INTEGER NOT NULL,

@@ -6,7 +6,9 @@ Converters insert a run's spans with parent_id/depth NULL; `correlate_run` then 
    quadratic per thread).
 2. queries/correlate_launches.sql links GPU spans to their API call by (pid, correlation_id).
 3. queries/correlate_hierarchy.sql makes each GPU span a child of its API call, builds
-   span_ancestors, and assigns iterations.
+   span_ancestors, and assigns iterations along the tree.
+4. queries/correlate_attribution.sql finds the steps and charges every span to its step, phase
+   and (backward work) forward op across threads (docs/design.md, Attribution).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import numpy as np
 import pyarrow as pa
 
 from .database import insert_relation, run_script
-from .naming import KIND_NESTING_RANK
+from .formats import kineto_fields as kf
+from .naming import KIND_NESTING_RANK, install_phase_rules
 from .nesting import nest
 from .resources import query_text
 
@@ -55,5 +58,9 @@ def correlate_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     nest_cpu_spans(con, run_id)
     run_script(con, query_text("correlate_launches"), run_id)
     run_script(con, query_text("correlate_hierarchy"), run_id)
+    install_phase_rules(con)
+    con.execute("SET VARIABLE xsp_arg_sequence_number = ?", [kf.ARG_SEQUENCE_NUMBER])
+    con.execute("SET VARIABLE xsp_arg_fwd_thread_id = ?", [kf.ARG_FWD_THREAD_ID])
+    run_script(con, query_text("correlate_attribution"), run_id)
 
 

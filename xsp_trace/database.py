@@ -15,7 +15,7 @@ from . import __version__
 from .errors import InputError
 from .resources import schema_text
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:

@@ -67,3 +67,31 @@ def install_sql_macros(con) -> None:
 # Order of kinds for identical CPU intervals: the earlier one encloses the later.
 KIND_NESTING_RANK = {"model": 0, "layer": 1, "annotation": 2, "op": 3, "api": 4, "other": 5, "sync": 6}
 GPU_KINDS = ("kernel", "memcpy", "memset", "sync")
+
+
+# Training phases named by ranges the frameworks write. A span's phase is decided by the innermost
+# range (itself included; for GPU work: enclosing its launch) that matches one of these patterns
+# (DuckDB regular expressions, searched in the name), or that is an autograd backward op (Kineto
+# arg "Fwd thread id" > 0, see xsp_trace/formats/kineto_fields.py).
+PHASE_RULES: tuple[tuple[str, str], ...] = (
+    # torch.autograd's engine: "autograd::engine::evaluate_function: AddmmBackward0", the node itself.
+    ("backward", r"^autograd::engine::evaluate_function: "),
+    ("backward", r"^\w*Backward\d*$"),
+    # Lightning/TorchRec-style annotations: "## backward ##", "## forward:pos_w ##".
+    ("backward", r"^## ?backward\b"),
+    ("forward", r"^## ?forward\b"),
+    # torch.optim's record_function ranges: "Optimizer.step#Adagrad.step", "Optimizer.zero_grad#SGD.zero_grad".
+    ("optimizer", r"^Optimizer\.(step|zero_grad)#"),
+    ("optimizer", r"^## ?(optimizer|zero_grad)\b"),
+    # A module's forward as DDP/FSDP and torch's module profiler name it.
+    ("forward", r"^(DistributedDataParallel|FullyShardedDataParallel)\.forward$"),
+    # An xsp-trace capture's model range is one forward pass (inference capture) or encloses the
+    # forward of a training step, whose backward and optimizer ranges are closer to their work.
+    ("forward", "^" + re.escape(MODEL_PREFIX)),
+)
+
+
+def install_phase_rules(con) -> None:
+    """TEMP table _xsp_phase_rules(phase, pattern) holding PHASE_RULES, for queries/correlate_attribution.sql."""
+    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_phase_rules (phase VARCHAR, pattern VARCHAR)")
+    con.executemany("INSERT INTO _xsp_phase_rules VALUES (?, ?)", list(PHASE_RULES))

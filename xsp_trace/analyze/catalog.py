@@ -21,6 +21,7 @@ ANALYSES: tuple[Analysis, ...] = (
     Analysis("level_sources", "analysis_level_sources", "Where each level's numbers come from", "model"),
     Analysis("model_info", "analysis_model_info", "Model information: latency and throughput", "model"),
     Analysis("model_batch_scaling", "analysis_model_batch_scaling", "Latency and throughput vs batch size", "model"),
+    Analysis("step_breakdown", "analysis_step_breakdown", "GPU time per step, by phase (every thread's launches)", "model"),
     Analysis("level_overhead", "analysis_level_overhead", "Profiling overhead of each level", "model"),
     Analysis("layer_info", "analysis_layer_info", "Layer information", "layer"),
     Analysis("layer_type_distribution", "analysis_layer_type_distribution", "Layer type distribution", "layer"),

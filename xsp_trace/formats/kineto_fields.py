@@ -76,6 +76,11 @@ ARG_DEVICE = "device"
 ARG_STREAM = "stream"
 ARG_BYTES = "bytes"
 ARG_MEMCPY_KIND = "kind"  # ROCm memcpy: "HtoD"...
+# Autograd: forward ops record the sequence number of the autograd node they create; the backward
+# op running that node records the same number and the profiler's id (not the OS tid) of the
+# forward thread as "Fwd thread id" (> 0; forward ops write 0 or omit it).
+ARG_SEQUENCE_NUMBER = "Sequence number"
+ARG_FWD_THREAD_ID = "Fwd thread id"
 # Kernel launch configuration -> kernels columns.
 ARG_GRID = "grid"
 ARG_BLOCK = "block"
