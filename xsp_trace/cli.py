@@ -315,6 +315,8 @@ def analyze(
     compare: Optional[str] = typer.Option(None, "--compare", help="BASE,OTHER run ids for compare_runs (default: the two lowest)."),
     limit: int = typer.Option(30, "--limit", help="Rows per printed table (0 = all)."),
     list_analyses: bool = typer.Option(False, "--list", help="List the analyses and exit."),
+    layer_ranges: Optional[str] = typer.Option(None, "--layer-ranges", help="Treat the ranges whose name matches this regular expression as layers (group 1 = name, group 2 = type), or a preset: modules (nn.Module events; convert with --python-functions), hash-ranges (## name ##), fsdp."),
+    layer_depth: Optional[int] = typer.Option(None, "--layer-depth", help="With --layer-ranges: nesting level among the matching ranges (1 = outermost); default the innermost."),
 ) -> None:
     """The XSP analyses, leveled-corrected: model, layer and kernel latency, rooflines, GPU time.
 
@@ -325,6 +327,8 @@ def analyze(
       xsp-trace analyze run/xsp.duckdb --analysis layer_latency --analysis kernel_info
 
       xsp-trace analyze h100.duckdb --peak-flops 67e12 --peak-dram-bw 3.35e12 --report report.html
+
+      xsp-trace analyze qwen.duckdb --layer-ranges modules --layer-depth 2 -a layer_gpu_aggregates
     """
     from .analyze import ANALYSES, BY_NAME, AnalysisOptions, open_session, run_analysis
     from .analyze.output import print_csv, print_json, print_tables, uncorrected_notes
@@ -346,7 +350,8 @@ def analyze(
             if not ids or len(ids) != 2:
                 raise InputError(None, f"--compare {compare!r} needs two run ids", "e.g. --compare 1,2")
             pair = (ids[0], ids[1])
-        options = AnalysisOptions(runs=_run_list(run), peak_flops=peak_flops, peak_dram_bytes_per_s=peak_dram_bw, compare=pair)
+        options = AnalysisOptions(runs=_run_list(run), peak_flops=peak_flops, peak_dram_bytes_per_s=peak_dram_bw, compare=pair,
+                                  layer_ranges=layer_ranges, layer_depth=layer_depth)
         con = open_session(database, options)
         results = [run_analysis(con, n) for n in names]
         if fmt == "csv":

@@ -95,3 +95,22 @@ def install_phase_rules(con) -> None:
     """TEMP table _xsp_phase_rules(phase, pattern) holding PHASE_RULES, for queries/correlate_attribution.sql."""
     con.execute("CREATE OR REPLACE TEMP TABLE _xsp_phase_rules (phase VARCHAR, pattern VARCHAR)")
     con.executemany("INSERT INTO _xsp_phase_rules VALUES (?, ?)", list(PHASE_RULES))
+
+
+# Layer views of traces not captured by xsp-trace capture: ranges they already carry, chosen by
+# a regular expression over span names (`xsp-trace analyze --layer-ranges`). Group 1 of the
+# pattern, if any, is the layer name; group 2, if any, the layer type. Presets by name:
+LAYER_RANGE_PRESETS: dict[str, str] = {
+    # torch.profiler(with_stack=True / with_modules=True) python_function events, kept by
+    # `convert --python-functions`: "nn.Module: Linear_0" (instance name, class name).
+    "modules": r"^nn\.Module: ((\w+?)_\d+)$",
+    # torch.autograd.profiler.emit_nvtx / record_function-named module ranges ("## name ##").
+    "hash-ranges": r"^## ?(.+?) ?##$",
+    # The ranges of DDP/FSDP wrappers and torch.compile'd graphs.
+    "fsdp": r"^(FullyShardedDataParallel\.\w+)$",
+}
+
+
+def layer_range_pattern(text: str) -> str:
+    """The regular expression for --layer-ranges: a preset's, or the text itself."""
+    return LAYER_RANGE_PRESETS.get(text, text)

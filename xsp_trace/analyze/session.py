@@ -7,6 +7,7 @@ shadowing each table with a TEMP view of the selected runs' rows (the SQL files 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import duckdb
 from ..database import connect
 from ..errors import InputError
 from ..formats.device_peaks import lookup_peak
+from ..naming import LAYER_RANGE_PRESETS, layer_range_pattern
 from ..resources import query_text
 from .catalog import BY_NAME, PRELUDE
 
@@ -34,6 +36,8 @@ class AnalysisOptions:
     peak_dram_bytes_per_s: float | None = None
     compare: tuple[int, int] | None = None  # runs for compare_runs
     trim: float | None = None  # trimmed-mean fraction (default 0.2)
+    layer_ranges: str | None = None  # regex (or xsp_trace.naming preset) of ranges to treat as layers
+    layer_depth: int | None = None  # nesting level among those ranges (1 = outermost); None = innermost
 
 
 @dataclass
@@ -83,10 +87,30 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
                         ("xsp_trim", options.trim)):
         if value is not None:
             con.execute(f"SET VARIABLE {name} = {float(value)!r}")
+    if options.layer_ranges is not None:
+        _set_layer_view(con, options.layer_ranges, options.layer_depth)
     if options.compare is not None:
         a, b = options.compare
         con.execute(f"SET VARIABLE xsp_compare_runs = [{int(a)}, {int(b)}]")
     con.execute(query_text(PRELUDE))
+
+
+def _set_layer_view(con: duckdb.DuckDBPyConnection, text: str, depth: int | None) -> None:
+    """Variables that make the prelude read the matching ranges as layers (see _xsp_layer_ranges)."""
+    pattern = layer_range_pattern(text)
+    try:
+        con.execute("SELECT regexp_matches('', ?)", [pattern]).fetchall()
+        groups = re.compile(pattern).groups
+    except (duckdb.Error, re.error) as exc:
+        raise InputError(None, f"--layer-ranges {text!r} is not a valid regular expression ({exc})",
+                         "pass a preset (" + ", ".join(LAYER_RANGE_PRESETS) + ") or an RE2 pattern") from None
+    if depth is not None and depth < 1:
+        raise InputError(None, f"--layer-depth {depth} is below 1", "1 is the outermost matching range")
+    con.execute("SET VARIABLE xsp_layer_pattern = ?", [pattern])
+    con.execute(f"SET VARIABLE xsp_layer_name_group = {1 if groups >= 1 else 0}")
+    con.execute(f"SET VARIABLE xsp_layer_type_group = {2 if groups >= 2 else 0}")
+    if depth is not None:
+        con.execute(f"SET VARIABLE xsp_layer_depth = {int(depth)}")
 
 
 def _fill_device_peaks(con: duckdb.DuckDBPyConnection, catalog: str, options: AnalysisOptions) -> None:
