@@ -27,7 +27,7 @@ MANIFEST_FORMAT = "xsp-capture-run"
 SESSION_FORMAT = "xsp-capture-session"
 FORMAT_VERSION = 1
 
-# Levels of the leveled measurement, outermost first (DESIGN.md "Leveled measurement").
+# Levels of the leveled measurement, outermost first (docs/design.md "Leveled measurement").
 LEVELS = ("M", "ML", "MLG")
 # Metric runs are named "metrics:<group>" (one ncu metric group per run).
 METRICS_LEVEL_PREFIX = "metrics:"

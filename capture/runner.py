@@ -42,7 +42,7 @@ from .manifest import (
 from .session import LAYER_SYNC_CHOICES
 
 # glibc malloc settings that keep short profiled processes from page-faulting on every large
-# allocation (DESIGN.md: +20-31 % noise without them, +5 % with); set unless the user set them.
+# allocation (docs/design.md "Leveled measurement": +20-31 % noise without them, +5 % with); set unless the user set them.
 MALLOC_TUNING = {"MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TRIM_THRESHOLD_": "268435456"}
 RUNNER_TOOLS = ("torch", "nsys")
 NSYS_2022_NVTX = "0.2.11"  # the last nvtx release whose ranges nsys 2022.4 records

@@ -156,7 +156,7 @@ class _UserScopeProfiler(_ProfilerContext):
     """torch profiler that records only user annotations (record_function), not every aten op.
 
     torch.profiler with CPU activity records all ops, so a profiler "M" or "ML" run would really
-    be MLG (DESIGN.md). The Kineto profiler accepts a set of RecordFunction scopes when it is
+    be MLG (docs/design.md, "Leveled measurement"). The Kineto profiler accepts a set of RecordFunction scopes when it is
     enabled; this passes {USER_SCOPE}. Falls back to the full CPU profile when this torch lacks
     the private argument (then `scope` says "all").
     """

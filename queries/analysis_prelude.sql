@@ -14,7 +14,7 @@
 --     SET VARIABLE xsp_peak_dram_bytes_per_s = 1.555e12;
 --     SET VARIABLE xsp_compare_runs = [1, 2];          -- the two runs analysis_compare_runs compares
 --
--- Leveled measurement (DESIGN.md): an experiment is one (model, batch size) captured at several
+-- Leveled measurement (docs/design.md): an experiment is one (model, batch size) captured at several
 -- levels; model latency comes only from its M run, layer latency only from its ML run, kernel
 -- latency only from its MLG run, metrics from metric runs. A plain trace (runs.level NULL) is an
 -- experiment of its own and serves every level, uncorrected (xsp_level_sources says so).
