@@ -1,8 +1,7 @@
 -- correlate_attribution: the steps of one run, and what every span is charged to across threads.
 --
 -- From: `spans`, `launches`, `span_ancestors`, `span_args` of run getvariable('xsp_run_id'), after
--- correlate_hierarchy; the TEMP table _xsp_phase_rules (phase, pattern) from xsp_trace.naming
--- PHASE_RULES; variables xsp_arg_sequence_number and xsp_arg_fwd_thread_id (the Kineto arg
+-- correlate_hierarchy; the TEMP macro xsp_phase_of(name) over xsp_trace.naming PHASE_RULES; variables xsp_arg_sequence_number and xsp_arg_fwd_thread_id (the Kineto arg
 -- names, xsp_trace/formats/kineto_fields.py).
 -- Computes:
 --   * `steps`: model ranges on CPU threads, else the outermost CPU ranges carrying an iteration
@@ -30,31 +29,19 @@ WITH model_ranges AS (
 SELECT getvariable('xsp_run_id'), span_id, iteration, pid, tid, start_ns, end_ns, source
 FROM (SELECT * FROM model_ranges UNION ALL SELECT * FROM iteration_ranges);
 
--- The step of every CPU span: the step it is nested in on its own thread, else the window of
--- its process holding its start (the latest-starting one, should windows overlap).
+-- The step of every CPU span: the window of its process holding its start, the one on its own
+-- thread first (the step it is nested in), else the latest-starting one, should windows overlap.
 CREATE OR REPLACE TEMP TABLE _xsp_span_step AS
 WITH run_steps AS (
     SELECT * FROM steps WHERE run_id = getvariable('xsp_run_id')
-), nested AS (
-    SELECT a.span_id, arg_min(st.step_span_id, a.distance) AS step_span_id
-    FROM span_ancestors AS a
-    JOIN run_steps AS st ON st.step_span_id = a.ancestor_id
-    WHERE a.run_id = getvariable('xsp_run_id')
-    GROUP BY a.span_id
 ), cpu AS (
-    SELECT span_id, pid, start_ns FROM spans
+    SELECT span_id, pid, tid, start_ns FROM spans
     WHERE run_id = getvariable('xsp_run_id') AND tid IS NOT NULL
-), windowed AS (
-    SELECT c.span_id, arg_max(st.step_span_id, st.start_ns) AS step_span_id
-    FROM cpu AS c
-    JOIN run_steps AS st ON st.pid = c.pid AND c.start_ns >= st.start_ns AND c.start_ns < st.end_ns
-    GROUP BY c.span_id
 )
-SELECT c.span_id, coalesce(st.step_span_id, n.step_span_id, w.step_span_id) AS step_span_id
+SELECT c.span_id, arg_max(st.step_span_id, (st.tid = c.tid, st.start_ns)) AS step_span_id
 FROM cpu AS c
-LEFT JOIN run_steps AS st ON st.step_span_id = c.span_id
-LEFT JOIN nested AS n ON n.span_id = c.span_id
-LEFT JOIN windowed AS w ON w.span_id = c.span_id;
+JOIN run_steps AS st ON st.pid = c.pid AND c.start_ns >= st.start_ns AND c.start_ns < st.end_ns
+GROUP BY c.span_id;
 
 -- GPU spans: the step of the API call that launched them.
 INSERT INTO _xsp_span_step
@@ -71,18 +58,16 @@ WHERE spans.run_id = getvariable('xsp_run_id') AND spans.span_id = s.span_id
 
 -- Ranges and ops that name a phase; autograd backward ops by their Fwd thread id arg too.
 CREATE OR REPLACE TEMP TABLE _xsp_phase_marks AS
-SELECT s.span_id, arg_min(r.phase, r.rowid) AS phase
+WITH backward_ops AS (
+    SELECT DISTINCT span_id FROM span_args
+    WHERE run_id = getvariable('xsp_run_id') AND key = getvariable('xsp_arg_fwd_thread_id')
+      AND TRY_CAST(value AS BIGINT) > 0
+)
+SELECT s.span_id, coalesce(xsp_phase_of(s.name), CASE WHEN b.span_id IS NOT NULL THEN 'backward' END) AS phase
 FROM spans AS s
-JOIN _xsp_phase_rules AS r ON regexp_matches(s.name, r.pattern)
+LEFT JOIN backward_ops AS b ON b.span_id = s.span_id
 WHERE s.run_id = getvariable('xsp_run_id') AND s.tid IS NOT NULL
-GROUP BY s.span_id
-UNION ALL
-SELECT a.span_id, 'backward'
-FROM span_args AS a
-JOIN spans AS s ON s.run_id = a.run_id AND s.span_id = a.span_id
-WHERE a.run_id = getvariable('xsp_run_id') AND a.key = getvariable('xsp_arg_fwd_thread_id')
-  AND TRY_CAST(a.value AS BIGINT) > 0
-  AND NOT EXISTS (SELECT 1 FROM _xsp_phase_rules AS r WHERE regexp_matches(s.name, r.pattern));
+  AND (b.span_id IS NOT NULL OR xsp_phase_of(s.name) IS NOT NULL);
 
 -- Every span with itself (distance 0) and its ancestors: GPU spans reach their launch this way.
 CREATE OR REPLACE TEMP VIEW _xsp_self_and_ancestors AS

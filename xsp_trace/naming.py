@@ -92,9 +92,15 @@ PHASE_RULES: tuple[tuple[str, str], ...] = (
 
 
 def install_phase_rules(con) -> None:
-    """TEMP table _xsp_phase_rules(phase, pattern) holding PHASE_RULES, for queries/correlate_attribution.sql."""
-    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_phase_rules (phase VARCHAR, pattern VARCHAR)")
-    con.executemany("INSERT INTO _xsp_phase_rules VALUES (?, ?)", list(PHASE_RULES))
+    """TEMP macro xsp_phase_of(name): the phase the first matching PHASE_RULES pattern names, else
+    NULL (constant patterns, so DuckDB compiles each once), for queries/correlate_attribution.sql."""
+    cases = " ".join(f"WHEN regexp_matches(name, {_sql_text(pattern)}) THEN {_sql_text(phase)}"
+                     for phase, pattern in PHASE_RULES)
+    con.execute(f"CREATE OR REPLACE TEMP MACRO xsp_phase_of(name) AS CASE {cases} END")
+
+
+def _sql_text(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
 
 
 # Layer views of traces not captured by xsp-trace capture: ranges they already carry, chosen by
