@@ -242,3 +242,26 @@ def test_layer_view_from_module_events_charges_kernels_to_the_innermost_module(t
     prepare(deep, AnalysisOptions(layer_ranges="modules", layer_depth=3))
     assert {r["layer_name"] for r in run_analysis(deep, "layer_latency").records()} == level3
     assert any(name.startswith("Qwen2MLP_") for name in level3)
+
+
+def test_layer_view_from_hash_annotations(rank3):
+    """TorchRec-style "## name ##" record_function ranges of the rank-3 trace as layers (outermost)."""
+    con, events = rank3
+    ranges = [e for e in events if e_cat(e) == "user_annotation" and e["name"].startswith("## ")]
+    durations: dict[str, list[int]] = defaultdict(list)
+    for e in ranges:
+        if not any(o is not e and o["tid"] == e["tid"] and _ns(o["ts"]) <= _ns(e["ts"])
+                   and _ns(e["ts"]) + _ns(e["dur"]) <= _ns(o["ts"]) + _ns(o["dur"]) for o in ranges):
+            durations[e["name"].strip("# ")].append(_ns(e["dur"]))
+    import duckdb
+
+    path = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]
+    view = duckdb.connect(path, read_only=True)
+    prepare(view, AnalysisOptions(layer_ranges="hash-ranges", layer_depth=1))
+    rows = {r["layer_name"]: r for r in run_analysis(view, "layer_latency").records()}
+    assert set(rows) == set(durations)
+    for name, values in durations.items():
+        calls = len(values) // 6
+        assert rows[name]["calls_per_inference"] == calls, name
+        if calls == 1:
+            assert rows[name]["latency_ms"] == pytest.approx(_trimmed_mean(values) / 1e6, abs=1e-6), name

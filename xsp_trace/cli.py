@@ -315,7 +315,7 @@ def analyze(
     compare: Optional[str] = typer.Option(None, "--compare", help="BASE,OTHER run ids for compare_runs (default: the two lowest)."),
     limit: int = typer.Option(30, "--limit", help="Rows per printed table (0 = all)."),
     list_analyses: bool = typer.Option(False, "--list", help="List the analyses and exit."),
-    layer_ranges: Optional[str] = typer.Option(None, "--layer-ranges", help="Treat the ranges whose name matches this regular expression as layers (group 1 = name, group 2 = type), or a preset: modules (nn.Module events; convert with --python-functions), hash-ranges (## name ##), fsdp."),
+    layer_ranges: Optional[str] = typer.Option(None, "--layer-ranges", help="Treat the ranges whose name matches this regular expression as layers (group 1 = name, group 2 = type), or a preset: modules (nn.Module events; convert with --python-functions), hash-ranges (## name ## annotations)."),
     layer_depth: Optional[int] = typer.Option(None, "--layer-depth", help="With --layer-ranges: nesting level among the matching ranges (1 = outermost); default the innermost."),
 ) -> None:
     """The XSP analyses, leveled-corrected: model, layer and kernel latency, rooflines, GPU time.

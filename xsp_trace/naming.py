@@ -112,8 +112,6 @@ LAYER_RANGE_PRESETS: dict[str, str] = {
     "modules": r"^nn\.Module: ((\w+?)_\d+)$",
     # torch.autograd.profiler.emit_nvtx / record_function-named module ranges ("## name ##").
     "hash-ranges": r"^## ?(.+?) ?##$",
-    # The ranges of DDP/FSDP wrappers and torch.compile'd graphs.
-    "fsdp": r"^(FullyShardedDataParallel\.\w+)$",
 }
 
 
