@@ -11,8 +11,10 @@ SELECT
     g.layer_name,
     -- Kernel launches per inference.
     g.kernels_per_inference,
-    -- Summed trimmed-mean kernel latency per inference, ms.
+    -- Summed trimmed-mean kernel latency per inference, ms: every kernel charged to the layer, and
+    -- the part that is its backward work (charged through autograd sequence numbers).
     round(g.gpu_ns / 1e6, 6) AS gpu_latency_ms,
+    round(g.backward_gpu_ns / 1e6, 6) AS backward_gpu_latency_ms,
     -- FLOPs, DRAM bytes read and written per inference.
     g.flops,
     g.dram_read_bytes,

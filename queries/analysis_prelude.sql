@@ -198,7 +198,7 @@ WITH with_inferences AS (
 ), k AS (
     SELECT
         k.run_id, k.span_id, k.name, k.device_id, k.stream_id, k.iteration, k.start_ns, k.end_ns,
-        sl.layer_span_id, lc.layer_index, lc.layer_name, lc.layer_call, att.phase,
+        sl.layer_span_id, sl.layer_rule, lc.layer_index, lc.layer_name, lc.layer_call, att.phase,
         coalesce(api.start_ns, k.start_ns) AS launch_ns,
         (k.iteration IS NOT NULL OR k.run_id NOT IN (SELECT run_id FROM with_inferences)) AS in_inference
     FROM spans AS k
@@ -246,6 +246,8 @@ WITH keyed AS (
 ), stats AS (
     SELECT
         experiment, level, corrected, layer_index, layer_name, layer_call, ordinal, name, in_inference,
+        -- 'enclosing': launched inside the layer range; 'autograd': backward work of the layer's forward op.
+        any_value(layer_rule) AS layer_rule,
         mode(device_id) AS device_id,
         count(*) AS samples,
         xsp_trimmed_mean(list(duration_ns)) AS trimmed_mean_ns,
@@ -306,12 +308,16 @@ SELECT
 FROM per_inference
 GROUP BY experiment, layer_index, layer_name, layer_type, level, corrected;
 
--- GPU aggregates per (experiment, layer) from the kernel level: per-inference sums.
+-- GPU aggregates per (experiment, layer) from the kernel level: per-inference sums. gpu_ns counts
+-- every kernel charged to the layer; enclosed_gpu_ns those launched inside its range (what its
+-- range's latency can hold); backward_gpu_ns the backward work charged through autograd.
 CREATE OR REPLACE TEMP VIEW xsp_layer_gpu AS
 SELECT
     experiment, layer_index, layer_name,
     sum(calls_per_inference) AS kernels_per_inference,
     sum(trimmed_mean_ns * calls_per_inference) AS gpu_ns,
+    coalesce(sum(trimmed_mean_ns * calls_per_inference) FILTER (WHERE layer_rule IS DISTINCT FROM 'autograd'), 0) AS enclosed_gpu_ns,
+    coalesce(sum(trimmed_mean_ns * calls_per_inference) FILTER (WHERE layer_rule = 'autograd'), 0) AS backward_gpu_ns,
     sum(flops * calls_per_inference) AS flops,
     sum(dram_read_bytes * calls_per_inference) AS dram_read_bytes,
     sum(dram_write_bytes * calls_per_inference) AS dram_write_bytes,
