@@ -3,7 +3,7 @@
 -- outermost first.
 --
 -- From: perfetto_spans and perfetto_runs (queries/perfetto_select.sql), launches, kernels,
--- memops, span_args.
+-- memops, span_args, attribution.
 -- Flows: one per launches row whose API span and GPU span are both selected; its id is
 -- run_id * 2^40 + gpu_span_id, unique in the trace (span ids stay below 2^40).
 WITH
@@ -57,6 +57,8 @@ SELECT
     s.iteration,
     -- Layer index of layer spans.
     s.layer_index,
+    -- Training phase the span is charged to (forward, backward, optimizer), where the trace says.
+    att.phase,
     -- Source category (NVTX domain, Kineto category, nsys API class).
     s.category,
     -- Kernel grid, "[x, y, z]".
@@ -87,6 +89,7 @@ LEFT JOIN flows AS f ON f.run_id = s.run_id AND f.gpu_span_id = s.span_id
 LEFT JOIN kernels AS k ON k.run_id = s.run_id AND k.span_id = s.span_id
 LEFT JOIN memops AS m ON m.run_id = s.run_id AND m.span_id = s.span_id
 LEFT JOIN args AS a ON a.run_id = s.run_id AND a.span_id = s.span_id
+LEFT JOIN attribution AS att ON att.run_id = s.run_id AND att.span_id = s.span_id
 -- CPU tracks before GPU tracks: at equal timestamps the trace processor keeps packet order, and a
 -- flow must start (API call) before it terminates (GPU work) or it is dropped.
 ORDER BY s.run_id, s.track_class = 'gpu', s.track_class, pid, s.tid, s.device_id, s.stream_id NULLS LAST,

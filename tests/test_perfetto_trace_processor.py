@@ -271,3 +271,17 @@ def test_merged_database_keeps_runs_apart(tmp_path):
         names = [r["name"] for r in tp.query("SELECT name FROM process WHERE upid != 0")]
         assert {n.split(" · ")[0] for n in names} == {"run 1", "run 2"}
         assert any(n.startswith("run 1 · nsys") for n in names) and any(n.startswith("run 2 · kineto") for n in names)
+
+
+def test_phase_of_training_work_is_a_debug_annotation(tmp_path):
+    """A ROCm training step (MI250): the backward ops and kernels carry phase = backward in Perfetto."""
+    _require_kineto_converter()
+    database, trace, _ = _export([DATA / "kineto_rocm_mi250" / "hta_mi250_rocm62_minitoy.json.gz"], tmp_path)
+    con = duckdb.connect(str(database), read_only=True)
+    expected = dict(con.execute("SELECT phase, count(*) FROM attribution WHERE phase IS NOT NULL GROUP BY phase").fetchall())
+    assert expected.get("backward", 0) > 0 and expected.get("optimizer", 0) > 0
+    with WasmTraceProcessor(trace) as tp:
+        got = {r["phase"]: r["n"] for r in tp.query(
+            "SELECT a.string_value AS phase, count(*) AS n FROM slice s JOIN args a USING (arg_set_id) "
+            "WHERE a.key = 'debug.phase' GROUP BY a.string_value")}
+    assert got == expected

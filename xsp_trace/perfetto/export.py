@@ -30,7 +30,7 @@ INT_ANNOTATIONS = (
     "span_id", "correlation_id", "iteration", "layer_index", "registers_per_thread",
     "shared_mem_static_bytes", "shared_mem_dynamic_bytes", "bytes",
 )
-STR_ANNOTATIONS = ("category", "grid", "block", "copy_kind", "src_kind", "dst_kind")
+STR_ANNOTATIONS = ("category", "phase", "grid", "block", "copy_kind", "src_kind", "dst_kind")
 FLOAT_ANNOTATIONS = ("occupancy_estimate",)
 _TRACK_KEY = ("run_id", "track_class", "pid", "tid", "device_id", "stream_id")
 
