@@ -14,6 +14,10 @@
 --   3. API call still without one: a synthetic id -span_id (negative, so never a CUPTI id).
 --   4. GPU span still without one: the k-th GPU span (by start) of an External id takes the id of
 --      the k-th API call (by start) of that External id that no GPU span claims yet.
+--   5. GPU span still without one whose External id is that of a CUDA/HIP graph launch call
+--      (getvariable('kineto_graph_launch_apis')): the id of the latest such call of that External
+--      id started no later than the span. A graph replay runs all its nodes under the launch's
+--      correlation and External id, so rule 4 gives the launch only the first of them.
 -- GPU spans (tid NULL) get the pid of the API call with their correlation id, else the process
 -- owning the most CPU spans (Kineto writes GPU events under a per-device pseudo pid).
 
@@ -62,6 +66,19 @@ FROM (
     )
     SELECT o.span_id, u.correlation_id
     FROM orphans AS o JOIN unclaimed AS u ON u.external_id = o.external_id AND u.k = o.k
+) AS m
+WHERE _kineto_spans.span_id = m.span_id;
+
+UPDATE _kineto_spans SET correlation_id = m.correlation_id
+FROM (
+    SELECT o.span_id, arg_max(a.correlation_id, (a.start_ns, a.span_id)) AS correlation_id
+    FROM _kineto_spans AS o
+    JOIN _kineto_spans AS a
+      ON a.kind = 'api' AND a.external_id = o.external_id AND a.start_ns <= o.start_ns
+     AND list_contains(getvariable('kineto_graph_launch_apis'), a.name)
+    WHERE o.tid IS NULL AND o.kind IN ('kernel', 'memcpy', 'memset', 'sync')
+      AND o.correlation_id IS NULL AND o.external_id IS NOT NULL
+    GROUP BY o.span_id
 ) AS m
 WHERE _kineto_spans.span_id = m.span_id;
 

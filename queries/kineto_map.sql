@@ -158,6 +158,9 @@ FROM (
 WHERE value IS NOT NULL AND json_type(value) <> 'NULL' AND value <> '""'
   AND NOT list_contains(getvariable('kineto_dropped_args'), key)
   AND NOT (on_gpu AND list_contains(getvariable('kineto_typed_args'), key))
+  -- Graph and node ids of 0: the activity was launched outside a graph (Kineto writes them anyway).
+  AND NOT (on_gpu AND list_contains(getvariable('kineto_graph_args'), key)
+           AND coalesce(_kineto_int(value) = getvariable('kineto_not_in_graph'), false))
   AND NOT (NOT on_gpu AND kind = 'api' AND key = getvariable('kineto_arg_correlation'));
 
 INSERT INTO _kineto_flows BY NAME

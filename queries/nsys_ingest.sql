@@ -113,6 +113,21 @@ SELECT getvariable('xsp_run_id'), m.span_id, m.bytes, kind.label, m.fill_value
 FROM _nsys_memset AS m
 LEFT JOIN _nsys_enums AS kind ON kind.enum = 'mem_kind' AND kind.code = m.mem_kind;
 
+-- Graph and graph node ids of GPU activities replayed by a CUDA graph launch (node-level graph
+-- tracing). Their correlation id is the graph launch's, so they link to that call like any launch.
+INSERT INTO span_args (run_id, span_id, key, value)
+SELECT getvariable('xsp_run_id'), g.span_id, g.key, CAST(g.value AS VARCHAR)
+FROM (
+    SELECT span_id, getvariable('nsys_graph_id_arg') AS key, graph_id AS value FROM _nsys_kernel
+    UNION ALL SELECT span_id, getvariable('nsys_graph_node_id_arg'), graph_node_id FROM _nsys_kernel
+    UNION ALL SELECT span_id, getvariable('nsys_graph_id_arg'), graph_id FROM _nsys_memcpy
+    UNION ALL SELECT span_id, getvariable('nsys_graph_node_id_arg'), graph_node_id FROM _nsys_memcpy
+    UNION ALL SELECT span_id, getvariable('nsys_graph_id_arg'), graph_id FROM _nsys_memset
+    UNION ALL SELECT span_id, getvariable('nsys_graph_node_id_arg'), graph_node_id FROM _nsys_memset
+) AS g
+WHERE g.value IS NOT NULL AND g.value <> getvariable('nsys_not_in_graph')
+ORDER BY g.span_id, g.key;
+
 -- Synchronizations (cudaStreamSynchronize, cudaEventSynchronize, ...), on the stream they waited for.
 INSERT INTO spans (run_id, span_id, kind, name, category, start_ns, end_ns, pid, device_id, stream_id, correlation_id)
 SELECT

@@ -256,6 +256,8 @@ class KinetoMapper:
         for key, value in args.items():
             if key in dropped or key in typed:
                 continue
+            if on_gpu and key in kf.GRAPH_ARGS and _as_int(value) == kf.NOT_IN_GRAPH:
+                continue  # Kineto writes graph id 0 on every activity launched outside a graph
             text = _arg_text(value)
             if text is not None:
                 append((run_id, span_id, key, text))
@@ -419,6 +421,7 @@ def convert_kineto(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, opti
             mapper.flush()
         meta = trace.metadata
     progress("linking GPU activities", None)
+    con.execute("SET VARIABLE kineto_graph_launch_apis = ?", [sorted(kf.GRAPH_LAUNCH_API_NAMES)])
     run_script(con, query_text("kineto_link"), run_id)
     con.execute(_STAGING_DROP)
     mapper.insert_processes_and_threads()

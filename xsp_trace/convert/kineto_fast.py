@@ -196,6 +196,8 @@ def _set_variables(con: duckdb.DuckDBPyConnection, run_id: int, include_python: 
         "kineto_no_stream_values": sorted(kf.NO_STREAM_VALUES),
         "kineto_typed_args": sorted(kf.TYPED_ARGS),
         "kineto_dropped_args": sorted(kf.DROPPED_ARGS),
+        "kineto_graph_args": sorted(kf.GRAPH_ARGS),
+        "kineto_not_in_graph": kf.NOT_IN_GRAPH,
         "kineto_memcpy_pattern": kf.MEMCPY_NAME_PATTERN,
     }
     for name, value in values.items():

@@ -238,11 +238,12 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
                 {export.optional(k, 'shortName', 'short_id')}, {export.optional(k, 'mangledName', 'mangled_id')},
                 gridX, gridY, gridZ, blockX, blockY, blockZ,
                 {export.optional(k, 'registersPerThread', 'regs')}, {export.optional(k, 'staticSharedMemory', 'smem_static')},
-                {export.optional(k, 'dynamicSharedMemory', 'smem_dynamic')}, {export.optional(k, 'localMemoryPerThread', 'lmem')}
+                {export.optional(k, 'dynamicSharedMemory', 'smem_dynamic')}, {export.optional(k, 'localMemoryPerThread', 'lmem')},
+                {_graph_columns(export, k)}
             FROM "{t(k)}" """,
         _schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "name_id", "short_id",
                 "mangled_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread",
-                "shared_mem_static_bytes", "shared_mem_dynamic_bytes", "local_mem_per_thread_bytes"),
+                "shared_mem_static_bytes", "shared_mem_dynamic_bytes", "local_mem_per_thread_bytes", *_GRAPH_FIELDS),
         with_span_ids=True, what="kernels",
     )
 
@@ -250,9 +251,11 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
     s.stage(
         "_nsys_memcpy",
         t(m) and f"""SELECT start, "end", deviceId, streamId, correlationId, {_pid('globalPid')}, bytes, copyKind,
-                {export.optional(m, 'srcKind', 'src_kind')}, {export.optional(m, 'dstKind', 'dst_kind')}
+                {export.optional(m, 'srcKind', 'src_kind')}, {export.optional(m, 'dstKind', 'dst_kind')},
+                {_graph_columns(export, m)}
             FROM "{t(m)}" """,
-        _schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "bytes", "copy_kind", "src_kind", "dst_kind"),
+        _schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "bytes", "copy_kind", "src_kind",
+                "dst_kind", *_GRAPH_FIELDS),
         with_span_ids=True, what="memory copies",
     )
 
@@ -260,9 +263,11 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
     s.stage(
         "_nsys_memset",
         t(ms) and f"""SELECT start, "end", deviceId, streamId, correlationId, {_pid('globalPid')}, bytes,
-                {export.optional(ms, 'value', 'fill_value')}, {export.optional(ms, 'memKind', 'mem_kind')}
+                {export.optional(ms, 'value', 'fill_value')}, {export.optional(ms, 'memKind', 'mem_kind')},
+                {_graph_columns(export, ms)}
             FROM "{t(ms)}" """,
-        _schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "bytes", "fill_value", "mem_kind"),
+        _schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "bytes", "fill_value", "mem_kind",
+                *_GRAPH_FIELDS),
         with_span_ids=True, what="memsets",
     )
 
@@ -307,6 +312,15 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
             what="CUDA devices")
 
 
+_GRAPH_FIELDS = ("graph_id", "graph_node_id")
+
+
+def _graph_columns(export: _Export, base: str) -> str:
+    """The graph and graph node ids of GPU activities replayed by a graph launch (columns of newer exports)."""
+    return (f"{export.optional(base, fmt.GRAPH_ID_COLUMN, 'graph_id')}, "
+            f"{export.optional(base, fmt.GRAPH_NODE_ID_COLUMN, 'graph_node_id')}")
+
+
 def _nvtx_max_ts(export: _Export) -> int | None:
     """Where unclosed NVTX ranges end: the last NVTX timestamp, as nsys stats computes it."""
     table = export.table(fmt.NVTX_EVENTS)
@@ -345,6 +359,9 @@ def _set_format_variables(con: duckdb.DuckDBPyConnection) -> None:
         "nsys_api_version_suffix": fmt.API_NAME_VERSION_SUFFIX.pattern,
         "nsys_memcpy_name": fmt.MEMCPY_NAME.replace("{label}", "%s"),
         "nsys_memset_name": fmt.MEMSET_NAME,
+        "nsys_graph_id_arg": fmt.GRAPH_ID_ARG,
+        "nsys_graph_node_id_arg": fmt.GRAPH_NODE_ID_ARG,
+        "nsys_not_in_graph": fmt.NOT_IN_GRAPH,
     }
     for name, value in values.items():
         con.execute(f"SET VARIABLE {name} = ?", [value])

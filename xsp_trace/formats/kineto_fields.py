@@ -59,6 +59,20 @@ GPU_ACTIVITY_KINDS = frozenset({"kernel", "memcpy", "memset", "sync"})
 # Flow events that link a CPU launch ('s') to its GPU activity ('f'); their id is the correlation.
 LAUNCH_FLOW_CATEGORIES = frozenset({"ac2g", "async_gpu", "async_cpu_to_gpu"})
 
+# CUDA graphs. One graph launch call replays every node of the graph: CUPTI gives each replayed
+# kernel/memcpy/memset the correlation id of that call (so many GPU activities share one id and
+# one External id), and Kineto writes a launch flow to each of them (cudaGraphLaunch since
+# 2022-07, hipGraphLaunch since 2026-03). Since 2026-02 (CUDA 12+) Kineto also writes the graph
+# and node ids on every GPU activity, 0 for work launched outside a graph.
+GRAPH_LAUNCH_API_NAMES = frozenset(
+    {"cudaGraphLaunch", "cudaGraphLaunch_ptsz", "cuGraphLaunch", "cuGraphLaunch_ptsz",
+     "hipGraphLaunch", "hipGraphLaunch_spt"}
+)
+ARG_GRAPH_ID = "graph id"
+ARG_GRAPH_NODE_ID = "graph node id"
+GRAPH_ARGS = frozenset({ARG_GRAPH_ID, ARG_GRAPH_NODE_ID})
+NOT_IN_GRAPH = 0  # value of the graph args on GPU work launched outside a graph: not kept
+
 # Instant events that carry memory accounting: become counters, not marks.
 MEMORY_INSTANT_NAME = "[memory]"
 MEMORY_COUNTER_ARGS = ("Total Allocated", "Total Reserved")

@@ -102,6 +102,20 @@ SYNC_TYPE_LABELS = {
     0: "Unknown", 1: "Event sync", 2: "Stream wait sync", 3: "Stream sync", 4: "Context sync",
 }
 
+# CUDA graphs. With `--cuda-graph-trace=node`, every node a graph launch replays is its own
+# kernel/memcpy/memset row carrying the correlationId of the cudaGraphLaunch/cuGraphLaunch call
+# (one id for all nodes of the replay) and, in the activity tables that have the columns, the ids
+# of its graph and graph node (NULL, or 0 in CUPTI, for work launched outside a graph). They are
+# kept in span_args under the keys Kineto writes for the same CUPTI fields.
+GRAPH_ID_COLUMN = "graphId"
+GRAPH_NODE_ID_COLUMN = "graphNodeId"
+GRAPH_ID_ARG = "graph id"
+GRAPH_NODE_ID_ARG = "graph node id"
+NOT_IN_GRAPH = 0
+# With `--cuda-graph-trace=graph` a whole replay is one row of this table instead (no node rows);
+# not converted yet.
+GRAPH_TRACE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
+
 # Display names of GPU memory operations, as nsys's GUI and gputrace report show them.
 MEMCPY_NAME = "[CUDA memcpy {label}]"
 MEMSET_NAME = "[CUDA memset]"
