@@ -22,6 +22,7 @@ DATA = Path(__file__).parent / "data"
 RANK3 = DATA / "kineto_2022_integer_us_rank3" / "hta_a100_rank3_of_8_2022.json.gz"
 H100 = DATA / "kineto_2025_all_options_h100" / "tracelens_h100_qwen1.5_0.5b.json.gz"
 MI250 = DATA / "kineto_rocm_mi250" / "hta_mi250_rocm62_minitoy.json.gz"
+V100_GRAPHS = DATA / "kineto_cuda_graphs_v100_2022" / "hta_v100_cuda_graphs_rank1_2022.json.gz"
 
 RUNTIME_CATEGORIES = {"cuda_runtime", "runtime", "cuda_driver"}
 KERNEL_CATEGORIES = {"kernel"}
@@ -265,3 +266,38 @@ def test_layer_view_from_hash_annotations(rank3):
         assert rows[name]["calls_per_inference"] == calls, name
         if calls == 1:
             assert rows[name]["latency_ms"] == pytest.approx(_trimmed_mean(values) / 1e6, abs=1e-6), name
+
+
+def test_cuda_graph_replays_are_charged_to_the_step_and_phase_of_their_launch(tmp_path_factory):
+    """V100 trace with torch.compile CUDA graphs: 12 cudaGraphLaunch calls, the backward ones on
+    the autograd thread. Every replayed kernel counts in the step whose window holds its launch."""
+    events = _events(V100_GRAPHS)
+    steps = _cpu_steps(events)
+    expected: dict[int, list[int]] = {n: [0, 0] for *_, n in steps}
+    backward_launch_kernels = 0
+    for kernel, launch in _kernels_with_launch(events):
+        if launch is None or launch["name"] != "cudaGraphLaunch":
+            continue
+        t = _ns(launch["ts"])
+        for pid, tid, start, end, n in steps:
+            if launch["pid"] == pid and start <= t < end:
+                expected[n][0] += 1
+                expected[n][1] += _ns(kernel["dur"])
+                backward_launch_kernels += launch["tid"] != tid
+    assert sum(v[0] for v in expected.values()) > 4000 and backward_launch_kernels > 2000
+    con = _session(V100_GRAPHS, tmp_path_factory)
+    got = {n: [k, ns] for n, k, ns in con.execute(
+        """SELECT st.iteration, count(*), sum(k.end_ns - k.start_ns)
+           FROM spans k JOIN attribution a USING (run_id, span_id)
+           JOIN steps st ON st.run_id = a.run_id AND st.step_span_id = a.step_span_id
+           JOIN launches l ON l.run_id = k.run_id AND l.gpu_span_id = k.span_id
+           JOIN spans api ON api.run_id = l.run_id AND api.span_id = l.api_span_id
+           WHERE k.kind = 'kernel' AND api.name = 'cudaGraphLaunch' GROUP BY ALL""").fetchall()}
+    assert got == {n: v for n, v in expected.items() if v[0]}
+    phases = dict(con.execute(
+        """SELECT api.tid = st.tid, list(DISTINCT a.phase) FROM spans k JOIN attribution a USING (run_id, span_id)
+           JOIN steps st ON st.run_id = a.run_id AND st.step_span_id = a.step_span_id
+           JOIN launches l ON l.run_id = k.run_id AND l.gpu_span_id = k.span_id
+           JOIN spans api ON api.run_id = l.run_id AND api.span_id = l.api_span_id
+           WHERE k.kind = 'kernel' AND api.name = 'cudaGraphLaunch' GROUP BY ALL""").fetchall())
+    assert phases[False] == ["backward"]  # replays launched by the autograd thread
