@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 import zipfile
@@ -39,13 +40,27 @@ def test_several_inputs_are_kept_apart_by_run_id(converted):
     assert runs == [(1, "2.9.1"), (2, "3.24.14")]
     per_run = dict(db.execute("SELECT run_id, count(*) FROM spans WHERE kind = 'kernel' GROUP BY 1").fetchall())
     assert per_run == {1: 5, 2: 2}
-    # Launch links never cross runs.
-    assert db.execute(
-        "SELECT count(*) FROM launches l JOIN spans s ON s.span_id = l.api_span_id AND s.run_id <> l.run_id AND s.run_id = l.run_id"
-    ).fetchone()[0] == 0
-    assert db.execute("SELECT count(*) FROM launches").fetchone()[0] == db.execute(
-        "SELECT count(*) FROM launches l JOIN spans s ON s.run_id = l.run_id AND s.span_id = l.api_span_id"
-    ).fetchone()[0]
+    # Launch links never cross runs: both ends of every link are spans of the link's own run, the
+    # API call on the CPU and the GPU span carrying the same correlation id.
+    links = db.execute("""
+        SELECT count(*), count(api.span_id), count(gpu.span_id),
+               count(*) FILTER (WHERE api.correlation_id = gpu.correlation_id)
+        FROM launches l
+        LEFT JOIN spans api ON api.run_id = l.run_id AND api.span_id = l.api_span_id AND api.kind = 'api'
+        LEFT JOIN spans gpu ON gpu.run_id = l.run_id AND gpu.span_id = l.gpu_span_id AND gpu.device_id IS NOT NULL
+    """).fetchall()
+    assert links == [(launched_in_raw_export(a) + launched_in_raw_export(b),) * 4]  # 20 + 4
+
+
+def launched_in_raw_export(path: Path) -> int:
+    """GPU activity rows of an nsys export whose correlationId matches a CUDA runtime call, read with sqlite3."""
+    con = sqlite3.connect(path)
+    tables = {name for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    gpu = ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+           "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"]
+    return sum(con.execute(f"SELECT count(*) FROM {t} g WHERE g.correlationId IN "
+                           "(SELECT correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME)").fetchone()[0]
+               for t in gpu if t in tables)
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +91,7 @@ def test_installed_wheel_converts_outside_the_checkout(wheel, tmp_path):
         "import xsp_trace, xsp_trace.resources as r;"
         "assert xsp_trace.__file__.startswith(sys.argv[1]), xsp_trace.__file__;"
         "assert str(r.queries_dir()).startswith(sys.argv[1]);"
+        "import xsp_trace.capture.runner as cr; assert cr.__file__.startswith(sys.argv[1]);"
         "from xsp_trace.convert import convert_files, ConvertOptions;"
         "convert_files([sys.argv[2]], sys.argv[3], ConvertOptions());"
         "import duckdb; print(duckdb.connect(sys.argv[3]).execute(\"select count(*) from spans where kind='kernel'\").fetchone()[0])"
@@ -85,3 +101,16 @@ def test_installed_wheel_converts_outside_the_checkout(wheel, tmp_path):
         check=True, capture_output=True, text=True, cwd=tmp_path,
     )
     assert out.stdout.strip() == "2"
+
+
+def test_checkout_folders_reach_the_package_once():
+    """In a checkout the capture side imports as xsp_trace.capture only (one module object per file),
+    and the checkout's tests/ and bench/ are not part of the package."""
+    script = (
+        "import importlib.util, sys, xsp_trace.capture.runner as r;"
+        "assert r.__name__ == 'xsp_trace.capture.runner';"
+        "assert not any(m == 'capture' or m.startswith('capture.') for m in sys.modules), sorted(sys.modules);"
+        "assert importlib.util.find_spec('xsp_trace.tests') is None and importlib.util.find_spec('xsp_trace.bench') is None;"
+        "from xsp_trace.resources import query_text; assert query_text('kineto_map').startswith('--')"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=ROOT.parent)

@@ -1,33 +1,24 @@
-"""Where the SQL that ships with the package lives (inside the wheel, or at the top of a checkout)."""
+"""The SQL that ships inside the package (xsp_trace/queries, xsp_trace/schemas), read via importlib.resources."""
 
 from functools import lru_cache
-from pathlib import Path
-
-_PACKAGE = Path(__file__).resolve().parent
-_CHECKOUT = _PACKAGE.parent
+from importlib.resources import files
+from importlib.resources.abc import Traversable
 
 
-def _folder(name: str) -> Path:
-    for candidate in (_PACKAGE / name, _CHECKOUT / name):
-        if candidate.is_dir():
-            return candidate
-    raise FileNotFoundError(f"xsp-trace is installed without its {name}/ folder")
+def schemas_dir() -> Traversable:
+    return files("xsp_trace") / "schemas"
 
 
-def schemas_dir() -> Path:
-    return _folder("schemas")
-
-
-def queries_dir() -> Path:
-    return _folder("queries")
+def queries_dir() -> Traversable:
+    return files("xsp_trace") / "queries"
 
 
 @lru_cache(maxsize=None)
 def query_text(name: str) -> str:
     """Text of queries/<name>.sql."""
-    return (queries_dir() / f"{name}.sql").read_text()
+    return (queries_dir() / f"{name}.sql").read_text(encoding="utf-8")
 
 
 @lru_cache(maxsize=None)
 def schema_text(name: str = "xsp_schema") -> str:
-    return (schemas_dir() / f"{name}.sql").read_text()
+    return (schemas_dir() / f"{name}.sql").read_text(encoding="utf-8")
