@@ -170,3 +170,39 @@ def test_report_opens_in_headless_chromium_and_shows_its_plots(db, tmp_path):
     assert _count_color(rows, bpp, svg.ROOF_COLOR) > 200
     assert _count_color(rows, bpp, svg.BAR_COLOR) > 500
     assert _count_color(rows, bpp, svg.GPU_COLOR) > 100 and _count_color(rows, bpp, svg.NON_GPU_COLOR) > 100
+
+
+def test_analyze_list_needs_no_database():
+    result = runner.invoke(app, ["analyze", "--list"])
+    assert result.exit_code == 0, result.output
+    assert "model_info" in result.output and "queries/analysis_model_info.sql" in result.output
+    result = runner.invoke(app, ["analyze"])
+    assert result.exit_code == 2 and "no database given" in result.output
+
+
+def test_analyze_limit_applies_to_csv_and_json(db):
+    result = runner.invoke(app, ["analyze", str(db), "-a", "layer_type_distribution", "--format", "csv", "--limit", "1"])
+    assert result.output.splitlines() == ["experiment,layer_type,layers,layers_pct,calls_per_inference", "tiny bs=2,Conv2d,1,50.0,1"]
+    result = runner.invoke(app, ["analyze", str(db), "-a", "layer_type_distribution", "--format", "json", "--limit", "1"])
+    assert [r["layer_type"] for r in json.loads(result.output)["layer_type_distribution"]] == ["Conv2d"]
+    result = runner.invoke(app, ["analyze", str(db), "-a", "layer_type_distribution", "--format", "xml"])
+    assert result.exit_code == 2
+
+
+def test_experiments_sort_by_batch_size_as_a_number(db, tmp_path):
+    """The hand-made experiment copied at batch sizes 16 and 4: model_info lists bs=2, bs=4, bs=16."""
+    import duckdb
+
+    copy = tmp_path / "three.duckdb"
+    shutil.copy(db, copy)
+    con = duckdb.connect(str(copy))
+    tables = [t for (t,) in con.execute(
+        "SELECT DISTINCT table_name FROM duckdb_columns() WHERE column_name = 'run_id' AND NOT internal AND schema_name = 'main'").fetchall()]
+    for offset, batch in ((100, 16), (200, 4)):
+        for table in tables:
+            replace = f"run_id + {offset} AS run_id" + (f", {batch} AS batch_size" if table == "runs" else "")
+            con.execute(f'INSERT INTO "{table}" SELECT * REPLACE ({replace}) FROM "{table}" WHERE run_id < 100')
+    con.close()
+    session = open_session(copy)
+    experiments = [r["experiment"] for r in run_analysis(session, "model_info").records()]
+    assert experiments == ["tiny bs=2", "tiny bs=4", "tiny bs=16"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from enum import Enum
 from pathlib import Path
 from typing import List, Optional
 
@@ -12,6 +13,14 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 
 from . import __version__
 from .errors import InputError
+
+class OutputFormat(str, Enum):
+    """How `analyze` prints its tables."""
+
+    table = "table"
+    csv = "csv"
+    json = "json"
+
 
 app = typer.Typer(
     name="xsp-trace",
@@ -305,15 +314,15 @@ def _run_list(values: Optional[List[str]]) -> Optional[List[int]]:
 
 @app.command()
 def analyze(
-    database: Path = typer.Argument(..., help="An xsp-trace DuckDB database (from convert)."),
+    database: Optional[Path] = typer.Argument(None, help="An xsp-trace DuckDB database (from convert); not needed with --list."),
     run: Optional[List[str]] = typer.Option(None, "--run", help="Only these run ids (repeat or comma-separate)."),
     analysis: Optional[List[str]] = typer.Option(None, "--analysis", "-a", help="Only these analyses (repeat); default all. --list shows them."),
-    fmt: str = typer.Option("table", "--format", help="table, csv or json."),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help="How to print the tables."),
     report: Optional[Path] = typer.Option(None, "--report", help="Also write a self-contained HTML report with plots."),
     peak_flops: Optional[float] = typer.Option(None, "--peak-flops", help="Peak FLOP/s of the GPU for rooflines (overrides the built-in table)."),
     peak_dram_bw: Optional[float] = typer.Option(None, "--peak-dram-bw", help="Peak DRAM bytes/s of the GPU (overrides the built-in table)."),
     compare: Optional[str] = typer.Option(None, "--compare", help="BASE,OTHER run ids for compare_runs (default: the two lowest)."),
-    limit: int = typer.Option(30, "--limit", help="Rows per printed table (0 = all)."),
+    limit: int = typer.Option(30, "--limit", help="Rows per table in every format (0 = all)."),
     list_analyses: bool = typer.Option(False, "--list", help="List the analyses and exit."),
     layer_ranges: Optional[str] = typer.Option(None, "--layer-ranges", help="Treat the ranges whose name matches this regular expression as layers (group 1 = name, group 2 = type), or a preset: modules (nn.Module events; convert with --python-functions), hash-ranges (## name ## annotations)."),
     layer_depth: Optional[int] = typer.Option(None, "--layer-depth", help="With --layer-ranges: nesting level among the matching ranges (1 = outermost); default the innermost."),
@@ -338,12 +347,12 @@ def analyze(
             typer.echo(f"{a.name:26} {a.title}  (queries/{a.query}.sql)")
         return
     try:
+        if database is None:
+            raise InputError(None, "no database given", "xsp-trace analyze RUN.duckdb (or --list to see the analyses)")
         names = list(analysis) if analysis else [a.name for a in ANALYSES]
         unknown = [n for n in names if n not in BY_NAME]
         if unknown:
             raise InputError(None, f"unknown analysis {', '.join(unknown)}", "see xsp-trace analyze --list")
-        if fmt not in ("table", "csv", "json"):
-            raise InputError(None, f"--format {fmt!r} is not one of table, csv, json", "pick one of those")
         pair = None
         if compare:
             ids = _run_list([compare])
@@ -354,10 +363,10 @@ def analyze(
                                   layer_ranges=layer_ranges, layer_depth=layer_depth)
         con = open_session(database, options)
         results = [run_analysis(con, n) for n in names]
-        if fmt == "csv":
-            print_csv(results)
-        elif fmt == "json":
-            print_json(results)
+        if fmt is OutputFormat.csv:
+            print_csv(results, limit)
+        elif fmt is OutputFormat.json:
+            print_json(results, limit)
         else:
             print_tables(results, limit, uncorrected_notes(run_analysis(con, "level_sources")))
         if report is not None:

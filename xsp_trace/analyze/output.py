@@ -41,7 +41,7 @@ def print_tables(results: list[Result], limit: int, notes: list[str]) -> None:
         console.print(note, markup=False, highlight=False)
 
 
-def print_csv(results: list[Result]) -> None:
+def print_csv(results: list[Result], limit: int = 0) -> None:
     writer = csv.writer(sys.stdout)
     for i, result in enumerate(results):
         if len(results) > 1:
@@ -49,11 +49,12 @@ def print_csv(results: list[Result]) -> None:
                 sys.stdout.write("\n")
             sys.stdout.write(f"# {result.name}\n")
         writer.writerow(result.columns)
-        writer.writerows(result.rows)
+        writer.writerows(result.rows[:limit] if limit else result.rows)
 
 
-def print_json(results: list[Result]) -> None:
-    payload = {r.name: [{k: _jsonable(v) for k, v in rec.items()} for rec in r.records()] for r in results}
+def print_json(results: list[Result], limit: int = 0) -> None:
+    payload = {r.name: [{k: _jsonable(v) for k, v in rec.items()} for rec in (r.records()[:limit] if limit else r.records())]
+               for r in results}
     json.dump(payload, sys.stdout, indent=1, default=str)
     sys.stdout.write("\n")
 

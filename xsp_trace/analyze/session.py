@@ -145,4 +145,16 @@ def run_analysis(con: duckdb.DuckDBPyConnection, name: str) -> Result:
     analysis = BY_NAME[name]
     cursor = con.execute(query_text(analysis.query))
     columns = [d[0] for d in cursor.description]
-    return Result(name, analysis.title, columns, cursor.fetchall())
+    rows = cursor.fetchall()
+    if "experiment" in columns:
+        # "m bs=4" before "m bs=16": SQL orders text; a stable sort keeps each query's order within an experiment.
+        at = columns.index("experiment")
+        rows.sort(key=lambda row: natural_key(row[at]))
+    return Result(name, analysis.title, columns, rows)
+
+
+def natural_key(text: object) -> tuple:
+    """Sort key that orders the digit runs of a text as numbers (bs=4 < bs=16); NULL last."""
+    if text is None:
+        return ((2, ""),)
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", str(text)) if part)
