@@ -38,7 +38,7 @@ XSP_KINETO = PRELUDE + """
 from pathlib import Path
 from xsp_trace.convert import ConvertOptions
 from xsp_trace.convert.parallel import convert_files_parallel
-from xsp_trace.database import connect
+from xsp_trace.store import open_store as connect
 from xsp_trace.resources import query_text
 out = Path(sys.argv[2])
 convert_files_parallel([Path(sys.argv[1])], out, ConvertOptions(), overwrite=True)

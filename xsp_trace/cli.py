@@ -279,7 +279,7 @@ def query(
 
       xsp-trace query run.duckdb "select kind, count(*) as n from spans group by kind order by n desc"
     """
-    from .database import connect
+    from .store import open_store
     from .tables import print_result
 
     try:
@@ -288,7 +288,7 @@ def query(
             if not source.exists():
                 raise InputError(source, "does not exist", "pass @PATH of an existing .sql file")
             sql = source.read_text()
-        con = connect(database)
+        con = open_store(database)
         try:
             result = con.execute(sql)
         except Exception as exc:  # duckdb.Error: the user's SQL is wrong

@@ -22,6 +22,7 @@ from .formats import kineto_fields as kf
 from .naming import KIND_NESTING_RANK, install_phase_rules
 from .nesting import nest
 from .resources import query_text
+from .sql import set_variables
 
 _RANK_CASE = "CASE kind " + " ".join(f"WHEN '{k}' THEN {r}" for k, r in KIND_NESTING_RANK.items()) + " ELSE 9 END"
 
@@ -59,8 +60,7 @@ def correlate_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     run_script(con, query_text("correlate_launches"), run_id)
     run_script(con, query_text("correlate_hierarchy"), run_id)
     install_phase_rules(con)
-    con.execute("SET VARIABLE xsp_arg_sequence_number = ?", [kf.ARG_SEQUENCE_NUMBER])
-    con.execute("SET VARIABLE xsp_arg_fwd_thread_id = ?", [kf.ARG_FWD_THREAD_ID])
+    set_variables(con, {"xsp_arg_sequence_number": kf.ARG_SEQUENCE_NUMBER, "xsp_arg_fwd_thread_id": kf.ARG_FWD_THREAD_ID})
     run_script(con, query_text("correlate_attribution"), run_id)
 
 

@@ -85,15 +85,10 @@ def atomic_database(output: Path, *, append: bool = False, overwrite: bool = Fal
 
 
 def connect(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
-    """Open an existing xsp-trace database (or Parquet dataset folder) for queries."""
+    """Open an existing xsp-trace database file (xsp_trace.store.open_store also takes a Parquet dataset)."""
     path = Path(path)
     if path.is_dir():
-        from .dataset import is_dataset, open_dataset
-
-        if is_dataset(path):
-            return open_dataset(path)
-        raise InputError(path, "is a folder, not an xsp-trace database or Parquet dataset",
-                         "pass a .duckdb file or a folder written by xsp-trace convert --format parquet")
+        raise InputError(path, "is a folder, not an xsp-trace database", "pass a .duckdb file written by xsp-trace convert")
     if not path.exists():
         raise InputError(path, "does not exist", "convert a trace first: xsp-trace convert TRACE -o " + path.name)
     try:

@@ -23,17 +23,11 @@ import duckdb
 
 from .database import SCHEMA_VERSION, connect, create_schema
 from .errors import InputError
+from .sql import quote_identifier as _quote
+from .sql import quote_literal as _literal
 
 MARKER = "xsp_dataset.json"
 FORMAT_NAME = "xsp-trace parquet dataset"
-
-
-def _quote(identifier: str) -> str:
-    return '"' + identifier.replace('"', '""') + '"'
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def is_dataset(path: Path) -> bool:

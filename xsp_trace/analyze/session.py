@@ -13,7 +13,9 @@ from pathlib import Path
 
 import duckdb
 
-from ..database import connect
+from ..sql import quote_identifier as _quote
+from ..sql import set_variables
+from ..store import open_store
 from ..errors import InputError
 from ..formats.device_peaks import lookup_peak
 from ..naming import LAYER_RANGE_PRESETS, layer_range_pattern
@@ -51,10 +53,6 @@ class Result:
         return [dict(zip(self.columns, row)) for row in self.rows]
 
 
-def _quote(identifier: str) -> str:
-    return '"' + identifier.replace('"', '""') + '"'
-
-
 def _main_tables(con: duckdb.DuckDBPyConnection, catalog: str) -> dict[str, list[str]]:
     rows = con.execute(
         "SELECT table_name, list(column_name ORDER BY column_index) FROM duckdb_columns() "
@@ -83,15 +81,14 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
         if table not in tables:
             con.execute(f"CREATE OR REPLACE TEMP TABLE {table} ({ddl})")
     _fill_device_peaks(con, catalog, options)
-    for name, value in (("xsp_peak_flops", options.peak_flops), ("xsp_peak_dram_bytes_per_s", options.peak_dram_bytes_per_s),
-                        ("xsp_trim", options.trim)):
-        if value is not None:
-            con.execute(f"SET VARIABLE {name} = {float(value)!r}")
+    numbers = {"xsp_peak_flops": options.peak_flops, "xsp_peak_dram_bytes_per_s": options.peak_dram_bytes_per_s,
+               "xsp_trim": options.trim}
+    set_variables(con, {name: float(value) for name, value in numbers.items() if value is not None})
     if options.layer_ranges is not None:
         _set_layer_view(con, options.layer_ranges, options.layer_depth)
     if options.compare is not None:
         a, b = options.compare
-        con.execute(f"SET VARIABLE xsp_compare_runs = [{int(a)}, {int(b)}]")
+        set_variables(con, {"xsp_compare_runs": [int(a), int(b)]})
     con.execute(query_text(PRELUDE))
 
 
@@ -106,11 +103,10 @@ def _set_layer_view(con: duckdb.DuckDBPyConnection, text: str, depth: int | None
                          "pass a preset (" + ", ".join(LAYER_RANGE_PRESETS) + ") or an RE2 pattern") from None
     if depth is not None and depth < 1:
         raise InputError(None, f"--layer-depth {depth} is below 1", "1 is the outermost matching range")
-    con.execute("SET VARIABLE xsp_layer_pattern = ?", [pattern])
-    con.execute(f"SET VARIABLE xsp_layer_name_group = {1 if groups >= 1 else 0}")
-    con.execute(f"SET VARIABLE xsp_layer_type_group = {2 if groups >= 2 else 0}")
+    set_variables(con, {"xsp_layer_pattern": pattern, "xsp_layer_name_group": 1 if groups >= 1 else 0,
+                        "xsp_layer_type_group": 2 if groups >= 2 else 0})
     if depth is not None:
-        con.execute(f"SET VARIABLE xsp_layer_depth = {int(depth)}")
+        set_variables(con, {"xsp_layer_depth": int(depth)})
 
 
 def _fill_device_peaks(con: duckdb.DuckDBPyConnection, catalog: str, options: AnalysisOptions) -> None:
@@ -134,7 +130,7 @@ def _fill_device_peaks(con: duckdb.DuckDBPyConnection, catalog: str, options: An
 
 def open_session(database: Path, options: AnalysisOptions | None = None) -> duckdb.DuckDBPyConnection:
     """A read-only connection to an xsp-trace database, prepared for the analyses."""
-    con = connect(database, read_only=True)
+    con = open_store(database, read_only=True)
     prepare(con, options or AnalysisOptions(), database)
     return con
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import duckdb
 
-from ..database import connect
+from ..sql import set_variables
+from ..store import open_store
 from ..errors import InputError
 from ..naming import parse_layer_name
 from ..resources import query_text
@@ -92,8 +93,7 @@ def _select(con: duckdb.DuckDBPyConnection, options: PerfettoOptions) -> None:
         "xsp_perfetto_to_ns": options.to_ns,
         "xsp_perfetto_align": options.align_runs,
     }
-    for name, value in variables.items():
-        con.execute(f"SET VARIABLE {name} = ?", [value])
+    set_variables(con, variables)
     con.execute(query_text("perfetto_select"))
 
 
@@ -200,7 +200,7 @@ def export_perfetto(database: Path, output: Path, options: PerfettoOptions | Non
     database, output = Path(database), Path(output)
     if not output.parent.is_dir():
         raise InputError(output, "its folder does not exist", "create the folder or choose another output path")
-    con = connect(database, read_only=True)
+    con = open_store(database, read_only=True)
     tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
     try:
         with tempfile.TemporaryDirectory(prefix="xsp-perfetto-") as spill:

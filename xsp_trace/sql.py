@@ -1,0 +1,25 @@
+"""The one place for SQL text helpers: quoting identifiers and literals, setting DuckDB variables."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import duckdb
+
+
+def quote_identifier(name: str) -> str:
+    """A DuckDB identifier in double quotes (embedded quotes doubled)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_literal(text: str) -> str:
+    """A DuckDB string literal in single quotes (embedded quotes doubled), for statements that take no parameters (COPY, ATTACH)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def set_variables(con: duckdb.DuckDBPyConnection, variables: Mapping[str, Any]) -> None:
+    """SET VARIABLE name = value for each entry (values bound as parameters; names must be identifiers)."""
+    for name, value in variables.items():
+        if not name.isidentifier():
+            raise ValueError(f"not a variable name: {name!r}")
+        con.execute(f"SET VARIABLE {name} = ?", [value])

@@ -1,0 +1,26 @@
+"""Open what `convert` wrote, whichever form it took: a DuckDB database file or a Parquet dataset folder.
+
+Both give a DuckDB connection in which the schema's tables can be queried by their names; the
+analyses, the Perfetto writer and `xsp-trace query` read through this one door.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from .database import connect
+from .dataset import is_dataset, open_dataset
+from .errors import InputError
+
+
+def open_store(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
+    """A connection to the xsp-trace database file or Parquet dataset folder at `path`."""
+    path = Path(path)
+    if path.is_dir():
+        if is_dataset(path):
+            return open_dataset(path)
+        raise InputError(path, "is a folder, not an xsp-trace database or Parquet dataset",
+                         "pass a .duckdb file or a folder written by xsp-trace convert --format parquet")
+    return connect(path, read_only=read_only)
