@@ -14,6 +14,13 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from . import __version__
 from .errors import InputError
 
+class Engine(str, Enum):
+    """Where `convert` runs the per-trace conversions."""
+
+    local = "local"
+    ray = "ray"
+
+
 class OutputFormat(str, Enum):
     """How `analyze` prints its tables."""
 
@@ -101,6 +108,9 @@ def convert(
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress bar."),
     jobs: Optional[int] = typer.Option(None, "-j", "--jobs", help="Inputs converted at once, one process each (default: one per core)."),
     out_format: str = typer.Option("duckdb", "--format", help="duckdb (one database file) or parquet (a folder partitioned by run, for many traces)."),
+    engine: Engine = typer.Option(Engine.local, "--engine", help="local: worker processes on this machine (-j); ray: one Ray Data task per trace, into a Parquet dataset."),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="With --engine ray: the cluster to join (default: $RAY_ADDRESS, else a local Ray)."),
+    run_id_offset: int = typer.Option(0, "--run-id-offset", help="With --engine ray: number the runs from OFFSET+1, in input order (several jobs sharing one dataset)."),
 ) -> None:
     """Convert traces into one DuckDB database (one run per trace), or a Parquet dataset.
 
@@ -114,6 +124,8 @@ def convert(
 
       xsp-trace convert ranks/*.json.gz --format parquet -o ranks_dataset -j 8
 
+      xsp-trace convert ranks/*.json.gz --engine ray -o ranks_dataset --run-id-offset 0
+
     The same queries run over either: xsp-trace query ranks_dataset @queries/kernel_summary.sql
     """
     from .convert import ConvertOptions
@@ -125,12 +137,20 @@ def convert(
         for suffix in (".gz", ".json", ".nsys-rep", ".qdrep", ".sqlite"):
             base = base.removesuffix(suffix)
         output = (first if first.is_dir() else first.parent) / (f"xsp.duckdb" if first.is_dir() else f"{base}.duckdb")
-        if out_format == "parquet":
+        if out_format == "parquet" or engine is Engine.ray:
             output = output.with_suffix("")
     options = ConvertOptions(nsys=nsys, label=label, include_python_functions=python_functions)
     try:
         with _ProgressReporter(enabled=not quiet and sys.stderr.isatty()) as progress:
-            if out_format == "parquet":
+            if engine is Engine.ray:
+                from .convert.ray_engine import convert_with_ray
+
+                if append or out_format != "parquet" and output.suffix == ".duckdb":
+                    raise InputError(output, "--engine ray writes a new Parquet dataset folder",
+                                     "pass -o FOLDER (and --format parquet), without --append")
+                run_ids = convert_with_ray(list(inputs), output, options, address=ray_address,
+                                           run_id_offset=run_id_offset, overwrite=overwrite, progress=progress)
+            elif out_format == "parquet":
                 if append:
                     raise InputError(output, "--append works on DuckDB databases only", "convert into a new Parquet folder")
                 run_ids = convert_to_dataset(list(inputs), output, options, jobs=jobs, overwrite=overwrite, progress=progress)
