@@ -1,0 +1,107 @@
+"""The conventions of the SQL modules (docs/design.md), checked on every file so new ones keep them:
+
+- each file starts with `-- <file stem>: <what it computes>` and says what it reads ("From" or
+  "from"/"reads" in the header comment);
+- every output column of a query users run (the analyses, kernel_summary, nvtx_gpu_projection)
+  has a comment above it; one comment may describe a small group of columns on the lines right
+  below it ("-- Run and GPU."), at most MAX_GROUP;
+- the TEMP views, tables and macros a module creates are public with the module family's prefix
+  (`xsp_`, `kineto_`, `nsys_`, `perfetto_`) or private with a leading underscore.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+QUERIES = Path(__file__).parent.parent / "queries"
+SQL_FILES = sorted(QUERIES.rglob("*.sql"))
+USER_QUERIES = [p for p in SQL_FILES
+                if (p.stem.startswith("analysis_") and p.stem != "analysis_prelude") or p.stem in ("kernel_summary", "nvtx_gpu_projection")]
+PUBLIC_PREFIXES = ("xsp_", "kineto_", "nsys_", "perfetto_")
+MAX_GROUP = 4  # one comment may describe up to this many columns on the lines right below it ("Run and GPU.")
+
+
+def _header(text: str) -> str:
+    lines = []
+    for line in text.splitlines():
+        if not line.startswith("--"):
+            break
+        lines.append(line[2:].strip())
+    return " ".join(lines)
+
+
+@pytest.mark.parametrize("path", SQL_FILES, ids=lambda p: p.stem)
+def test_header_names_the_module_and_its_inputs(path):
+    text = path.read_text()
+    assert text.startswith(f"-- {path.stem}: "), f"{path.name} must start with '-- {path.stem}: <what it computes>'"
+    header = _header(text)
+    assert len(header) > 60, f"{path.name}: the header comment should say what it computes and from what"
+    assert re.search(r"\b(from|reads?|over)\b", header, re.IGNORECASE), f"{path.name}: the header should say what it reads"
+
+
+def _blank(match: re.Match) -> str:
+    return re.sub(r"[^\n]", " ", match.group(0))
+
+
+def _code_only(sql: str) -> str:
+    """The SQL with string literals and comments blanked out, same length (positions kept)."""
+    return re.sub(r"'(?:[^']|'')*'|--[^\n]*", _blank, sql)
+
+
+def _final_select_list(sql: str) -> str:
+    """The select list of the file's last top-level SELECT (the statement users see)."""
+    code = _code_only(sql)
+    depth, last_select, tokens = 0, None, []
+    for m in re.finditer(r"\(|\)|\bSELECT\b|\bFROM\b|;", code, re.IGNORECASE):
+        tok = m.group(0).upper()
+        if tok == "(":
+            depth += 1
+        elif tok == ")":
+            depth -= 1
+        elif depth == 0:
+            tokens.append((tok, m.start(), m.end()))
+    for i, (tok, _, end) in enumerate(tokens):
+        if tok == "SELECT":
+            last_select = i
+    assert last_select is not None
+    start = tokens[last_select][2]
+    stop = next(s for tok, s, _ in tokens[last_select + 1:] if tok == "FROM")
+    return sql[start:stop]
+
+
+def _split_top_level(select_list: str) -> list[str]:
+    """The select list cut at its top-level commas (commas inside comments, strings and calls ignored)."""
+    code = _code_only(select_list)
+    cuts, depth = [], 0
+    for i, ch in enumerate(code):
+        depth += (ch == "(") - (ch == ")")
+        if ch == "," and depth == 0:
+            cuts.append(i)
+    bounds = [-1, *cuts, len(select_list)]
+    return [select_list[a + 1:b] for a, b in zip(bounds, bounds[1:])]
+
+
+@pytest.mark.parametrize("path", USER_QUERIES, ids=lambda p: p.stem)
+def test_every_output_column_has_a_comment(path):
+    uncovered, run = [], None
+    for item in _split_top_level(_final_select_list(path.read_text())):
+        if "--" in item:
+            run = 1  # this column's own comment (or the head of a group it describes)
+        elif run is not None and run < MAX_GROUP and re.match(r"[ \t]*\n[ \t]*\S", item):
+            run += 1  # the next line under the same comment
+        else:
+            uncovered.append(item.strip().splitlines()[-1])
+            run = None
+    assert uncovered == [], f"{path.name}: output columns without a comment above them: {uncovered}"
+
+
+@pytest.mark.parametrize("path", SQL_FILES, ids=lambda p: p.stem)
+def test_created_names_are_prefixed_or_private(path):
+    text = re.sub(r"--.*", "", path.read_text())
+    created = re.findall(r"CREATE\s+(?:OR\s+REPLACE\s+)?TEMP(?:ORARY)?\s+(?:VIEW|TABLE|MACRO)\s+(?:IF\s+NOT\s+EXISTS\s+)?([A-Za-z_][\w]*)",
+                         text, re.IGNORECASE)
+    bad = [name for name in created if not (name.startswith("_") or name.startswith(PUBLIC_PREFIXES))]
+    assert bad == [], f"{path.name}: TEMP names neither public with a module prefix nor private (_): {bad}"
