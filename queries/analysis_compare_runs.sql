@@ -38,6 +38,7 @@ WITH pair AS (
 SELECT
     -- The two runs compared.
     pair.base_run,
+    -- The run compared with the base.
     pair.other_run,
     -- layer or kernel.
     j.item_kind,
@@ -46,9 +47,11 @@ SELECT
     -- Latency per inference in each run, ms (layers: trimmed mean over inferences; kernels: summed
     -- trimmed means of its launches); NULL where the item does not occur.
     round(j.base_ns / 1e6, 6) AS base_ms,
+    -- Latency per inference in the other run, ms (NULL where the item does not occur there).
     round(j.other_ns / 1e6, 6) AS other_ms,
     -- Difference other - base, ms, and ratio other / base.
     round((j.other_ns - j.base_ns) / 1e6, 6) AS delta_ms,
+    -- Ratio other / base (above 1: slower in the other run).
     round(j.other_ns / nullif(j.base_ns, 0), 4) AS ratio
 FROM joined AS j, pair
 ORDER BY j.item_kind DESC, j.sort_key, abs(coalesce(j.other_ns, 0) - coalesce(j.base_ns, 0)) DESC, j.item;

@@ -31,17 +31,21 @@ WITH gpu AS (
 SELECT
     -- Run and GPU (CUDA device ordinal).
     b.run_id,
+    -- GPU (CUDA device ordinal).
     b.device_id,
     -- Window from the first GPU operation's start to the last one's end, ns.
     b.last_ns - b.first_ns AS window_ns,
     -- Busy time: the union of all GPU operations, ns; idle time: the rest of the window, ns.
     b.busy_ns,
+    -- Idle time: the window minus the busy time, ns.
     (b.last_ns - b.first_ns) - b.busy_ns AS idle_ns,
     -- Busy share of the window, percent.
     round(100.0 * b.busy_ns / nullif(b.last_ns - b.first_ns, 0), 2) AS busy_pct,
     -- Summed durations by kind (overlaps counted per operation), ns.
     coalesce(k.kernel_ns, 0) AS kernel_ns,
+    -- Summed memcpy durations, ns.
     coalesce(k.memcpy_ns, 0) AS memcpy_ns,
+    -- Summed memset durations, ns.
     coalesce(k.memset_ns, 0) AS memset_ns,
     -- Number of busy stretches (gaps between them are the idle periods).
     b.busy_intervals

@@ -12,12 +12,15 @@ SELECT
     k.calls_per_inference,
     -- Launches and their total duration over the whole source runs (as nsys stats counts them), ns.
     k.instances,
+    -- Their total duration over the whole source runs, ns.
     k.total_ns,
     -- Trimmed-mean latency per inference (all its launches), ms.
     round(k.latency_ns / 1e6, 6) AS latency_ms,
     -- FLOPs and DRAM bytes read / written per inference (NULL without metric runs).
     k.flops,
+    -- DRAM bytes read per inference (NULL without metric runs).
     k.dram_read_bytes,
+    -- DRAM bytes written per inference (NULL without metric runs).
     k.dram_write_bytes,
     -- Achieved occupancy, 0..1, duration-weighted over its launches.
     round(k.achieved_occupancy, 4) AS achieved_occupancy,

@@ -16,11 +16,15 @@ SELECT
     k.flops / (k.latency_ns / 1e9) AS flops_per_s,
     -- The roof: device, peak FLOP/s, peak DRAM bytes/s, ideal intensity (ridge point).
     r.device_name,
+    -- Peak FLOP/s of the device.
     r.peak_flops,
+    -- Peak DRAM bytes/s of the device.
     r.peak_dram_bytes_per_s,
+    -- Ideal intensity (the ridge point), FLOP/byte: peak FLOP/s / peak DRAM bytes/s.
     r.ideal_intensity,
     -- Attainable FLOP/s at this intensity, and the share of it achieved, percent.
     xsp_attainable_flops(xsp_intensity(k.flops, k.dram_read_bytes, k.dram_write_bytes), r.peak_flops, r.peak_dram_bytes_per_s) AS attainable_flops_per_s,
+    -- Share of the attainable FLOP/s achieved, percent.
     round(100.0 * (k.flops / (k.latency_ns / 1e9))
           / xsp_attainable_flops(xsp_intensity(k.flops, k.dram_read_bytes, k.dram_write_bytes), r.peak_flops, r.peak_dram_bytes_per_s), 2) AS roof_pct,
     -- Memory-bound (left of the ridge point).

@@ -13,13 +13,17 @@ WITH delays AS (
 SELECT
     -- Run and GPU.
     run_id,
+    -- GPU (CUDA device ordinal).
     device_id,
     -- Kernel launches.
     count(*) AS launches,
     -- Queue delay statistics, ns: mean, median, 90th percentile, maximum.
     round(avg(delay_ns), 1) AS mean_ns,
+    -- Median queue delay, ns.
     median(delay_ns) AS median_ns,
+    -- 90th percentile of the queue delay, ns.
     quantile_cont(delay_ns, 0.9) AS p90_ns,
+    -- Longest queue delay, ns.
     max(delay_ns) AS max_ns,
     -- Launches whose kernel started before the launch call returned.
     count(*) FILTER (WHERE delay_ns < 0) AS started_before_return

@@ -10,7 +10,9 @@ SELECT
     t.experiment,
     -- Layer index, name and type.
     t.layer_index,
+    -- Layer name.
     t.layer_name,
+    -- Layer type (module class).
     t.layer_type,
     -- Layer latency per inference, ms (trimmed mean; corrected when from the ML run).
     round(t.trimmed_mean_ns / 1e6, 6) AS layer_latency_ms,

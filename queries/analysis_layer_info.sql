@@ -18,14 +18,17 @@ SELECT
     t.layer_index,
     -- Qualified module name and module type.
     coalesce(t.layer_name, m.name) AS layer_name,
+    -- Module type.
     coalesce(t.layer_type, m.type) AS layer_type,
     -- Shapes of the inputs and output of its first call (JSON), where captured.
     m.input_shapes,
+    -- Shapes of the output of its first call (JSON), where captured.
     m.output_shapes,
     -- Calls per inference.
     t.calls_per_inference,
     -- Trimmed-mean latency per inference (all calls), ms, and whether it is corrected (ML run).
     round(t.trimmed_mean_ns / 1e6, 6) AS latency_ms,
+    -- Whether that latency is corrected (taken from the ML run).
     t.corrected,
     -- Memory of the layer: bytes of its parameters and buffers, where captured.
     m.parameter_bytes + coalesce(m.buffer_bytes, 0) AS memory_bytes

@@ -7,10 +7,13 @@ SELECT
     r.experiment,
     -- Layer index, qualified name and type.
     l.layer_index,
+    -- Qualified module name.
     any_value(l.name) AS layer_name,
+    -- Module type.
     any_value(l.type) AS layer_type,
     -- Bytes of its parameters (weights, biases) and of its buffers (e.g. running statistics).
     any_value(l.parameter_bytes) AS parameter_bytes,
+    -- Bytes of its buffers (e.g. running statistics).
     any_value(l.buffer_bytes) AS buffer_bytes,
     -- Their sum.
     any_value(l.parameter_bytes) + coalesce(any_value(l.buffer_bytes), 0) AS memory_bytes,

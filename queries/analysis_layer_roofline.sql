@@ -7,6 +7,7 @@ SELECT
     g.experiment,
     -- Layer index and name.
     g.layer_index,
+    -- Layer name.
     g.layer_name,
     -- GPU latency per inference, ms.
     round(g.gpu_ns / 1e6, 6) AS gpu_latency_ms,
@@ -16,7 +17,9 @@ SELECT
     g.flops / (g.gpu_ns / 1e9) AS flops_per_s,
     -- The roof: peak FLOP/s, peak DRAM bytes/s, ridge point.
     r.peak_flops,
+    -- Peak DRAM bytes/s of the device.
     r.peak_dram_bytes_per_s,
+    -- Ideal intensity (the ridge point), FLOP/byte.
     r.ideal_intensity,
     -- Memory-bound (left of the ridge point).
     xsp_memory_bound(xsp_intensity(g.flops, g.dram_read_bytes, g.dram_write_bytes), r.ideal_intensity) AS memory_bound

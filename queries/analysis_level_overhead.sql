@@ -16,6 +16,7 @@ SELECT
     previous_level,
     -- Overhead of profiling this level: latency here - latency in the previous level's run, ms and %.
     round(overhead_ns / 1e6, 6) AS overhead_ms,
+    -- The same overhead as a share of the previous level's latency, percent.
     round(overhead_pct, 2) AS overhead_pct
 FROM xsp_level_overhead
 ORDER BY experiment, CASE level WHEN 'none' THEN 0 WHEN 'M' THEN 1 WHEN 'ML' THEN 2 ELSE 3 END;

@@ -13,8 +13,11 @@ SELECT
     g.flops / (g.gpu_ns / 1e9) AS flops_per_s,
     -- The roof: device, peak FLOP/s, peak DRAM bytes/s, ridge point.
     r.device_name,
+    -- Peak FLOP/s of the device.
     r.peak_flops,
+    -- Peak DRAM bytes/s of the device.
     r.peak_dram_bytes_per_s,
+    -- Ideal intensity (the ridge point), FLOP/byte.
     r.ideal_intensity,
     -- Memory-bound (left of the ridge point).
     xsp_memory_bound(xsp_intensity(g.flops, g.dram_read_bytes, g.dram_write_bytes), r.ideal_intensity) AS memory_bound

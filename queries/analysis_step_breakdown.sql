@@ -30,23 +30,30 @@ WITH kernels AS (
 SELECT
     -- Run and the step's iteration number (N of ProfilerStep#N, or the model range's ordinal).
     st.run_id,
+    -- Iteration number (N of ProfilerStep#N, or the model range's ordinal).
     st.iteration,
     -- Name of the step range and whether it is a model range or an iteration range.
     s.name AS step,
+    -- Whether the step is a model range or an iteration range.
     st.source,
     -- Wall time of the step on its CPU thread, ms.
     round((st.end_ns - st.start_ns) / 1e6, 6) AS step_ms,
     -- Kernels launched inside the step window, and how many of them from another thread than the step's.
     coalesce(p.kernels, 0) AS kernels,
+    -- Of those, kernels launched from another thread than the step's (e.g. autograd's).
     coalesce(p.kernels_other_threads, 0) AS kernels_other_threads,
     -- Summed kernel time of those kernels, ms, and its share of the step's wall time, percent
     -- (kernels overlapping on several streams can make it exceed 100).
     round(coalesce(p.gpu_ns, 0) / 1e6, 6) AS gpu_kernel_ms,
+    -- That kernel time as a share of the step's wall time, percent (overlapping streams can exceed 100).
     round(100.0 * coalesce(p.gpu_ns, 0) / nullif(st.end_ns - st.start_ns, 0), 2) AS gpu_pct,
     -- The kernel time by phase, ms: forward, backward, optimizer, and where the trace names no phase.
     round(coalesce(p.forward_ns, 0) / 1e6, 6) AS forward_ms,
+    -- Kernel time of the backward phase, ms.
     round(coalesce(p.backward_ns, 0) / 1e6, 6) AS backward_ms,
+    -- Kernel time of the optimizer phase, ms.
     round(coalesce(p.optimizer_ns, 0) / 1e6, 6) AS optimizer_ms,
+    -- Kernel time where the trace names no phase, ms.
     round(coalesce(p.unphased_ns, 0) / 1e6, 6) AS unphased_ms
 FROM steps AS st
 JOIN spans AS s ON s.run_id = st.run_id AND s.span_id = st.step_span_id

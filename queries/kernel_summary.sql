@@ -16,7 +16,9 @@ SELECT
     round(100.0 * sum(end_ns - start_ns) / sum(sum(end_ns - start_ns)) OVER (PARTITION BY run_id), 1) AS time_pct,
     -- Mean, shortest and longest execution, ns.
     round(avg(end_ns - start_ns), 1) AS avg_ns,
+    -- Shortest instance, ns.
     min(end_ns - start_ns) AS min_ns,
+    -- Longest instance, ns.
     max(end_ns - start_ns) AS max_ns
 FROM spans
 WHERE kind = 'kernel'

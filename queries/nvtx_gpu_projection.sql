@@ -18,14 +18,17 @@ SELECT
     r.category,
     -- Process and thread that opened the range.
     r.pid,
+    -- Thread of the range.
     r.tid,
     -- Nesting depth among CPU spans (0 = outermost).
     r.depth,
     -- The range on the CPU.
     r.start_ns AS cpu_start_ns,
+    -- Duration of the range on the CPU, ns.
     r.end_ns - r.start_ns AS cpu_duration_ns,
     -- First start and last end of the GPU work launched inside the range.
     min(g.start_ns) AS gpu_start_ns,
+    -- GPU duration: from the first GPU operation's start to the last one's end, ns.
     max(g.end_ns) - min(g.start_ns) AS gpu_duration_ns,
     -- Number of GPU operations launched inside the range.
     count(*) AS gpu_ops,

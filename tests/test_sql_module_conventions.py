@@ -21,7 +21,7 @@ SQL_FILES = sorted(QUERIES.rglob("*.sql"))
 USER_QUERIES = [p for p in SQL_FILES
                 if (p.stem.startswith("analysis_") and p.stem != "analysis_prelude") or p.stem in ("kernel_summary", "nvtx_gpu_projection")]
 PUBLIC_PREFIXES = ("xsp_", "kineto_", "nsys_", "perfetto_")
-MAX_GROUP = 4  # one comment may describe up to this many columns on the lines right below it ("Run and GPU.")
+MAX_GROUP = 1  # every output column has its own comment line(s) right above it
 
 
 def _header(text: str) -> str:
