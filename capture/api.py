@@ -17,6 +17,7 @@ from .manifest import (
     remove_run_dir,
     run_entry,
 )
+from xsp_trace.naming import MODEL_PREFIX
 from .session import LAYER_SYNC_CHOICES, SessionConfig, measure
 
 _measured_in_this_process = False
@@ -111,6 +112,6 @@ def capture_model(
             absorb_session(manifest, session)
             entry["session"] = str((folder / SESSION_NAME).relative_to(out))
             entry["trace"] = str((folder / session["trace"]).relative_to(out))
-            entry["model_ranges"] = (folder / session["trace"]).read_bytes().count(b'"xsp.model:')
+            entry["model_ranges"] = (folder / session["trace"]).read_bytes().count(b'"' + MODEL_PREFIX.encode())
             finish_run(manifest, out, entry)
     return finish_capture(manifest, out)

@@ -38,13 +38,9 @@ CREATE OR REPLACE TEMP MACRO xsp_trimmed_mean(l, frac := NULL) AS (
     END
 );
 
--- XSP range names (xsp_trace/naming.py): "xsp.model:<name>", "xsp.layer:<index>:<qualname>:<type>".
-CREATE OR REPLACE TEMP MACRO xsp_model_name(name) AS
-    CASE WHEN starts_with(name, 'xsp.model:') THEN substr(name, 11) END;
-CREATE OR REPLACE TEMP MACRO xsp_layer_qualname(name) AS
-    nullif(regexp_extract(name, '^xsp\.layer:\d+:(.*):[^:]*$', 1), '');
-CREATE OR REPLACE TEMP MACRO xsp_layer_type(name) AS
-    nullif(regexp_extract(name, '^xsp\.layer:\d+:.*:([^:]*)$', 1), '');
+-- XSP range names are parsed by the macros xsp_model_name(name), xsp_layer_qualname(name) and
+-- xsp_layer_type(name), which xsp_trace/naming.py (install_name_macros) creates before this file
+-- runs: the range-name convention lives there only.
 
 -- Every run with its experiment.
 CREATE OR REPLACE TEMP VIEW xsp_runs AS
@@ -213,16 +209,18 @@ SELECT *,
     end_ns - start_ns AS duration_ns
 FROM k;
 
--- Hardware metrics of every kernel span, as xsp-trace derives them at import (xsp.* metric names).
+-- Hardware metrics of every kernel span, as xsp-trace derives them at import (the derived metric
+-- names are variables set from xsp_trace/formats/ncu_metrics.py).
 CREATE OR REPLACE TEMP VIEW _xsp_kernel_metric_values AS
 SELECT
     run_id, span_id,
-    sum(value) FILTER (WHERE metric = 'xsp.flops') AS flops,
-    sum(value) FILTER (WHERE metric = 'xsp.dram_read_bytes') AS dram_read_bytes,
-    sum(value) FILTER (WHERE metric = 'xsp.dram_write_bytes') AS dram_write_bytes,
-    avg(value) FILTER (WHERE metric = 'xsp.achieved_occupancy') AS achieved_occupancy
+    sum(value) FILTER (WHERE metric = getvariable('xsp_metric_flops')) AS flops,
+    sum(value) FILTER (WHERE metric = getvariable('xsp_metric_dram_read_bytes')) AS dram_read_bytes,
+    sum(value) FILTER (WHERE metric = getvariable('xsp_metric_dram_write_bytes')) AS dram_write_bytes,
+    avg(value) FILTER (WHERE metric = getvariable('xsp_metric_achieved_occupancy')) AS achieved_occupancy
 FROM metrics
-WHERE metric LIKE 'xsp.%'
+WHERE metric IN (getvariable('xsp_metric_flops'), getvariable('xsp_metric_dram_read_bytes'),
+                 getvariable('xsp_metric_dram_write_bytes'), getvariable('xsp_metric_achieved_occupancy'))
 GROUP BY run_id, span_id;
 
 -- Metrics per stable kernel key, from whichever run of the experiment they were measured in.

@@ -64,6 +64,25 @@ def install_sql_macros(con) -> None:
     )
 
 
+def install_name_macros(con) -> None:
+    """DuckDB macros that parse the XSP range names for the analyses: xsp_model_name(name) (the model
+    of an "xsp.model:<name>" range, else NULL), xsp_layer_qualname(name) and xsp_layer_type(name)
+    (qualified name and type of an "xsp.layer:<index>:<qualname>:<type>" range, else NULL)."""
+    prefix = _sql_regex_literal(re.escape(LAYER_PREFIX))
+    con.execute(
+        f"""CREATE OR REPLACE TEMP MACRO xsp_model_name(name) AS
+            CASE WHEN starts_with(name, '{MODEL_PREFIX}') THEN substr(name, {len(MODEL_PREFIX) + 1}) END"""
+    )
+    con.execute(f"CREATE OR REPLACE TEMP MACRO xsp_layer_qualname(name) AS "
+                f"nullif(regexp_extract(name, '^{prefix}\\d+:(.*):[^:]*$', 1), '')")
+    con.execute(f"CREATE OR REPLACE TEMP MACRO xsp_layer_type(name) AS "
+                f"nullif(regexp_extract(name, '^{prefix}\\d+:.*:([^:]*)$', 1), '')")
+
+
+def _sql_regex_literal(pattern: str) -> str:
+    return pattern.replace("'", "''")
+
+
 # Order of kinds for identical CPU intervals: the earlier one encloses the later.
 KIND_NESTING_RANK = {"model": 0, "layer": 1, "annotation": 2, "op": 3, "api": 4, "other": 5, "sync": 6}
 GPU_KINDS = ("kernel", "memcpy", "memset", "sync")

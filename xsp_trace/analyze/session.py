@@ -17,8 +17,9 @@ from ..sql import quote_identifier as _quote
 from ..sql import set_variables
 from ..store import open_store
 from ..errors import InputError
+from ..formats import ncu_metrics
 from ..formats.device_peaks import lookup_peak
-from ..naming import LAYER_RANGE_PRESETS, layer_range_pattern
+from ..naming import LAYER_RANGE_PRESETS, install_name_macros, layer_range_pattern
 from ..resources import query_text
 from .catalog import BY_NAME, PRELUDE
 
@@ -89,6 +90,10 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
     if options.compare is not None:
         a, b = options.compare
         set_variables(con, {"xsp_compare_runs": [int(a), int(b)]})
+    install_name_macros(con)
+    set_variables(con, {"xsp_metric_flops": ncu_metrics.FLOPS, "xsp_metric_dram_read_bytes": ncu_metrics.DRAM_READ_BYTES,
+                        "xsp_metric_dram_write_bytes": ncu_metrics.DRAM_WRITE_BYTES,
+                        "xsp_metric_achieved_occupancy": ncu_metrics.ACHIEVED_OCCUPANCY})
     con.execute(query_text(PRELUDE))
 
 
