@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import sys
 from datetime import date, datetime
 from decimal import Decimal
 
-from rich.console import Console
-from rich.table import Table
-
-from ..tables import format_cell as _cell
+from ..tables import print_table, wide_console, write_csv
 from .session import Result
 
 
@@ -24,32 +20,21 @@ def _jsonable(value):
 
 
 def print_tables(results: list[Result], limit: int, notes: list[str]) -> None:
-    console = Console(width=max(Console().width, 160))
+    console = wide_console()
     for result in results:
-        table = Table(title=f"{result.title} [{result.name}]", title_justify="left", show_lines=False)
-        for name in result.columns:
-            table.add_column(name, overflow="fold")
-        shown = result.rows if limit <= 0 else result.rows[:limit]
-        for row in shown:
-            table.add_row(*(_cell(v) for v in row))
-        console.print(table)
-        if not result.rows:
-            console.print("  (no rows: the database holds nothing this analysis reads)")
-        elif len(shown) < len(result.rows):
-            console.print(f"  ({len(result.rows) - len(shown):,} more rows; --limit 0 shows all)")
+        print_table(console, result.columns, result.rows, limit=limit, title=f"{result.title} [{result.name}]",
+                    empty_note="no rows: the database holds nothing this analysis reads")
     for note in notes:
         console.print(note, markup=False, highlight=False)
 
 
 def print_csv(results: list[Result], limit: int = 0) -> None:
-    writer = csv.writer(sys.stdout)
     for i, result in enumerate(results):
         if len(results) > 1:
             if i:
                 sys.stdout.write("\n")
             sys.stdout.write(f"# {result.name}\n")
-        writer.writerow(result.columns)
-        writer.writerows(result.rows[:limit] if limit else result.rows)
+        write_csv(result.columns, result.rows, limit=limit)
 
 
 def print_json(results: list[Result], limit: int = 0) -> None:

@@ -14,7 +14,7 @@ from .. import __version__
 from ..errors import InputError
 from . import svg
 from .catalog import ANALYSES
-from .output import _cell
+from ..tables import format_cell as _cell
 from .session import Result
 
 TABLE_ROWS = 200  # rows per table in the report; the CLI/CSV/JSON give all
