@@ -20,6 +20,12 @@ NSYS_EXPORTS = {
 NEWER_NSYS_REPORT = DATA / "nsys_report_from_newer_nsys" / "cs336_myrun_nsys2026.1.nsys-rep"
 
 
+def nsys_version() -> str:
+    """Version of the installed nsys, e.g. 2022.4.2."""
+    out = subprocess.run([require_nsys(), "--version"], check=True, capture_output=True, text=True).stdout
+    return out.strip().split()[-1].split("-")[0]
+
+
 def require_nsys() -> str:
     nsys = shutil.which("nsys")
     if nsys is None:
@@ -27,16 +33,16 @@ def require_nsys() -> str:
     return nsys
 
 
-def nsys_stats(source: Path, report: str, workdir: Path) -> list[dict]:
-    """Rows of `nsys stats --report REPORT --format csv` on a copy of `source`."""
+def nsys_stats(source: Path, report: str, workdir: Path, fmt: str = "csv") -> list[dict]:
+    """Rows of `nsys stats --report REPORT --format FMT` (csv, or csv:<units>) on a copy of `source`."""
     nsys = require_nsys()
     workdir.mkdir(parents=True, exist_ok=True)
     copy = workdir / source.name
     if not copy.exists():
         shutil.copyfile(source, copy)
-    prefix = workdir / f"ref_{report.replace(':', '_')}"
+    prefix = workdir / f"ref_{report.replace(':', '_')}_{fmt.replace(':', '_').replace('=', '_')}"
     subprocess.run(
-        [nsys, "stats", "--report", report, "--format", "csv", "--force-export", "false", "--output", str(prefix), str(copy)],
+        [nsys, "stats", "--report", report, "--format", fmt, "--force-export", "false", "--output", str(prefix), str(copy)],
         check=True, capture_output=True, text=True,
     )
     out = Path(f"{prefix}_{report.split(':')[0]}.csv")

@@ -14,7 +14,7 @@ class Analysis:
     name: str
     query: str  # queries/<query>.sql
     title: str
-    group: str  # model, layer, kernel, gpu, compare
+    group: str  # model, layer, kernel, gpu, summary, compare
 
 
 ANALYSES: tuple[Analysis, ...] = (
@@ -39,6 +39,12 @@ ANALYSES: tuple[Analysis, ...] = (
     Analysis("gpu_busy_idle", "analysis_gpu_busy_idle", "GPU busy and idle time", "gpu"),
     Analysis("launch_queue_delay", "analysis_launch_queue_delay", "Launch queue delay (kernel start - launch end)", "gpu"),
     Analysis("nvtx_gpu_projection", "nvtx_gpu_projection", "NVTX ranges projected onto the GPU", "gpu"),
+    Analysis("cuda_api_sum", "analysis_cuda_api_sum", "CUDA API summary (nsys stats cuda_api_sum)", "summary"),
+    Analysis("cuda_gpu_kern_sum", "analysis_cuda_gpu_kern_sum", "GPU kernel summary (nsys stats cuda_gpu_kern_sum)", "summary"),
+    Analysis("cuda_gpu_kern_gb_sum", "analysis_cuda_gpu_kern_gb_sum", "GPU kernel summary by grid and block (nsys stats cuda_gpu_kern_gb_sum)", "summary"),
+    Analysis("cuda_gpu_mem_time_sum", "analysis_cuda_gpu_mem_time_sum", "GPU memory operations by time (nsys stats cuda_gpu_mem_time_sum)", "summary"),
+    Analysis("cuda_gpu_mem_size_sum", "analysis_cuda_gpu_mem_size_sum", "GPU memory operations by size (nsys stats cuda_gpu_mem_size_sum)", "summary"),
+    Analysis("nvtx_sum", "analysis_nvtx_sum", "NVTX range summary (nsys stats nvtx_sum)", "summary"),
     Analysis("compare_runs", "analysis_compare_runs", "Comparison of two runs", "compare"),
 )
 

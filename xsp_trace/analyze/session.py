@@ -15,6 +15,7 @@ import duckdb
 
 from ..database import connect
 from ..errors import InputError
+from ..formats import nsys_stats
 from ..formats.device_peaks import lookup_peak
 from ..naming import LAYER_RANGE_PRESETS, layer_range_pattern
 from ..resources import query_text
@@ -83,6 +84,7 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
         if table not in tables:
             con.execute(f"CREATE OR REPLACE TEMP TABLE {table} ({ddl})")
     _fill_device_peaks(con, catalog, options)
+    _load_format_tables(con)
     for name, value in (("xsp_peak_flops", options.peak_flops), ("xsp_peak_dram_bytes_per_s", options.peak_dram_bytes_per_s),
                         ("xsp_trim", options.trim)):
         if value is not None:
@@ -111,6 +113,13 @@ def _set_layer_view(con: duckdb.DuckDBPyConnection, text: str, depth: int | None
     con.execute(f"SET VARIABLE xsp_layer_type_group = {2 if groups >= 2 else 0}")
     if depth is not None:
         con.execute(f"SET VARIABLE xsp_layer_depth = {int(depth)}")
+
+
+def _load_format_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """TEMP tables of external-format facts the analyses join (xsp_trace/formats/)."""
+    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_memop_operations (kind VARCHAR, copy_kind VARCHAR, operation VARCHAR)")
+    rows = [("memcpy", k, v) for k, v in nsys_stats.MEMCPY_OPERATIONS.items()] + [("memset", None, nsys_stats.MEMSET_OPERATION)]
+    con.executemany("INSERT INTO _xsp_memop_operations VALUES (?, ?, ?)", rows)
 
 
 def _fill_device_peaks(con: duckdb.DuckDBPyConnection, catalog: str, options: AnalysisOptions) -> None:
