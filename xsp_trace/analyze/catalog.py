@@ -14,7 +14,7 @@ class Analysis:
     name: str
     query: str  # queries/<query>.sql
     title: str
-    group: str  # model, layer, kernel, gpu, summary, compare
+    group: str  # model, layer, kernel, gpu, comm, summary, compare
 
 
 ANALYSES: tuple[Analysis, ...] = (
@@ -39,6 +39,10 @@ ANALYSES: tuple[Analysis, ...] = (
     Analysis("gpu_busy_idle", "analysis_gpu_busy_idle", "GPU busy and idle time", "gpu"),
     Analysis("launch_queue_delay", "analysis_launch_queue_delay", "Launch queue delay (kernel start - launch end)", "gpu"),
     Analysis("nvtx_gpu_projection", "nvtx_gpu_projection", "NVTX ranges projected onto the GPU", "gpu"),
+    Analysis("comm_compute_split", "analysis_comm_compute_split", "GPU time: computation, communication, memory and their overlaps", "comm"),
+    Analysis("comm_compute_overlap", "analysis_comm_compute_overlap", "Communication overlapped by computation", "comm"),
+    Analysis("nccl_collectives", "analysis_nccl_collectives", "NCCL collectives: count, size, time, algorithm and bus bandwidth", "comm"),
+    Analysis("rank_skew", "analysis_rank_skew", "Ranks side by side: step time, skew, collective wait, straggler", "comm"),
     Analysis("cuda_api_sum", "analysis_cuda_api_sum", "CUDA API summary (nsys stats cuda_api_sum)", "summary"),
     Analysis("cuda_gpu_kern_sum", "analysis_cuda_gpu_kern_sum", "GPU kernel summary (nsys stats cuda_gpu_kern_sum)", "summary"),
     Analysis("cuda_gpu_kern_gb_sum", "analysis_cuda_gpu_kern_gb_sum", "GPU kernel summary by grid and block (nsys stats cuda_gpu_kern_gb_sum)", "summary"),

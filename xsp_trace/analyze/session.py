@@ -15,7 +15,7 @@ import duckdb
 
 from ..database import connect
 from ..errors import InputError
-from ..formats import nsys_stats
+from ..formats import collectives, nsys_stats
 from ..formats.device_peaks import lookup_peak
 from ..naming import LAYER_RANGE_PRESETS, layer_range_pattern
 from ..resources import query_text
@@ -120,6 +120,21 @@ def _load_format_tables(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("CREATE OR REPLACE TEMP TABLE _xsp_memop_operations (kind VARCHAR, copy_kind VARCHAR, operation VARCHAR)")
     rows = [("memcpy", k, v) for k, v in nsys_stats.MEMCPY_OPERATIONS.items()] + [("memset", None, nsys_stats.MEMSET_OPERATION)]
     con.executemany("INSERT INTO _xsp_memop_operations VALUES (?, ?, ?)", rows)
+    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_collective_names (name_key VARCHAR, collective VARCHAR, "
+                "busbw_scale DOUBLE, busbw_offset DOUBLE)")
+    con.executemany("INSERT INTO _xsp_collective_names VALUES (?, ?, ?, ?)",
+                    [(k, c, *collectives.BUSBW_FACTORS[c]) for k, c in collectives.COLLECTIVES.items()])
+    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_dtype_bytes (dtype_key VARCHAR, bytes INTEGER)")
+    con.executemany("INSERT INTO _xsp_dtype_bytes VALUES (?, ?)", list(collectives.DTYPE_BYTES.items()))
+    for name, value in (("xsp_comm_kernel_pattern", collectives.COMM_KERNEL_PATTERN),
+                        ("xsp_not_compute_kernel_pattern", collectives.NOT_COMPUTE_KERNEL_PATTERN),
+                        ("xsp_collective_from_kernel", collectives.COLLECTIVE_FROM_KERNEL),
+                        ("xsp_collective_from_range", collectives.COLLECTIVE_FROM_RANGE),
+                        ("xsp_arg_collective", collectives.ARG_COLLECTIVE), ("xsp_arg_in_nelems", collectives.ARG_IN_NELEMS),
+                        ("xsp_arg_out_nelems", collectives.ARG_OUT_NELEMS), ("xsp_arg_dtype", collectives.ARG_DTYPE),
+                        ("xsp_arg_group_size", collectives.ARG_GROUP_SIZE), ("xsp_arg_input_dims", collectives.ARG_INPUT_DIMS),
+                        ("xsp_arg_input_type", collectives.ARG_INPUT_TYPE)):
+        con.execute(f"SET VARIABLE {name} = ?", [value])
 
 
 def _fill_device_peaks(con: duckdb.DuckDBPyConnection, catalog: str, options: AnalysisOptions) -> None:
