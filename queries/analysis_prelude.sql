@@ -482,3 +482,30 @@ SELECT run_id, device_id, t AS start_ns, next_t AS end_ns, CAST(state AS INTEGER
                                    lambda c, i: (CAST(state AS INTEGER) >> (i - 1)) & 1 = 1), '+') AS classes
 FROM running
 WHERE state > 0 AND next_t > t;
+
+-- ---------------------------------------------------------------------------------------------
+-- Why the GPU is idle: busy stretches, idle gaps, synchronising calls (xsp_trace/formats/cuda_api.py).
+
+-- Every GPU's busy stretches: the union of its kernels, copies and sets over all streams.
+CREATE OR REPLACE TEMP VIEW xsp_gpu_busy_intervals AS
+WITH ordered AS (
+    SELECT run_id, device_id, start_ns, end_ns,
+           max(end_ns) OVER (PARTITION BY run_id, device_id ORDER BY start_ns, end_ns
+                             ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS covered_until
+    FROM xsp_gpu_work
+), islands AS (
+    SELECT *, sum(CASE WHEN covered_until IS NULL OR start_ns > covered_until THEN 1 ELSE 0 END)
+                  OVER (PARTITION BY run_id, device_id ORDER BY start_ns, end_ns ROWS UNBOUNDED PRECEDING) AS island
+    FROM ordered
+)
+SELECT run_id, device_id, min(start_ns) AS start_ns, max(end_ns) AS end_ns
+FROM islands GROUP BY run_id, device_id, island;
+
+-- 'explicit' for calls that wait for the GPU (cudaDeviceSynchronize, cudaStreamSynchronize, ...),
+-- 'implicit' for calls that wait as a side effect (cudaMemcpy, cudaFree, ...), NULL otherwise.
+CREATE OR REPLACE TEMP MACRO xsp_sync_call_kind(kind, name) AS
+    CASE
+        WHEN kind <> 'api' THEN NULL
+        WHEN regexp_matches(name, getvariable('xsp_explicit_sync_api')) THEN 'explicit'
+        WHEN regexp_matches(name, getvariable('xsp_implicit_sync_api')) THEN 'implicit'
+    END;

@@ -15,7 +15,7 @@ import duckdb
 
 from ..database import connect
 from ..errors import InputError
-from ..formats import collectives, nsys_stats
+from ..formats import collectives, cuda_api, nsys_stats
 from ..formats.device_peaks import lookup_peak
 from ..naming import LAYER_RANGE_PRESETS, layer_range_pattern
 from ..resources import query_text
@@ -133,7 +133,9 @@ def _load_format_tables(con: duckdb.DuckDBPyConnection) -> None:
                         ("xsp_arg_collective", collectives.ARG_COLLECTIVE), ("xsp_arg_in_nelems", collectives.ARG_IN_NELEMS),
                         ("xsp_arg_out_nelems", collectives.ARG_OUT_NELEMS), ("xsp_arg_dtype", collectives.ARG_DTYPE),
                         ("xsp_arg_group_size", collectives.ARG_GROUP_SIZE), ("xsp_arg_input_dims", collectives.ARG_INPUT_DIMS),
-                        ("xsp_arg_input_type", collectives.ARG_INPUT_TYPE)):
+                        ("xsp_arg_input_type", collectives.ARG_INPUT_TYPE),
+                        ("xsp_explicit_sync_api", cuda_api.EXPLICIT_SYNC_API), ("xsp_implicit_sync_api", cuda_api.IMPLICIT_SYNC_API),
+                        ("xsp_pageable", cuda_api.PAGEABLE)):
         con.execute(f"SET VARIABLE {name} = ?", [value])
 
 
