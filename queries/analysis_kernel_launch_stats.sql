@@ -27,7 +27,7 @@ SELECT
     max(api_ns) AS api_max_ns, round(coalesce(stddev_samp(api_ns), 0), 1) AS api_stddev_ns,
     -- Queue time (kernel start - call end), ns.
     round(avg(queue_ns), 1) AS queue_avg_ns, round(median(queue_ns), 1) AS queue_med_ns, min(queue_ns) AS queue_min_ns,
-    max(queue_ns) AS queue_max_ns, round(CASE WHEN count(queue_ns) = 1 THEN 0 ELSE stddev_samp(queue_ns) END, 1) AS queue_stddev_ns,
+    max(queue_ns) AS queue_max_ns, round(coalesce(stddev_samp(queue_ns), 0), 1) AS queue_stddev_ns,
     -- Kernel duration on the GPU, ns.
     round(avg(kernel_ns), 1) AS kernel_avg_ns, round(median(kernel_ns), 1) AS kernel_med_ns, min(kernel_ns) AS kernel_min_ns,
     max(kernel_ns) AS kernel_max_ns, round(coalesce(stddev_samp(kernel_ns), 0), 1) AS kernel_stddev_ns,

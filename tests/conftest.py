@@ -52,6 +52,23 @@ def nsys_stats(source: Path, report: str, workdir: Path, fmt: str = "csv") -> li
         return list(csv.DictReader(f))
 
 
+def without_backtrace_rows(source: Path, workdir: Path) -> Path:
+    """A copy of an nsys export without its eventClass 67 (CUDA backtrace) runtime rows: they repeat
+    runtime calls (same correlationId), which nsys's reports count twice and the converter once."""
+    import sqlite3
+
+    from xsp_trace.formats import nsys_export as fmt
+
+    copy = workdir / "no_backtrace" / source.name
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, copy)
+    with sqlite3.connect(copy) as raw:
+        cols = [r[1] for r in raw.execute(f"PRAGMA table_info({fmt.RUNTIME})")]
+        if "eventClass" in cols:
+            raw.execute(f"DELETE FROM {fmt.RUNTIME} WHERE eventClass = ?", [fmt.ApiEventClass.CUDA_BACKTRACE])
+    return copy
+
+
 @pytest.fixture(scope="session")
 def converted(tmp_path_factory):
     """converted(path) -> read-only DuckDB connection to a database converted from `path` (cached per session)."""

@@ -12,12 +12,9 @@ undone on the reference side only:
 
 from __future__ import annotations
 
-import shutil
-import sqlite3
-
 import pytest
 
-from conftest import NSYS_EXPORTS, nsys_stats, nsys_version
+from conftest import NSYS_EXPORTS, nsys_stats, nsys_version, without_backtrace_rows
 from xsp_trace.analyze import open_session, run_analysis
 from xsp_trace.formats import nsys_export as fmt
 from xsp_trace.formats.nsys_stats import GPUSUM_KERNEL_CATEGORY, report_name
@@ -61,20 +58,9 @@ def _ours(con, analysis, key_cols, count_col) -> dict:
     return out
 
 
-def _without_backtrace_rows(case, tmp_path):
-    copy = tmp_path / "no_backtrace" / NSYS_EXPORTS[case].name
-    copy.parent.mkdir()
-    shutil.copyfile(NSYS_EXPORTS[case], copy)
-    with sqlite3.connect(copy) as raw:
-        cols = [r[1] for r in raw.execute(f"PRAGMA table_info({fmt.RUNTIME})")]
-        if "eventClass" in cols:
-            raw.execute(f"DELETE FROM {fmt.RUNTIME} WHERE eventClass = ?", [fmt.ApiEventClass.CUDA_BACKTRACE])
-    return copy
-
-
 @pytest.mark.parametrize("case", CASES)
 def test_cuda_api_sum_equals_nsys(case, sessions, tmp_path):
-    ref = _reference(case, "cuda_api_sum", tmp_path, source=_without_backtrace_rows(case, tmp_path))
+    ref = _reference(case, "cuda_api_sum", tmp_path, source=without_backtrace_rows(NSYS_EXPORTS[case], tmp_path))
     theirs = {}
     for r in ref:
         name = fmt.API_NAME_VERSION_SUFFIX.sub("", r["Name"])
