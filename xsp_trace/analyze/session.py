@@ -39,6 +39,8 @@ class AnalysisOptions:
     trim: float | None = None  # trimmed-mean fraction (default 0.2)
     layer_ranges: str | None = None  # regex (or xsp_trace.naming preset) of ranges to treat as layers
     layer_depth: int | None = None  # nesting level among those ranges (1 = outermost); None = innermost
+    iterations: list[int] | None = None  # only spans and steps of these iterations (step numbers)
+    window_ns: tuple[int, int] | None = None  # only spans starting in [start, end) on the run clock
 
 
 @dataclass
@@ -83,6 +85,8 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
     for table, ddl in _OPTIONAL_TABLES.items():
         if table not in tables:
             con.execute(f"CREATE OR REPLACE TEMP TABLE {table} ({ddl})")
+    if options.iterations or options.window_ns:
+        _narrow_spans(con, catalog, options)
     _fill_device_peaks(con, catalog, options)
     _load_format_tables(con)
     for name, value in (("xsp_peak_flops", options.peak_flops), ("xsp_peak_dram_bytes_per_s", options.peak_dram_bytes_per_s),
@@ -113,6 +117,34 @@ def _set_layer_view(con: duckdb.DuckDBPyConnection, text: str, depth: int | None
     con.execute(f"SET VARIABLE xsp_layer_type_group = {2 if groups >= 2 else 0}")
     if depth is not None:
         con.execute(f"SET VARIABLE xsp_layer_depth = {int(depth)}")
+
+
+def _narrow_spans(con: duckdb.DuckDBPyConnection, catalog: str, options: AnalysisOptions) -> None:
+    """Shadow spans and steps with the rows of the selected iterations / time window.
+
+    A span's iteration is its own (spans.iteration) or its step's (attribution: GPU work launched
+    in the step by any thread of its process); a span is in the window when it starts inside it.
+    """
+    source = {t: ("" if options.runs else f"{_quote(catalog)}.main.") + _quote(t) for t in ("spans", "steps", "attribution")}
+    for t in source:  # the run selection's views, if any, become the sources
+        if options.runs:
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {_quote('_xsp_unfiltered_' + t)} AS SELECT * FROM temp.main.{_quote(t)}")
+            source[t] = _quote("_xsp_unfiltered_" + t)
+    span_where, step_where = [], []
+    if options.iterations:
+        its = ", ".join(str(int(i)) for i in options.iterations)
+        span_where.append(f"coalesce(s.iteration, (SELECT st.iteration FROM {source['attribution']} AS att "
+                          f"JOIN {source['steps']} AS st ON st.run_id = att.run_id AND st.step_span_id = att.step_span_id "
+                          f"WHERE att.run_id = s.run_id AND att.span_id = s.span_id)) IN ({its})")
+        step_where.append(f"iteration IN ({its})")
+    if options.window_ns:
+        lo, hi = (int(v) for v in options.window_ns)
+        span_where.append(f"s.start_ns >= {lo} AND s.start_ns < {hi}")
+        step_where.append(f"start_ns >= {lo} AND start_ns < {hi}")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _xsp_narrow_spans AS SELECT s.* FROM {source['spans']} AS s WHERE {' AND '.join(span_where)}")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _xsp_narrow_steps AS SELECT * FROM {source['steps']} WHERE {' AND '.join(step_where)}")
+    con.execute("CREATE OR REPLACE TEMP VIEW spans AS SELECT * FROM _xsp_narrow_spans")
+    con.execute("CREATE OR REPLACE TEMP VIEW steps AS SELECT * FROM _xsp_narrow_steps")
 
 
 def _load_format_tables(con: duckdb.DuckDBPyConnection) -> None:
