@@ -20,6 +20,12 @@ NSYS_EXPORTS = {
 NEWER_NSYS_REPORT = DATA / "nsys_report_from_newer_nsys" / "cs336_myrun_nsys2026.1.nsys-rep"
 
 
+def nsys_version() -> str:
+    """Version of the installed nsys, e.g. 2022.4.2."""
+    out = subprocess.run([require_nsys(), "--version"], check=True, capture_output=True, text=True).stdout
+    return out.strip().split()[-1].split("-")[0]
+
+
 def require_nsys() -> str:
     nsys = shutil.which("nsys")
     if nsys is None:
@@ -27,16 +33,16 @@ def require_nsys() -> str:
     return nsys
 
 
-def nsys_stats(source: Path, report: str, workdir: Path) -> list[dict]:
-    """Rows of `nsys stats --report REPORT --format csv` on a copy of `source`."""
+def nsys_stats(source: Path, report: str, workdir: Path, fmt: str = "csv") -> list[dict]:
+    """Rows of `nsys stats --report REPORT --format FMT` (csv, or csv:<units>) on a copy of `source`."""
     nsys = require_nsys()
     workdir.mkdir(parents=True, exist_ok=True)
     copy = workdir / source.name
     if not copy.exists():
         shutil.copyfile(source, copy)
-    prefix = workdir / f"ref_{report.replace(':', '_')}"
+    prefix = workdir / f"ref_{report.replace(':', '_')}_{fmt.replace(':', '_').replace('=', '_')}"
     subprocess.run(
-        [nsys, "stats", "--report", report, "--format", "csv", "--force-export", "false", "--output", str(prefix), str(copy)],
+        [nsys, "stats", "--report", report, "--format", fmt, "--force-export", "false", "--output", str(prefix), str(copy)],
         check=True, capture_output=True, text=True,
     )
     out = Path(f"{prefix}_{report.split(':')[0]}.csv")
@@ -44,6 +50,23 @@ def nsys_stats(source: Path, report: str, workdir: Path) -> list[dict]:
         return []
     with open(out, newline="") as f:
         return list(csv.DictReader(f))
+
+
+def without_backtrace_rows(source: Path, workdir: Path) -> Path:
+    """A copy of an nsys export without its eventClass 67 (CUDA backtrace) runtime rows: they repeat
+    runtime calls (same correlationId), which nsys's reports count twice and the converter once."""
+    import sqlite3
+
+    from xsp_trace.formats import nsys_export as fmt
+
+    copy = workdir / "no_backtrace" / source.name
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, copy)
+    with sqlite3.connect(copy) as raw:
+        cols = [r[1] for r in raw.execute(f"PRAGMA table_info({fmt.RUNTIME})")]
+        if "eventClass" in cols:
+            raw.execute(f"DELETE FROM {fmt.RUNTIME} WHERE eventClass = ?", [fmt.ApiEventClass.CUDA_BACKTRACE])
+    return copy
 
 
 @pytest.fixture(scope="session")

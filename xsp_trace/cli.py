@@ -332,6 +332,35 @@ def _run_list(values: Optional[List[str]]) -> Optional[List[int]]:
     return out
 
 
+def _iteration_list(values: Optional[List[str]]) -> Optional[List[int]]:
+    if not values:
+        return None
+    out: List[int] = []
+    for part in ",".join(values).split(","):
+        part = part.strip()
+        try:
+            if "-" in part[1:]:
+                lo, hi = part.split("-", 1) if not part.startswith("-") else part[1:].split("-", 1)
+                out.extend(range(int(lo), int(hi) + 1))
+            elif part:
+                out.append(int(part))
+        except ValueError:
+            raise InputError(None, f"--iteration {part!r} is not an iteration number or range", "e.g. --iteration 3,5-7") from None
+    return out
+
+
+def _window(text: Optional[str]) -> Optional[tuple]:
+    if text is None:
+        return None
+    try:
+        lo, hi = (int(v) for v in text.split(":"))
+    except ValueError:
+        raise InputError(None, f"--window {text!r} is not START:END in ns", "e.g. --window 1000000:2000000") from None
+    if hi <= lo:
+        raise InputError(None, f"--window {text!r} ends before it starts", "END must be above START")
+    return (lo, hi)
+
+
 @app.command()
 def analyze(
     database: Optional[Path] = typer.Argument(None, help="An xsp-trace DuckDB database (from convert); not needed with --list."),
@@ -346,6 +375,8 @@ def analyze(
     list_analyses: bool = typer.Option(False, "--list", help="List the analyses and exit."),
     layer_ranges: Optional[str] = typer.Option(None, "--layer-ranges", help="Treat the ranges whose name matches this regular expression as layers (group 1 = name, group 2 = type), or a preset: modules (nn.Module events; convert with --python-functions), hash-ranges (## name ## annotations)."),
     layer_depth: Optional[int] = typer.Option(None, "--layer-depth", help="With --layer-ranges: nesting level among the matching ranges (1 = outermost); default the innermost."),
+    iteration: Optional[List[str]] = typer.Option(None, "--iteration", help="Only these iterations (step numbers; repeat, comma-separate or A-B)."),
+    window: Optional[str] = typer.Option(None, "--window", help="Only spans starting in START:END (ns on the run clock)."),
 ) -> None:
     """The XSP analyses, leveled-corrected: model, layer and kernel latency, rooflines, GPU time.
 
@@ -358,6 +389,8 @@ def analyze(
       xsp-trace analyze h100.duckdb --peak-flops 67e12 --peak-dram-bw 3.35e12 --report report.html
 
       xsp-trace analyze qwen.duckdb --layer-ranges modules --layer-depth 2 -a layer_gpu_aggregates
+
+      xsp-trace analyze rank0.duckdb --iteration 552 -a step_bound -a gpu_idle_gaps
     """
     from .analyze import ANALYSES, BY_NAME, AnalysisOptions, open_session, run_analysis
     from .analyze.output import print_csv, print_json, print_tables, uncorrected_notes
@@ -380,7 +413,8 @@ def analyze(
                 raise InputError(None, f"--compare {compare!r} needs two run ids", "e.g. --compare 1,2")
             pair = (ids[0], ids[1])
         options = AnalysisOptions(runs=_run_list(run), peak_flops=peak_flops, peak_dram_bytes_per_s=peak_dram_bw, compare=pair,
-                                  layer_ranges=layer_ranges, layer_depth=layer_depth)
+                                  layer_ranges=layer_ranges, layer_depth=layer_depth, iterations=_iteration_list(iteration),
+                                  window_ns=_window(window))
         con = open_session(database, options)
         results = [run_analysis(con, n) for n in names]
         if fmt is OutputFormat.csv:
@@ -397,6 +431,55 @@ def analyze(
             err_console.print(f"wrote {report}", markup=False, highlight=False)
     except InputError as exc:
         fail(exc)
+
+
+def _percent(text: str, what: str) -> float:
+    try:
+        return float(text.strip().rstrip("%"))
+    except ValueError:
+        raise InputError(None, f"{what} {text!r} is not a percentage", "e.g. 5% or 5") from None
+
+
+@app.command()
+def diff(
+    base: Path = typer.Argument(..., help="Baseline xsp-trace database."),
+    new: Path = typer.Argument(..., help="Candidate xsp-trace database."),
+    fail_above: str = typer.Option("5%", "--fail-above", help="Exit 1 when a kernel/op/layer's time per step grew by more than this."),
+    min_share: str = typer.Option("1%", "--min-share", help="Ignore entries below this share of their level's baseline time."),
+    level: Optional[List[str]] = typer.Option(None, "--level", help="kernel, op or layer (repeat); default all three."),
+    limit: int = typer.Option(20, "--limit", help="Rows to print (0 = all); regressions are always printed."),
+) -> None:
+    """Compare two databases per kernel, op and layer (time per step) and fail on regressions (CI gate).
+
+    Exit code 0: no regression; 1: some entry grew by more than --fail-above; 2: bad input.
+
+    Example:
+
+      xsp-trace diff main.duckdb pr.duckdb --fail-above 5% --level kernel
+    """
+    from .analyze.diff import LEVELS, diff_databases
+
+    try:
+        for path in (base, new):
+            if not path.exists():
+                raise InputError(path, "does not exist", "pass two databases written by xsp-trace convert")
+        levels = tuple(level) if level else LEVELS
+        unknown = [lvl for lvl in levels if lvl not in LEVELS]
+        if unknown:
+            raise InputError(None, f"--level {', '.join(unknown)} is not one of {', '.join(LEVELS)}", "pick kernel, op or layer")
+        rows = diff_databases(base, new, _percent(fail_above, "--fail-above"), _percent(min_share, "--min-share"), levels)
+    except InputError as exc:
+        fail(exc)
+    shown = [r for i, r in enumerate(rows) if r.regression or limit <= 0 or i < limit]
+    typer.echo("level\tchange_%\tbase_ms_per_step\tnew_ms_per_step\tregression\tname")
+    for r in shown:
+        ms = lambda v: "-" if v is None else f"{v / 1e6:.6f}"  # noqa: E731
+        pct = "new" if r.delta_pct is None else f"{r.delta_pct:+.2f}"
+        typer.echo(f"{r.level}\t{pct}\t{ms(r.base_per_step_ns)}\t{ms(r.new_per_step_ns)}\t{'REGRESSION' if r.regression else ''}\t{r.name}")
+    regressions = sum(r.regression for r in rows)
+    typer.echo(f"{regressions} regression(s) above {fail_above} among {len(rows)} entries")
+    if regressions:
+        raise typer.Exit(1)
 
 
 @app.command()

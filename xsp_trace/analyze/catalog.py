@@ -14,7 +14,7 @@ class Analysis:
     name: str
     query: str  # queries/<query>.sql
     title: str
-    group: str  # model, layer, kernel, gpu, compare
+    group: str  # model, layer, kernel, gpu, comm, summary, compare
 
 
 ANALYSES: tuple[Analysis, ...] = (
@@ -38,7 +38,23 @@ ANALYSES: tuple[Analysis, ...] = (
     Analysis("top_kernels", "kernel_summary", "Top kernels by name (every run, uncorrected)", "kernel"),
     Analysis("gpu_busy_idle", "analysis_gpu_busy_idle", "GPU busy and idle time", "gpu"),
     Analysis("launch_queue_delay", "analysis_launch_queue_delay", "Launch queue delay (kernel start - launch end)", "gpu"),
+    Analysis("gpu_idle_gaps", "analysis_gpu_idle_gaps", "GPU idle gaps and what the CPU was doing meanwhile", "gpu"),
+    Analysis("gpu_utilization_bins", "analysis_gpu_utilization_bins", "GPU utilisation over time", "gpu"),
+    Analysis("step_bound", "analysis_step_bound", "Host-bound or device-bound, per step", "gpu"),
+    Analysis("sync_calls", "analysis_sync_calls", "Synchronising calls (CPU waits for the GPU)", "gpu"),
+    Analysis("pageable_memcpy", "analysis_pageable_memcpy", "Copies from / to pageable host memory", "gpu"),
+    Analysis("kernel_launch_stats", "analysis_kernel_launch_stats", "Kernel launch: CPU launch time vs GPU kernel time", "gpu"),
     Analysis("nvtx_gpu_projection", "nvtx_gpu_projection", "NVTX ranges projected onto the GPU", "gpu"),
+    Analysis("comm_compute_split", "analysis_comm_compute_split", "GPU time: computation, communication, memory and their overlaps", "comm"),
+    Analysis("comm_compute_overlap", "analysis_comm_compute_overlap", "Communication overlapped by computation", "comm"),
+    Analysis("nccl_collectives", "analysis_nccl_collectives", "NCCL collectives: count, size, time, algorithm and bus bandwidth", "comm"),
+    Analysis("rank_skew", "analysis_rank_skew", "Ranks side by side: step time, skew, collective wait, straggler", "comm"),
+    Analysis("cuda_api_sum", "analysis_cuda_api_sum", "CUDA API summary (nsys stats cuda_api_sum)", "summary"),
+    Analysis("cuda_gpu_kern_sum", "analysis_cuda_gpu_kern_sum", "GPU kernel summary (nsys stats cuda_gpu_kern_sum)", "summary"),
+    Analysis("cuda_gpu_kern_gb_sum", "analysis_cuda_gpu_kern_gb_sum", "GPU kernel summary by grid and block (nsys stats cuda_gpu_kern_gb_sum)", "summary"),
+    Analysis("cuda_gpu_mem_time_sum", "analysis_cuda_gpu_mem_time_sum", "GPU memory operations by time (nsys stats cuda_gpu_mem_time_sum)", "summary"),
+    Analysis("cuda_gpu_mem_size_sum", "analysis_cuda_gpu_mem_size_sum", "GPU memory operations by size (nsys stats cuda_gpu_mem_size_sum)", "summary"),
+    Analysis("nvtx_sum", "analysis_nvtx_sum", "NVTX range summary (nsys stats nvtx_sum)", "summary"),
     Analysis("compare_runs", "analysis_compare_runs", "Comparison of two runs", "compare"),
 )
 

@@ -17,7 +17,7 @@ from ..sql import quote_identifier as _quote
 from ..sql import set_variables
 from ..store import open_store
 from ..errors import InputError
-from ..formats import ncu_metrics
+from ..formats import collectives, cuda_api, ncu_metrics, nsys_stats
 from ..formats.device_peaks import lookup_peak
 from ..naming import LAYER_RANGE_PRESETS, install_name_macros, layer_range_pattern
 from ..resources import query_text
@@ -41,6 +41,8 @@ class AnalysisOptions:
     trim: float | None = None  # trimmed-mean fraction (default 0.2)
     layer_ranges: str | None = None  # regex (or xsp_trace.naming preset) of ranges to treat as layers
     layer_depth: int | None = None  # nesting level among those ranges (1 = outermost); None = innermost
+    iterations: list[int] | None = None  # only spans and steps of these iterations (step numbers)
+    window_ns: tuple[int, int] | None = None  # only spans starting in [start, end) on the run clock
 
 
 @dataclass
@@ -81,7 +83,10 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
     for table, ddl in _OPTIONAL_TABLES.items():
         if table not in tables:
             con.execute(f"CREATE OR REPLACE TEMP TABLE {table} ({ddl})")
+    if options.iterations or options.window_ns:
+        _narrow_spans(con, catalog, options)
     _fill_device_peaks(con, catalog, options)
+    _load_format_tables(con)
     numbers = {"xsp_peak_flops": options.peak_flops, "xsp_peak_dram_bytes_per_s": options.peak_dram_bytes_per_s,
                "xsp_trim": options.trim}
     set_variables(con, {name: float(value) for name, value in numbers.items() if value is not None})
@@ -112,6 +117,57 @@ def _set_layer_view(con: duckdb.DuckDBPyConnection, text: str, depth: int | None
                         "xsp_layer_type_group": 2 if groups >= 2 else 0})
     if depth is not None:
         set_variables(con, {"xsp_layer_depth": int(depth)})
+
+
+def _narrow_spans(con: duckdb.DuckDBPyConnection, catalog: str, options: AnalysisOptions) -> None:
+    """Shadow spans and steps with the rows of the selected iterations / time window.
+
+    A span's iteration is its own (spans.iteration) or its step's (attribution: GPU work launched
+    in the step by any thread of its process); a span is in the window when it starts inside it.
+    """
+    source = {t: ("" if options.runs else f"{_quote(catalog)}.main.") + _quote(t) for t in ("spans", "steps", "attribution")}
+    for t in source:  # the run selection's views, if any, become the sources
+        if options.runs:
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {_quote('_xsp_unfiltered_' + t)} AS SELECT * FROM temp.main.{_quote(t)}")
+            source[t] = _quote("_xsp_unfiltered_" + t)
+    span_where, step_where = [], []
+    if options.iterations:
+        its = ", ".join(str(int(i)) for i in options.iterations)
+        span_where.append(f"coalesce(s.iteration, (SELECT st.iteration FROM {source['attribution']} AS att "
+                          f"JOIN {source['steps']} AS st ON st.run_id = att.run_id AND st.step_span_id = att.step_span_id "
+                          f"WHERE att.run_id = s.run_id AND att.span_id = s.span_id)) IN ({its})")
+        step_where.append(f"iteration IN ({its})")
+    if options.window_ns:
+        lo, hi = (int(v) for v in options.window_ns)
+        span_where.append(f"s.start_ns >= {lo} AND s.start_ns < {hi}")
+        step_where.append(f"start_ns >= {lo} AND start_ns < {hi}")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _xsp_narrow_spans AS SELECT s.* FROM {source['spans']} AS s WHERE {' AND '.join(span_where)}")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _xsp_narrow_steps AS SELECT * FROM {source['steps']} WHERE {' AND '.join(step_where)}")
+    con.execute("CREATE OR REPLACE TEMP VIEW spans AS SELECT * FROM _xsp_narrow_spans")
+    con.execute("CREATE OR REPLACE TEMP VIEW steps AS SELECT * FROM _xsp_narrow_steps")
+
+
+def _load_format_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """TEMP tables of external-format facts the analyses join (xsp_trace/formats/)."""
+    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_memop_operations (kind VARCHAR, copy_kind VARCHAR, operation VARCHAR)")
+    rows = [("memcpy", k, v) for k, v in nsys_stats.MEMCPY_OPERATIONS.items()] + [("memset", None, nsys_stats.MEMSET_OPERATION)]
+    con.executemany("INSERT INTO _xsp_memop_operations VALUES (?, ?, ?)", rows)
+    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_collective_names (name_key VARCHAR, collective VARCHAR, "
+                "busbw_scale DOUBLE, busbw_offset DOUBLE)")
+    con.executemany("INSERT INTO _xsp_collective_names VALUES (?, ?, ?, ?)",
+                    [(k, c, *collectives.BUSBW_FACTORS[c]) for k, c in collectives.COLLECTIVES.items()])
+    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_dtype_bytes (dtype_key VARCHAR, bytes INTEGER)")
+    con.executemany("INSERT INTO _xsp_dtype_bytes VALUES (?, ?)", list(collectives.DTYPE_BYTES.items()))
+    set_variables(con, dict((("xsp_comm_kernel_pattern", collectives.COMM_KERNEL_PATTERN),
+                        ("xsp_not_compute_kernel_pattern", collectives.NOT_COMPUTE_KERNEL_PATTERN),
+                        ("xsp_collective_from_kernel", collectives.COLLECTIVE_FROM_KERNEL),
+                        ("xsp_collective_from_range", collectives.COLLECTIVE_FROM_RANGE),
+                        ("xsp_arg_collective", collectives.ARG_COLLECTIVE), ("xsp_arg_in_nelems", collectives.ARG_IN_NELEMS),
+                        ("xsp_arg_out_nelems", collectives.ARG_OUT_NELEMS), ("xsp_arg_dtype", collectives.ARG_DTYPE),
+                        ("xsp_arg_group_size", collectives.ARG_GROUP_SIZE), ("xsp_arg_input_dims", collectives.ARG_INPUT_DIMS),
+                        ("xsp_arg_input_type", collectives.ARG_INPUT_TYPE),
+                        ("xsp_explicit_sync_api", cuda_api.EXPLICIT_SYNC_API), ("xsp_implicit_sync_api", cuda_api.IMPLICIT_SYNC_API),
+                        ("xsp_pageable", cuda_api.PAGEABLE))))
 
 
 def _fill_device_peaks(con: duckdb.DuckDBPyConnection, catalog: str, options: AnalysisOptions) -> None:

@@ -1,0 +1,154 @@
+"""Idle-time analyses on real traces against independent references: nsys's own kernexecsum, and
+the raw nsys export / Kineto JSON read with the standard library (intervals merged in Python)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from conftest import NSYS_EXPORTS, nsys_stats, without_backtrace_rows
+from xsp_trace.analyze import open_session, run_analysis
+from xsp_trace.formats import nsys_export as fmt
+
+H100 = "nsys_2026_pytorch_2xh100"
+TWO_RANKS = sorted((Path(__file__).parent / "data" / "kineto_two_ranks_sendrecv").glob("sampled_rank-*.json.gz"))
+
+
+def _session(converted, *paths):
+    db = converted(*paths)
+    path = db.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]
+    db.close()
+    return open_session(path)
+
+
+def _raw(case):
+    return sqlite3.connect(f"file:{NSYS_EXPORTS[case]}?mode=ro&immutable=1", uri=True)
+
+
+def _merge(intervals):
+    out = []
+    for s, e in sorted(intervals):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return out
+
+
+@pytest.mark.parametrize("case", list(NSYS_EXPORTS))
+def test_kernel_launch_stats_equal_kernexecsum(case, converted, tmp_path):
+    ref = nsys_stats(without_backtrace_rows(NSYS_EXPORTS[case], tmp_path), "kernexecsum", tmp_path)
+    assert ref
+    cols = ["Count", "QCount", "AAvg (ns)", "AMed (ns)", "AMin (ns)", "AMax (ns)", "AStdDev (ns)", "QAvg (ns)", "QMed (ns)",
+            "QMin (ns)", "QMax (ns)", "QStdDev (ns)", "KAvg (ns)", "KMed (ns)", "KMin (ns)", "KMax (ns)", "KStdDev (ns)"]
+    theirs = {(int(r["PID"]), int(r["TID"]), int(r["DevId"]), fmt.API_NAME_VERSION_SUFFIX.sub("", r["API Name"]), r["Kernel Name"]):
+              tuple(float(r[c]) if r[c] not in ("", "None") else None for c in cols) for r in ref}
+    ours_cols = ["launches", "queued", "api_avg_ns", "api_med_ns", "api_min_ns", "api_max_ns", "api_stddev_ns", "queue_avg_ns",
+                 "queue_med_ns", "queue_min_ns", "queue_max_ns", "queue_stddev_ns", "kernel_avg_ns", "kernel_med_ns",
+                 "kernel_min_ns", "kernel_max_ns", "kernel_stddev_ns"]
+    ours = {(r["pid"], r["tid"], r["device_id"], r["api_name"], r["kernel_name"]):
+            tuple(None if r[c] is None else float(r[c]) for c in ours_cols)
+            for r in run_analysis(_session(converted, NSYS_EXPORTS[case]), "kernel_launch_stats").records()}
+    assert ours == theirs
+
+
+def test_idle_gaps_against_the_raw_export(converted):
+    """Gaps between merged GPU activities per device, the op that ends each, its launch call and thread."""
+    raw = _raw(H100)
+    strings = dict(raw.execute("SELECT id, value FROM StringIds"))
+    acts = []
+    for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+        acts += raw.execute(f'SELECT deviceId, start, "end", correlationId, globalPid FROM {table}').fetchall()
+    calls = {(corr, gtid >> 24): (start, strings[name], gtid & 0xFFFFFF)
+             for start, name, corr, gtid in raw.execute("SELECT start, nameId, correlationId, globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME")}
+    expected = {}
+    for dev in {a[0] for a in acts}:
+        mine = [a for a in acts if a[0] == dev]
+        merged = _merge([(a[1], a[2]) for a in mine])
+        for (_, end), (nxt, _) in zip(merged, merged[1:]):
+            if nxt - end >= 1000:
+                first = min((a for a in mine if a[1] == nxt), key=lambda a: a[3])
+                call = calls.get((first[3], first[4] >> 24))
+                expected[(dev, end)] = (nxt - end, call and fmt.API_NAME_VERSION_SUFFIX.sub("", call[1]),
+                                        call and call[2], call and call[0] > end)
+    ours = {(r["device_id"], r["gap_start_ns"]): (r["gap_ns"], r["launch_call"], r["launch_tid"], r["launch_late"])
+            for r in run_analysis(_session(converted, NSYS_EXPORTS[H100]), "gpu_idle_gaps").records()}
+    assert len(expected) > 1000
+    assert ours == expected
+
+
+def test_idle_gap_cpu_span_is_the_innermost_range_at_mid_gap(converted):
+    """For every gap with a launch: the shortest NVTX range or runtime call on the launching thread at mid-gap."""
+    raw = _raw(H100)
+    strings = dict(raw.execute("SELECT id, value FROM StringIds"))
+    cpu = [(s, e, t & 0xFFFFFF, text if text is not None else strings.get(tid_))
+           for s, e, t, text, tid_ in raw.execute('SELECT start, "end", globalTid, text, textId FROM NVTX_EVENTS WHERE eventType = 59')]
+    cpu += [(s, e, t & 0xFFFFFF, fmt.API_NAME_VERSION_SUFFIX.sub("", strings[n]))
+            for s, e, t, n in raw.execute('SELECT start, "end", globalTid, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME')]
+    by_tid = {}
+    for c in cpu:
+        by_tid.setdefault(c[2], []).append(c)
+    rows = [r for r in run_analysis(_session(converted, NSYS_EXPORTS[H100]), "gpu_idle_gaps").records() if r["launch_tid"] is not None]
+    checked = 0
+    for r in rows[:300]:  # the 300 longest
+        mid = (r["gap_start_ns"] + r["gap_end_ns"]) // 2
+        around = [c for c in by_tid.get(r["launch_tid"], []) if c[0] <= mid < c[1]]
+        if not around:
+            assert r["cpu_span"] is None
+            continue
+        inner = min(around, key=lambda c: c[1] - c[0])
+        assert r["cpu_span"] == inner[3], r
+        checked += 1
+    assert checked > 50
+
+
+def test_utilization_bins_against_the_raw_export(converted):
+    raw = _raw(H100)
+    acts = []
+    for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+        acts += raw.execute(f'SELECT deviceId, start, "end" FROM {table}').fetchall()
+    rows = run_analysis(_session(converted, NSYS_EXPORTS[H100]), "gpu_utilization_bins").records()
+    for dev in (0, 1):
+        merged = _merge([(s, e) for d, s, e in acts if d == dev])
+        first, last = merged[0][0], merged[-1][1]
+        mine = [r for r in rows if r["device_id"] == dev]
+        assert len(mine) == 50
+        for r in mine:
+            lo, hi = first + (last - first) * r["bin"] // 50, first + (last - first) * (r["bin"] + 1) // 50
+            busy = sum(max(0, min(e, hi) - max(s, lo)) for s, e in merged)
+            assert (r["bin_start_ns"], r["bin_end_ns"], r["busy_ns"]) == (lo, hi, busy)
+    assert min(r["busy_pct"] for r in rows) < 95 < max(r["busy_pct"] for r in rows)
+
+
+def test_sync_calls_and_pageable_copies_against_the_raw_export(converted):
+    raw = _raw(H100)
+    syncs = raw.execute("""SELECT count(*), sum(r."end" - r.start) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId
+                           WHERE s.value LIKE 'cudaStreamSynchronize%'""").fetchone()
+    pageable = raw.execute("""SELECT count(*), sum(m.bytes), sum(m."end" - m.start) FROM CUPTI_ACTIVITY_KIND_MEMCPY m
+                              JOIN ENUM_CUDA_MEM_KIND k ON k.id IN (m.srcKind, m.dstKind) WHERE k.label = 'Pageable'""").fetchone()
+    con = _session(converted, NSYS_EXPORTS[H100])
+    sync = {r["name"]: r for r in run_analysis(con, "sync_calls").records()}
+    assert (sync["cudaStreamSynchronize"]["calls"], sync["cudaStreamSynchronize"]["total_ns"]) == syncs
+    assert sync["cudaStreamSynchronize"]["sync_kind"] == "explicit"
+    (page,) = run_analysis(con, "pageable_memcpy").records()
+    assert (page["copies"], page["bytes"], page["total_ns"]) == pageable and pageable[0] > 0
+
+
+def test_step_bound_gpu_busy_against_the_raw_json(converted):
+    """GPU busy time inside each ProfilerStep window: kernels/copies/sets of the rank merged in Python."""
+    expected = {}
+    for path in TWO_RANKS:
+        with gzip.open(path, "rt") as f:
+            events = json.load(f)["traceEvents"]
+        gpu = _merge([(e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")])
+        rank = 0 if path.name.endswith("0.json.gz") else 1
+        for s in (e for e in events if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")):
+            lo, hi = s["ts"], s["ts"] + s["dur"]
+            expected[(rank + 1, int(s["name"].split("#")[1]))] = sum(max(0, min(e, hi) - max(b, lo)) for b, e in gpu) / 1000
+    rows = run_analysis(_session(converted, *TWO_RANKS), "step_bound").records()
+    assert {(r["run_id"], r["iteration"]): r["gpu_busy_ms"] for r in rows} == pytest.approx(expected, abs=1e-9)
+    assert {r["bound"] for r in rows} == {"host-bound"}  # busy 43-46 % of each step
