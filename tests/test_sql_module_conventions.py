@@ -19,7 +19,7 @@ import pytest
 QUERIES = Path(__file__).parent.parent / "queries"
 SQL_FILES = sorted(QUERIES.rglob("*.sql"))
 USER_QUERIES = [p for p in SQL_FILES
-                if (p.stem.startswith("analysis_") and p.stem != "analysis_prelude") or p.stem in ("kernel_summary", "nvtx_gpu_projection")]
+                if (p.stem.startswith("analysis_") and not p.stem.startswith("analysis_prelude")) or p.stem in ("kernel_summary", "nvtx_gpu_projection")]
 PUBLIC_PREFIXES = ("xsp_", "kineto_", "nsys_", "perfetto_")
 MAX_GROUP = 1  # every output column has its own comment line(s) right above it
 

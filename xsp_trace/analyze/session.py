@@ -17,11 +17,11 @@ from ..sql import quote_identifier as _quote
 from ..sql import set_variables
 from ..store import open_store
 from ..errors import InputError
-from ..formats import collectives, cuda_api, ncu_metrics, nsys_stats
+from ..formats import aten_perf_models, collectives, cuda_api, kineto_fields, ncu_metrics, nsys_stats, torch_dtypes
 from ..formats.device_peaks import lookup_peak
 from ..naming import LAYER_RANGE_PRESETS, install_name_macros, layer_range_pattern
 from ..resources import query_text
-from .catalog import BY_NAME, PRELUDE
+from .catalog import BY_NAME, PRELUDES
 
 # Tables the capture side adds; databases converted without it get empty TEMP stand-ins.
 _OPTIONAL_TABLES = {
@@ -99,7 +99,8 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
     set_variables(con, {"xsp_metric_flops": ncu_metrics.FLOPS, "xsp_metric_dram_read_bytes": ncu_metrics.DRAM_READ_BYTES,
                         "xsp_metric_dram_write_bytes": ncu_metrics.DRAM_WRITE_BYTES,
                         "xsp_metric_achieved_occupancy": ncu_metrics.ACHIEVED_OCCUPANCY})
-    con.execute(query_text(PRELUDE))
+    for prelude in PRELUDES:
+        con.execute(query_text(prelude))
 
 
 def _set_layer_view(con: duckdb.DuckDBPyConnection, text: str, depth: int | None) -> None:
@@ -156,16 +157,22 @@ def _load_format_tables(con: duckdb.DuckDBPyConnection) -> None:
                 "busbw_scale DOUBLE, busbw_offset DOUBLE)")
     con.executemany("INSERT INTO _xsp_collective_names VALUES (?, ?, ?, ?)",
                     [(k, c, *collectives.BUSBW_FACTORS[c]) for k, c in collectives.COLLECTIVES.items()])
-    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_dtype_bytes (dtype_key VARCHAR, bytes INTEGER)")
-    con.executemany("INSERT INTO _xsp_dtype_bytes VALUES (?, ?)", list(collectives.DTYPE_BYTES.items()))
+    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_dtype_bytes (dtype_key VARCHAR, bytes INTEGER, precision VARCHAR)")
+    con.executemany("INSERT INTO _xsp_dtype_bytes VALUES (?, ?, ?)",
+                    [(k, b, torch_dtypes.DTYPE_PRECISION.get(k)) for k, b in torch_dtypes.DTYPE_BYTES.items()])
+    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_op_models (op_name VARCHAR, model VARCHAR, a_arg INTEGER, b_arg INTEGER, "
+                "bias_arg INTEGER, batched BOOLEAN, causal_arg INTEGER)")
+    con.executemany("INSERT INTO _xsp_op_models VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    [(name, *model) for name, model in aten_perf_models.OP_MODELS.items()])
     set_variables(con, dict((("xsp_comm_kernel_pattern", collectives.COMM_KERNEL_PATTERN),
                         ("xsp_not_compute_kernel_pattern", collectives.NOT_COMPUTE_KERNEL_PATTERN),
                         ("xsp_collective_from_kernel", collectives.COLLECTIVE_FROM_KERNEL),
                         ("xsp_collective_from_range", collectives.COLLECTIVE_FROM_RANGE),
                         ("xsp_arg_collective", collectives.ARG_COLLECTIVE), ("xsp_arg_in_nelems", collectives.ARG_IN_NELEMS),
                         ("xsp_arg_out_nelems", collectives.ARG_OUT_NELEMS), ("xsp_arg_dtype", collectives.ARG_DTYPE),
-                        ("xsp_arg_group_size", collectives.ARG_GROUP_SIZE), ("xsp_arg_input_dims", collectives.ARG_INPUT_DIMS),
-                        ("xsp_arg_input_type", collectives.ARG_INPUT_TYPE),
+                        ("xsp_arg_group_size", collectives.ARG_GROUP_SIZE), ("xsp_arg_input_dims", kineto_fields.ARG_INPUT_DIMS),
+                        ("xsp_arg_input_type", kineto_fields.ARG_INPUT_TYPE),
+                        ("xsp_arg_concrete_inputs", kineto_fields.ARG_CONCRETE_INPUTS),
                         ("xsp_explicit_sync_api", cuda_api.EXPLICIT_SYNC_API), ("xsp_implicit_sync_api", cuda_api.IMPLICIT_SYNC_API),
                         ("xsp_pageable", cuda_api.PAGEABLE))))
 
@@ -184,6 +191,14 @@ def _fill_device_peaks(con: duckdb.DuckDBPyConnection, catalog: str, options: An
             "peak_dram_bytes_per_s = coalesce(peak_dram_bytes_per_s, ?) WHERE name = ?",
             [peak.peak_flops, peak.peak_dram_bytes_per_s, name],
         )
+    # Dense matrix peaks per precision, for the shape-based rooflines (queries/analysis_prelude_op_perf.sql).
+    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_matrix_peaks (run_id INTEGER, device_id INTEGER, precision VARCHAR, peak_flops DOUBLE)")
+    precisions = sorted(set(torch_dtypes.DTYPE_PRECISION.values()))
+    for run_id, device_id, name in con.execute("SELECT run_id, device_id, name FROM devices WHERE name IS NOT NULL").fetchall():
+        peak = lookup_peak(name)
+        if peak is not None:
+            con.executemany("INSERT INTO _xsp_matrix_peaks VALUES (?, ?, ?, ?)",
+                            [(run_id, device_id, p, peak.matrix_peak(p)) for p in precisions if peak.matrix_peak(p)])
     # A device the table does not know still has the bandwidth its trace reports.
     con.execute("UPDATE devices SET peak_dram_bytes_per_s = memory_bandwidth_bytes_per_s "
                 "WHERE peak_dram_bytes_per_s IS NULL AND memory_bandwidth_bytes_per_s IS NOT NULL")

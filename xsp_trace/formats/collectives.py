@@ -24,8 +24,6 @@ ARG_IN_NELEMS = "In msg nelems"
 ARG_OUT_NELEMS = "Out msg nelems"
 ARG_DTYPE = "dtype"
 ARG_GROUP_SIZE = "Group size"
-ARG_INPUT_DIMS = "Input Dims"
-ARG_INPUT_TYPE = "Input type"
 
 # Collective names as traces write them (args "Collective name", NCCL kernel names
 # ncclKernel_<Name>_..., ncclDevKernel_<Name>_..., nccl:<name> ranges), keyed by the name lower-cased
@@ -55,10 +53,5 @@ BUSBW_FACTORS = {  # collective -> (scale, offset)
 
 # Bytes per element of the dtypes collectives name (PyTorch ScalarType names in "dtype", C++ type
 # names in "Input type"), keyed lower-case.
-DTYPE_BYTES = {
-    "float": 4, "float32": 4, "double": 8, "float64": 8, "half": 2, "float16": 2, "c10::half": 2,
-    "bfloat16": 2, "c10::bfloat16": 2, "int": 4, "int32": 4, "long": 8, "long int": 8, "int64": 8,
-    "short": 2, "int16": 2, "char": 1, "int8": 1, "signed char": 1, "byte": 1, "unsigned char": 1,
-    "uint8": 1, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1, "c10::float8_e4m3fn": 1,
-    "c10::float8_e5m2": 1,
-}
+# Bytes per element by dtype name: the one table is xsp_trace/formats/torch_dtypes.py.
+

@@ -95,6 +95,10 @@ ARG_MEMCPY_KIND = "kind"  # ROCm memcpy: "HtoD"...
 # forward thread as "Fwd thread id" (> 0; forward ops write 0 or omit it).
 ARG_SEQUENCE_NUMBER = "Sequence number"
 ARG_FWD_THREAD_ID = "Fwd thread id"
+# Operand details of cpu_op events recorded with record_shapes=True (lists, one entry per operand).
+ARG_INPUT_DIMS = "Input Dims"
+ARG_INPUT_TYPE = "Input type"
+ARG_CONCRETE_INPUTS = "Concrete Inputs"  # 2023+: the values of scalar operands as text ("" for tensors)
 # Kernel launch configuration -> kernels columns.
 ARG_GRID = "grid"
 ARG_BLOCK = "block"
