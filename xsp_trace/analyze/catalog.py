@@ -55,6 +55,7 @@ ANALYSES: tuple[Analysis, ...] = (
     Analysis("cuda_gpu_mem_time_sum", "analysis_cuda_gpu_mem_time_sum", "GPU memory operations by time (nsys stats cuda_gpu_mem_time_sum)", "summary"),
     Analysis("cuda_gpu_mem_size_sum", "analysis_cuda_gpu_mem_size_sum", "GPU memory operations by size (nsys stats cuda_gpu_mem_size_sum)", "summary"),
     Analysis("nvtx_sum", "analysis_nvtx_sum", "NVTX range summary (nsys stats nvtx_sum)", "summary"),
+    Analysis("layer_allocations", "analysis_layer_allocations", "Memory each layer allocates while it runs (allocation events)", "layer"),
     Analysis("op_roofline", "analysis_op_roofline", "Roofline per op and shape from recorded shapes (TraceLens perf models)", "kernel"),
     Analysis("model_flops_utilization", "analysis_model_flops_utilization", "Model FLOPs utilisation (MFU) from recorded shapes", "model"),
     Analysis("compare_runs", "analysis_compare_runs", "Comparison of two runs", "compare"),

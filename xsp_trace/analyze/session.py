@@ -173,6 +173,7 @@ def _load_format_tables(con: duckdb.DuckDBPyConnection) -> None:
                         ("xsp_arg_group_size", collectives.ARG_GROUP_SIZE), ("xsp_arg_input_dims", kineto_fields.ARG_INPUT_DIMS),
                         ("xsp_arg_input_type", kineto_fields.ARG_INPUT_TYPE),
                         ("xsp_arg_concrete_inputs", kineto_fields.ARG_CONCRETE_INPUTS),
+                        ("xsp_counter_allocated", kineto_fields.MEMORY_ALLOCATED),
                         ("xsp_explicit_sync_api", cuda_api.EXPLICIT_SYNC_API), ("xsp_implicit_sync_api", cuda_api.IMPLICIT_SYNC_API),
                         ("xsp_pageable", cuda_api.PAGEABLE))))
 

@@ -76,6 +76,7 @@ NOT_IN_GRAPH = 0  # value of the graph args on GPU work launched outside a graph
 # Instant events that carry memory accounting: become counters, not marks.
 MEMORY_INSTANT_NAME = "[memory]"
 MEMORY_COUNTER_ARGS = ("Total Allocated", "Total Reserved")
+MEMORY_ALLOCATED = MEMORY_COUNTER_ARGS[0]  # the caching allocator's bytes in use, sampled at every [memory] event
 MEMORY_DEVICE_TYPE_ARG = "Device Type"  # 0 CPU, 1 CUDA (c10::DeviceType)
 MEMORY_DEVICE_ID_ARG = "Device Id"
 MEMORY_DEVICE_TYPES_GPU = frozenset({1})
