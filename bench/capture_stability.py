@@ -18,7 +18,8 @@ from our tables:
 Trimmed mean as the prelude's xsp_trimmed_mean (trim 0.2). Prints markdown for BENCHMARKS.md
 and, with --json, every figure.
 
-    OMP_NUM_THREADS=1 python bench/capture_stability.py --checkout /path/to/main --captures 5 --iterations 30
+    OMP_NUM_THREADS=1 python bench/capture_stability.py --checkout main=/path/to/main --checkout after=. \
+        --captures 5 --iterations 30
 """
 
 from __future__ import annotations
@@ -109,35 +110,45 @@ def figures(run_dir: Path) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkout", type=Path, default=CHECKOUT, help="checkout whose capture code runs (default: this one)")
-    parser.add_argument("--label", default=None, help="name of the checkout in the table")
+    parser.add_argument("--checkout", action="append", default=None, metavar="LABEL=PATH",
+                        help="checkout whose capture code runs (repeatable; captures alternate between them, so "
+                             "machine load hits each alike); default: this one")
     parser.add_argument("--captures", type=int, default=5)
     parser.add_argument("--iterations", type=int, default=None, help="default: the capture's own default")
     parser.add_argument("--warmup", type=int, default=None, help="default: the capture's own default")
     parser.add_argument("--batch-sizes", default="1,4")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    label = args.label or args.checkout.name
+    checkouts = []
+    for text in args.checkout or [f"{CHECKOUT.name}={CHECKOUT}"]:
+        label, _, path = text.rpartition("=")
+        checkouts.append((label or Path(path).name, Path(path).resolve()))
     results = []
-    print("| code | capture | batch | iterations | un-instrumented ms | M model ms | M / un-instr. (in-process) [95 % bootstrap] "
-          "| M / un-instr. (pooled across processes) | M plain-timer instr. / un-instr. |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| code | capture | load avg | batch | iterations | un-instrumented ms | M model ms "
+          "| M / un-instr. (in-process) [95 % bootstrap] | M / un-instr. (pooled across processes) "
+          "| M plain-timer instr. / un-instr. |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for number in range(1, args.captures + 1):
-        with tempfile.TemporaryDirectory() as tmp:
-            run_dir = Path(tmp) / "run"
-            capture(args.checkout.resolve(), run_dir, args)
-            for row in figures(run_dir):
-                row.update(code=label, capture=number)
-                results.append(row)
-                print(f"| {label} | {number} | {row['batch']} | {row['iterations']} | {row['uninstrumented_ms']:.3f} "
-                      f"| {row['m_model_ms']:.3f} | {row['ratio_in_process']:.3f} [{row['ratio_low']:.3f} .. {row['ratio_high']:.3f}] "
-                      f"| {row['ratio_pooled']:.3f} | {row['m_timer_overhead']:.3f} |", flush=True)
-    for batch in sorted({r["batch"] for r in results}):
-        mine = [r for r in results if r["batch"] == batch]
-        for key in ("ratio_in_process", "ratio_pooled"):
-            values = [r[key] for r in mine]
-            print(f"{label} batch {batch} {key}: median {statistics.median(values):.3f}, "
-                  f"range {min(values):.3f} .. {max(values):.3f} over {len(values)} captures")
+        for label, path in checkouts:
+            with tempfile.TemporaryDirectory() as tmp:
+                run_dir = Path(tmp) / "run"
+                load_before = os.getloadavg()[0]
+                capture(path, run_dir, args)
+                load = (load_before + os.getloadavg()[0]) / 2
+                for row in figures(run_dir):
+                    row.update(code=label, capture=number, load=load)
+                    results.append(row)
+                    print(f"| {label} | {number} | {load:.1f} | {row['batch']} | {row['iterations']} | {row['uninstrumented_ms']:.3f} "
+                          f"| {row['m_model_ms']:.3f} | {row['ratio_in_process']:.3f} [{row['ratio_low']:.3f} .. {row['ratio_high']:.3f}] "
+                          f"| {row['ratio_pooled']:.3f} | {row['m_timer_overhead']:.3f} |", flush=True)
+    for label, _ in checkouts:
+        for batch in sorted({r["batch"] for r in results}):
+            mine = [r for r in results if r["batch"] == batch and r["code"] == label]
+            for key in ("ratio_in_process", "ratio_pooled"):
+                values = [r[key] for r in mine]
+                print(f"{label} batch {batch} {key}: median {statistics.median(values):.3f}, "
+                      f"range {min(values):.3f} .. {max(values):.3f} over {len(values)} captures; "
+                      f"widest bootstrap interval {max(r['ratio_high'] - r['ratio_low'] for r in mine):.3f}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
 
