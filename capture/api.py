@@ -36,11 +36,12 @@ def run(
     *,
     name: str | None = None,
     batch_size: int = 1,
-    iterations: int = 20,
-    warmup: int = 5,
+    iterations: int = 100,
+    warmup: int = 10,
     depth: int | None = None,
     out: str | os.PathLike | None = None,
     levels: Sequence[str] = LEVELS,
+    step: Callable[[Any, Any], Any] | None = None,
 ) -> dict:
     """Profile `model` on `make_input(batch_size)` the way the caller asks.
 
@@ -48,19 +49,22 @@ def run(
     for, recorded by the runner's tool; returns the session record. Run on its own: a leveled
     capture in this process with torch.profiler into `out` (default ./xsp-run); returns the
     manifest. make_input returns a tensor (model(x)), a tuple (model(*x)) or a dict (model(**x)).
+    step: a training step instead of an inference, called as step(model, make_input(batch_size))
+    (forward, loss.backward(), optimizer step...); one model range encloses each step.
     """
     global _measured_in_this_process
     _check_model(model)
     if "XSP_LEVEL" not in os.environ:
         return capture_model(model, make_input, out=out or "xsp-run", name=name, levels=levels,
-                             batch_sizes=[batch_size], iterations=iterations, warmup=warmup, depth=depth, overwrite=True)
+                             batch_sizes=[batch_size], iterations=iterations, warmup=warmup, depth=depth, overwrite=True,
+                             step=step)
     if _measured_in_this_process:
         raise RuntimeError("xsp_trace.capture.run was called twice in one profiled process; profile one model per script")
     config = SessionConfig.from_env()
     if config.depth is None:
         config.depth = depth
     _measured_in_this_process = True
-    return measure(model, make_input, config, name=name)
+    return measure(model, make_input, config, name=name, step=step)
 
 
 def capture_model(
@@ -71,11 +75,12 @@ def capture_model(
     name: str | None = None,
     levels: Sequence[str] = LEVELS,
     batch_sizes: Sequence[int] = (1,),
-    iterations: int = 20,
-    warmup: int = 5,
+    iterations: int = 100,
+    warmup: int = 10,
     depth: int | None = None,
     layer_sync: str = "sync",
     overwrite: bool = False,
+    step: Callable[[Any, Any], Any] | None = None,
 ) -> dict:
     """Leveled capture of a model in this process, recorded by torch.profiler; returns the manifest.
 
@@ -107,7 +112,7 @@ def capture_model(
             config = SessionConfig(level=level, tool="torch", batch_size=batch_size, iterations=iterations,
                                    warmup=warmup, out=folder, depth=depth, layer_sync=layer_sync)
             started = time.perf_counter()
-            session = measure(model, make_input, config, name=name)
+            session = measure(model, make_input, config, name=name, step=step)
             entry["wall_s"] = round(time.perf_counter() - started, 3)
             absorb_session(manifest, session)
             entry["session"] = str((folder / SESSION_NAME).relative_to(out))

@@ -54,8 +54,8 @@ class CaptureRequest:
     out: Path
     levels: list[str] = field(default_factory=lambda: list(LEVELS))
     batch_sizes: list[int] = field(default_factory=lambda: [1])
-    iterations: int = 20
-    warmup: int = 5
+    iterations: int = 100  # interleaved pairs; the bootstrap interval narrows as 1/sqrt(n) (BENCHMARKS.md)
+    warmup: int = 10
     tools: list[str] = field(default_factory=lambda: ["torch"])
     depth: int | None = None
     layer_sync: str = "sync"

@@ -15,11 +15,14 @@ batch size) with these environment variables, and `run` measures exactly that:
 
 One measurement: warm-up; a probe forward (layer shapes, calls) and, for levels with layers, a
 comparison of the ops run with and without hooks; then the same inference timed with
-time.perf_counter_ns, instrumented (ranges on, profiler recording) and not. Under nsys, which
-records the whole process anyway, the two alternate inference by inference; under
-torch.profiler (started once) and ncu, half of the un-instrumented inferences run before the
-instrumented loop and half after, so slow drift cancels. Everything runs under
-torch.inference_mode().
+time.perf_counter_ns, instrumented (ranges on, profiler recording) and not. The two alternate
+inference by inference, the order flipped every pair, so drift and bursts of machine noise hit
+both alike: under nsys (which records the whole process anyway) hooks are attached only for the
+instrumented one; under torch.profiler (started once) the profiler is also paused for the
+un-instrumented one. Under ncu (and a torch without toggle_collection_dynamic) half of the
+un-instrumented inferences run before the instrumented loop and half after. Inference runs
+under torch.inference_mode(); a training step (`step`, e.g. forward + loss.backward() +
+optimizer.step()) with autograd on, its model range around the whole step.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import math
 import os
 import resource
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -115,6 +119,30 @@ def _device_facts(device) -> dict:
     return facts
 
 
+def _can_pause_profiler() -> bool:
+    """Whether this torch can stop and resume a profiler session's collection (torch >= 2.4)."""
+    import torch.autograd.profiler as autograd_profiler
+
+    return hasattr(autograd_profiler.profile, "toggle_collection_dynamic")
+
+
+@contextmanager
+def _quiet_stderr():
+    """File descriptor 2 to /dev/null for the block (silences C++ warnings torch prints there)."""
+    import sys
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
 def _timed_loop(call, n: int, sync, around=None) -> list[int]:
     """n timed inferences; `around` is a context-manager factory enclosing each one (the model range)."""
     latencies = []
@@ -140,6 +168,7 @@ class _ProfilerContext:
     """Enter/exit/export shared by the torch profilers below (self.profile is the torch object)."""
 
     profile = None
+    activities: list = []
 
     def __enter__(self):
         self.profile.__enter__()
@@ -150,6 +179,12 @@ class _ProfilerContext:
 
     def export(self, path: Path) -> None:
         self.profile.export_chrome_trace(str(path))
+
+    def pause(self, paused: bool) -> None:
+        """Stop (True) or resume (False) recording inside the running session: torch removes or
+        re-installs its op callbacks (CPU, the user scope kept) and stops CUPTI collection (CUDA)."""
+        with _quiet_stderr():  # torch warns on every toggle that CPU and GPU tracks may mix
+            self.profile.toggle_collection_dynamic(not paused, self.activities)
 
 
 class _UserScopeProfiler(_ProfilerContext):
@@ -163,6 +198,7 @@ class _UserScopeProfiler(_ProfilerContext):
 
     def __init__(self):
         import torch.autograd.profiler as autograd_profiler
+        from torch.profiler import ProfilerActivity
 
         self.scope = "user"
         outer = self
@@ -187,6 +223,7 @@ class _UserScopeProfiler(_ProfilerContext):
                 self.profiling_start_time_ns = time.perf_counter_ns()
 
         self.profile = _Profile(use_kineto=True)
+        self.activities = [ProfilerActivity.CPU]
 
 
 class _FullProfiler(_ProfilerContext):
@@ -199,6 +236,7 @@ class _FullProfiler(_ProfilerContext):
 
         activities = [tp.ProfilerActivity.CPU] + ([tp.ProfilerActivity.CUDA] if cuda else [])
         self.profile = tp.profile(activities=activities, record_shapes=True)
+        self.activities = activities
 
 
 class _CudaProfilerRange:
@@ -221,23 +259,49 @@ class _CudaProfilerRange:
         return False
 
 
-def _interleaved(call, iterations: int, sync, annotation, faults: dict):
-    """Un-instrumented and instrumented inferences alternating, their order flipped every pair."""
+def _interleaved(call, iterations: int, sync, annotation, faults: dict, pause=None):
+    """Un-instrumented and instrumented inferences alternating, their order flipped every pair.
+
+    pause(True) stops a running profiler from recording before each un-instrumented inference and
+    pause(False) resumes it after (outside the timed region), so under torch.profiler too the
+    un-instrumented inferences run with no hooks, no ranges and no profiler callbacks.
+    """
     plain, instrumented = [], []
     faults.update(uninstrumented=0, instrumented=0)
     for i in range(iterations):
         for with_ranges in ((False, True) if i % 2 == 0 else (True, False)):
             if with_ranges:
                 annotation.attach()
+            elif pause is not None:
+                pause(True)
             start_faults = _minor_faults()
             try:
                 latency = _timed_loop(call, 1, sync, annotation.inference if with_ranges else None)[0]
             finally:
                 if with_ranges:
                     annotation.remove()
+                elif pause is not None:
+                    pause(False)
             faults["instrumented" if with_ranges else "uninstrumented"] += _minor_faults() - start_faults
             (instrumented if with_ranges else plain).append(latency)
     return plain, ["interleaved"] * len(plain), instrumented
+
+
+def _torch_profiler(config: SessionConfig, device):
+    return _FullProfiler(cuda=device.type == "cuda") if config.level == "MLG" else _UserScopeProfiler()
+
+
+def _interleaved_under_torch(call, config: SessionConfig, sync, annotation, device, faults: dict, record: dict):
+    """The torch tool: one profiler session; inside it un-instrumented and instrumented inferences
+    alternate as under nsys, the profiler paused (toggle_collection_dynamic) for the un-instrumented ones."""
+    profiler = _torch_profiler(config, device)
+    with profiler:
+        plain, phases, instrumented = _interleaved(call, config.iterations, sync, annotation, faults, pause=profiler.pause)
+    trace = config.out / "trace.json"
+    profiler.export(trace)
+    record["trace"] = trace.name
+    record["profiler_scope"] = profiler.scope
+    return plain, phases, instrumented
 
 
 def _before_during_after(call, config: SessionConfig, sync, annotation, device, faults: dict, record: dict):
@@ -249,7 +313,7 @@ def _before_during_after(call, config: SessionConfig, sync, annotation, device, 
     if config.tool == "ncu" and device.type == "cuda":
         profiler = _CudaProfilerRange()  # ncu runs with --profile-from-start off
     elif config.tool == "torch":
-        profiler = _FullProfiler(cuda=device.type == "cuda") if config.level == "MLG" else _UserScopeProfiler()
+        profiler = _torch_profiler(config, device)
     annotation.attach()
     try:
         start_faults = _minor_faults()
@@ -272,8 +336,12 @@ def _before_during_after(call, config: SessionConfig, sync, annotation, device, 
     return before + after, ["before"] * len(before) + ["after"] * len(after), instrumented
 
 
-def measure(model, make_input: Callable[[int], Any], config: SessionConfig, *, name: str | None = None) -> dict:
-    """Measure one (level, batch size) in this process; writes and returns the session record."""
+def measure(model, make_input: Callable[[int], Any], config: SessionConfig, *, name: str | None = None,
+            step: Callable[[Any, Any], Any] | None = None) -> dict:
+    """Measure one (level, batch size) in this process; writes and returns the session record.
+
+    step(model, value): one training step on make_input's value, timed in place of the forward.
+    """
     import torch
 
     if config.tool not in TOOLS:
@@ -281,7 +349,7 @@ def measure(model, make_input: Callable[[int], Any], config: SessionConfig, *, n
     config.out.mkdir(parents=True, exist_ok=True)
     with_layers = level_has_layers(config.level)
     value = make_input(config.batch_size)
-    call = _as_call(model, value)
+    call = _as_call(model, value) if step is None else (lambda: step(model, value))
     device = _device_of(model, value)
     sync = _device_sync(device)
     layer_sync = sync if (with_layers and config.layer_sync == "sync" and config.level == "ML") else None
@@ -299,6 +367,7 @@ def measure(model, make_input: Callable[[int], Any], config: SessionConfig, *, n
         "model": name or type(model).__name__,
         "model_type": f"{type(model).__module__}.{type(model).__qualname__}",
         "training": bool(model.training),
+        "step": "training" if step is not None else "inference",
         "device": _device_facts(device),
         "torch_version": torch.__version__,
         "nvtx_version": nvtx_version(),
@@ -308,7 +377,7 @@ def measure(model, make_input: Callable[[int], Any], config: SessionConfig, *, n
         "profiler_scope": None,
         "trace": None,
     }
-    with torch.inference_mode():
+    with torch.inference_mode() if step is None else torch.enable_grad():
         for _ in range(config.warmup):
             call()
         if sync is not None:
@@ -327,6 +396,8 @@ def measure(model, make_input: Callable[[int], Any], config: SessionConfig, *, n
             # Nothing to start or stop: alternate single inferences (hooks attached only for the
             # instrumented one), so bursts of machine noise hit both loops alike.
             plain, phases, instrumented = _interleaved(call, config.iterations, sync, annotation, faults)
+        elif config.tool == "torch" and _can_pause_profiler():
+            plain, phases, instrumented = _interleaved_under_torch(call, config, sync, annotation, device, faults, record)
         else:
             plain, phases, instrumented = _before_during_after(call, config, sync, annotation, device, faults, record)
 

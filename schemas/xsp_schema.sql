@@ -382,7 +382,7 @@ COMMENT ON TABLE capture_latencies IS 'Plain-timer (time.perf_counter_ns) latenc
 COMMENT ON COLUMN capture_latencies.run_id IS 'The run (capture_runs.run_id).';
 COMMENT ON COLUMN capture_latencies.loop IS 'uninstrumented (no hooks, no ranges, profiler not recording) or instrumented (the profiled inferences).';
 COMMENT ON COLUMN capture_latencies.iteration IS 'Ordinal of the inference within its loop, from 0; instrumented ones match spans.iteration of the model spans.';
-COMMENT ON COLUMN capture_latencies.phase IS 'uninstrumented: before or after the instrumented loop (torch, ncu: half each, so drift cancels) or interleaved (nsys: alternating with the instrumented inferences); instrumented: during.';
+COMMENT ON COLUMN capture_latencies.phase IS 'uninstrumented: interleaved (nsys, torch: alternating with the instrumented inferences) or before or after the instrumented loop (ncu, and torch before 2.4: half each); instrumented: during.';
 COMMENT ON COLUMN capture_latencies.latency_ns IS 'Latency of the inference (device synchronized at its end), ns.';
 
 CREATE TABLE IF NOT EXISTS layers (

@@ -2,9 +2,11 @@
 hand-made database, the query, the expected table computed by hand in the test).
 
 Experiment "tiny bs=2" (model "tiny", batch size 2) on an "NVIDIA A100-SXM4-40GB":
-  run 1, level M:   5 model ranges; plain-timer un-instrumented loop in capture_latencies.
+  run 1, level M:   5 model ranges; plain-timer loops in capture_latencies, un-instrumented and
+                    instrumented alternating (phase interleaved).
   run 2, level ML:  5 model ranges, each with layer 0 (conv, Conv2d, one call) and layer 1
-                    (relu, ReLU, two calls).
+                    (relu, ReLU, two calls); plain-timer loops of its own (another process, a
+                    slower baseline), un-instrumented before and after the instrumented loop.
   run 3, level MLG: 3 model ranges with the same layers, a cudaLaunchKernel per kernel:
                     layer 0 launches conv_kernel then bias_kernel, each relu call relu_kernel;
                     xsp.* metrics on every kernel (as an ncu import writes them).
@@ -24,6 +26,10 @@ from xsp_trace.database import atomic_database, insert_relation, insert_run
 DEVICE = "NVIDIA A100-SXM4-40GB"
 M_MODEL_NS = [100, 110, 105, 300, 90]
 UNINSTRUMENTED_NS = [95, 100, 98, 102, 99]
+M_INSTRUMENTED_NS = [104, 112, 106, 290, 95]
+ML_UNINSTRUMENTED_NS = [120, 118, 125, 119, 400]
+ML_UNINSTRUMENTED_PHASES = ["before", "before", "before", "after", "after"]
+ML_INSTRUMENTED_NS = [160, 158, 161, 159, 210]
 ML_MODEL_NS = [150, 150, 150, 150, 200]
 ML_LAYER0_NS = [40, 42, 41, 80, 39]
 ML_LAYER1_CALLS_NS = [(10, 12), (10, 12), (11, 11), (10, 12), (30, 30)]
@@ -117,7 +123,13 @@ def build(path: Path, with_metrics: bool = True) -> Path:
         con.execute("CREATE TABLE IF NOT EXISTS capture_latencies (run_id INTEGER, loop VARCHAR, iteration INTEGER, "
                     "phase VARCHAR, latency_ns BIGINT)")
         for i, ns in enumerate(UNINSTRUMENTED_NS):
-            con.execute("INSERT INTO capture_latencies VALUES (1, 'uninstrumented', ?, 'before', ?)", [i, ns])
+            con.execute("INSERT INTO capture_latencies VALUES (1, 'uninstrumented', ?, 'interleaved', ?)", [i, ns])
+        for i, ns in enumerate(M_INSTRUMENTED_NS):
+            con.execute("INSERT INTO capture_latencies VALUES (1, 'instrumented', ?, 'during', ?)", [i, ns])
+        for i, (ns, phase) in enumerate(zip(ML_UNINSTRUMENTED_NS, ML_UNINSTRUMENTED_PHASES)):
+            con.execute("INSERT INTO capture_latencies VALUES (2, 'uninstrumented', ?, ?, ?)", [i, phase, ns])
+        for i, ns in enumerate(ML_INSTRUMENTED_NS):
+            con.execute("INSERT INTO capture_latencies VALUES (2, 'instrumented', ?, 'during', ?)", [i, ns])
         if with_metrics:
             kernels = con.execute("SELECT span_id, name FROM spans WHERE run_id = 3 AND kind = 'kernel'").fetchall()
             for span_id, name in kernels:

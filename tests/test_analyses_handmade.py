@@ -69,14 +69,36 @@ def test_model_batch_scaling(con):
         ("tiny", 2, 105e-6, pytest.approx(52.5e-6, abs=1e-6), 1.0)]
 
 
-def test_level_overhead_each_level_against_the_one_below(con):
-    rows = table(con, "level_overhead", ["level", "model_latency_ms", "previous_level", "overhead_ms", "overhead_pct"])
+def test_level_overhead_per_run_against_its_own_uninstrumented_loop(con):
+    rows = table(con, "level_overhead", ["level", "run_id", "interleaved", "uninstrumented_ms", "instrumented_ms",
+                                         "overhead_pct", "model_latency_ms", "model_overhead_pct",
+                                         "cross_process_previous_level", "cross_process_overhead_pct"])
+    m_plain, m_timed = (98 + 99 + 100) / 3, (104 + 106 + 112) / 3  # middle 3 of 5 (trim 0.2)
+    ml_plain, ml_timed = (119 + 120 + 125) / 3, (159 + 160 + 161) / 3  # ms columns are rounded to 1 ns
     assert rows == [
-        ("none", 99e-6, None, None, None),
-        ("M", 105e-6, "none", 6e-6, round(100 * 6 / 99, 2)),
-        ("ML", 150e-6, "M", 45e-6, round(100 * 45 / 105, 2)),
-        ("MLG", 205e-6, "ML", 55e-6, round(100 * 55 / 150, 2)),
+        ("M", 1, True, pytest.approx(m_plain / 1e6, abs=1e-6), pytest.approx(m_timed / 1e6, abs=1e-6), round(100 * (m_timed - m_plain) / m_plain, 2),
+         105e-6, round(100 * (105 - m_plain) / m_plain, 2), None, None),
+        # the ML process's own (slower) baseline, not the M process's: a pooled one would give +51 %
+        ("ML", 2, False, pytest.approx(ml_plain / 1e6, abs=1e-6), pytest.approx(ml_timed / 1e6, abs=1e-6), round(100 * (ml_timed - ml_plain) / ml_plain, 2),
+         150e-6, round(100 * (150 - ml_plain) / ml_plain, 2), "M", round(100 * 45 / 105, 2)),
+        # no capture_latencies for run 3: no in-process figure, only the labelled cross-process one
+        ("MLG", 3, None, None, None, None, 205e-6, None, "ML", round(100 * 55 / 150, 2)),
     ]
+
+
+def test_level_overhead_bootstrap_interval_is_seeded_and_brackets_the_figure(con):
+    columns = ["run_id", "overhead_pct", "overhead_pct_low", "overhead_pct_high",
+               "model_overhead_pct", "model_overhead_pct_low", "model_overhead_pct_high"]
+    first = table(con, "level_overhead", columns)
+    assert first == table(con, "level_overhead", columns)  # the same draws every time
+    for run_id, point, low, high, model_point, model_low, model_high in first[:2]:
+        assert low < point < high and model_low <= model_point <= model_high, run_id
+    # the M run's pairs: every resampled trimmed mean lies within the extremes of its loop, so the
+    # interval lies within (min instrumented - max plain) .. (max instrumented - min plain)
+    assert first[0][2] >= 100 * (95 - 102) / 102 and first[0][3] <= 100 * (290 - 95) / 95
+    assert first[2][2:4] == (None, None)
+    con.execute("SET VARIABLE xsp_bootstrap_seed = 7")
+    assert table(con, "level_overhead", columns)[:2] != first[:2]
 
 
 def test_layer_latency_from_the_ml_run_not_the_inflated_mlg_run(con):

@@ -22,7 +22,7 @@ from xsp_trace.cli import app
 
 SCRIPTS = Path(__file__).parent / "capture_scripts"
 CHECKOUT = Path(__file__).resolve().parent.parent
-ITERATIONS = 3
+ITERATIONS = 5  # >= 5, so the trimmed means of the prelude and of capture_level_overhead.sql agree
 
 
 def _capture_and_convert(tmp: Path, *options: str) -> tuple[Path, duckdb.DuckDBPyConnection]:
@@ -175,3 +175,49 @@ def test_level_overhead_query_matches_scipy_on_the_session_latencies(nsys_run):
         assert row["instrumented_median_ns"] == pytest.approx(np.median(instrumented))
         assert row["uninstrumented_p90_ns"] == pytest.approx(np.percentile(plain, 90))
         assert row["inflation_pct"] == pytest.approx(100 * (stats.trim_mean(instrumented, 0.2) / stats.trim_mean(plain, 0.2) - 1))
+
+
+def _exact_bootstrap_quantiles(plain, timed, probabilities):
+    """Every paired resample of n iterations (n**n of them): quantiles of the trimmed-mean overhead, %."""
+    import itertools
+
+    import numpy as np
+    from scipy import stats
+
+    n = len(plain)
+    values = sorted(100 * (stats.trim_mean(np.take(timed, idx), 0.2) / stats.trim_mean(np.take(plain, idx), 0.2) - 1)
+                    for idx in itertools.product(range(n), repeat=n))
+    return [values[min(len(values) - 1, int(p * len(values)))] for p in probabilities]
+
+
+def test_torch_level_overhead_in_process_interleaved_with_bootstrap(torch_run):
+    """level_overhead per run = capture_level_overhead.sql = scipy on the session's own loops; the
+    loops alternate under the torch tool; the bootstrap interval lies where the exact paired
+    bootstrap distribution (all n**n resamples) puts its 2.5 % and 97.5 % quantiles."""
+    from scipy import stats
+
+    from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
+
+    run_dir, db = torch_run
+    con = open_session(run_dir / "xsp.duckdb", AnalysisOptions())
+    rows = {(r["level"], int(r["experiment"].split("=")[1])): r for r in run_analysis(con, "level_overhead").records()}
+    in_process = db.execute((CHECKOUT / "queries" / "capture_level_overhead.sql").read_text()).fetchall()
+    columns = [d[0] for d in db.description]
+    in_process = {(r["level"], r["batch_size"]): r for r in (dict(zip(columns, row)) for row in in_process)}
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert len(rows) == len(manifest["runs"]) == 6
+    for entry in manifest["runs"]:
+        row = rows[(entry["level"], entry["batch_size"])]
+        latencies = json.loads((run_dir / entry["session"]).read_text())["latencies_ns"]
+        plain, timed = latencies["uninstrumented"], latencies["instrumented"]
+        assert latencies["uninstrumented_phase"] == ["interleaved"] * ITERATIONS and row["interleaved"] is True
+        expected = 100 * (stats.trim_mean(timed, 0.2) / stats.trim_mean(plain, 0.2) - 1)
+        assert row["overhead_pct"] == pytest.approx(expected, abs=0.006)
+        assert row["overhead_pct"] == pytest.approx(in_process[(entry["level"], entry["batch_size"])]["inflation_pct"], abs=0.006)
+        assert row["uninstrumented_ms"] == pytest.approx(stats.trim_mean(plain, 0.2) / 1e6, abs=1e-6)
+        trace = json.loads((run_dir / entry["trace"]).read_text())["traceEvents"]
+        ranges = [e["dur"] * 1000 for e in trace if e.get("ph") == "X" and e["name"].startswith("xsp.model:")]
+        assert row["model_latency_ms"] == pytest.approx(stats.trim_mean(ranges, 0.2) / 1e6, abs=2e-6)
+        low_from, low_to, high_from, high_to = _exact_bootstrap_quantiles(plain, timed, (0.005, 0.06, 0.94, 0.995))
+        assert low_from - 0.01 <= row["overhead_pct_low"] <= low_to + 0.01, entry["key"]
+        assert high_from - 0.01 <= row["overhead_pct_high"] <= high_to + 0.01, entry["key"]
