@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -12,6 +13,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 
 from . import __version__
 from .errors import InputError
+from .output_files import Interrupted, check_output_path, install_signal_handlers, received_signal, refuse_inputs
 
 app = typer.Typer(
     name="xsp-trace",
@@ -46,10 +48,12 @@ def _main(
     _state["debug"] = debug
 
 
-def fail(exc: InputError) -> None:
+def fail(exc: InputError | OSError) -> None:
     """One clear line on stderr and exit code 2 (the traceback only with --debug)."""
     if _state["debug"]:
         raise exc
+    if isinstance(exc, OSError):  # the environment, not xsp-trace: a file vanished, a permission...
+        exc = InputError(exc.filename, f"{exc.strerror or exc}", "check the path and its permissions")
     err_console.print(f"xsp-trace: error: {exc.line()}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
@@ -120,6 +124,9 @@ def convert(
             output = output.with_suffix("")
     options = ConvertOptions(nsys=nsys, label=label, include_python_functions=python_functions)
     try:
+        if perfetto is not None:  # refused before converting, not after
+            check_output_path(perfetto)
+            refuse_inputs(perfetto, [*inputs, output])
         with _ProgressReporter(enabled=not quiet and sys.stderr.isatty()) as progress:
             if out_format == "parquet":
                 if append:
@@ -130,7 +137,7 @@ def convert(
                                                  overwrite=overwrite, progress=progress)
             else:
                 raise InputError(None, f"--format {out_format!r} is not one of duckdb, parquet", "pick one of those")
-    except InputError as exc:
+    except (InputError, OSError) as exc:
         fail(exc)
     typer.echo(f"wrote {output} (runs {', '.join(map(str, run_ids))})")
     if perfetto is not None:
@@ -151,7 +158,7 @@ def _write_perfetto(database: Path, output: Path, options) -> None:
 
     try:
         stats = export_perfetto(database, output, options)
-    except InputError as exc:
+    except (InputError, OSError) as exc:
         fail(exc)
     typer.echo(
         f"wrote {output} ({stats.slices} slices, {stats.flows} flows, {stats.instants} marks, "
@@ -350,6 +357,9 @@ def analyze(
             if not ids or len(ids) != 2:
                 raise InputError(None, f"--compare {compare!r} needs two run ids", "e.g. --compare 1,2")
             pair = (ids[0], ids[1])
+        if report is not None:  # refused before the analyses run, not after
+            check_output_path(report)
+            refuse_inputs(report, [database], "report")
         options = AnalysisOptions(runs=_run_list(run), peak_flops=peak_flops, peak_dram_bytes_per_s=peak_dram_bw, compare=pair,
                                   layer_ranges=layer_ranges, layer_depth=layer_depth)
         con = open_session(database, options)
@@ -366,7 +376,7 @@ def analyze(
             all_results = {a.name: run_analysis(con, a.name) for a in ANALYSES}
             write_report(report, database, all_results)
             err_console.print(f"wrote {report}", markup=False, highlight=False)
-    except InputError as exc:
+    except (InputError, OSError) as exc:
         fail(exc)
 
 
@@ -397,12 +407,31 @@ def metrics(
                 typer.echo(f"{path}: {done.matched} of {done.launches} launches matched to kernels of run {done.run_id} (by {done.name_column})")
                 if done.unmatched_names:
                     typer.echo("  unmatched: " + "; ".join(done.unmatched_names[:5]))
-    except InputError as exc:
+    except (InputError, OSError) as exc:
         fail(exc)
 
 
 def main() -> None:
-    app()
+    """The console script: SIGINT/SIGTERM unwind (temporary outputs removed) and exit 130/143."""
+    install_signal_handlers()
+    try:
+        app()
+    except SystemExit as exc:
+        _exit_if_signalled()
+        raise exc
+    except BaseException as exc:
+        _exit_if_signalled()
+        if isinstance(exc, Interrupted):  # pragma: no cover - Interrupted always records its signal
+            raise SystemExit(128 + exc.signum)
+        raise
+
+
+def _exit_if_signalled() -> None:
+    signum = received_signal()
+    if signum is not None:
+        name = signal.Signals(signum).name
+        print(f"xsp-trace: interrupted by {name}; nothing was written", file=sys.stderr)
+        raise SystemExit(128 + signum)
 
 
 if __name__ == "__main__":

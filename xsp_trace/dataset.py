@@ -15,14 +15,13 @@ Writing is atomic: a temporary folder beside DIR, renamed at the end.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import duckdb
 
 from .database import SCHEMA_VERSION, connect, create_schema
 from .errors import InputError
+from .output_files import atomic_output
 
 MARKER = "xsp_dataset.json"
 FORMAT_NAME = "xsp-trace parquet dataset"
@@ -69,35 +68,25 @@ def copy_tables_to_parquet(con: duckdb.DuckDBPyConnection, catalog: str, folder:
             con.execute(f"COPY {source} TO {_literal(str(target / 'data.parquet'))} (FORMAT parquet)")
 
 
-def write_dataset(database: Path, output: Path, *, overwrite: bool = False) -> None:
+def write_dataset(database: Path, output: Path, *, overwrite: bool = False, inputs=()) -> None:
     """Write the xsp-trace database at `database` as a Parquet dataset folder `output`, atomically."""
     output = Path(output)
-    if output.exists() and not overwrite:
-        raise InputError(output, "already exists", "pass --overwrite to replace it, or choose another output folder")
-    if not output.parent.is_dir():
-        raise InputError(output, "its folder does not exist", "create the folder or choose another output path")
-    tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    with atomic_output(output, folder=True, replace=overwrite, inputs=[database, *inputs],
+                       exists_fix="pass --overwrite to replace it, or choose another output folder") as tmp:
+        tmp.mkdir()
+        write_dataset_folder(database, tmp)
+
+
+def write_dataset_folder(database: Path, folder: Path) -> None:
+    """Write the tables of the database at `database` into the empty folder `folder` (not atomic)."""
+    con = connect(database, read_only=True)
     try:
-        con = connect(database, read_only=True)
-        try:
-            catalog = con.execute("SELECT current_database()").fetchone()[0]
-            copy_tables_to_parquet(con, catalog, tmp)
-            tables = sorted(_tables(con, catalog))
-        finally:
-            con.close()
-        (tmp / MARKER).write_text(json.dumps({"format": FORMAT_NAME, "schema_version": SCHEMA_VERSION, "tables": tables}, indent=1))
-        if output.exists():
-            old = output.with_name(f".{output.name}.{os.getpid()}.old")
-            os.replace(output, old)
-            os.replace(tmp, output)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, output)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        catalog = con.execute("SELECT current_database()").fetchone()[0]
+        copy_tables_to_parquet(con, catalog, folder)
+        tables = sorted(_tables(con, catalog))
+    finally:
+        con.close()
+    (folder / MARKER).write_text(json.dumps({"format": FORMAT_NAME, "schema_version": SCHEMA_VERSION, "tables": tables}, indent=1))
 
 
 def open_dataset(folder: Path) -> duckdb.DuckDBPyConnection:

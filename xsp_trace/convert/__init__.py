@@ -111,7 +111,7 @@ def convert_files(
     run_ids: list[int] = []
     for path in inputs:  # check all inputs before writing anything
         detect_source(Path(path))
-    with atomic_database(output, append=append, overwrite=overwrite) as con:
+    with atomic_database(output, append=append, overwrite=overwrite, inputs=inputs) as con:
         for path in inputs:
             run_ids.extend(convert_into(con, Path(path), options, progress))
     return run_ids
