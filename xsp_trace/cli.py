@@ -266,33 +266,47 @@ def capture(
 
 @app.command()
 def query(
-    database: Path = typer.Argument(..., help="An xsp-trace DuckDB database."),
+    database: Path = typer.Argument(..., help="An xsp-trace DuckDB database or Parquet dataset folder."),
     sql: str = typer.Argument(..., help="SQL to run, or @FILE to read it from a file (e.g. @queries/nvtx_gpu_projection.sql)."),
     limit: int = typer.Option(50, "--limit", help="Rows to print in the table (0 = all)."),
     csv_out: bool = typer.Option(False, "--csv", help="Print CSV instead of a table."),
+    allow_external_access: bool = typer.Option(False, "--allow-external-access", help="Let the SQL read and write other files (COPY ... TO, EXPORT DATABASE, ATTACH, read_csv), change settings and install extensions. Off: the data is opened read-only and nothing else is reachable."),
 ) -> None:
     """Run ad-hoc SQL on a converted database (read-only) and print the result.
+
+    The SQL sees the data only: COPY/EXPORT/ATTACH/INSTALL/SET and reading other files are refused
+    unless --allow-external-access is given.
 
     Example:
 
       xsp-trace query run.duckdb "select kind, count(*) as n from spans group by kind order by n desc"
+
+      xsp-trace query run.duckdb --allow-external-access "COPY (SELECT name, count(*) AS n FROM spans WHERE kind = 'kernel' GROUP BY name) TO 'kernels.csv'"
     """
-    from .database import connect
+    from .sandbox import check_statements, open_for_query
     from .tables import print_result
 
     try:
         if sql.startswith("@"):
             source = Path(sql[1:])
-            if not source.exists():
+            if not source.is_file():
                 raise InputError(source, "does not exist", "pass @PATH of an existing .sql file")
-            sql = source.read_text()
-        con = connect(database)
+            try:
+                sql = source.read_text(encoding="utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(source, "is not UTF-8 text", "pass a .sql text file") from exc
+        con = open_for_query(database, allow_external_access)
         try:
-            result = con.execute(sql)
-        except Exception as exc:  # duckdb.Error: the user's SQL is wrong
-            raise InputError(database, f"query failed: {str(exc).splitlines()[0]}", "fix the SQL") from exc
-        print_result(result, limit=limit, as_csv=csv_out)
-    except InputError as exc:
+            if not allow_external_access:
+                check_statements(con, sql, database)
+            try:
+                result = con.execute(sql)
+            except Exception as exc:  # duckdb.Error: the user's SQL is wrong (or asked for a file)
+                raise InputError(database, f"query failed: {str(exc).splitlines()[0]}", "fix the SQL") from exc
+            print_result(result, limit=limit, as_csv=csv_out)
+        finally:
+            con.close()
+    except (InputError, OSError) as exc:
         fail(exc)
 
 
