@@ -25,7 +25,7 @@ import duckdb
 
 from ..database import atomic_database, next_run_id
 from ..output_files import atomic_output, install_signal_handlers, parts_path, remove_temp
-from . import ConvertOptions, Progress, _no_progress, convert_files, convert_into, detect_source
+from . import ConvertOptions, Progress, _no_progress, convert_files, convert_into, detect_source, spooled
 
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -135,7 +135,7 @@ def convert_files_parallel(
     workers = min(jobs, len(inputs))
     threads = max(1, default_jobs() // workers)
     run_ids: list[int] = []
-    with atomic_database(output, append=append, overwrite=overwrite, inputs=inputs) as con:
+    with atomic_database(output, append=append, overwrite=overwrite, inputs=inputs) as con, spooled(inputs) as inputs:
         parts_dir = parts_path(output)
         remove_temp(parts_dir)
         parts_dir.mkdir()
