@@ -212,6 +212,8 @@ def _child(args: list[str], folder: Path, tmpdir: Path, output: Path) -> None:
     err = os.open(folder.parent / f"{folder.name}.stderr", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(out, 1)
     os.dup2(err, 2)
+    sys.stdout = open(1, "w", closefd=False)  # not a test runner's capture object: the real fds
+    sys.stderr = open(2, "w", closefd=False)
     os.environ["TMPDIR"] = str(tmpdir)
     tempfile.tempdir = str(tmpdir)
     sys.argv = ["xsp-trace", *args]
@@ -300,3 +302,40 @@ def run_one(seed: int, work: Path) -> Outcome:
             (work / f"{folder.name}{suffix}").unlink(missing_ok=True)
     shutil.rmtree(tmpdir, ignore_errors=True)
     return outcome
+
+
+def run_many(seeds, work: Path, jobs: int = 1, on_outcome=None) -> list[Outcome]:
+    """run_one for every seed, `jobs` at a time (each in its own forked process: the checks fork again)."""
+    import multiprocessing
+
+    work.mkdir(parents=True, exist_ok=True)
+    outcomes: list[Outcome] = []
+    if jobs <= 1:
+        for seed in seeds:
+            outcomes.append(run_one(seed, work))
+            if on_outcome:
+                on_outcome(outcomes[-1])
+        return outcomes
+    with multiprocessing.get_context("fork").Pool(jobs, maxtasksperchild=50) as pool:
+        for outcome in pool.imap_unordered(_run_in_pool, [(seed, work) for seed in seeds]):
+            outcomes.append(outcome)
+            if on_outcome:
+                on_outcome(outcome)
+    return outcomes
+
+
+def _run_in_pool(item) -> Outcome:
+    seed, work = item
+    return run_one(seed, work)
+
+
+def preload() -> None:
+    """Import what a conversion imports, once, before forking children."""
+    import duckdb  # noqa: F401
+    import pyarrow  # noqa: F401
+
+    import xsp_trace.cli  # noqa: F401
+    import xsp_trace.convert.kineto  # noqa: F401
+    import xsp_trace.convert.kineto_fast  # noqa: F401
+    import xsp_trace.convert.nsys  # noqa: F401
+    import xsp_trace.correlate  # noqa: F401

@@ -124,7 +124,15 @@ def convert_files(
     with atomic_database(output, append=append, overwrite=overwrite, inputs=inputs) as con, spooled(inputs) as paths:
         for path in paths:
             run_ids.extend(convert_into(con, Path(path), options, progress))
+        restore_stream_names(con, inputs, paths)
     return run_ids
+
+
+def restore_stream_names(con: duckdb.DuckDBPyConnection, inputs: list[Path], paths: list[Path]) -> None:
+    """runs.source_path of a spooled pipe: the path the user gave, not the temporary copy."""
+    for original, path in zip(inputs, paths):
+        if Path(path) != Path(original):
+            con.execute("UPDATE runs SET source_path = ? WHERE source_path = ?", [str(original), str(path)])
 
 
 SPOOL_CHUNK = 1 << 20
@@ -149,7 +157,13 @@ def spooled(inputs: list[Path]) -> Iterator[list[Path]]:
                 paths.append(copy)
             else:
                 paths.append(path)
-        yield paths
+        try:
+            yield paths
+        except InputError as exc:  # name the pipe the user gave, not its temporary copy
+            for original, path in zip(inputs, paths):
+                if exc.path == str(path) and path != Path(original):
+                    raise InputError(original, exc.problem, exc.fix) from exc
+            raise
     finally:
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)

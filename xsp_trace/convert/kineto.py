@@ -451,11 +451,12 @@ def convert_kineto(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, opti
     used_devices = [r[0] for r in con.execute(
         "SELECT DISTINCT device_id FROM spans WHERE run_id = ? AND device_id IS NOT NULL", [run_id]).fetchall()]
     insert_relation(con, "devices", _device_rows(run_id, meta.get(kf.DEVICE_PROPERTIES_KEY), used_devices, bool(has_hip)))
+    base = meta.get(kf.BASE_TIME_NS_KEY)
+    if base is not None and (_as_int(base) is None or not abs(_as_int(base)) <= TIME_LIMIT_NS):
+        warn(path, f"{kf.BASE_TIME_NS_KEY} {str(base)[:40]} is not a time in range: ignored")
+        meta = {k: v for k, v in meta.items() if k != kf.BASE_TIME_NS_KEY}
     origin = _clock_origin(meta, first_start)
     started_at = None
-    if origin is not None and not abs(origin) <= TIME_LIMIT_NS:
-        warn(path, f"{kf.BASE_TIME_NS_KEY} {origin} is out of range: the run's wall-clock start is left unknown")
-        origin = None
     if origin is not None and first_start is not None:
         try:
             started_at = datetime.fromtimestamp((origin + first_start) / 1e9, tz=timezone.utc).replace(tzinfo=None)

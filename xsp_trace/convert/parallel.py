@@ -25,7 +25,7 @@ import duckdb
 
 from ..database import atomic_database, next_run_id
 from ..output_files import atomic_output, install_signal_handlers, parts_path, remove_temp
-from . import ConvertOptions, Progress, _no_progress, convert_files, convert_into, detect_source, spooled
+from . import ConvertOptions, Progress, _no_progress, convert_files, convert_into, detect_source, restore_stream_names, spooled
 
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -135,7 +135,7 @@ def convert_files_parallel(
     workers = min(jobs, len(inputs))
     threads = max(1, default_jobs() // workers)
     run_ids: list[int] = []
-    with atomic_database(output, append=append, overwrite=overwrite, inputs=inputs) as con, spooled(inputs) as inputs:
+    with atomic_database(output, append=append, overwrite=overwrite, inputs=inputs) as con, spooled(inputs) as paths:
         parts_dir = parts_path(output)
         remove_temp(parts_dir)
         parts_dir.mkdir()
@@ -146,7 +146,7 @@ def convert_files_parallel(
             try:
                 parts = [parts_dir / f"part{i:05d}.duckdb" for i in range(len(inputs))]
                 futures: list[Future] = [
-                    pool.submit(_convert_part, str(path), str(part), options, threads) for path, part in zip(inputs, parts)
+                    pool.submit(_convert_part, str(path), str(part), options, threads) for path, part in zip(paths, parts)
                 ]
                 for i, (future, part) in enumerate(zip(futures, parts)):
                     future.result()  # an InputError of the worker is raised here, unchanged
@@ -157,6 +157,7 @@ def convert_files_parallel(
                 _stop_workers(pool)
                 raise
             pool.shutdown(wait=True)
+            restore_stream_names(con, inputs, paths)
         finally:
             shutil.rmtree(parts_dir, ignore_errors=True)
     return run_ids
