@@ -58,6 +58,11 @@ def main() -> None:
         run_many(seeds, args.work, jobs=args.jobs, on_outcome=record)
     records = [json.loads(line) for line in args.log.read_text().splitlines() if line.strip()]
     summary = summarize(records)
+    # A shared machine can stall a child past the limit: run each hang again, alone, to tell.
+    hung = [r["seed"] for r in records if any("hang" in p for p in r["problems"])]
+    again = run_many(hung, args.work / "rerun", jobs=1)
+    summary["hangs_confirmed_on_rerun"] = sum(1 for o in again if "hang" in o.problems)
+    summary["hang_seeds"] = hung
     summary["wall_seconds_this_session"] = round(time.monotonic() - started, 1)
     print(json.dumps(summary, indent=1))
 
