@@ -415,7 +415,7 @@ def metrics(
     try:
         if not database.exists():
             raise InputError(database, "does not exist", "convert the traced run first: xsp-trace convert TRACE -o " + database.name)
-        with atomic_database(database, append=True) as con:
+        with atomic_database(database, append=True, inputs=inputs) as con:
             for path in inputs:
                 done = import_ncu_metrics(con, path, run, ncu)
                 typer.echo(f"{path}: {done.matched} of {done.launches} launches matched to kernels of run {done.run_id} (by {done.name_column})")
