@@ -14,7 +14,7 @@ CREATE OR REPLACE TEMP MACRO _kineto_int(j) AS CASE json_type(j)
     WHEN 'BIGINT' THEN TRY_CAST(j AS BIGINT)
     WHEN 'UBIGINT' THEN TRY_CAST(j AS BIGINT)
     WHEN 'DOUBLE' THEN CASE WHEN TRY_CAST(j AS DOUBLE) = floor(TRY_CAST(j AS DOUBLE)) THEN TRY_CAST(TRY_CAST(j AS DOUBLE) AS BIGINT) END
-    WHEN 'VARCHAR' THEN CASE WHEN regexp_full_match(j ->> '$', '-*[0-9]+') THEN TRY_CAST(ltrim(j ->> '$', '-') AS BIGINT) * CASE WHEN starts_with(j ->> '$', '-') THEN -1 ELSE 1 END END
+    WHEN 'VARCHAR' THEN CASE WHEN regexp_full_match(j ->> '$', '-?[0-9]+') THEN TRY_CAST(j ->> '$' AS BIGINT) END
 END;
 -- Integer of a text field (pid, tid, id: JSON numbers or digit strings, as their text).
 CREATE OR REPLACE TEMP MACRO _kineto_int_text(v) AS CASE

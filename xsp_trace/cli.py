@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from enum import Enum
 from pathlib import Path
@@ -13,6 +14,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 
 from . import __version__
 from .errors import InputError
+from .output_files import Interrupted, check_output_path, install_signal_handlers, received_signal, refuse_inputs
 
 class Engine(str, Enum):
     """Where `convert` runs the per-trace conversions."""
@@ -62,10 +64,12 @@ def _main(
     _state["debug"] = debug
 
 
-def fail(exc: InputError) -> None:
+def fail(exc: InputError | OSError) -> None:
     """One clear line on stderr and exit code 2 (the traceback only with --debug)."""
     if _state["debug"]:
         raise exc
+    if isinstance(exc, OSError):  # the environment, not xsp-trace: a file vanished, a permission...
+        exc = InputError(exc.filename, f"{exc.strerror or exc}", "check the path and its permissions")
     err_console.print(f"xsp-trace: error: {exc.line()}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
@@ -141,6 +145,9 @@ def convert(
             output = output.with_suffix("")
     options = ConvertOptions(nsys=nsys, label=label, include_python_functions=python_functions)
     try:
+        if perfetto is not None:  # refused before converting, not after
+            check_output_path(perfetto)
+            refuse_inputs(perfetto, [*inputs, output])
         with _ProgressReporter(enabled=not quiet and sys.stderr.isatty()) as progress:
             if engine is Engine.ray:
                 from .convert.ray_engine import convert_with_ray
@@ -159,7 +166,7 @@ def convert(
                                                  overwrite=overwrite, progress=progress)
             else:
                 raise InputError(None, f"--format {out_format!r} is not one of duckdb, parquet", "pick one of those")
-    except InputError as exc:
+    except (InputError, OSError) as exc:
         fail(exc)
     typer.echo(f"wrote {output} (runs {', '.join(map(str, run_ids))})")
     if perfetto is not None:
@@ -180,7 +187,7 @@ def _write_perfetto(database: Path, output: Path, options) -> None:
 
     try:
         stats = export_perfetto(database, output, options)
-    except InputError as exc:
+    except (InputError, OSError) as exc:
         fail(exc)
     typer.echo(
         f"wrote {output} ({stats.slices} slices, {stats.flows} flows, {stats.instants} marks, "
@@ -288,33 +295,47 @@ def capture(
 
 @app.command()
 def query(
-    database: Path = typer.Argument(..., help="An xsp-trace DuckDB database."),
+    database: Path = typer.Argument(..., help="An xsp-trace DuckDB database or Parquet dataset folder."),
     sql: str = typer.Argument(..., help="SQL to run, or @FILE to read it from a file (e.g. @queries/nvtx_gpu_projection.sql)."),
     limit: int = typer.Option(50, "--limit", help="Rows to print in the table (0 = all)."),
     csv_out: bool = typer.Option(False, "--csv", help="Print CSV instead of a table."),
+    allow_external_access: bool = typer.Option(False, "--allow-external-access", help="Let the SQL read and write other files (COPY ... TO, EXPORT DATABASE, ATTACH, read_csv), change settings and install extensions. Off: the data is opened read-only and nothing else is reachable."),
 ) -> None:
     """Run ad-hoc SQL on a converted database (read-only) and print the result.
+
+    The SQL sees the data only: COPY/EXPORT/ATTACH/INSTALL/SET and reading other files are refused
+    unless --allow-external-access is given.
 
     Example:
 
       xsp-trace query run.duckdb "select kind, count(*) as n from spans group by kind order by n desc"
+
+      xsp-trace query run.duckdb --allow-external-access "COPY (SELECT name, count(*) AS n FROM spans WHERE kind = 'kernel' GROUP BY name) TO 'kernels.csv'"
     """
-    from .store import open_store
+    from .sandbox import check_statements, open_for_query
     from .tables import print_result
 
     try:
         if sql.startswith("@"):
             source = Path(sql[1:])
-            if not source.exists():
+            if not source.is_file():
                 raise InputError(source, "does not exist", "pass @PATH of an existing .sql file")
-            sql = source.read_text()
-        con = open_store(database)
+            try:
+                sql = source.read_text(encoding="utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(source, "is not UTF-8 text", "pass a .sql text file") from exc
+        con = open_for_query(database, allow_external_access)
         try:
-            result = con.execute(sql)
-        except Exception as exc:  # duckdb.Error: the user's SQL is wrong
-            raise InputError(database, f"query failed: {str(exc).splitlines()[0]}", "fix the SQL") from exc
-        print_result(result, limit=limit, as_csv=csv_out)
-    except InputError as exc:
+            if not allow_external_access:
+                check_statements(con, sql, database)
+            try:
+                result = con.execute(sql)
+            except Exception as exc:  # duckdb.Error: the user's SQL is wrong (or asked for a file)
+                raise InputError(database, f"query failed: {str(exc).splitlines()[0]}", "fix the SQL") from exc
+            print_result(result, limit=limit, as_csv=csv_out)
+        finally:
+            con.close()
+    except (InputError, OSError) as exc:
         fail(exc)
 
 
@@ -412,6 +433,9 @@ def analyze(
             if not ids or len(ids) != 2:
                 raise InputError(None, f"--compare {compare!r} needs two run ids", "e.g. --compare 1,2")
             pair = (ids[0], ids[1])
+        if report is not None:  # refused before the analyses run, not after
+            check_output_path(report)
+            refuse_inputs(report, [database], "report")
         options = AnalysisOptions(runs=_run_list(run), peak_flops=peak_flops, peak_dram_bytes_per_s=peak_dram_bw, compare=pair,
                                   layer_ranges=layer_ranges, layer_depth=layer_depth, iterations=_iteration_list(iteration),
                                   window_ns=_window(window))
@@ -429,7 +453,7 @@ def analyze(
             all_results = {a.name: run_analysis(con, a.name) for a in ANALYSES}
             write_report(report, database, all_results)
             err_console.print(f"wrote {report}", markup=False, highlight=False)
-    except InputError as exc:
+    except (InputError, OSError) as exc:
         fail(exc)
 
 
@@ -503,18 +527,37 @@ def metrics(
     try:
         if not database.exists():
             raise InputError(database, "does not exist", "convert the traced run first: xsp-trace convert TRACE -o " + database.name)
-        with atomic_database(database, append=True) as con:
+        with atomic_database(database, append=True, inputs=inputs) as con:
             for path in inputs:
                 done = import_ncu_metrics(con, path, run, ncu)
                 typer.echo(f"{path}: {done.matched} of {done.launches} launches matched to kernels of run {done.run_id} (by {done.name_column})")
                 if done.unmatched_names:
                     typer.echo("  unmatched: " + "; ".join(done.unmatched_names[:5]))
-    except InputError as exc:
+    except (InputError, OSError) as exc:
         fail(exc)
 
 
 def main() -> None:
-    app()
+    """The console script: SIGINT/SIGTERM unwind (temporary outputs removed) and exit 130/143."""
+    install_signal_handlers()
+    try:
+        app()
+    except SystemExit as exc:
+        _exit_if_signalled()
+        raise exc
+    except BaseException as exc:
+        _exit_if_signalled()
+        if isinstance(exc, Interrupted):  # pragma: no cover - Interrupted always records its signal
+            raise SystemExit(128 + exc.signum)
+        raise
+
+
+def _exit_if_signalled() -> None:
+    signum = received_signal()
+    if signum is not None:
+        name = signal.Signals(signum).name
+        print(f"xsp-trace: interrupted by {name}; nothing was written", file=sys.stderr)
+        raise SystemExit(128 + signum)
 
 
 if __name__ == "__main__":

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import duckdb
 
 from . import __version__
 from .errors import InputError
+from .output_files import atomic_output
 from .resources import schema_text
 
 SCHEMA_VERSION = "2"
@@ -41,47 +40,31 @@ def check_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         )
 
 
-def _remove_quietly(path: Path) -> None:
-    for p in (path, Path(str(path) + ".wal")):
-        try:
-            p.unlink()
-        except FileNotFoundError:
-            pass
-
-
 @contextmanager
-def atomic_database(output: Path, *, append: bool = False, overwrite: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+def atomic_database(output: Path, *, append: bool = False, overwrite: bool = False,
+                    inputs: Iterable[Path] = ()) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection to a temporary copy of `output` that replaces it only if the block succeeds.
 
-    A failure (or Ctrl-C) leaves the previous file, or none, in place -- never a half-written one.
+    A failure (or Ctrl-C/SIGTERM) leaves the previous file, or none, in place -- never a
+    half-written one; concurrent appends to one output wait for each other (output_files).
     """
     output = Path(output)
-    if output.exists() and not (append or overwrite):
-        raise InputError(output, "already exists", "pass --append to add runs to it or --overwrite to replace it")
-    if output.parent and not output.parent.exists():
-        raise InputError(output, "its folder does not exist", "create the folder or choose another output path")
-    tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
-    _remove_quietly(tmp)
-    if append and output.exists():
-        shutil.copyfile(output, tmp)
-    try:
-        con = duckdb.connect(str(tmp))
-    except duckdb.Error as exc:
-        _remove_quietly(tmp)
-        raise InputError(output, f"cannot be opened as a DuckDB database ({exc})", "choose another output path") from exc
-    try:
-        if append and output.exists():
-            check_schema(con, output)
-        else:
-            create_schema(con)
-        yield con
-        con.execute("CHECKPOINT")
-        con.close()
-        os.replace(tmp, output)
-    except BaseException:
-        con.close()
-        _remove_quietly(tmp)
-        raise
+    with atomic_output(output, replace=append or overwrite, keep_existing=append, inputs=inputs,
+                       exists_fix="pass --append to add runs to it or --overwrite to replace it") as tmp:
+        try:
+            con = duckdb.connect(str(tmp))
+        except duckdb.Error as exc:
+            raise InputError(output, f"cannot be opened as a DuckDB database ({str(exc).splitlines()[0]})",
+                             "choose another output path") from exc
+        try:
+            if append and output.exists():
+                check_schema(con, output)
+            else:
+                create_schema(con)
+            yield con
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
 
 
 def connect(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:

@@ -15,14 +15,13 @@ Writing is atomic: a temporary folder beside DIR, renamed at the end.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import duckdb
 
 from .database import SCHEMA_VERSION, connect, create_schema
 from .errors import InputError
+from .output_files import atomic_output
 from .sql import quote_identifier as _quote
 from .sql import quote_literal as _literal
 
@@ -63,35 +62,52 @@ def copy_tables_to_parquet(con: duckdb.DuckDBPyConnection, catalog: str, folder:
             con.execute(f"COPY {source} TO {_literal(str(target / 'data.parquet'))} (FORMAT parquet)")
 
 
-def write_dataset(database: Path, output: Path, *, overwrite: bool = False) -> None:
+def write_dataset(database: Path, output: Path, *, overwrite: bool = False, inputs=()) -> None:
     """Write the xsp-trace database at `database` as a Parquet dataset folder `output`, atomically."""
     output = Path(output)
-    if output.exists() and not overwrite:
-        raise InputError(output, "already exists", "pass --overwrite to replace it, or choose another output folder")
-    if not output.parent.is_dir():
-        raise InputError(output, "its folder does not exist", "create the folder or choose another output path")
-    tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    with atomic_output(output, folder=True, replace=overwrite, inputs=[database, *inputs],
+                       exists_fix="pass --overwrite to replace it, or choose another output folder") as tmp:
+        tmp.mkdir()
+        write_dataset_folder(database, tmp)
+
+
+def write_dataset_folder(database: Path, folder: Path) -> None:
+    """Write the tables of the database at `database` into the empty folder `folder` (not atomic)."""
+    con = connect(database, read_only=True)
     try:
-        con = connect(database, read_only=True)
-        try:
-            catalog = con.execute("SELECT current_database()").fetchone()[0]
-            copy_tables_to_parquet(con, catalog, tmp)
-            tables = sorted(_tables(con, catalog))
-        finally:
-            con.close()
-        (tmp / MARKER).write_text(json.dumps({"format": FORMAT_NAME, "schema_version": SCHEMA_VERSION, "tables": tables}, indent=1))
-        if output.exists():
-            old = output.with_name(f".{output.name}.{os.getpid()}.old")
-            os.replace(output, old)
-            os.replace(tmp, output)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, output)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        catalog = con.execute("SELECT current_database()").fetchone()[0]
+        copy_tables_to_parquet(con, catalog, folder)
+        tables = sorted(_tables(con, catalog))
+    finally:
+        con.close()
+    write_marker(folder, tables)
+
+
+def write_marker(folder: Path, tables: list[str]) -> None:
+    """The dataset's marker: format, schema version, tables, and every Parquet file with its size."""
+    files = {str(p.relative_to(folder)): p.stat().st_size for p in sorted(folder.rglob("*.parquet"))}
+    (folder / MARKER).write_text(json.dumps({"format": FORMAT_NAME, "schema_version": SCHEMA_VERSION, "tables": tables,
+                                             "files": files}, indent=1))
+
+
+def _check_files(folder: Path, marker: dict) -> None:
+    """Every Parquet file the writer listed is there with its size, and no other: a deleted partition,
+    a truncated copy or a stray file is one line, not a silently different analysis."""
+    listed = marker.get("files")
+    if not isinstance(listed, dict):
+        return  # written before file lists were recorded
+    present = {str(p.relative_to(folder)): p.stat().st_size for p in folder.rglob("*.parquet")}
+    fix = "copy the whole folder again, or convert the traces again"
+    missing = sorted(set(listed) - set(present))
+    if missing:
+        raise InputError(folder, f"is missing {len(missing)} of its Parquet files (e.g. {missing[0]}): a deleted partition?", fix)
+    changed = sorted(name for name, size in listed.items() if present[name] != size)
+    if changed:
+        raise InputError(folder, f"has {len(changed)} Parquet file(s) of another size than written (e.g. {changed[0]}): truncated?", fix)
+    extra = sorted(set(present) - set(listed))
+    if extra:
+        raise InputError(folder, f"holds {len(extra)} Parquet file(s) it did not write (e.g. {extra[0]})",
+                         "remove them, or convert the traces again")
 
 
 def open_dataset(folder: Path) -> duckdb.DuckDBPyConnection:
@@ -102,13 +118,20 @@ def open_dataset(folder: Path) -> duckdb.DuckDBPyConnection:
     except (OSError, ValueError) as exc:
         raise InputError(folder, f"is not an xsp-trace Parquet dataset ({MARKER} unreadable)",
                          "pass a folder written by xsp-trace convert --format parquet") from exc
+    if not isinstance(marker, dict):
+        raise InputError(folder, f"is not an xsp-trace Parquet dataset ({MARKER} is not an object)",
+                         "pass a folder written by xsp-trace convert --format parquet")
     if marker.get("schema_version") != SCHEMA_VERSION:
         raise InputError(folder, f"has xsp-trace schema version {marker.get('schema_version')}, this xsp-trace reads "
                          f"version {SCHEMA_VERSION}", "convert the traces again")
+    _check_files(folder, marker)
     con = duckdb.connect()
     create_schema(con)  # the typed, empty tables; those with files become views below
     schema = _tables(con, "memory")
-    for table in marker.get("tables", []):
+    tables = marker.get("tables")
+    for table in tables if isinstance(tables, list) else []:
+        if not isinstance(table, str):
+            continue
         files = folder / table
         if table not in schema or not any(files.rglob("*.parquet")):
             continue
@@ -116,8 +139,12 @@ def open_dataset(folder: Path) -> duckdb.DuckDBPyConnection:
         pattern = str(files / ("**/*.parquet" if hive else "*.parquet"))
         typed = ", ".join(f"CAST({_quote(c)} AS {t}) AS {_quote(c)}" for c, t in schema[table])
         con.execute(f"DROP TABLE {_quote(table)}")
-        con.execute(
-            f"CREATE VIEW {_quote(table)} AS SELECT {typed} FROM read_parquet({_literal(pattern)}, "
-            f"hive_partitioning = {str(hive).lower()}, union_by_name = true)"
-        )
+        try:
+            con.execute(
+                f"CREATE VIEW {_quote(table)} AS SELECT {typed} FROM read_parquet({_literal(pattern)}, "
+                f"hive_partitioning = {str(hive).lower()}, union_by_name = true)"
+            )
+        except duckdb.Error as exc:
+            raise InputError(folder, f"has an unreadable Parquet file in {table}/ ({str(exc).splitlines()[0][:200]})",
+                             "copy the whole folder again, or convert the traces again") from exc
     return con

@@ -5,13 +5,12 @@ network: open it anywhere. Written atomically.
 
 from __future__ import annotations
 
-import os
 from datetime import datetime, timezone
 from html import escape
 from pathlib import Path
 
 from .. import __version__
-from ..errors import InputError
+from ..output_files import atomic_output
 from . import svg
 from .catalog import ANALYSES
 from ..tables import format_cell as _cell
@@ -115,11 +114,5 @@ def render_report(database: Path, results: dict[str, Result]) -> str:
 
 def write_report(path: Path, database: Path, results: dict[str, Result]) -> None:
     path = Path(path)
-    if path.parent and not path.parent.exists():
-        raise InputError(path, "its folder does not exist", "create the folder or choose another report path")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
+    with atomic_output(path, inputs=[database]) as tmp:
         tmp.write_text(render_report(database, results), encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)

@@ -32,8 +32,10 @@ from ..naming import classify_range
 from ..resources import query_text
 from . import ConvertOptions, Progress, register_run
 from .kineto_stream import KinetoTrace, iter_event_batches
+from .validate import TIME_LIMIT_NS, TIME_LIMIT_US, warn
 
 BATCH_ROWS = 50_000
+SKIPPED_NON_NUMERIC_TRACK = "CPU event on a non-numeric pid/tid track"
 _MEMCPY_RE = re.compile(kf.MEMCPY_NAME_PATTERN)
 _FIX_EVENT = "export the trace again with torch.profiler, or repair the event"
 
@@ -82,14 +84,23 @@ def us_to_ns(value) -> int:
     raise TypeError(value)
 
 
+_INT_TEXT = re.compile(r"-?[0-9]+")
+
+
 def _as_int(value) -> int | None:
+    """An integer field (JSON integer, integral decimal or digit string) within BIGINT, else None (as kineto_map.sql)."""
     if type(value) is int:
-        return value
-    if isinstance(value, str) and value.lstrip("-").isdigit():
-        return int(value)
-    if isinstance(value, Decimal) and value == value.to_integral_value():
-        return int(value)
-    return None
+        number = value
+    elif isinstance(value, str) and _INT_TEXT.fullmatch(value):
+        number = int(value)
+    elif isinstance(value, Decimal) and value.is_finite() and value == value.to_integral_value():
+        number = int(value)
+    else:
+        return None
+    return number if _INT64_MIN <= number <= _INT64_MAX else None
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def _as_float(value) -> float | None:
@@ -196,6 +207,10 @@ class KinetoMapper:
             raise self._bad(event, f"has no '{key}'")
         if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
             raise self._bad(event, f"has a non-numeric '{key}' ({str(value)[:30]!r})")
+        if isinstance(value, Decimal) and not value.is_finite():
+            raise self._bad(event, f"has a non-finite '{key}' ({value})")
+        if abs(value) > TIME_LIMIT_US:
+            raise self._bad(event, f"has an out-of-range '{key}' ({str(value)[:30]}; more than {TIME_LIMIT_US} us)")
         return value
 
     def _complete(self, event: dict) -> None:
@@ -208,6 +223,8 @@ class KinetoMapper:
             return self._skip("python_function (use --python-functions)")
         ts = self._time(event, "ts")
         dur = self._time(event, "dur")
+        if abs(ts + dur) > TIME_LIMIT_US:
+            raise self._bad(event, f"ends out of range (ts + dur = {str(ts + dur)[:30]} us)")
         start = us_to_ns(ts)
         end = us_to_ns(ts + dur) if dur > 0 else start
         name = event.get("name")
@@ -229,7 +246,7 @@ class KinetoMapper:
             correlation = _as_int(args.get(kf.ARG_CORRELATION))
         else:
             if track_pid is None or track_tid is None:
-                return self._skip("CPU event on a non-numeric pid/tid track")
+                return self._skip(SKIPPED_NON_NUMERIC_TRACK)
             device = stream = None
             pid, tid = track_pid, track_tid
             if kind == "api":
@@ -291,7 +308,8 @@ class KinetoMapper:
             return self._skip(f"flow {category}")
         flow_id, pid, tid = _as_int(event.get("id")), _as_int(event.get("pid")), _as_int(event.get("tid"))
         ts = event.get("ts")
-        if flow_id is None or pid is None or tid is None or not isinstance(ts, (int, Decimal)):
+        if flow_id is None or pid is None or tid is None or not isinstance(ts, (int, Decimal)) or isinstance(ts, bool) \
+                or not abs(ts) <= TIME_LIMIT_US:
             return self._skip("flow without id/pid/tid/ts")
         self._add("_kineto_flows", (phase, flow_id, pid, tid, us_to_ns(ts)))
 
@@ -420,6 +438,8 @@ def convert_kineto(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, opti
                 mapper.map_events(batch)
             mapper.flush()
         meta = trace.metadata
+        if mapper.skipped.get(SKIPPED_NON_NUMERIC_TRACK):
+            warn(path, f"skipped {mapper.skipped[SKIPPED_NON_NUMERIC_TRACK]} CPU event(s) whose pid or tid is not a number")
     progress("linking GPU activities", None)
     con.execute("SET VARIABLE kineto_graph_launch_apis = ?", [sorted(kf.GRAPH_LAUNCH_API_NAMES)])
     run_script(con, query_text("kineto_link"), run_id)
@@ -431,10 +451,17 @@ def convert_kineto(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, opti
     used_devices = [r[0] for r in con.execute(
         "SELECT DISTINCT device_id FROM spans WHERE run_id = ? AND device_id IS NOT NULL", [run_id]).fetchall()]
     insert_relation(con, "devices", _device_rows(run_id, meta.get(kf.DEVICE_PROPERTIES_KEY), used_devices, bool(has_hip)))
+    base = meta.get(kf.BASE_TIME_NS_KEY)
+    if base is not None and (_as_int(base) is None or not abs(_as_int(base)) <= TIME_LIMIT_NS):
+        warn(path, f"{kf.BASE_TIME_NS_KEY} {str(base)[:40]} is not a time in range: ignored")
+        meta = {k: v for k, v in meta.items() if k != kf.BASE_TIME_NS_KEY}
     origin = _clock_origin(meta, first_start)
     started_at = None
     if origin is not None and first_start is not None:
-        started_at = datetime.fromtimestamp((origin + first_start) / 1e9, tz=timezone.utc).replace(tzinfo=None)
+        try:
+            started_at = datetime.fromtimestamp((origin + first_start) / 1e9, tz=timezone.utc).replace(tzinfo=None)
+        except (OverflowError, ValueError, OSError):
+            warn(path, "the trace's wall-clock start is not a valid date: left unknown")
     dist = meta.get(kf.DISTRIBUTED_INFO_KEY)
     schema_version = meta.get(kf.SCHEMA_VERSION_KEY)
     register_run(

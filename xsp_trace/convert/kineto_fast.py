@@ -19,7 +19,8 @@ checks that both paths write identical tables on every Kineto fixture.
 from __future__ import annotations
 
 import json
-import os
+import re
+import shutil
 import tempfile
 from decimal import Decimal
 from json.decoder import scanstring
@@ -32,6 +33,7 @@ from ..formats import kineto_fields as kf
 from ..naming import install_sql_macros
 from ..resources import query_text
 from .kineto_stream import closing_bracket
+from .validate import TIME_LIMIT_US
 
 CHUNK_BYTES = 1 << 20
 MAX_HEAD_BYTES = 64 << 20  # as kineto_stream: metadata before the events beyond this is not a trace
@@ -96,6 +98,17 @@ def _find_events(buf: bytes) -> tuple[int, dict] | None:
         pos += 1
 
 
+# A "ts" or "dur" whose value is not a JSON number (true, "12", null...): DuckDB would cast it
+# (true -> 1), the Python reader rejects it, so such a file goes to the Python path.
+_NON_NUMERIC_TIME = re.compile(rb'"(?:ts|dur)"\s*:\s*(?![-0-9\s])')
+_OVERLAP = 32
+
+
+def _check_times(previous: bytes, chunk: bytes) -> None:
+    if _NON_NUMERIC_TIME.search(previous[-_OVERLAP:] + chunk):
+        raise _NotSimple
+
+
 def _skip_ws(text: str, pos: int) -> int:
     while pos < len(text) and text[pos] in " \t\r\n":
         pos += 1
@@ -124,10 +137,14 @@ def extract_events(path: Path, target: Path) -> dict | None:
         written = 0
         with open(target, "wb") as out:
             first = head[start:]
+            _check_times(b"", first)
             out.write(first)
             written += len(first)
             tail += first
+            previous = first
             while chunk := source.read(CHUNK_BYTES):
+                _check_times(previous, chunk)
+                previous = chunk
                 out.write(chunk)
                 written += len(chunk)
                 tail += chunk
@@ -154,6 +171,15 @@ SELECT * FROM read_json(?, format = 'array', maximum_object_size = 67108864,
     columns = {ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR',
                ts: 'DECIMAL(38,9)', dur: 'DECIMAL(38,9)', id: 'VARCHAR', args: 'MAP(VARCHAR, JSON)'})
 """
+
+
+def _not_cpu_categories(include_python: bool) -> list[str]:
+    """Lower-case categories whose complete events are dropped or GPU activities (no pid/tid needed)."""
+    cats = {c for c, k in kf.CATEGORY_KIND.items() if k is None or k in kf.GPU_ACTIVITY_KINDS}
+    cats |= set(kf.GPU_ANNOTATION_CATEGORIES)
+    if not include_python:
+        cats |= set(kf.PYTHON_FUNCTION_CATEGORIES)
+    return sorted(cats)
 
 
 def _set_variables(con: duckdb.DuckDBPyConnection, run_id: int, include_python: bool) -> None:
@@ -225,9 +251,16 @@ def convert_kineto_fast(con: duckdb.DuckDBPyConnection, path: Path, run_id: int,
         bad = con.execute(
             """SELECT count(*) FROM _kineto_events
                WHERE (ph = ? AND (ts IS NULL OR dur IS NULL)) OR (ph IN (SELECT unnest(?)) AND ts IS NULL)
-                  OR (ph = ? AND ts IS NULL)""",
-            [kf.PHASE_COMPLETE, list(kf.PHASE_INSTANT), kf.PHASE_COUNTER],
+                  OR (ph = ? AND ts IS NULL)
+                  OR abs(ts) > ? OR abs(ts + coalesce(dur, 0)) > ?""",
+            [kf.PHASE_COMPLETE, list(kf.PHASE_INSTANT), kf.PHASE_COUNTER, TIME_LIMIT_US, TIME_LIMIT_US],
         ).fetchone()[0]
+        if not bad:  # CPU events on a non-numeric pid/tid are skipped with a warning by the Python path
+            bad = con.execute(
+                """SELECT count(*) FROM _kineto_events WHERE ph = ? AND coalesce(lower(cat), '') NOT IN (SELECT unnest(?))
+                   AND NOT (regexp_full_match(coalesce(pid, ''), '-?[0-9]+([.]0*)?')
+                            AND regexp_full_match(coalesce(tid, ''), '-?[0-9]+([.]0*)?'))""",
+                [kf.PHASE_COMPLETE, _not_cpu_categories(include_python)]).fetchone()[0]
         if bad or not con.execute("SELECT count(*) FROM _kineto_events").fetchone()[0]:
             con.execute("DROP TABLE _kineto_events")
             con.execute("SET memory_limit = ?", [previous_limit])
@@ -243,7 +276,4 @@ def convert_kineto_fast(con: duckdb.DuckDBPyConnection, path: Path, run_id: int,
         threads = {(pid, tid): value for what, pid, tid, value in names if what == "thread_name"}
         return meta, processes, labels, threads
     finally:
-        try:
-            os.rmdir(folder)
-        except OSError:
-            pass
+        shutil.rmtree(folder, ignore_errors=True)  # whatever failed: no decompressed copy is left

@@ -66,11 +66,20 @@ def _json_error_line(exc: Exception) -> str:
     return f"is not valid JSON ({first})"
 
 
+# ijson builds a prefix string per nesting level, so memory grows with the square of the depth
+# (20,000 levels: 1 GB); a trace nests a few levels. Checked (brackets counted, strings included:
+# an over-estimate) on the bytes the Python reader parses.
+MAX_NESTING = 5_000
+_OPENERS, _CLOSERS = (ord("["), ord("{")), (ord("]"), ord("}"))
+
+
 class _Source:
     """The decompressed byte stream ijson reads, remembering the chunks the metadata may be in."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, check_nesting: bool = False):
         self.path = path
+        self.check_nesting = check_nesting
+        self.depth = 0
         self.raw = open(path, "rb")
         self.size = max(path.stat().st_size, 1)
         is_gzip = self.raw.read(len(GZIP_MAGIC)) == GZIP_MAGIC
@@ -87,12 +96,24 @@ class _Source:
             raise InputError(self.path, "is a truncated gzip file (it ends before the compressed stream does)", _FIX_DAMAGED) from exc
         except (gzip.BadGzipFile, zlib.error) as exc:
             raise InputError(self.path, f"is a damaged gzip file ({exc})", _FIX_DAMAGED) from exc
+        if self.check_nesting and chunk:
+            self._check_nesting(chunk)
         self.bytes_read += len(chunk)
         self.reads += 1
         self.recent.append(chunk)
         if self.reads * CHUNK_BYTES > MAX_BYTES_BEFORE_FIRST_EVENT and len(self.recent) == self.reads:
             raise InputError(self.path, "has no trace events in its first 64 MiB", "pass a PyTorch profiler trace (a JSON object with traceEvents)")
         return chunk
+
+    def _check_nesting(self, chunk: bytes) -> None:
+        import numpy as np
+
+        data = np.frombuffer(chunk, np.uint8)
+        step = (np.isin(data, _OPENERS).astype(np.int32) - np.isin(data, _CLOSERS).astype(np.int32)).cumsum()
+        if self.depth + int(step.max()) > MAX_NESTING:
+            raise InputError(self.path, f"nests JSON more than {MAX_NESTING} levels deep near byte {self.bytes_read}",
+                             "pass a PyTorch profiler trace (its events nest a few levels)")
+        self.depth += int(step[-1])
 
     def mark(self) -> None:
         """An event just completed: only the chunk being parsed can still hold what follows it."""
@@ -160,7 +181,7 @@ def iter_event_batches(trace: KinetoTrace, progress: Callable[[float], None] | N
     """Yield the trace's events in batches of up to BATCH_EVENTS; fill trace.metadata at the end."""
     require_c_backend()
     path = trace.path
-    source = _Source(path)
+    source = _Source(path, check_nesting=True)
     head = b""
     seen_event = False
     try:

@@ -25,6 +25,7 @@ from ..naming import install_sql_macros
 from ..resources import query_text
 from . import NSYS_REPORT_MAGIC, ConvertOptions, Progress, register_run
 from .nsys_report import exported_sqlite
+from .validate import validate_nsys_staging, warn
 
 BATCH_ROWS = 65_536
 _PID = f"(({{col}} >> {fmt.PID_SHIFT}) & {fmt.ID_MASK})"
@@ -52,12 +53,22 @@ class _Export:
             names = {r[0] for r in self.con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
         except sqlite3.DatabaseError as exc:
             raise self.corrupt(exc) from exc
-        self.tables = {base: fmt.resolve_table(names, base) for base in _ALL_TABLES}
+        self.tables = {base: fmt.resolve_table_with_rows(names, base, self._has_rows) for base in _ALL_TABLES}
+        for base, name in self.tables.items():
+            if name != fmt.resolve_table(names, base):
+                warn(path, f"table {fmt.resolve_table(names, base)} is empty: read {name} instead")
         self.meta_table = next((t for t in fmt.META_TABLES if t in names), None)
         if self.meta_table is None and fmt.STRING_IDS not in names:
             raise InputError(path, "is a SQLite file but not an Nsight Systems export (no export metadata or StringIds table)",
                              "pass a file written by `nsys export --type sqlite`")
         self._columns: dict[str, set[str]] = {}
+
+    def _has_rows(self, name: str) -> bool:
+        return self.execute(f'SELECT 1 FROM "{name}" LIMIT 1').fetchone() is not None
+
+    def gpu_pid(self, base: str) -> str:
+        """The process id of a GPU activity table's rows, or NULL (repaired in validate) without globalPid."""
+        return _pid(fmt.GPU_PID_COLUMN) if fmt.GPU_PID_COLUMN in self.columns(base) else "NULL"
 
     def corrupt(self, exc: Exception) -> InputError:
         return InputError(self.path, f"is truncated or corrupt ({exc})", "export the report again with `nsys export --type sqlite`")
@@ -87,6 +98,9 @@ class _Export:
                 f"table {self.table(base)} lacks required column(s) {', '.join(missing)}",
                 "export it again with a complete nsys export (nsys 2022.2 or newer)",
             )
+        lacking = [c for c in fmt.DEGRADABLE_COLUMNS.get(base, ()) if c not in self.columns(base)]
+        if lacking:
+            warn(self.path, f"table {self.table(base)} lacks column(s) {', '.join(lacking)}: converted without them")
 
     def metadata(self) -> dict[str, str]:
         if self.meta_table is None:
@@ -162,6 +176,7 @@ def convert_nsys(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, option
             progress("building spans", None)
             _set_format_variables(con)
             con.execute("SET VARIABLE nsys_nvtx_max_ts = ?", [_nvtx_max_ts(export)])
+            validate_nsys_staging(con, path)
             install_sql_macros(con)
             run_script(con, query_text("nsys_ingest"), run_id)
             for table in _STAGING_TABLES:
@@ -234,7 +249,7 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
     k = fmt.KERNEL
     s.stage(
         "_nsys_kernel",
-        t(k) and f"""SELECT start, "end", deviceId, streamId, correlationId, {_pid('globalPid')}, demangledName,
+        t(k) and f"""SELECT start, "end", deviceId, streamId, correlationId, {export.gpu_pid(k)}, demangledName,
                 {export.optional(k, 'shortName', 'short_id')}, {export.optional(k, 'mangledName', 'mangled_id')},
                 gridX, gridY, gridZ, blockX, blockY, blockZ,
                 {export.optional(k, 'registersPerThread', 'regs')}, {export.optional(k, 'staticSharedMemory', 'smem_static')},
@@ -250,7 +265,7 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
     m = fmt.MEMCPY
     s.stage(
         "_nsys_memcpy",
-        t(m) and f"""SELECT start, "end", deviceId, streamId, correlationId, {_pid('globalPid')}, bytes, copyKind,
+        t(m) and f"""SELECT start, "end", deviceId, streamId, correlationId, {export.gpu_pid(m)}, bytes, copyKind,
                 {export.optional(m, 'srcKind', 'src_kind')}, {export.optional(m, 'dstKind', 'dst_kind')},
                 {_graph_columns(export, m)}
             FROM "{t(m)}" """,
@@ -262,7 +277,7 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
     ms = fmt.MEMSET
     s.stage(
         "_nsys_memset",
-        t(ms) and f"""SELECT start, "end", deviceId, streamId, correlationId, {_pid('globalPid')}, bytes,
+        t(ms) and f"""SELECT start, "end", deviceId, streamId, correlationId, {export.gpu_pid(ms)}, bytes,
                 {export.optional(ms, 'value', 'fill_value')}, {export.optional(ms, 'memKind', 'mem_kind')},
                 {_graph_columns(export, ms)}
             FROM "{t(ms)}" """,
@@ -275,7 +290,7 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
     s.stage(
         "_nsys_sync",
         t(sy) and f"""SELECT start, "end", {export.optional(sy, 'deviceId', 'device_id')}, streamId, correlationId,
-                {_pid('globalPid')}, {export.optional(sy, 'syncType', 'sync_type')}
+                {export.gpu_pid(sy)}, {export.optional(sy, 'syncType', 'sync_type')}
             FROM "{t(sy)}" """,
         _schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "sync_type"),
         with_span_ids=True, what="synchronizations",

@@ -17,6 +17,7 @@ from typing import Iterator
 
 from ..errors import InputError
 from ..formats import nsys_export as fmt
+from ..output_files import atomic_output
 
 CACHE_DIR = ".xsp-cache"
 
@@ -90,9 +91,8 @@ def exported_sqlite(report: Path, nsys_hint: str | None) -> Iterator[Path]:
             _raise_export_failure(report, nsys, proc.stdout + proc.stderr)
         if cache is not None:
             final = cache / key
-            tmp_final = cache / f".{key}.{os.getpid()}.tmp"
-            shutil.move(str(target), tmp_final)
-            os.replace(tmp_final, final)
+            with atomic_output(final) as tmp_final:
+                shutil.move(str(target), tmp_final)
             yield final
         else:
             yield target

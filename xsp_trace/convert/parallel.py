@@ -10,22 +10,66 @@ live in a temporary folder beside it and are removed whatever happens.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
 import shutil
-import tempfile
+import signal
+import sys
+import threading
+import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 
 import duckdb
 
 from ..database import atomic_database, next_run_id
-from . import ConvertOptions, Progress, _no_progress, convert_files, convert_into, detect_source
+from ..output_files import atomic_output, install_signal_handlers, parts_path, remove_temp
+from . import ConvertOptions, Progress, _no_progress, convert_files, convert_into, detect_source, restore_stream_names, spooled
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+PARENT_POLL_S = 0.5  # a worker whose parent is gone stops within this (where PR_SET_PDEATHSIG is missing)
+WORKER_STOP_S = 10.0  # after SIGTERM, a worker gets this long to remove its part before SIGKILL
 
 
 def default_jobs() -> int:
     """Worker processes when the caller does not say: one per core."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def _worker_start(parent_pid: int) -> None:
+    """In each worker: unwind on SIGTERM/SIGINT (its part file is removed) and die with the parent,
+    even a parent killed with SIGKILL: PR_SET_PDEATHSIG on Linux, and a thread watching the parent pid."""
+    install_signal_handlers()
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(128 + signal.SIGTERM)
+    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True, name="xsp-parent-watch").start()
+
+
+def _watch_parent(parent_pid: int) -> None:
+    while os.getppid() == parent_pid:
+        time.sleep(PARENT_POLL_S)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and stop the running workers now (SIGTERM: each removes its part)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    deadline = time.monotonic() + WORKER_STOP_S
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+        if process.is_alive():
+            process.kill()
 
 
 def _convert_part(path: str, part: str, options: ConvertOptions, threads: int) -> list[int]:
@@ -90,28 +134,32 @@ def convert_files_parallel(
     output = Path(output)
     workers = min(jobs, len(inputs))
     threads = max(1, default_jobs() // workers)
-    parts_dir = Path(tempfile.mkdtemp(prefix=f".{output.name}.parts.", dir=output.parent if output.parent.exists() else None))
     run_ids: list[int] = []
-    try:
-        with atomic_database(output, append=append, overwrite=overwrite) as con:
+    with atomic_database(output, append=append, overwrite=overwrite, inputs=inputs) as con, spooled(inputs) as paths:
+        parts_dir = parts_path(output)
+        remove_temp(parts_dir)
+        parts_dir.mkdir()
+        try:
             # spawn: this process holds DuckDB threads, which a fork would copy half-way.
-            with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                       initializer=_worker_start, initargs=(os.getpid(),))
+            try:
                 parts = [parts_dir / f"part{i:05d}.duckdb" for i in range(len(inputs))]
                 futures: list[Future] = [
-                    pool.submit(_convert_part, str(path), str(part), options, threads) for path, part in zip(inputs, parts)
+                    pool.submit(_convert_part, str(path), str(part), options, threads) for path, part in zip(paths, parts)
                 ]
-                try:
-                    for i, (future, part) in enumerate(zip(futures, parts)):
-                        future.result()  # an InputError of the worker is raised here, unchanged
-                        progress(f"merging {inputs[i].name} ({i + 1}/{len(inputs)})", (i + 1) / len(inputs))
-                        run_ids.extend(merge_part(con, part))
-                        part.unlink()
-                except BaseException:
-                    for future in futures:
-                        future.cancel()
-                    raise
-    finally:
-        shutil.rmtree(parts_dir, ignore_errors=True)
+                for i, (future, part) in enumerate(zip(futures, parts)):
+                    future.result()  # an InputError of the worker is raised here, unchanged
+                    progress(f"merging {inputs[i].name} ({i + 1}/{len(inputs)})", (i + 1) / len(inputs))
+                    run_ids.extend(merge_part(con, part))
+                    part.unlink()
+            except BaseException:
+                _stop_workers(pool)
+                raise
+            pool.shutdown(wait=True)
+            restore_stream_names(con, inputs, paths)
+        finally:
+            shutil.rmtree(parts_dir, ignore_errors=True)
     return run_ids
 
 
@@ -125,18 +173,15 @@ def convert_to_dataset(
     progress: Progress = _no_progress,
 ) -> list[int]:
     """Convert inputs into a Parquet dataset folder `output` (xsp_trace.dataset), atomically."""
-    from ..dataset import write_dataset
-    from ..errors import InputError
+    from ..dataset import write_dataset_folder
 
     output = Path(output)
-    if output.exists() and not overwrite:
-        raise InputError(output, "already exists", "pass --overwrite to replace it, or choose another output folder")
-    staging = output.with_name(f".{output.name}.{os.getpid()}.duckdb")
-    try:
+    with atomic_output(output, folder=True, replace=overwrite, inputs=inputs,
+                       exists_fix="pass --overwrite to replace it, or choose another output folder") as tmp:
+        tmp.mkdir()
+        staging = tmp / ".staging.duckdb"
         run_ids = convert_files_parallel(inputs, staging, options, jobs=jobs, overwrite=True, progress=progress)
         progress("writing Parquet", None)
-        write_dataset(staging, output, overwrite=overwrite)
-    finally:
-        for leftover in (staging, Path(str(staging) + ".wal")):
-            leftover.unlink(missing_ok=True)
+        write_dataset_folder(staging, tmp)
+        remove_temp(staging)
     return run_ids

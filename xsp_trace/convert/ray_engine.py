@@ -7,7 +7,7 @@ are idempotent. The driver then numbers the runs from the input list -- the runs
 after those of inputs 0..i-1, starting at `run_id_offset + 1` -- and moves each
 `<table>/run_id=N` folder into place under its final number: a rename per partition, no data is
 rewritten (hive partitioning keeps run_id in the folder name only). The dataset is renamed into
-place at the end, so the output is all or nothing, like every convert.
+place at the end by xsp_trace/output_files.py, so the output is all or nothing, like every convert.
 
 Run ids therefore equal those of a sequential convert of the same list (offset 0), whatever
 order the tasks finish in, and several jobs over disjoint input lists can share one dataset by
@@ -25,8 +25,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from ..dataset import MARKER
+from ..dataset import MARKER, write_marker
 from ..errors import InputError
+from ..output_files import atomic_output, parts_path
 from . import ConvertOptions, Progress, _no_progress, detect_source
 
 RUN_PARTITION = "run_id="
@@ -89,45 +90,34 @@ def convert_with_ray(
     output = Path(output)
     if run_id_offset < 0:
         raise InputError(None, f"--run-id-offset {run_id_offset} is negative", "pass 0 or more")
-    if output.exists() and not overwrite:
-        raise InputError(output, "already exists", "pass --overwrite to replace it, or choose another output folder")
-    if not output.parent.is_dir():
-        raise InputError(output, "its folder does not exist", "create the folder or choose another output path")
     ray = _ray()
-    staging = output.with_name(f".{output.name}.{os.getpid()}.ray")
-    final = staging / "dataset"
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir()
-    started_here = not ray.is_initialized()
-    try:
-        if started_here:
-            ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
-        progress(f"converting {len(inputs)} traces on Ray", None)
-        items = [{"index": i, "path": str(p), "part": str(staging / f"part{i:06d}")} for i, p in enumerate(inputs)]
-        with _quiet_ray_data(ray):
-            results = (
-                ray.data.from_items(items, override_num_blocks=len(items))
-                .map(_convert_task, fn_kwargs={"options": options}, num_cpus=1,
-                     ray_remote_args_fn=lambda: {"max_retries": max_retries})
-                .take_all()
-            )
-        results.sort(key=lambda r: r["index"])
-        failed = [r for r in results if r["error"]]
-        if failed:
-            raise InputError(None, failed[0]["error"], "fix or leave out that input; nothing was written")
-        run_ids = _merge_parts(staging, final, results, run_id_offset)
-        if output.exists():
-            old = output.with_name(f".{output.name}.{os.getpid()}.old")
-            os.replace(output, old)
-            os.replace(final, output)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(final, output)
-        return run_ids
-    finally:
-        if started_here and ray.is_initialized():
-            ray.shutdown()
+    with atomic_output(output, folder=True, replace=overwrite, inputs=inputs,
+                       exists_fix="pass --overwrite to replace it, or choose another output folder") as final:
+        staging = parts_path(output)
         shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir()
+        started_here = not ray.is_initialized()
+        try:
+            if started_here:
+                ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+            progress(f"converting {len(inputs)} traces on Ray", None)
+            items = [{"index": i, "path": str(p), "part": str(staging / f"part{i:06d}")} for i, p in enumerate(inputs)]
+            with _quiet_ray_data(ray):
+                results = (
+                    ray.data.from_items(items, override_num_blocks=len(items))
+                    .map(_convert_task, fn_kwargs={"options": options}, num_cpus=1,
+                         ray_remote_args_fn=lambda: {"max_retries": max_retries})
+                    .take_all()
+                )
+            results.sort(key=lambda r: r["index"])
+            failed = [r for r in results if r["error"]]
+            if failed:
+                raise InputError(None, failed[0]["error"], "fix or leave out that input; nothing was written")
+            return _merge_parts(staging, final, results, run_id_offset)
+        finally:
+            if started_here and ray.is_initialized():
+                ray.shutdown()
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 def _merge_parts(staging: Path, final: Path, results: list[dict], run_id_offset: int) -> list[int]:
@@ -156,5 +146,5 @@ def _merge_parts(staging: Path, final: Path, results: list[dict], run_id_offset:
                 elif not (target / child.name).exists():  # a table without runs (schema_info): the first part's copy
                     os.replace(child, target / child.name)
     assert marker is not None  # at least one input
-    (final / MARKER).write_text(json.dumps(marker, indent=1))
+    write_marker(final, marker["tables"])  # lists the files under their final run ids
     return run_ids

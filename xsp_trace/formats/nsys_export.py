@@ -126,14 +126,30 @@ ID_MASK = 0xFFFFFF
 
 # Required columns per table: an export lacking them cannot be converted.
 REQUIRED_COLUMNS = {
-    KERNEL: ("start", "end", "deviceId", "streamId", "correlationId", "globalPid", "demangledName"),
+    KERNEL: ("start", "end", "deviceId", "streamId", "correlationId", "demangledName"),
     RUNTIME: ("start", "end", "globalTid", "correlationId", "nameId"),
-    MEMCPY: ("start", "end", "deviceId", "streamId", "correlationId", "globalPid", "bytes", "copyKind"),
-    MEMSET: ("start", "end", "deviceId", "streamId", "correlationId", "globalPid", "bytes"),
-    SYNCHRONIZATION: ("start", "end", "streamId", "correlationId", "globalPid"),
+    MEMCPY: ("start", "end", "deviceId", "streamId", "correlationId", "bytes", "copyKind"),
+    MEMSET: ("start", "end", "deviceId", "streamId", "correlationId", "bytes"),
+    SYNCHRONIZATION: ("start", "end", "streamId", "correlationId"),
     NVTX_EVENTS: ("start", "end", "eventType", "globalTid"),
     STRING_IDS: ("id", "value"),
 }
+
+# Columns an export may lack (nsys stats does without them): converted without, with a warning.
+# globalPid of GPU activities: their process is then that of the CUDA API call with the same
+# correlation id (xsp_trace.convert.validate).
+GPU_PID_COLUMN = "globalPid"
+DEGRADABLE_COLUMNS = {KERNEL: (GPU_PID_COLUMN,), MEMCPY: (GPU_PID_COLUMN,), MEMSET: (GPU_PID_COLUMN,),
+                      SYNCHRONIZATION: (GPU_PID_COLUMN,)}
+
+
+def resolve_table_with_rows(existing: set[str], base: str, has_rows) -> str | None:
+    """As resolve_table, but an empty `_V<n>` variant does not win over a lower one that has rows."""
+    variants = sorted((int(m.group("n")), name) for name in existing
+                      if (m := _VERSIONED.match(name)) and m.group("base") == base)
+    candidates = [name for _, name in reversed(variants)] + ([base] if base in existing else [])
+    return next((name for name in candidates if has_rows(name)), candidates[0] if candidates else None)
+
 
 # nsys export refuses reports from a newer nsys ("Version number is invalid", also said of
 # damaged reports); the report header carries the writer's version as

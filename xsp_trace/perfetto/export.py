@@ -7,7 +7,6 @@ flat whatever the trace size (the intern tables are bounded, see packets.py).
 
 from __future__ import annotations
 
-import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from ..sql import set_variables
 from ..store import open_store
 from ..errors import InputError
 from ..naming import parse_layer_name
+from ..output_files import atomic_output, check_output_path, refuse_inputs
 from ..resources import query_text
 from .packets import PacketWriter
 from .tracks import Lanes, TrackRegistry
@@ -198,24 +198,15 @@ def export_perfetto(database: Path, output: Path, options: PerfettoOptions | Non
     """Write `database` as a Perfetto trace at `output`, atomically (temp file, then rename)."""
     options = options or PerfettoOptions()
     database, output = Path(database), Path(output)
-    if not output.parent.is_dir():
-        raise InputError(output, "its folder does not exist", "create the folder or choose another output path")
+    check_output_path(output)
+    refuse_inputs(output, [database])
     con = open_store(database, read_only=True)
-    tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
     try:
-        with tempfile.TemporaryDirectory(prefix="xsp-perfetto-") as spill:
+        with atomic_output(output, inputs=[database]) as tmp, tempfile.TemporaryDirectory(prefix="xsp-perfetto-") as spill:
             con.execute("SET memory_limit = ?", [options.duckdb_memory_limit])
             con.execute("SET temp_directory = ?", [spill])
-            try:
-                with open(tmp, "wb", buffering=1 << 20) as out:
-                    stats = write_trace(con, out, options, database)
-            finally:
-                con.close()
-        os.replace(tmp, output)
-    except BaseException:
-        try:
-            tmp.unlink()
-        except FileNotFoundError:
-            pass
-        raise
+            with open(tmp, "wb", buffering=1 << 20) as out:
+                stats = write_trace(con, out, options, database)
+    finally:
+        con.close()
     return stats

@@ -1,0 +1,71 @@
+"""The long fuzzing run: tests/fuzzing.py over N seeds, counts for docs/robustness.md.
+
+    nice python3 bench/fuzz_long.py --inputs 10000 --start 0 --jobs 1 --work /tmp/xsp-fuzz --log fuzz.jsonl
+
+Resumable: seeds already in --log are skipped, so a run can be split across time. Prints the
+counts (inputs, exit 0, exit 2, tracebacks, hangs, leaks, modified inputs, half-written outputs,
+other problems) and the rate; failing cases stay under --work for inspection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fuzzing import preload, run_many  # noqa: E402
+
+
+def summarize(records: list[dict]) -> dict:
+    count = lambda pred: sum(1 for r in records if pred(r))  # noqa: E731
+    has = lambda word: count(lambda r: any(word in p for p in r["problems"]))  # noqa: E731
+    return {
+        "inputs": len(records), "exit_0": count(lambda r: r["exit_code"] == 0), "exit_2": count(lambda r: r["exit_code"] == 2),
+        "tracebacks": has("traceback"), "hangs": has("hang"), "leaked_temp_files": has("leaked"),
+        "modified_inputs": has("input modified"), "half_written_outputs": has("half-written") + has("output written although"),
+        "other_problems": count(lambda r: r["problems"]) - count(lambda r: any(
+            w in p for p in r["problems"] for w in ("traceback", "hang", "leaked", "input modified", "half-written", "output written although"))),
+        "seconds": round(sum(r["seconds"] for r in records), 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--inputs", type=int, default=10_000)
+    parser.add_argument("--start", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/xsp-fuzz"))
+    parser.add_argument("--log", type=Path, default=Path("fuzz_long.jsonl"))
+    args = parser.parse_args()
+    done = set()
+    if args.log.exists():
+        done = {json.loads(line)["seed"] for line in args.log.read_text().splitlines() if line.strip()}
+    seeds = [s for s in range(args.start, args.start + args.inputs) if s not in done]
+    preload()
+    started = time.monotonic()
+    with open(args.log, "a") as log:
+        def record(outcome) -> None:
+            log.write(json.dumps({"seed": outcome.seed, "input": outcome.input, "exit_code": outcome.exit_code,
+                                  "seconds": round(outcome.seconds, 3), "problems": outcome.problems,
+                                  "last_line": (outcome.stderr.strip().splitlines() or [""])[-1][:300]}) + "\n")
+            log.flush()
+
+        run_many(seeds, args.work, jobs=args.jobs, on_outcome=record)
+    records = [json.loads(line) for line in args.log.read_text().splitlines() if line.strip()]
+    summary = summarize(records)
+    # A shared machine can stall a child past the limit: run each hang again, alone, to tell.
+    hung = [r["seed"] for r in records if any("hang" in p for p in r["problems"])]
+    again = run_many(hung, args.work / "rerun", jobs=1)
+    summary["hangs_confirmed_on_rerun"] = sum(1 for o in again if "hang" in o.problems)
+    summary["hang_seeds"] = hung
+    summary["wall_seconds_this_session"] = round(time.monotonic() - started, 1)
+    print(json.dumps(summary, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""Seeded fuzzing of `xsp-trace convert` on mutated real fixtures, at a size CI affords.
+
+Every input (tests/fuzzing.py: byte flips, truncation, JSON field deletion/type change, numbers out
+of range, SQLite table/column drops, NULL/text/blob in numeric columns, duplicate string ids, end
+before start) must give exit 0 or 2 within 30 s, no traceback, one error line naming the input,
+no leaked temporary file, the input unchanged and no half-written output. bench/fuzz_long.py
+runs the same fuzzer over thousands of seeds (docs/robustness.md).
+"""
+
+from __future__ import annotations
+
+import os
+
+from fuzzing import preload, run_many
+
+INPUTS = int(os.environ.get("XSP_FUZZ_INPUTS", "60"))
+SEED_BASE = 1_000_000  # CI seeds; the long run (bench/fuzz_long.py) starts at 0
+
+
+def test_fuzzed_inputs_fail_cleanly_or_convert(tmp_path):
+    preload()
+    jobs = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1))
+    outcomes = run_many(range(SEED_BASE, SEED_BASE + INPUTS), tmp_path, jobs=jobs)
+    assert len(outcomes) == INPUTS
+    bad = [(o.seed, o.input, o.exit_code, o.problems, o.stderr[-2000:]) for o in outcomes if o.problems]
+    assert not bad, bad
+    codes = {o.exit_code for o in outcomes}
+    assert codes <= {0, 2} and codes == {0, 2}, codes  # the mutations both break and spare inputs
+
+
+def _outcome(source, out, reader: str):
+    """('error', line) or ('ok', spans rows) for one reader of the Kineto converter, in-process."""
+    import duckdb
+
+    from xsp_trace.convert import ConvertOptions, convert_files
+    from xsp_trace.errors import InputError
+
+    try:
+        convert_files([source], out, ConvertOptions(kineto_reader=reader))
+    except InputError as exc:
+        return "error", exc.problem
+    with duckdb.connect(str(out), read_only=True) as con:
+        rows = con.execute("SELECT kind, name, start_ns, end_ns, pid, tid, device_id, stream_id, correlation_id "
+                           "FROM spans ORDER BY ALL").fetchall()
+    return "ok", rows
+
+
+def test_both_kineto_readers_accept_and_reject_the_same_inputs(tmp_path, capfd):
+    """The DuckDB reader (auto) and the Python reader agree on every fuzzed Kineto input: both
+    reject it, or both store the same spans."""
+    from fuzzing import make_input
+
+    compared = 0
+    for seed in range(2_000_000, 2_000_400):
+        folder = tmp_path / f"s{seed}"
+        folder.mkdir()
+        source = make_input(seed, folder)
+        if source.name.startswith("n."):
+            continue
+        fast = _outcome(source, folder / "fast.duckdb", "auto")
+        slow = _outcome(source, folder / "slow.duckdb", "python")
+        assert fast[0] == slow[0], (seed, source.name, fast[0], fast[1] if fast[0] == "error" else "", slow[0],
+                                    slow[1] if slow[0] == "error" else "")
+        if fast[0] == "ok":
+            assert fast[1] == slow[1], (seed, source.name)
+        compared += 1
+        if compared == 24:
+            break
+    assert compared == 24

@@ -1,0 +1,282 @@
+"""Writing an output safely: the one place every command that writes a file or folder goes through.
+
+- Atomic: the output is written under a temporary name in its own folder and renamed over the
+  target only when complete; a failure, Ctrl-C or SIGTERM removes the temporary file (and the
+  `.wal`/`.tmp` DuckDB keeps beside it) and leaves the previous output as it was.
+- Never over an input: `refuse_inputs` compares the output with every input (symlinks and hard
+  links resolved), so `convert a.json -o a.json --overwrite` is refused, not destructive.
+- Serialised: writers of the same output take an exclusive lock (`flock`) on a lock file beside
+  it for the whole read-modify-rename, so two `convert --append` into one database both land.
+  The lock file is removed by whoever holds it (and re-checked after locking), so none is left.
+- Clear: a folder given as a file, a path under a regular file, a name too long, a full disk
+  or a file size limit is one InputError line, not a traceback.
+
+Temporary names are `.<name>.<pid>.xsp-tmp` (plus `.parts` for parallel converts); those of
+dead processes (a SIGKILL leaves them) are removed by the next writer of the same output.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import shutil
+import signal
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from .errors import InputError
+
+TEMP_SUFFIX = ".xsp-tmp"
+PARTS_SUFFIX = ".parts"
+LOCK_SUFFIX = ".xsp-lock"
+NAME_MAX = 255
+_STEM_MAX = 150  # bytes of the output name kept in temporary names (NAME_MAX minus pid and suffixes)
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM arrived: unwind (removing temporary files) and exit 128 + signal."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+_received: list[int] = []
+
+
+def _on_signal(signum, frame) -> None:
+    if not _received:
+        _received.append(signum)
+    raise Interrupted(signum)
+
+
+def install_signal_handlers() -> None:
+    """SIGINT and SIGTERM unwind the process (cleanup runs); main() turns them into exit 130/143."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _on_signal)
+
+
+def received_signal() -> int | None:
+    """The first SIGINT/SIGTERM received (DuckDB turns it into 'Query interrupted' inside a query)."""
+    return _received[0] if _received else None
+
+
+def check_interrupted() -> None:
+    """Raise Interrupted if a signal arrived, even if some code swallowed the exception it raised."""
+    if _received:
+        raise Interrupted(_received[0])
+
+
+def _short(name: str) -> str:
+    raw = name.encode("utf-8", "surrogateescape")
+    return raw[:_STEM_MAX].decode("utf-8", "ignore") if len(raw) > _STEM_MAX else name
+
+
+def temp_path(output: Path, pid: int | None = None) -> Path:
+    """`.<name>.<pid>.xsp-tmp` beside `output` (the name shortened so the temporary name is valid)."""
+    return output.with_name(f".{_short(output.name)}.{os.getpid() if pid is None else pid}{TEMP_SUFFIX}")
+
+
+def parts_path(output: Path) -> Path:
+    """Folder beside `output` for the per-worker parts of a parallel convert."""
+    return output.with_name(f".{_short(output.name)}.{os.getpid()}{PARTS_SUFFIX}")
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _inside(child: Path, folder: Path) -> bool:
+    try:
+        Path(os.path.realpath(child)).relative_to(os.path.realpath(folder))
+        return True
+    except ValueError:
+        return False
+
+
+def refuse_inputs(output: Path, inputs: Iterable[Path], what: str = "output") -> None:
+    """InputError if `output` is one of `inputs` (or a folder holding one): writing it would destroy it."""
+    output = Path(output)
+    for path in inputs:
+        path = Path(path)
+        if _same(output, path) or (output.is_dir() and _inside(path, output)):
+            raise InputError(output, f"is also an input ({path}); writing the {what} there would destroy it",
+                             f"choose another {what} path")
+
+
+def check_output_path(output: Path, *, folder: bool = False) -> None:
+    """One clear line for output paths that cannot work: in a missing folder, under a file, too long..."""
+    output = Path(output)
+    if len(output.name.encode("utf-8", "surrogateescape")) > NAME_MAX:
+        raise InputError(output, f"has a file name longer than {NAME_MAX} bytes", "choose a shorter name")
+    parent = output.parent
+    if not parent.exists():
+        ancestor = next((p for p in parent.parents if p.exists()), None)
+        if ancestor is not None and not ancestor.is_dir():
+            raise InputError(output, f"is under {ancestor}, which is a file, not a folder", "choose another output path")
+        raise InputError(output, "its folder does not exist", "create the folder or choose another output path")
+    if not parent.is_dir():
+        raise InputError(output, f"is under {parent}, which is a file, not a folder", "choose another output path")
+    if output.exists() or output.is_symlink():
+        if folder and not output.is_dir():
+            raise InputError(output, "exists and is not a folder", "choose another output folder")
+        if not folder and output.is_dir():
+            raise InputError(output, "is a folder", "pass a file path inside it, e.g. " + str(output / "out"))
+        if not folder and not output.is_file():
+            raise InputError(output, "exists and is not a regular file (a device, FIFO or socket?)", "choose another output path")
+
+
+def write_error(output: Path, exc: BaseException) -> InputError | None:
+    """The InputError for a failed write of `output` (disk full, size limit, permissions), or None."""
+    code = getattr(exc, "errno", None)
+    text = str(exc)
+    if code == errno.ENOSPC or "No space left on device" in text:
+        return InputError(output, "could not be written: no space left on device", "free some space or write it elsewhere")
+    if code == errno.EDQUOT or "Disk quota exceeded" in text:
+        return InputError(output, "could not be written: disk quota exceeded", "free some space or write it elsewhere")
+    if code == errno.EFBIG or "File too large" in text:
+        return InputError(output, "could not be written: file size limit reached (ulimit -f?)", "raise the limit or write a smaller output")
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return InputError(output, f"could not be written ({exc.strerror})", "check the permissions of its folder")
+    if code == errno.ENAMETOOLONG:
+        return InputError(output, "could not be written: its name is too long", "choose a shorter path")
+    if isinstance(exc, OSError):
+        return InputError(output, f"could not be written ({exc.strerror or exc})", "check the disk and the path")
+    return None
+
+
+def remove_temp(path: Path) -> None:
+    """Remove a temporary output: the file or folder and what DuckDB keeps beside it (.wal, .tmp)."""
+    for p in (path, Path(f"{path}.wal"), Path(f"{path}.tmp")):
+        try:
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale(output: Path) -> None:
+    """Temporary files of this output left by processes that no longer run (killed with SIGKILL)."""
+    prefix = f".{_short(output.name)}."
+    try:
+        entries = list(os.scandir(output.parent))
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.name.startswith(prefix):
+            continue
+        rest = entry.name[len(prefix):]
+        pid_text, _, tail = rest.partition(".")
+        if not pid_text.isdigit() or not ("." + tail).startswith((TEMP_SUFFIX, PARTS_SUFFIX)):
+            continue
+        if int(pid_text) != os.getpid() and not _alive(int(pid_text)):
+            remove_temp(Path(entry.path))
+
+
+@contextmanager
+def output_lock(output: Path) -> Iterator[None]:
+    """Exclusive lock on `output` among xsp-trace writers (a `.<name>.xsp-lock` file, removed afterwards)."""
+    lock = output.with_name(f".{_short(output.name)}{LOCK_SUFFIX}")
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise (write_error(output, exc) or exc) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                same = os.fstat(fd).st_ino == os.stat(lock).st_ino
+            except FileNotFoundError:
+                same = False  # its holder removed it after we opened it: lock the new one
+        except BaseException:
+            os.close(fd)
+            raise
+        if same:
+            break
+        os.close(fd)
+    try:
+        yield
+    finally:
+        try:
+            os.unlink(lock)
+        except OSError:
+            pass
+        os.close(fd)
+
+
+@contextmanager
+def atomic_output(
+    output: Path,
+    *,
+    folder: bool = False,
+    replace: bool = True,
+    exists_fix: str = "pass --overwrite to replace it, or choose another output path",
+    keep_existing: bool = False,
+    inputs: Iterable[Path] = (),
+) -> Iterator[Path]:
+    """Yield a temporary path beside `output`; rename it to `output` when the block succeeds.
+
+    replace=False: an existing output is an error (checked under the lock). keep_existing=True:
+    the caller starts from a copy of the existing output (append); the lock makes concurrent
+    appends wait for each other. On any exception or signal the temporary path is removed and
+    the previous output stays. A write error (disk full, size limit) becomes one InputError line.
+    """
+    output = Path(output)
+    check_output_path(output, folder=folder)
+    refuse_inputs(output, inputs)
+    with output_lock(output):
+        if output.exists() and not replace:
+            raise InputError(output, "already exists", exists_fix)
+        remove_stale(output)
+        tmp = temp_path(output)
+        remove_temp(tmp)
+        try:
+            if keep_existing and output.exists():
+                shutil.copyfile(output, tmp)
+            yield tmp
+            check_interrupted()
+            if folder and output.exists():
+                old = tmp.with_name(tmp.name + ".old")
+                os.replace(output, old)
+                os.replace(tmp, output)
+                remove_temp(old)
+            else:
+                os.replace(tmp, output)
+        except BaseException as exc:
+            remove_temp(tmp)
+            error = write_error(output, exc) if _is_write_error(exc) else None
+            if error is not None:
+                raise error from exc
+            raise
+        finally:
+            for extra in (Path(f"{tmp}.wal"), Path(f"{tmp}.tmp")):
+                if extra.exists():
+                    remove_temp(extra)
+
+
+def _is_write_error(exc: BaseException) -> bool:
+    """Disk full, quota or size limit, whichever layer (OSError, DuckDB IO/transaction error) reports it."""
+    code = getattr(exc, "errno", None)
+    if code in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        return True
+    text = str(exc)
+    return any(marker in text for marker in ("No space left on device", "Disk quota exceeded", "File too large"))
