@@ -151,31 +151,31 @@ def _idle_gaps(gaps: list[dict], windows: dict) -> list[Finding]:
             continue
         idle = sum(g["gap_ns"] for g in mine)
         late = sum(1 for g in mine if g["launch_late"])
-        causes: dict[str, list] = defaultdict(lambda: [0, 0])
+        causes: dict[tuple, list] = defaultdict(lambda: [0, 0])
         for g in mine:
             causes[_cause(g)][0] += g["gap_ns"]
             causes[_cause(g)][1] += 1
-        top = sorted(causes.items(), key=lambda kv: (-kv[1][0], kv[0]))[:TOP_CAUSES]
-        named = "; ".join(f"{name} ({duration(ns)}, {_count(n, 'gap')})" for name, (ns, n) in top)
+        top = sorted(causes.items(), key=lambda kv: (-kv[1][0], kv[0][0]))[:TOP_CAUSES]
+        named = "; ".join(f"{label} ({duration(ns)}, {_count(n, 'gap')})" for (label, _), (ns, n) in top)
         text = (f"{_gpu(run_id, device_id)} sat idle {duration(idle)} in {_count(len(mine), 'gap')} of {duration(LONG_GAP_NS)} or longer, "
                 f"{pct(idle / window)} of its {duration(window)} active window; {late} of them ended only when the CPU "
                 f"launched the next operation late. Meanwhile the launching thread was in: {named}.")
         out.append(Finding("idle_gaps", idle / window, text, "gpu_idle_gaps",
                            f"run_id = {run_id} AND device_id = {device_id} AND gap_ns >= {LONG_GAP_NS}",
                            {"run_id": run_id, "device_id": device_id, "window_ns": window, "idle_ns": idle, "gaps": len(mine),
-                            "late": late, "causes": [(name, ns, n) for name, (ns, n) in top]}))
+                            "late": late, "causes": [(label, span, ns, n) for (label, span), (ns, n) in top]}))
     return out
 
 
-def _cause(gap: dict) -> str:
-    """What the CPU was doing during a gap, as the finding names it."""
+def _cause(gap: dict) -> tuple[str, str | None]:
+    """What the CPU was doing during a gap: (as the finding words it, the CPU span's name or None)."""
     if gap["launch_call"] is None:
-        return "(no launch call recorded for the next operation)"
+        return "(no launch call recorded for the next operation)", None
     if gap["sync_call"] is not None:
-        return f"{gap['sync_call']} ({gap['sync_kind']} synchronisation)"
+        return f"{gap['sync_call']} ({gap['sync_kind']} synchronisation)", gap["sync_call"]
     if gap["cpu_span"] is not None:
-        return gap["cpu_span"]
-    return "(no CPU span recorded on the launching thread)"
+        return gap["cpu_span"], gap["cpu_span"]
+    return "(no CPU span recorded on the launching thread)", None
 
 
 def _gpu_runs(windows: dict) -> set:
