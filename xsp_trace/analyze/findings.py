@@ -305,7 +305,7 @@ def _pageable(rows: list[dict], windows: dict) -> list[Finding]:
         nbytes = sum(r["bytes"] or 0 for r in mine)
         ns = sum(r["total_ns"] for r in mine)
         kinds = ", ".join(f"{r['copies']} {r['copy_kind']}" for r in mine)
-        text = (f"Run {run_id} copies {_size(nbytes)} between the GPU and pageable host memory in {copies} copies ({kinds}): "
+        text = (f"Run {run_id} copies {_size(nbytes)} between the GPU and pageable host memory in {copies} cop{'y' if copies == 1 else 'ies'} ({kinds}): "
                 f"{duration(ns)} of GPU time at {nbytes / ns if ns else 0:.3g} GB/s, {pct(ns / window)} of its GPU's "
                 f"{duration(window)} active window; pinned memory (pin_memory=True) copies faster and lets Async copies overlap.")
         out.append(Finding("pageable_memcpy", ns / window, text, "pageable_memcpy", f"run_id = {run_id}",
