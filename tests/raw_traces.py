@@ -62,10 +62,21 @@ class RawRun:
     steps: list[tuple[int, int, int, int]] = field(default_factory=list)  # (pid, iteration, start, end)
 
     def calls(self) -> dict[tuple, Cpu]:
-        return {(c.pid, c.correlation): c for c in self.cpu if c.is_call and c.correlation is not None}
+        if "_calls" not in self.__dict__:
+            self.__dict__["_calls"] = {(c.pid, c.correlation): c for c in self.cpu if c.is_call and c.correlation is not None}
+        return self.__dict__["_calls"]
 
     def launch_of(self, op: Gpu) -> Cpu | None:
         return self.calls().get((op.pid, op.correlation))
+
+    def starting_at(self, device: int, start: int) -> list[Gpu]:
+        """The GPU operations of `device` starting at `start`."""
+        if "_starts" not in self.__dict__:
+            index: dict[tuple, list[Gpu]] = {}
+            for g in self.gpu:
+                index.setdefault((g.device, g.start), []).append(g)
+            self.__dict__["_starts"] = index
+        return self.__dict__["_starts"].get((device, start), [])
 
 
 def _ns(us) -> int:

@@ -97,14 +97,15 @@ def test_idle_gap_findings_are_true_of_the_raw_trace(case, converted):
             # encloses the middle of the gap on the thread that launched the work ending it.
             by_thread = defaultdict(list)
             for c in run.cpu:
-                by_thread[(c.pid, c.tid)].append(c)
+                if any(c.name == span for _, span, _, _ in f.facts["causes"]):
+                    by_thread[(c.pid, c.tid)].append(c)
             for label, span, ns, n in f.facts["causes"]:
                 if span is None:
                     continue
                 inside, count = 0, 0
                 for s, e in gaps:
                     mid = (s + e) // 2
-                    launches = [run.launch_of(g) for g in run.gpu if g.device == dev and g.start == e]
+                    launches = [run.launch_of(g) for g in run.starting_at(dev, e)]
                     if any(c and any(x.name == span and x.start <= mid < x.end for x in by_thread[(c.pid, c.tid)])
                            for c in launches):
                         inside, count = inside + (e - s), count + 1
