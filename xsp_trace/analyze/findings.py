@@ -10,6 +10,19 @@ model latency, the overhead share of a profiled run. Findings are ranked by it.
 
 Each finding names its analysis and a WHERE condition on that analysis's columns that selects the
 rows showing it (`evidence_sql`, `evidence`).
+
+Severity per kind (what is at stake / what it is measured against):
+  idle_gaps              idle time in gaps >= LONG_GAP_NS / the GPU's active window (first to last operation)
+  launch_bound           steps: (step - GPU busy) of the launch-bound steps / all steps of the run;
+                         runs without steps: (window - busy) / window of the run's GPUs
+  host_bound_steps       (step - GPU busy) of the host- and sync-bound steps / all steps of the run
+  sync_in_loop           CPU time in synchronising calls during the steps / the steps' time
+  exposed_communication  communication time without computation beside it / the GPU's active window
+  pageable_memcpy        GPU time of pageable copies / the run's longest GPU active window
+  memory_bound_kernels   time memory-bound kernels would save at their roof / kernel time (with metrics)
+  non_gpu_layers         non-GPU time of those layers / model latency (both per inference, corrected)
+  profiling_overhead     overhead a level added / that level's model latency
+  program_changed        as profiling_overhead for the level whose hooks changed the program
 """
 
 from __future__ import annotations
