@@ -17,22 +17,26 @@ WITH per_gpu AS (
     GROUP BY run_id, device_id
 )
 SELECT
-    -- Run, its distributed rank (where the trace says), and the GPU.
+    -- Run.
     p.run_id,
+    -- Its distributed rank, where the trace says (NULL otherwise).
     r.rank,
+    -- The GPU.
     p.device_id,
-    -- Time with any computation kernel running, with any communication kernel running, and with
-    -- both, ns (each class's intervals merged over streams).
+    -- Time with any computation kernel running, ns (intervals merged over streams).
     computation_ns,
+    -- Time with any communication (NCCL/RCCL) kernel running, ns (merged over streams).
     communication_ns,
+    -- Time with a computation and a communication kernel running at once, ns.
     overlap_ns,
     -- Communication overlapped by computation, percent of the communication time (HTA's figure).
     round(100.0 * overlap_ns / nullif(communication_ns, 0), 2) AS overlap_pct,
     -- Communication not hidden behind computation, ns.
     communication_ns - overlap_ns AS exposed_communication_ns,
-    -- Computation and communication time as shares of the GPU's busy time (union of computation,
-    -- communication and memory operations), percent; with overlap they can add up to over 100.
+    -- Computation time as a share of the GPU's busy time (union of computation, communication and
+    -- memory operations), percent; with overlap it and communication_pct can add up to over 100.
     round(100.0 * computation_ns / nullif(busy_ns, 0), 2) AS computation_pct,
+    -- Communication time as a share of the GPU's busy time, percent.
     round(100.0 * communication_ns / nullif(busy_ns, 0), 2) AS communication_pct,
     -- Time with a memory copy or set running, ns.
     memory_ns

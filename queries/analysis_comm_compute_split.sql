@@ -7,8 +7,9 @@
 -- xsp_gpu_work_class (NCCL/RCCL kernels are communication; xsp_trace/formats/collectives.py),
 -- each class's intervals merged over all streams of the GPU, the timeline cut where any changes.
 SELECT
-    -- Run and GPU.
+    -- Run.
     run_id,
+    -- The GPU.
     device_id,
     -- The classes running together in this share of the time: computation, communication, memory,
     -- or several joined by '+'.

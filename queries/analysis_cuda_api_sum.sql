@@ -22,11 +22,15 @@ SELECT
     total_ns,
     -- Number of calls.
     calls,
-    -- Mean, median, shortest, longest call and sample standard deviation, ns.
+    -- Mean duration per call, ns (rounded to 0.1 as nsys).
     round(avg_ns, 1) AS avg_ns,
+    -- Median duration, ns (an even count: mean of the two middle values).
     round(med_ns, 1) AS med_ns,
+    -- Shortest call, ns.
     min_ns,
+    -- Longest call, ns.
     max_ns,
+    -- Sample standard deviation of the durations, ns (0 for a single call).
     round(stddev_ns, 1) AS stddev_ns,
     -- API function name (versioned entry-point suffix such as _v7000 stripped).
     name

@@ -26,14 +26,19 @@ SELECT
     total_ns,
     -- Number of executions.
     instances,
-    -- Mean, median, shortest, longest execution and sample standard deviation, ns.
+    -- Mean duration per execution, ns (rounded to 0.1 as nsys).
     round(avg_ns, 1) AS avg_ns,
+    -- Median duration, ns (an even count: mean of the two middle values).
     round(med_ns, 1) AS med_ns,
+    -- Shortest execution, ns.
     min_ns,
+    -- Longest execution, ns.
     max_ns,
+    -- Sample standard deviation of the durations, ns (0 for a single execution).
     round(stddev_ns, 1) AS stddev_ns,
-    -- Grid and block dimensions x y z, as nsys prints them (NULLs where the trace has none).
+    -- Grid dimensions 'x y z', as nsys prints them (NULL where the trace has none).
     grid,
+    -- Block (thread-block) dimensions 'x y z', as nsys prints them (NULL where the trace has none).
     block,
     -- Demangled kernel name.
     name

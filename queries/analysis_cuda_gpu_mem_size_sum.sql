@@ -20,11 +20,15 @@ SELECT
     sum(bytes) AS total_bytes,
     -- Number of operations.
     count(*) AS count,
-    -- Mean, median, smallest, largest size and sample standard deviation, bytes.
+    -- Mean size per operation, bytes (not rounded, as nsys).
     avg(bytes) AS avg_bytes,
+    -- Median size, bytes (an even count: mean of the two middle values).
     median(bytes) AS med_bytes,
+    -- Smallest operation, bytes.
     min(bytes) AS min_bytes,
+    -- Largest operation, bytes.
     max(bytes) AS max_bytes,
+    -- Sample standard deviation of the sizes, bytes (0 for a single operation).
     coalesce(stddev_samp(bytes), 0) AS stddev_bytes,
     -- "[CUDA memcpy HtoD]", "[CUDA memset]", ...
     operation

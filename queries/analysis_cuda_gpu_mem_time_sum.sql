@@ -28,11 +28,15 @@ SELECT
     total_ns,
     -- Number of operations.
     count,
-    -- Mean, median, shortest, longest operation and sample standard deviation, ns.
+    -- Mean duration per operation, ns (rounded to 0.1 as nsys).
     round(avg_ns, 1) AS avg_ns,
+    -- Median duration, ns (an even count: mean of the two middle values).
     round(med_ns, 1) AS med_ns,
+    -- Shortest operation, ns.
     min_ns,
+    -- Longest operation, ns.
     max_ns,
+    -- Sample standard deviation of the durations, ns (0 for a single operation).
     round(stddev_ns, 1) AS stddev_ns,
     -- "[CUDA memcpy HtoD]", "[CUDA memset]", ...
     operation

@@ -42,24 +42,31 @@ WITH busy AS (
     GROUP BY ALL
 )
 SELECT
-    -- Run and GPU.
+    -- Run.
     la.run_id,
+    -- The idle GPU.
     la.device_id,
-    -- The idle stretch: start, end and length, ns.
+    -- Start of the idle stretch (end of the GPU's last busy interval), ns on the run clock.
     la.gap_start_ns,
+    -- End of the idle stretch (start of the next GPU operation), ns on the run clock.
     la.gap_end_ns,
+    -- Length of the idle stretch, ns.
     la.gap_end_ns - la.gap_start_ns AS gap_ns,
-    -- The GPU operation that ended the gap, and the API call (and thread) that launched it.
+    -- Name of the GPU operation (kernel, copy, set) that ended the gap.
     la.next_gpu_name,
+    -- The API call that launched it (NULL where the trace links no launch).
     la.launch_call,
+    -- The thread that made that call.
     la.tid AS launch_tid,
     -- Launch started after the GPU went idle (the CPU was late: host-bound gap).
     la.launch_start_ns > la.gap_start_ns AS launch_late,
-    -- The innermost CPU span on that thread at the middle of the gap, and its kind (op, api, annotation ...).
+    -- Name of the innermost CPU span on that thread at the middle of the gap (NULL: none running).
     m.cpu_span,
+    -- Its kind (op, api, annotation ...).
     m.cpu_kind,
-    -- A synchronising call running then on that thread: its name and explicit / implicit (NULL: none).
+    -- A synchronising call running then on that thread, by name (NULL: none).
     CASE WHEN m.sync_kind IS NOT NULL THEN m.sync_call END AS sync_call,
+    -- Whether that call synchronises explicitly or implicitly (xsp_sync_call_kind; NULL: none).
     m.sync_kind
 FROM launched AS la
 LEFT JOIN cpu_at_mid AS m ON m.run_id = la.run_id AND m.device_id = la.device_id AND m.gap_start_ns = la.gap_start_ns

@@ -16,15 +16,19 @@ WITH windows AS (
     FROM windows AS w, LATERAL (SELECT unnest(range(w.bins)) AS i) AS b
 )
 SELECT
-    -- Run, GPU and bin number (0 = first).
+    -- Run.
     e.run_id,
+    -- The GPU.
     e.device_id,
+    -- Bin number (0 = first).
     e.bin,
-    -- The bin's interval, ns on the run clock.
+    -- Start of the bin, ns on the run clock.
     e.bin_start_ns,
+    -- End of the bin, ns on the run clock (start of the next one).
     e.bin_end_ns,
-    -- GPU busy time inside the bin, ns, and as a percent of the bin.
+    -- GPU busy time inside the bin, ns.
     coalesce(sum(least(i.end_ns, e.bin_end_ns) - greatest(i.start_ns, e.bin_start_ns)), 0) AS busy_ns,
+    -- GPU busy time as a percent of the bin's width.
     round(100.0 * coalesce(sum(least(i.end_ns, e.bin_end_ns) - greatest(i.start_ns, e.bin_start_ns)), 0)
           / nullif(e.bin_end_ns - e.bin_start_ns, 0), 2) AS busy_pct
 FROM bin_edges AS e

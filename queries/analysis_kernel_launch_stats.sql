@@ -17,20 +17,52 @@ WITH pairs AS (
     WHERE k.kind = 'kernel'
 )
 SELECT
-    -- Run, launching process and thread, GPU, launch API and kernel name.
-    run_id, pid, tid, device_id, api_name, kernel_name,
-    -- Launches, and how many have a queue time (kernel started after the call returned).
+    -- Run.
+    run_id,
+    -- Launching process.
+    pid,
+    -- Launching thread.
+    tid,
+    -- GPU the kernels ran on.
+    device_id,
+    -- Launch API function (cudaLaunchKernel, cuLaunchKernel ...).
+    api_name,
+    -- Kernel name.
+    kernel_name,
+    -- Number of launches.
     count(*) AS launches,
+    -- Launches with a queue time (kernel started at or after the call returned).
     count(queue_ns) AS queued,
-    -- Launch call duration on the CPU, ns: mean, median, min, max, sample stddev.
-    round(avg(api_ns), 1) AS api_avg_ns, round(median(api_ns), 1) AS api_med_ns, min(api_ns) AS api_min_ns,
-    max(api_ns) AS api_max_ns, round(coalesce(stddev_samp(api_ns), 0), 1) AS api_stddev_ns,
-    -- Queue time (kernel start - call end), ns.
-    round(avg(queue_ns), 1) AS queue_avg_ns, round(median(queue_ns), 1) AS queue_med_ns, min(queue_ns) AS queue_min_ns,
-    max(queue_ns) AS queue_max_ns, round(coalesce(stddev_samp(queue_ns), 0), 1) AS queue_stddev_ns,
-    -- Kernel duration on the GPU, ns.
-    round(avg(kernel_ns), 1) AS kernel_avg_ns, round(median(kernel_ns), 1) AS kernel_med_ns, min(kernel_ns) AS kernel_min_ns,
-    max(kernel_ns) AS kernel_max_ns, round(coalesce(stddev_samp(kernel_ns), 0), 1) AS kernel_stddev_ns,
+    -- Mean launch call duration on the CPU, ns.
+    round(avg(api_ns), 1) AS api_avg_ns,
+    -- Median launch call duration, ns.
+    round(median(api_ns), 1) AS api_med_ns,
+    -- Shortest launch call, ns.
+    min(api_ns) AS api_min_ns,
+    -- Longest launch call, ns.
+    max(api_ns) AS api_max_ns,
+    -- Sample standard deviation of the launch call durations, ns.
+    round(coalesce(stddev_samp(api_ns), 0), 1) AS api_stddev_ns,
+    -- Mean queue time (kernel start - call end, queued launches only), ns.
+    round(avg(queue_ns), 1) AS queue_avg_ns,
+    -- Median queue time, ns.
+    round(median(queue_ns), 1) AS queue_med_ns,
+    -- Shortest queue time, ns.
+    min(queue_ns) AS queue_min_ns,
+    -- Longest queue time, ns.
+    max(queue_ns) AS queue_max_ns,
+    -- Sample standard deviation of the queue times, ns.
+    round(coalesce(stddev_samp(queue_ns), 0), 1) AS queue_stddev_ns,
+    -- Mean kernel duration on the GPU, ns.
+    round(avg(kernel_ns), 1) AS kernel_avg_ns,
+    -- Median kernel duration, ns.
+    round(median(kernel_ns), 1) AS kernel_med_ns,
+    -- Shortest kernel, ns.
+    min(kernel_ns) AS kernel_min_ns,
+    -- Longest kernel, ns.
+    max(kernel_ns) AS kernel_max_ns,
+    -- Sample standard deviation of the kernel durations, ns.
+    round(coalesce(stddev_samp(kernel_ns), 0), 1) AS kernel_stddev_ns,
     -- Kernels that ran shorter than the call that launched them.
     count(*) FILTER (WHERE kernel_ns < api_ns) AS shorter_than_launch
 FROM pairs

@@ -69,8 +69,9 @@ WITH comm AS (
         ON db.dtype_key = lower(coalesce(w.dtype, json_extract_string(w.input_type, '$[0]')))
 )
 SELECT
-    -- Run, and the collective as nccl-tests names it (all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv ...).
+    -- Run.
     run_id,
+    -- The collective as nccl-tests names it (all_reduce, all_gather, reduce_scatter, all_to_all, broadcast, send_recv ...).
     collective,
     -- Message size in bytes (NULL where the trace gives no size or an unknown dtype).
     message_bytes,
@@ -78,10 +79,13 @@ SELECT
     group_size,
     -- Number of collectives (kernels) of this size.
     count(*) AS count,
-    -- Summed, mean, shortest and longest kernel time, ns.
+    -- Summed kernel time, ns.
     sum(duration_ns) AS total_ns,
+    -- Mean kernel time, ns.
     round(avg(duration_ns), 1) AS avg_ns,
+    -- Shortest kernel, ns.
     min(duration_ns) AS min_ns,
+    -- Longest kernel, ns.
     max(duration_ns) AS max_ns,
     -- Algorithm bandwidth = message bytes / mean kernel time, GB/s (1e9 bytes/s), as nccl-tests.
     round(message_bytes / avg(duration_ns), 3) AS algbw_gb_per_s,

@@ -28,11 +28,15 @@ SELECT
     total_ns,
     -- Number of instances.
     instances,
-    -- Mean, median, shortest, longest instance and sample standard deviation, ns.
+    -- Mean duration per instance, ns (rounded to 0.1 as nsys).
     round(avg_ns, 1) AS avg_ns,
+    -- Median duration, ns (an even count: mean of the two middle values).
     round(med_ns, 1) AS med_ns,
+    -- Shortest instance, ns.
     min_ns,
+    -- Longest instance, ns.
     max_ns,
+    -- Sample standard deviation of the durations, ns (0 for a single instance).
     round(stddev_ns, 1) AS stddev_ns,
     -- PushPop (nvtxRangePush/Pop) or StartEnd (nvtxRangeStart/End).
     style,

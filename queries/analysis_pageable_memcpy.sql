@@ -5,12 +5,15 @@
 -- From: spans of kind memcpy with memops.src_kind / dst_kind (nsys srcKind/dstKind, Kineto's
 -- "Memcpy HtoD (Pageable -> Device)" names); 'Pageable': xsp_trace/formats/cuda_api.py.
 SELECT
-    -- Run and the copy direction (HtoD, DtoH ...).
+    -- Run.
     s.run_id,
+    -- The copy direction (HtoD, DtoH ...).
     m.copy_kind,
-    -- Number of pageable copies, their bytes and GPU time, ns.
+    -- Number of copies to or from pageable memory.
     count(*) AS copies,
+    -- Bytes they moved.
     sum(m.bytes) AS bytes,
+    -- Their summed GPU time, ns.
     sum(s.end_ns - s.start_ns) AS total_ns,
     -- Achieved bandwidth over those copies, GB/s (1e9 bytes/s).
     round(sum(m.bytes) / nullif(sum(s.end_ns - s.start_ns), 0), 3) AS gb_per_s

@@ -27,19 +27,23 @@ WITH per_step AS (
     FROM per_step
 )
 SELECT
-    -- Iteration (step number) and how many runs have it.
+    -- Iteration (step number).
     iteration,
+    -- How many runs (ranks) have this iteration.
     ranks,
-    -- Run and its distributed rank (NULL where the trace does not say).
+    -- Run (one per rank trace).
     run_id,
+    -- Its distributed rank (NULL where the trace does not say).
     rank,
     -- Wall time of this rank's step, ms.
     round(step_ns / 1e6, 6) AS step_ms,
-    -- Its step time minus the fastest rank's, ms; and the spread of the iteration (slowest - fastest), ms.
+    -- Its step time minus the fastest rank's, ms.
     round((step_ns - fastest_step_ns) / 1e6, 6) AS behind_fastest_ms,
+    -- The spread of the iteration over ranks (slowest - fastest step), ms.
     round((slowest_step_ns - fastest_step_ns) / 1e6, 6) AS iteration_skew_ms,
-    -- Collective kernels of the step and their summed GPU time, ms.
+    -- Number of collective (NCCL/RCCL) kernels attributed to the step.
     collectives,
+    -- Their summed GPU time, ms.
     round(comm_ns / 1e6, 6) AS collective_ms,
     -- Collective time above the least of any rank in the iteration: time spent waiting for the straggler, ms.
     round((comm_ns - least_comm_ns) / 1e6, 6) AS collective_wait_ms,

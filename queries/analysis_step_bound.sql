@@ -37,16 +37,19 @@ WITH step_gpus AS (
     LEFT JOIN cpu AS c ON c.run_id = st.run_id AND c.step_span_id = st.step_span_id
 )
 SELECT
-    -- Run and iteration of the step.
+    -- Run of the step.
     run_id,
+    -- Iteration of the step (ProfilerStep#N; NULL where the step has no number).
     iteration,
     -- Step wall time, ms.
     round(step_ns / 1e6, 6) AS step_ms,
-    -- Time inside the step with its GPU(s) busy (union of kernels, copies, sets; summed over GPUs), ms and percent of the step.
+    -- Time inside the step with its GPU(s) busy (union of kernels, copies, sets; summed over GPUs), ms.
     round(gpu_busy_ns / 1e6, 6) AS gpu_busy_ms,
+    -- That busy time as a percent of the step's wall time.
     round(100.0 * gpu_busy_ns / nullif(step_ns, 0), 2) AS gpu_busy_pct,
-    -- CPU time in launch calls and in synchronising calls during the step (all its threads), ms.
+    -- CPU time in launch calls during the step (all its threads), ms.
     round(launch_ns / 1e6, 6) AS launch_ms,
+    -- CPU time in synchronising calls during the step (all its threads), ms.
     round(sync_ns / 1e6, 6) AS sync_ms,
     -- device-bound, or host-bound / launch-bound / sync-bound (see the header).
     CASE WHEN 100.0 * gpu_busy_ns / nullif(step_ns, 0) >= coalesce(getvariable('xsp_device_bound_pct'), 80) THEN 'device-bound'

@@ -17,16 +17,21 @@ WITH calls AS (
     FROM calls AS c
 )
 SELECT
-    -- Run, the call (or recorded wait) name, and how it synchronises: explicit, implicit, recorded wait.
+    -- Run.
     run_id,
+    -- The call (or recorded wait) name.
     name,
+    -- How it synchronises: explicit, implicit, recorded wait.
     sync_kind,
-    -- Number of calls, and how many of them inside a step (the training / inference loop).
+    -- Number of calls.
     count(*) AS calls,
+    -- How many of them start inside a step (the training / inference loop).
     count(*) FILTER (WHERE in_step) AS calls_in_steps,
-    -- Summed, mean and longest duration, ns (the time the CPU -- or for recorded waits the GPU stream -- waited).
+    -- Summed duration, ns (the time the CPU -- or for recorded waits the GPU stream -- waited).
     sum(end_ns - start_ns) AS total_ns,
+    -- Mean duration per call, ns.
     round(avg(end_ns - start_ns), 1) AS avg_ns,
+    -- Longest call, ns.
     max(end_ns - start_ns) AS max_ns
 FROM placed
 GROUP BY run_id, name, sync_kind

@@ -162,11 +162,11 @@ def test_report_opens_in_headless_chromium_and_shows_its_plots(db, tmp_path):
     assert "<script" not in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
     shot = tmp_path / "report.png"
     subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    "--window-size=1400,1000", f"--screenshot={shot}", report.as_uri()],
+                    "--window-size=1400,2200", f"--screenshot={shot}", report.as_uri()],
                    check=True, capture_output=True, timeout=120)
     width, bpp, rows = _png_pixels(shot)
     assert width == 1400
-    # The roofline's roof, the layer bars and the GPU / non-GPU split are painted.
+    # Below the findings: the roofline's roof, the layer bars and the GPU / non-GPU split are painted.
     assert _count_color(rows, bpp, svg.ROOF_COLOR) > 200
     assert _count_color(rows, bpp, svg.BAR_COLOR) > 500
     assert _count_color(rows, bpp, svg.GPU_COLOR) > 100 and _count_color(rows, bpp, svg.NON_GPU_COLOR) > 100

@@ -398,6 +398,7 @@ def analyze(
     layer_depth: Optional[int] = typer.Option(None, "--layer-depth", help="With --layer-ranges: nesting level among the matching ranges (1 = outermost); default the innermost."),
     iteration: Optional[List[str]] = typer.Option(None, "--iteration", help="Only these iterations (step numbers; repeat, comma-separate or A-B)."),
     window: Optional[str] = typer.Option(None, "--window", help="Only spans starting in START:END (ns on the run clock)."),
+    findings: bool = typer.Option(False, "--findings", help="Print what matters in the trace, ranked, in words, with the analysis rows that show it (then only the -a analyses)."),
 ) -> None:
     """The XSP analyses, leveled-corrected: model, layer and kernel latency, rooflines, GPU time.
 
@@ -412,6 +413,8 @@ def analyze(
       xsp-trace analyze qwen.duckdb --layer-ranges modules --layer-depth 2 -a layer_gpu_aggregates
 
       xsp-trace analyze rank0.duckdb --iteration 552 -a step_bound -a gpu_idle_gaps
+
+      xsp-trace analyze run.duckdb --findings
     """
     from .analyze import ANALYSES, BY_NAME, AnalysisOptions, open_session, run_analysis
     from .analyze.output import print_csv, print_json, print_tables, uncorrected_notes
@@ -440,7 +443,12 @@ def analyze(
                                   layer_ranges=layer_ranges, layer_depth=layer_depth, iterations=_iteration_list(iteration),
                                   window_ns=_window(window))
         con = open_session(database, options)
-        results = [run_analysis(con, n) for n in names]
+        if findings:
+            from .analyze.findings import find, findings_result
+
+            results = [findings_result(find(con))] + [run_analysis(con, n) for n in (analysis or [])]
+        else:
+            results = [run_analysis(con, n) for n in names]
         if fmt is OutputFormat.csv:
             print_csv(results, limit)
         elif fmt is OutputFormat.json:
@@ -450,8 +458,10 @@ def analyze(
         if report is not None:
             from .analyze.report import write_report
 
+            from .analyze.findings import find
+
             all_results = {a.name: run_analysis(con, a.name) for a in ANALYSES}
-            write_report(report, database, all_results)
+            write_report(report, database, all_results, find(con, all_results))
             err_console.print(f"wrote {report}", markup=False, highlight=False)
     except (InputError, OSError) as exc:
         fail(exc)

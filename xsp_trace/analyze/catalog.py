@@ -23,6 +23,7 @@ ANALYSES: tuple[Analysis, ...] = (
     Analysis("model_batch_scaling", "analysis_model_batch_scaling", "Latency and throughput vs batch size", "model"),
     Analysis("step_breakdown", "analysis_step_breakdown", "GPU time per step, by phase (every thread's launches)", "model"),
     Analysis("level_overhead", "analysis_level_overhead", "Profiling overhead of each level", "model"),
+    Analysis("program_changes", "analysis_program_changes", "Runs whose program profiling changed (fast paths left)", "model"),
     Analysis("layer_info", "analysis_layer_info", "Layer information", "layer"),
     Analysis("layer_type_distribution", "analysis_layer_type_distribution", "Layer type distribution", "layer"),
     Analysis("layer_latency", "analysis_layer_latency", "Layer latency", "layer"),

@@ -1,6 +1,7 @@
-"""The self-contained HTML report: the analysis tables and inline SVG plots (roofline with the
-device's roof, layer latency, layer type shares, layer GPU vs non-GPU time). No scripts, no
-network: open it anywhere. Written atomically.
+"""The self-contained HTML report: the findings first (xsp_trace/analyze/findings.py), then inline
+SVG plots (roofline with the device's roof, layer latency, layer type shares, layer GPU vs non-GPU
+time; per GPU: utilisation over time, GPU busy per step, computation/communication split) and the
+analysis tables. No scripts, no network: open it anywhere. Written atomically.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from .. import __version__
 from ..output_files import atomic_output
 from . import svg
 from .catalog import ANALYSES
+from .findings import Finding
 from ..tables import format_cell as _cell
 from .session import Result
 
@@ -27,6 +29,8 @@ th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: right; }
 th { background: #f3f3f3; } td.text { text-align: left; }
 .note { color: #a33; } .plots { display: flex; flex-wrap: wrap; gap: 1em; }
 .plot { border: 1px solid #eee; background: #fff; }
+.findings { background: #fff4e5; border: 1px solid #f0c080; padding: 0.4em 1em; }
+.findings li { margin: 0.4em 0; } .findings .sev { font-weight: bold; } .findings code { color: #555; }
 """
 
 
@@ -87,10 +91,51 @@ def _plots(results: dict[str, Result]) -> str:
             plots.append(svg.bars([(r["name"], r["latency_ms"]) for r in top], "Top kernels (latency per inference; no metrics for a roofline)", "ms"))
         if plots:
             parts.append(f"<h3>{escape(exp)}</h3><div class=\"plots\">{''.join(plots)}</div>")
-    return "".join(parts) or "<p>(nothing to plot)</p>"
+    return "".join(parts)
 
 
-def render_report(database: Path, results: dict[str, Result]) -> str:
+def _findings_html(findings: list[Finding] | None) -> str:
+    if findings is None:
+        return ""
+    if not findings:
+        body = "<p>Nothing stands out: no finding puts 1 % or more of its time at stake.</p>"
+    else:
+        items = [f'<li><span class="sev">{100 * f.severity:.1f} %</span> <b>{escape(f.kind)}</b>: {escape(f.text)}<br>'
+                 f'<code><a href="#{escape(f.analysis)}">{escape(f.analysis)}</a> WHERE {escape(f.where)}</code></li>'
+                 for f in findings]
+        body = f"<ol>{''.join(items)}</ol>"
+    return ('<section id="findings" class="findings"><h2>Findings</h2><p>Ranked by severity: the share of the time '
+            f"each is measured against that is at stake; each names the analysis rows that show it.</p>{body}</section>")
+
+
+def _gpu_plots(results: dict[str, Result]) -> str:
+    """Per GPU of every run: utilisation over time, GPU busy per step, the computation/communication split."""
+    plots = []
+    bins: dict[tuple, list] = {}
+    for r in results["gpu_utilization_bins"].records() if "gpu_utilization_bins" in results else []:
+        bins.setdefault((r["run_id"], r["device_id"]), []).append(r)
+    for (run, dev), rows in sorted(bins.items()):
+        span = (rows[-1]["bin_end_ns"] - rows[0]["bin_start_ns"]) / 1e6
+        plots.append(svg.strip([r["busy_pct"] for r in rows], f"GPU {dev} of run {run}: busy % over time",
+                               f"{len(rows)} bins over {span:.4g} ms"))
+    steps: dict[int, list] = {}
+    for r in results["step_bound"].records() if "step_bound" in results else []:
+        steps.setdefault(r["run_id"], []).append(r)
+    for run, rows in sorted(steps.items()):
+        plots.append(svg.stacked_bars([(f"step {r['iteration']} ({r['bound']})", r["gpu_busy_ms"] or 0,
+                                        (r["step_ms"] or 0) - (r["gpu_busy_ms"] or 0)) for r in rows[:40]],
+                                      f"Run {run}: GPU busy vs not, per step", "ms"))
+    split: dict[tuple, list] = {}
+    for r in results["comm_compute_split"].records() if "comm_compute_split" in results else []:
+        split.setdefault((r["run_id"], r["device_id"]), []).append(r)
+    for (run, dev), rows in sorted(split.items()):
+        if any("communication" in r["classes"] for r in rows):
+            plots.append(svg.bars([(r["classes"], r["time_pct"]) for r in rows],
+                                  f"GPU {dev} of run {run}: busy time by classes running", "%"))
+    return f"<h3>GPUs</h3><div class=\"plots\">{''.join(plots)}</div>" if plots else ""
+
+
+def render_report(database: Path, results: dict[str, Result], findings: list[Finding] | None = None) -> str:
     notes = [f"{r['experiment']}: {r['measured']} level {r['note']}"
              for r in results["level_sources"].records() if not r["corrected"] and r.get("note")]
     sections = []
@@ -107,12 +152,13 @@ def render_report(database: Path, results: dict[str, Result]) -> str:
         f"<h1>xsp-trace report: {escape(str(database))}</h1>"
         f"<p>xsp-trace {escape(__version__)}, {stamp}. Latencies are leveled-corrected where the runs allow "
         "(model from M, layer from ML, kernel from MLG runs).</p>"
+        + _findings_html(findings)
         + "".join(f'<p class="note">uncorrected: {escape(n)}</p>' for n in notes)
-        + "<h2>Plots</h2>" + _plots(results) + "".join(sections) + "</body></html>"
+        + "<h2>Plots</h2>" + (_plots(results) + _gpu_plots(results) or "<p>(nothing to plot)</p>") + "".join(sections) + "</body></html>"
     )
 
 
-def write_report(path: Path, database: Path, results: dict[str, Result]) -> None:
+def write_report(path: Path, database: Path, results: dict[str, Result], findings: list[Finding] | None = None) -> None:
     path = Path(path)
     with atomic_output(path, inputs=[database]) as tmp:
-        tmp.write_text(render_report(database, results), encoding="utf-8")
+        tmp.write_text(render_report(database, results, findings), encoding="utf-8")

@@ -29,6 +29,8 @@ _OPTIONAL_TABLES = {
               "range_name VARCHAR, input_shapes VARCHAR, output_shapes VARCHAR, parameter_bytes BIGINT, "
               "buffer_bytes BIGINT, calls_per_inference INTEGER",
     "capture_latencies": "run_id INTEGER, loop VARCHAR, iteration INTEGER, phase VARCHAR, latency_ns BIGINT",
+    "capture_runs": "run_id INTEGER, tool VARCHAR, level VARCHAR, batch_size INTEGER, program_changed BOOLEAN, "
+                    "program_change_note VARCHAR",
 }
 
 

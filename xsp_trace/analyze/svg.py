@@ -13,6 +13,7 @@ POINT_COLOR = "#1f77b4"
 GPU_COLOR = "#2ca02c"
 NON_GPU_COLOR = "#ff7f0e"
 BAR_COLOR = "#1f77b4"
+UTIL_COLOR = "#9467bd"  # busy share of each time bin in the utilisation strip (the report test looks for it)
 FONT = 'font-family="sans-serif" font-size="11"'
 
 
@@ -115,5 +116,23 @@ def stacked_bars(items: list[tuple[str, float, float]], title: str, unit: str, w
                    f'<rect x="{left}" y="{y + 2}" width="{wg:.1f}" height="{row - 5}" fill="{GPU_COLOR}"/>'
                    f'<rect x="{left + wg:.1f}" y="{y + 2}" width="{wo:.1f}" height="{row - 5}" fill="{NON_GPU_COLOR}"/>'
                    f'<text x="{left + wg + wo + 4:.1f}" y="{y + 12}" {FONT}>{gpu + other:.4g} {escape(unit)}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def strip(values: list[float], title: str, note: str = "", width: int = 640, height: int = 70) -> str:
+    """A strip of equal time bins, each a column as tall as its value in percent (0..100): where in
+    the run a GPU was busy and where it sat idle."""
+    left, top, ph = 4, 22, height - 34
+    pw = width - 2 * left
+    n = max(len(values), 1)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" class="plot strip">',
+           f'<text x="{left}" y="15" {FONT} font-weight="bold">{escape(title)}</text>',
+           f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="#f4f4f4" stroke="#999"/>']
+    for i, value in enumerate(values):
+        h = ph * max(min(float(value or 0), 100.0), 0.0) / 100
+        out.append(f'<rect class="bin" x="{left + pw * i / n:.1f}" y="{top + ph - h:.1f}" width="{pw / n:.1f}" height="{h:.1f}" '
+                   f'fill="{UTIL_COLOR}"><title>bin {i}: {float(value or 0):.1f} % busy</title></rect>')
+    out.append(f'<text x="{left}" y="{height - 2}" {FONT} fill="#555">{escape(note)}</text>')
     out.append("</svg>")
     return "".join(out)

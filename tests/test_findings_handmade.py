@@ -1,0 +1,212 @@
+"""Findings on hand-made traces: one case per kind, the expected numbers worked out by hand below;
+the CLI option; the HTML report in headless chromium with its findings first (screenshot kept in
+tests/artifacts/).
+
+Plain trace, run 1 (thread 100, GPU 0; ns on a µs scale so the default thresholds apply):
+  ProfilerStep#1 [0, 1 ms): 10 launches, launch i over [i*100 µs, +60 µs) -> kernel k over [+70 µs, +75 µs).
+    GPU busy 10 x 5 = 50 µs, launch calls 600 µs > 50: launch-bound. Gaps between the kernels: 95 µs (not long).
+  ProfilerStep#2 [1 ms, 2 ms):
+    cudaLaunchKernel [1000, 1010) µs -> gemm [1020, 1320) µs, stream 7
+    cudaDeviceSynchronize [1010, 1450) µs
+    cudaLaunchKernel [1450, 1455) -> ncclKernel_AllReduce [1600, 1900) µs, stream 8
+    cudaLaunchKernel [1455, 1460) -> add [1700, 1800) µs, stream 7 (under the collective: 100 µs overlap)
+    cudaMemcpy [1500, 1600) µs -> HtoD copy Pageable -> Device [1510, 1590) µs, 8 MB
+    GPU busy 300 + 80 + 300 = 680 µs (68 %), launch calls 10 + 5 + 5 + 100 = 120 µs < 680, synchronising
+    calls 440 + 100 = 540 µs > 500: sync-bound.
+  GPU window [70 µs, 1900 µs) = 1830 µs. One long gap: [1320, 1510) µs = 190 µs, ended by the copy whose
+  cudaMemcpy started at 1500 > 1320 (late); at its middle (1415) the thread is in cudaDeviceSynchronize.
+Plain trace, run 2 (no steps): 3 launches of 50 µs at 0, 200, 400 µs -> 5 µs kernels 60 µs later.
+  Window [60, 465) µs = 405 µs, busy 15 µs, launch calls 150 µs > 15: launch-bound; two gaps of 195 µs.
+Leveled capture: tests/analysis_handmade.py ("tiny bs=2"), with capture_runs saying the ML run's hooks
+  changed the program.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import duckdb
+import pytest
+from typer.testing import CliRunner
+
+from analysis_handmade import BIAS_NS, CONV_NS, METRICS, build
+from handmade_trace import Run, write
+from test_analyze_cli_report_metrics import _count_color, _png_pixels
+from xsp_trace.analyze import open_session, svg
+from xsp_trace.analyze.findings import evidence, find
+from xsp_trace.cli import app
+
+US = 1000
+ARTIFACTS = Path(os.environ.get("XSP_TEST_ARTIFACTS", Path(__file__).parent / "artifacts"))
+FINDINGS_BACKGROUND = "#fff4e5"  # the findings section's background in the report's style
+runner = CliRunner()
+
+
+def _plain_trace(path: Path) -> Path:
+    one = Run(1)
+    one.device()
+    one.span("annotation", "ProfilerStep#1", 0, 1000 * US, iteration=1)
+    for i in range(10):
+        one.gpu("kernel", "k", (i * 100 * US, (i * 100 + 60) * US), ((i * 100 + 70) * US, (i * 100 + 75) * US))
+    one.span("annotation", "ProfilerStep#2", 1000 * US, 2000 * US, iteration=2)
+    one.gpu("kernel", "gemm", (1000 * US, 1010 * US), (1020 * US, 1320 * US))
+    one.span("api", "cudaDeviceSynchronize", 1010 * US, 1450 * US, category="cuda_runtime")
+    one.gpu("kernel", "ncclKernel_AllReduce_RING_LL_Sum_float", (1450 * US, 1455 * US), (1600 * US, 1900 * US), stream=8)
+    one.gpu("kernel", "add", (1455 * US, 1460 * US), (1700 * US, 1800 * US))
+    one.memop("memcpy", (1500 * US, 1600 * US), (1510 * US, 1590 * US), "HtoD", 8_000_000, src="Pageable", dst="Device",
+              api="cudaMemcpy")
+    two = Run(2)
+    two.device()
+    for i in range(3):
+        two.gpu("kernel", "tiny", (i * 200 * US, (i * 200 + 50) * US), ((i * 200 + 60) * US, (i * 200 + 65) * US))
+    return write(path, [one, two])
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    return _plain_trace(tmp_path_factory.mktemp("findings") / "plain.duckdb")
+
+
+@pytest.fixture(scope="module")
+def plain_findings(plain):
+    con = open_session(plain)
+    found = find(con)
+    assert all(evidence(con, f).rows for f in found)
+    return {(f.kind, f.facts.get("run_id")): f for f in found}
+
+
+@pytest.fixture(scope="module")
+def leveled(tmp_path_factory):
+    path = build(tmp_path_factory.mktemp("findings") / "leveled.duckdb")
+    con = duckdb.connect(str(path))
+    con.execute("INSERT INTO capture_runs (run_id, tool, level, batch_size, program_changed, program_change_note) "
+                "VALUES (2, 'nsys', 'ML', 2, TRUE, 'nn.TransformerEncoderLayer fused fast path left')")
+    con.close()
+    return path
+
+
+def test_launch_bound_step(plain_findings):
+    f = plain_findings[("launch_bound", 1)]
+    assert f.severity == pytest.approx((1000 - 50) / 2000)
+    assert f.text.startswith("1 of 2 steps of run 1 is launch-bound: the CPU spent 600 µs in launch calls while the GPU was "
+                             "busy only 50 µs of their 1 ms (5.0 %)")
+    assert f.evidence == "step_bound WHERE run_id = 1 AND bound IN ('launch-bound')"
+
+
+def test_sync_bound_step_is_a_host_bound_finding(plain_findings):
+    f = plain_findings[("host_bound_steps", 1)]
+    assert f.severity == pytest.approx((1000 - 680) / 2000)
+    assert f.text.startswith("1 of 2 steps of run 1 is host-bound (1 of them waiting in synchronising calls): the GPU was "
+                             "busy 680 µs of their 1 ms (68.0 %, under 80 %)")
+
+
+def test_sync_calls_in_the_loop(plain_findings):
+    f = plain_findings[("sync_in_loop", 1)]
+    assert f.severity == pytest.approx(540 / 2000)
+    assert f.text.startswith("Run 1 synchronises 2 times inside its 2 steps (cudaDeviceSynchronize x1, cudaMemcpy x1): the CPU "
+                             "waited 540 µs for the GPU, 27.0 % of the steps' 2 ms")
+
+
+def test_long_idle_gap_and_its_cpu_cause(plain_findings):
+    f = plain_findings[("idle_gaps", 1)]
+    assert f.severity == pytest.approx(190 / 1830)
+    assert f.text == ("GPU 0 of run 1 sat idle 190 µs in 1 gap of 100 µs or longer, 10.4 % of its 1.83 ms active window; 1 of "
+                      "them ended only when the CPU launched the next operation late. Meanwhile the launching thread was in: "
+                      "cudaDeviceSynchronize (explicit synchronisation) (190 µs, 1 gap).")
+    two = plain_findings[("idle_gaps", 2)]
+    assert two.severity == pytest.approx(390 / 405) and "(no CPU span recorded on the launching thread) (390 µs, 2 gaps)" in two.text
+
+
+def test_exposed_communication(plain_findings):
+    f = plain_findings[("exposed_communication", 1)]
+    assert f.severity == pytest.approx(200 / 1830)
+    assert f.text.startswith("GPU 0 of run 1: 200 µs of its 300 µs of communication runs with no computation beside it "
+                             "(33.3 % overlapped), 10.9 % of its 1.83 ms active window")
+
+
+def test_pageable_copy(plain_findings):
+    f = plain_findings[("pageable_memcpy", 1)]
+    assert f.severity == pytest.approx(80 / 1830)
+    assert f.text.startswith("Run 1 copies 8 MB between the GPU and pageable host memory in 1 copy (1 HtoD): 80 µs of GPU "
+                             "time at 100 GB/s, 4.4 % of its GPU's 1.83 ms active window")
+
+
+def test_launch_bound_run_without_steps(plain_findings):
+    f = plain_findings[("launch_bound", 2)]
+    assert f.analysis == "kernel_launch_stats" and f.severity == pytest.approx(390 / 405)
+    assert f.text == ("Run 2 is launch-bound: its 3 kernel launches took 150 µs of CPU time, more than the 15 µs its GPUs were "
+                      "busy (3.7 % of their 405 µs active window); 3 of the kernels ran shorter than their own launch call.")
+
+
+def test_nothing_else_in_the_plain_trace(plain_findings):
+    assert set(plain_findings) == {("launch_bound", 1), ("host_bound_steps", 1), ("sync_in_loop", 1), ("idle_gaps", 1),
+                                   ("exposed_communication", 1), ("pageable_memcpy", 1), ("launch_bound", 2), ("idle_gaps", 2)}
+
+
+def test_leveled_findings_use_the_corrected_figures(leveled):
+    all_found = find(open_session(leveled))
+    found = {f.kind: f for f in all_found if f.facts.get("experiment") == "tiny bs=2" and f.kind != "profiling_overhead"}
+    found_overhead = [f for f in all_found if f.kind == "profiling_overhead"]
+    # Memory-bound kernels: intensity = FLOPs / (read + write bytes) below the A100's 19.5e12 / 1.555e12 = 12.54 FLOP/B.
+    ridge = 19.5e12 / 1.555e12
+    intensity = {k: f / (r + w) for k, (f, r, w, _) in METRICS.items()}
+    assert sorted(found["memory_bound_kernels"].facts["memory_bound"]) == sorted(k for k, i in intensity.items() if i < ridge)
+    latency = {"conv_kernel": sorted(CONV_NS)[1], "bias_kernel": sorted(BIAS_NS)[1], "relu_kernel": 3 + 4}  # per inference, ns
+    flops_per_s = {"relu_kernel": 2 * METRICS["relu_kernel"][0] / 7e-9, "bias_kernel": METRICS["bias_kernel"][0] / 2e-9}
+    roof = {k: flops_per_s[k] / (intensity[k] * 1.555e12) for k in flops_per_s}
+    stake = sum(latency[k] * (1 - round(100 * roof[k], 2) / 100) for k in roof) / sum(latency.values())
+    assert found["memory_bound_kernels"].severity == pytest.approx(stake)
+    assert "2 of 3 kernels with metrics are memory-bound" in found["memory_bound_kernels"].text
+    # Non-GPU layers: conv 41 - (11 + 2) = 28 ns, relu 22 - (3 + 4) = 15 ns of the 105 ns model latency (M run).
+    assert found["non_gpu_layers"].severity == pytest.approx(43 / 105)
+    assert "(corrected: layer latency from the ML run, kernel latency from the MLG run)" in found["non_gpu_layers"].text
+    # ML added 45 ns over M's 105 (its 150 ns: 30 % overhead), and its hooks changed the program.
+    assert found["program_changed"].severity == pytest.approx(45 / 150)
+    assert "nn.TransformerEncoderLayer fused fast path left" in found["program_changed"].text
+    # MLG added 55 ns over ML's 150 (36.7 % >= 25 %): 55 of its 205 ns.
+    (mlg,) = found_overhead
+    assert mlg.facts["level"] == "MLG" and mlg.severity == pytest.approx(55 / 205)
+
+
+def test_cli_findings_json_and_table(plain):
+    result = runner.invoke(app, ["analyze", str(plain), "--findings", "--format", "json", "-a", "step_bound"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    assert [r["kind"] for r in payload["findings"]][:2] == ["idle_gaps", "launch_bound"]  # run 2: 96.3 % each
+    assert [r["rank"] for r in payload["findings"]] == list(range(1, 9)) and len(payload["step_bound"]) == 2
+    table = runner.invoke(app, ["analyze", str(plain), "--findings"])
+    assert table.exit_code == 0 and "kernel_launch_stats WHERE run_id = 2" in table.output
+    assert "[step_bound]" not in table.output  # without -a, no analysis table follows the findings
+    missing = runner.invoke(app, ["analyze", str(plain.with_name("none.duckdb")), "--findings"])
+    assert missing.exit_code == 2 and "Traceback" not in missing.output
+
+
+def test_report_shows_the_findings_first_in_headless_chromium(converted, tmp_path):
+    from raw_traces import GPU_FIXTURES
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.fail("chromium is not installed: .ci/install-report.sh installs it")
+    db = converted(*GPU_FIXTURES["kineto_nccl_collectives"])
+    path = db.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]
+    db.close()
+    report = tmp_path / "report.html"
+    result = runner.invoke(app, ["analyze", path, "-a", "model_info", "--report", str(report)])
+    assert result.exit_code == 0, result.output
+    html = report.read_text()
+    assert html.index('id="findings"') < html.index("<h2>Plots</h2>") < html.index('id="level_sources"')
+    assert "host_bound_steps" in html and "exposed_communication" in html
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / "report_findings.png"
+    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1400,1600",
+                    f"--screenshot={shot}", report.as_uri()], check=True, capture_output=True, timeout=120)
+    width, bpp, rows = _png_pixels(shot)
+    assert width == 1400
+    top = rows[:400]  # the findings box is painted right under the title
+    assert _count_color(top, bpp, FINDINGS_BACKGROUND) > 100_000
+    assert _count_color(rows, bpp, svg.UTIL_COLOR) > 300  # the utilisation strip
+    assert _count_color(rows, bpp, svg.GPU_COLOR) > 300  # GPU busy per step

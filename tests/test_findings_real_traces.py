@@ -1,0 +1,224 @@
+"""Findings on every GPU fixture (the nsys exports and the Kineto GPU traces), each checked against
+the raw trace (tests/raw_traces.py: the JSON / the sqlite export read directly, intervals merged in
+Python): the numbers a finding states are the trace's, and -- both ways -- a finding is made
+exactly where the raw trace crosses its threshold.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+import pytest
+
+from raw_traces import GPU_FIXTURES, clipped, merge, overlap, raw_runs
+from xsp_trace.analyze import open_session
+from xsp_trace.analyze.findings import DEVICE_BOUND_PCT, LONG_GAP_NS, MIN_SEVERITY, evidence, find
+
+# Written out here, not imported: calls that wait for the GPU (CUDA Programming Guide, "Implicit
+# Synchronization"; the *Synchronize calls), and the graph launches that replay many kernels.
+SYNC_CALLS = re.compile(r"^(cuda|cu|hip)(Device|Ctx|Stream|Event)Synchronize$|^(cuda|hip)(Memcpy|Memset)(2D|3D)?$"
+                        r"|^(cuda|hip)(Free|FreeHost|HostRegister|HostUnregister)$")
+GRAPH_LAUNCH = re.compile(r"GraphLaunch")
+
+_cache: dict[str, tuple] = {}
+
+
+def _findings(case, converted):
+    if case not in _cache:
+        db = converted(*GPU_FIXTURES[case])
+        path = db.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]
+        db.close()
+        con = open_session(path)
+        found = find(con)
+        _cache[case] = (found, {id(f): len(evidence(con, f).rows) for f in found}, raw_runs(case))
+        con.close()
+    return _cache[case]
+
+
+def _windows(run):
+    out = {}
+    for dev in {g.device for g in run.gpu}:
+        merged = merge((g.start, g.end) for g in run.gpu if g.device == dev)
+        out[dev] = (merged, merged[-1][1] - merged[0][0])
+    return out
+
+
+def _close(ours, theirs, items=1):
+    """Equal up to the rounding of µs timestamps to ns (1 ns per interval end) and of the analyses' ms columns."""
+    assert ours == pytest.approx(theirs, rel=1e-6, abs=3 * max(items, 1)), (ours, theirs)
+
+
+def _raw_steps(run):
+    """Per raw step: GPU busy on the GPUs that ran work launched in it, launch-call and sync-call time, verdict."""
+    calls = run.calls()
+    linked = {(g.pid, g.correlation) for g in run.gpu}
+    out = {}
+    for pid, iteration, lo, hi in run.steps:
+        mine = [c for c in run.cpu if c.pid == pid and lo <= c.start < hi]
+        devices = {g.device for g in run.gpu if (c := calls.get((g.pid, g.correlation))) and c.pid == pid and lo <= c.start < hi}
+        busy = sum(clipped(merge((g.start, g.end) for g in run.gpu if g.device == d), lo, hi) for d in devices)
+        launch = sum(c.end - c.start for c in mine if c.is_call and (c.pid, c.correlation) in linked)
+        sync = sum(c.end - c.start for c in mine if c.is_call and SYNC_CALLS.match(c.name))
+        step = hi - lo
+        verdict = ("device-bound" if 100 * busy / step >= DEVICE_BOUND_PCT else "launch-bound" if launch > busy
+                   else "sync-bound" if sync > step / 2 else "host-bound")
+        out[iteration] = (step, busy, launch, sync, verdict, len([c for c in mine if c.is_call and SYNC_CALLS.match(c.name)]))
+    return out
+
+
+@pytest.mark.parametrize("case", list(GPU_FIXTURES))
+def test_every_finding_shows_its_evidence_rows(case, converted):
+    found, evidence_rows, _ = _findings(case, converted)
+    for f in found:
+        assert evidence_rows[id(f)] > 0, f.evidence
+        assert f.severity >= MIN_SEVERITY
+    assert [f.severity for f in found] == sorted((f.severity for f in found), reverse=True)
+
+
+@pytest.mark.parametrize("case", list(GPU_FIXTURES))
+def test_idle_gap_findings_are_true_of_the_raw_trace(case, converted):
+    found, _, raw = _findings(case, converted)
+    ours = {(f.facts["run_id"], f.facts["device_id"]): f for f in found if f.kind == "idle_gaps"}
+    expected = set()
+    for run_id, run in raw.items():
+        for dev, (merged, window) in _windows(run).items():
+            gaps = [(a[1], b[0]) for a, b in zip(merged, merged[1:]) if b[0] - a[1] >= LONG_GAP_NS]
+            idle = sum(e - s for s, e in gaps)
+            if idle / window >= MIN_SEVERITY:
+                expected.add((run_id, dev))
+            f = ours.get((run_id, dev))
+            if f is None:
+                continue
+            _close(f.facts["idle_ns"], idle, len(gaps))
+            _close(f.facts["window_ns"], window)
+            assert f.facts["gaps"] == len(gaps)
+            # "Meanwhile the launching thread was in X": the gaps during which a CPU span named X
+            # encloses the middle of the gap on the thread that launched the work ending it.
+            by_thread = defaultdict(list)
+            for c in run.cpu:
+                if any(c.name == span for _, span, _, _ in f.facts["causes"]):
+                    by_thread[(c.pid, c.tid)].append(c)
+            for label, span, ns, n in f.facts["causes"]:
+                if span is None:
+                    continue
+                inside, count = 0, 0
+                for s, e in gaps:
+                    mid = (s + e) // 2
+                    launches = [run.launch_of(g) for g in run.starting_at(dev, e)]
+                    if any(c and any(x.name == span and x.start <= mid < x.end for x in by_thread[(c.pid, c.tid)])
+                           for c in launches):
+                        inside, count = inside + (e - s), count + 1
+                assert inside >= ns - 3 * n and count >= n, (label, inside, ns)
+    assert set(ours) == expected
+
+
+@pytest.mark.parametrize("case", list(GPU_FIXTURES))
+def test_exposed_communication_findings_are_true_of_the_raw_trace(case, converted):
+    found, _, raw = _findings(case, converted)
+    ours = {(f.facts["run_id"], f.facts["device_id"]): f for f in found if f.kind == "exposed_communication"}
+    expected = set()
+    for run_id, run in raw.items():
+        for dev, (_, window) in _windows(run).items():
+            kernels = [g for g in run.gpu if g.device == dev and g.kind == "kernel"]
+            comm = merge((g.start, g.end) for g in kernels if g.name.startswith("nccl"))
+            comp = merge((g.start, g.end) for g in kernels if not g.name.startswith("nccl"))
+            comm_ns = sum(e - s for s, e in comm)
+            exposed = comm_ns - overlap(comm, comp)
+            if comm_ns and exposed / window >= MIN_SEVERITY:
+                expected.add((run_id, dev))
+            if (run_id, dev) in ours:
+                f = ours[(run_id, dev)]
+                _close(f.facts["communication_ns"], comm_ns, len(comm))
+                _close(f.facts["exposed_ns"], exposed, len(comm) + len(comp))
+                _close(f.facts["window_ns"], window)
+    assert set(ours) == expected
+
+
+@pytest.mark.parametrize("case", list(GPU_FIXTURES))
+def test_pageable_copy_findings_are_true_of_the_raw_trace(case, converted):
+    found, _, raw = _findings(case, converted)
+    ours = {f.facts["run_id"]: f for f in found if f.kind == "pageable_memcpy"}
+    expected = set()
+    for run_id, run in raw.items():
+        copies = [g for g in run.gpu if g.pageable]
+        windows = _windows(run)
+        if not copies or not windows:
+            continue
+        ns, window = sum(g.end - g.start for g in copies), max(w for _, w in windows.values())
+        if ns / window >= MIN_SEVERITY:
+            expected.add(run_id)
+        if run_id in ours:
+            f = ours[run_id]
+            assert (f.facts["copies"], f.facts["bytes"]) == (len(copies), sum(g.nbytes for g in copies))
+            _close(f.facts["total_ns"], ns, len(copies))
+    assert set(ours) == expected
+
+
+@pytest.mark.parametrize("case", list(GPU_FIXTURES))
+def test_step_findings_are_true_of_the_raw_trace(case, converted):
+    """Launch-bound and host-bound steps, and synchronising calls inside the steps."""
+    found, _, raw = _findings(case, converted)
+    ours = {(f.kind, f.facts["run_id"]): f for f in found
+            if f.kind in ("host_bound_steps", "sync_in_loop") or (f.kind == "launch_bound" and f.analysis == "step_bound")}
+    expected = set()
+    for run_id, run in raw.items():
+        if not run.gpu or not run.steps:
+            continue
+        steps = _raw_steps(run)
+        total = sum(s[0] for s in steps.values())
+        for kind, verdicts in (("launch_bound", {"launch-bound"}), ("host_bound_steps", {"host-bound", "sync-bound"})):
+            hit = {i: s for i, s in steps.items() if s[4] in verdicts}
+            if hit and sum(s[0] - s[1] for s in hit.values()) / total >= MIN_SEVERITY:
+                expected.add((kind, run_id))
+            if (kind, run_id) in ours:
+                f = ours[(kind, run_id)]
+                assert sorted(f.facts["iterations"]) == sorted(hit)
+                _close(f.facts["gpu_busy_ns"], sum(s[1] for s in hit.values()), 1000)
+                _close(f.facts["launch_ns"], sum(s[2] for s in hit.values()), 1000)
+        sync = sum(s[3] for s in steps.values())
+        if sum(s[5] for s in steps.values()) and sync / total >= MIN_SEVERITY:
+            expected.add(("sync_in_loop", run_id))
+        if ("sync_in_loop", run_id) in ours:
+            f = ours[("sync_in_loop", run_id)]
+            assert f.facts["calls_in_steps"] == sum(s[5] for s in steps.values())
+            _close(f.facts["sync_ns"], sync, f.facts["calls_in_steps"])
+    assert set(ours) == expected
+
+
+@pytest.mark.parametrize("case", list(GPU_FIXTURES))
+def test_run_launch_bound_findings_are_true_of_the_raw_trace(case, converted):
+    """Runs without steps: kernel launch calls (graph launches aside) took more CPU time than the GPUs were busy."""
+    found, _, raw = _findings(case, converted)
+    ours = {f.facts["run_id"]: f for f in found if f.kind == "launch_bound" and f.analysis == "kernel_launch_stats"}
+    expected = set()
+    for run_id, run in raw.items():
+        if run.steps or not run.gpu:
+            continue
+        pairs = [(g, run.launch_of(g)) for g in run.gpu if g.kind == "kernel"]
+        launch = sum(c.end - c.start for g, c in pairs if c and not GRAPH_LAUNCH.search(c.name))
+        windows = _windows(run)
+        busy = sum(sum(e - s for s, e in m) for m, _ in windows.values())
+        window = sum(w for _, w in windows.values())
+        if launch > busy and 100 * busy / window < DEVICE_BOUND_PCT and (window - busy) / window >= MIN_SEVERITY:
+            expected.add(run_id)
+        if run_id in ours:
+            _close(ours[run_id].facts["launch_ns"], launch, len(pairs))
+            _close(ours[run_id].facts["gpu_busy_ns"], busy, len(run.gpu))
+    assert set(ours) == expected
+
+
+@pytest.mark.parametrize("case", list(GPU_FIXTURES))
+def test_no_leveled_findings_without_layers_metrics_or_levels(case, converted):
+    """These traces carry no xsp layer ranges, no hardware metrics and no leveled runs."""
+    found, _, raw = _findings(case, converted)
+    assert not any(c.name.startswith(("xsp.layer:", "xsp.model:")) for run in raw.values() for c in run.cpu)
+    assert {f.kind for f in found} & {"memory_bound_kernels", "non_gpu_layers", "profiling_overhead", "program_changed"} == set()
+
+
+def test_the_fixtures_give_findings(converted):
+    kinds = defaultdict(set)
+    for case in GPU_FIXTURES:
+        for f in _findings(case, converted)[0]:
+            kinds[f.kind].add(case)
+    assert {"idle_gaps", "launch_bound", "host_bound_steps", "sync_in_loop", "exposed_communication", "pageable_memcpy"} <= set(kinds)
