@@ -164,12 +164,14 @@ def test_leveled_findings_use_the_corrected_figures(leveled):
     # Non-GPU layers: conv 41 - (11 + 2) = 28 ns, relu 22 - (3 + 4) = 15 ns of the 105 ns model latency (M run).
     assert found["non_gpu_layers"].severity == pytest.approx(43 / 105)
     assert "(corrected: layer latency from the ML run, kernel latency from the MLG run)" in found["non_gpu_layers"].text
-    # ML added 45 ns over M's 105 (its 150 ns: 30 % overhead), and its hooks changed the program.
-    assert found["program_changed"].severity == pytest.approx(45 / 150)
+    # ML's instrumented inferences take 160 ns against its own un-instrumented 121 ns (trimmed means of
+    # the capture_latencies rows: +39 ns, 31.9 %), and its hooks changed the program: 39 of 160 ns at stake.
+    assert found["program_changed"].severity == pytest.approx(39 / 160)
     assert "nn.TransformerEncoderLayer fused fast path left" in found["program_changed"].text
-    # MLG added 55 ns over ML's 150 (36.7 % >= 25 %): 55 of its 205 ns.
-    (mlg,) = found_overhead
-    assert mlg.facts["level"] == "MLG" and mlg.severity == pytest.approx(55 / 205)
+    assert "adds 39 ns (31.9 %" in found["program_changed"].text
+    # M adds 8 ns (8.4 %, under the 25 % threshold); MLG has no un-instrumented inferences of its own,
+    # and the cross-process figure is never a finding.
+    assert found_overhead == []
 
 
 def test_cli_findings_json_and_table(plain):

@@ -387,12 +387,17 @@ def _profiling(overheads: list[dict], changes: list[dict]) -> list[Finding]:
     changed = {(r["experiment"], r["level"]): r for r in changes}
     out = []
     for r in overheads:
-        if r["overhead_pct"] is None or r["level"] == "none":
+        # In-process figures only: the run's instrumented inferences against its own un-instrumented
+        # ones (level_overhead); the cross-process comparison is indicative and never a finding.
+        if r["overhead_pct"] is None or not r["instrumented_ms"]:
             continue
-        share = _ms_to_ns(r["overhead_ms"]) / _ms_to_ns(r["model_latency_ms"]) if r["model_latency_ms"] else 0.0
+        share = max(_ms_to_ns(r["overhead_ms"]), 0) / _ms_to_ns(r["instrumented_ms"])
         change = changed.pop((r["experiment"], r["level"]), None)
+        interval = ("" if r["overhead_pct_low"] is None else
+                    f", 95 % interval {float(r['overhead_pct_low']):.1f} to {float(r['overhead_pct_high']):.1f} %")
         head = (f"{r['experiment']}: profiling at level {r['level']} adds {duration(_ms_to_ns(r['overhead_ms']))} "
-                f"({float(r['overhead_pct']):.1f} %) to the model latency of level {r['previous_level']}")
+                f"({float(r['overhead_pct']):.1f} %{interval}) to the run's own un-instrumented inferences "
+                f"({duration(_ms_to_ns(r['uninstrumented_ms']))})")
         if change is not None:
             text = (f"{head}, and the capture recorded that it changed the program: {change['change']}; that run measures "
                     f"another program than the un-instrumented one.")
