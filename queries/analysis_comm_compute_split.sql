@@ -20,4 +20,4 @@ SELECT
     round(100.0 * sum(end_ns - start_ns) / sum(sum(end_ns - start_ns)) OVER (PARTITION BY run_id, device_id), 2) AS time_pct
 FROM xsp_gpu_class_segments
 GROUP BY run_id, device_id, classes
-ORDER BY run_id, device_id, time_ns DESC;
+ORDER BY run_id, device_id, time_ns DESC, classes;

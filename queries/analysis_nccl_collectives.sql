@@ -97,4 +97,4 @@ SELECT
                  ELSE any_value(busbw_scale) * (group_size - any_value(busbw_offset)) / group_size END, 3) AS busbw_gb_per_s
 FROM sized
 GROUP BY run_id, collective, message_bytes, group_size
-ORDER BY run_id, total_ns DESC;
+ORDER BY run_id, total_ns DESC, collective, message_bytes, group_size;

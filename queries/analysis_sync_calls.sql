@@ -35,4 +35,4 @@ SELECT
     max(end_ns - start_ns) AS max_ns
 FROM placed
 GROUP BY run_id, name, sync_kind
-ORDER BY run_id, total_ns DESC;
+ORDER BY run_id, total_ns DESC, name, sync_kind;
