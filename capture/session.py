@@ -182,7 +182,8 @@ class _ProfilerContext:
 
     def pause(self, paused: bool) -> None:
         """Stop (True) or resume (False) recording inside the running session: torch removes or
-        re-installs its op callbacks (CPU, the user scope kept) and stops CUPTI collection (CUDA)."""
+        re-installs its op callbacks (CPU, the user scope kept); CUDA activity is toggled with them
+        (Kineto's toggleCollectionDynamic; not yet run on a GPU by this project)."""
         with _quiet_stderr():  # torch warns on every toggle that CPU and GPU tracks may mix
             self.profile.toggle_collection_dynamic(not paused, self.activities)
 
