@@ -111,6 +111,6 @@ def test_checkout_folders_reach_the_package_once():
         "assert r.__name__ == 'xsp_trace.capture.runner';"
         "assert not any(m == 'capture' or m.startswith('capture.') for m in sys.modules), sorted(sys.modules);"
         "assert importlib.util.find_spec('xsp_trace.tests') is None and importlib.util.find_spec('xsp_trace.bench') is None;"
-        "from xsp_trace.resources import query_text; assert query_text('kineto_map').startswith('--')"
+        "from xsp_trace.resources import query_text; assert query_text('ingest/kineto_map').startswith('--')"
     )
     subprocess.run([sys.executable, "-c", script], check=True, cwd=ROOT.parent)
