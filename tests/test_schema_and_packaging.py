@@ -74,8 +74,10 @@ def wheel(tmp_path_factory) -> Path:
 
 def test_wheel_ships_sql_and_capture(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    for sql in [*ROOT.glob("schemas/*.sql"), *ROOT.glob("queries/*.sql")]:
-        assert f"xsp_trace/{sql.parent.name}/{sql.name}" in names
+    sql_files = [*ROOT.glob("schemas/*.sql"), *ROOT.glob("queries/**/*.sql")]
+    assert len(sql_files) > 50
+    for sql in sql_files:
+        assert f"xsp_trace/{sql.relative_to(ROOT).as_posix()}" in names
     assert "xsp_trace/capture/__init__.py" in names
     assert "xsp_trace/capture/examples/tiny_cnn.py" in names  # the example of xsp-trace capture --help
     assert any(n.endswith("entry_points.txt") for n in names)
