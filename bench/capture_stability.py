@@ -13,7 +13,7 @@ from our tables:
   * pooled ratio = the same model latency / the un-instrumented loops of the M, ML and MLG
     processes pooled (the baseline `level_overhead` used before it became per run).
   * M plain-timer overhead: instrumented / un-instrumented loop of the M process, both timed
-    with the same plain timer (queries/capture_level_overhead.sql).
+    with the same plain timer (queries/analyses/capture_level_overhead.sql).
 
 Trimmed mean as the prelude's xsp_trimmed_mean (trim 0.2). Prints markdown for BENCHMARKS.md
 and, with --json, every figure.

@@ -42,7 +42,7 @@ from xsp_trace.store import open_store as connect
 from xsp_trace.resources import query_text
 out = Path(sys.argv[2])
 convert_files_parallel([Path(sys.argv[1])], out, ConvertOptions(), overwrite=True)
-rows = connect(out).execute(query_text('kernel_summary')).fetchall()
+rows = connect(out).execute(query_text('analyses/top_kernels')).fetchall()
 assert rows, 'no kernels'
 """
 

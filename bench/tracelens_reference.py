@@ -1,5 +1,5 @@
 """Per-op FLOPs and bytes of a Kineto trace as TraceLens computes them: the reference the shape-based
-roofline (queries/analysis_prelude_op_perf.sql) is tested against.
+roofline (queries/analyses/prelude_op_perf.sql) is tested against.
 
 TraceLens (AMD-AGI/TraceLens) is not on PyPI, so CI cannot install it; this script is run by hand in
 an environment that has it and writes a small CSV next to the fixture, which the test reads:

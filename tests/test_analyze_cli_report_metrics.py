@@ -175,7 +175,7 @@ def test_report_opens_in_headless_chromium_and_shows_its_plots(db, tmp_path):
 def test_analyze_list_needs_no_database():
     result = runner.invoke(app, ["analyze", "--list"])
     assert result.exit_code == 0, result.output
-    assert "model_info" in result.output and "queries/analysis_model_info.sql" in result.output
+    assert "model_info" in result.output and "queries/analyses/model_info.sql" in result.output
     result = runner.invoke(app, ["analyze"])
     assert result.exit_code == 2 and "no database given" in result.output
 

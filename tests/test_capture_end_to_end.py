@@ -161,7 +161,7 @@ def test_level_overhead_query_matches_scipy_on_the_session_latencies(nsys_run):
     from scipy import stats
 
     run_dir, db = nsys_run
-    rows = db.execute((CHECKOUT / "queries" / "capture_level_overhead.sql").read_text()).fetchall()
+    rows = db.execute((CHECKOUT / "queries" / "analyses" / "capture_level_overhead.sql").read_text()).fetchall()
     columns = [d[0] for d in db.description]
     by_level = {r[columns.index("level")]: dict(zip(columns, r)) for r in rows}
     assert set(by_level) == {"M", "ML"}
@@ -201,7 +201,7 @@ def test_torch_level_overhead_in_process_interleaved_with_bootstrap(torch_run):
     run_dir, db = torch_run
     con = open_session(run_dir / "xsp.duckdb", AnalysisOptions())
     rows = {(r["level"], int(r["experiment"].split("=")[1])): r for r in run_analysis(con, "level_overhead").records()}
-    in_process = db.execute((CHECKOUT / "queries" / "capture_level_overhead.sql").read_text()).fetchall()
+    in_process = db.execute((CHECKOUT / "queries" / "analyses" / "capture_level_overhead.sql").read_text()).fetchall()
     columns = [d[0] for d in db.description]
     in_process = {(r["level"], r["batch_size"]): r for r in (dict(zip(columns, row)) for row in in_process)}
     manifest = json.loads((run_dir / "manifest.json").read_text())

@@ -73,7 +73,7 @@ def test_nvtx_gpu_projection_equals_nvtxgpuproj(case, converted, tmp_path):
     """Each NVTX range's GPU projection (first start, last end, number of GPU ops launched inside)."""
     ref = nsys_stats(NSYS_EXPORTS[case], "nvtxgpuproj", tmp_path)
     db = converted(NSYS_EXPORTS[case])
-    rows = db.execute((QUERIES / "nvtx_gpu_projection.sql").read_text()).fetchall()
+    rows = db.execute((QUERIES / "analyses" / "nvtx_gpu_projection.sql").read_text()).fetchall()
     cols = [d[0] for d in db.description]
     ours = {}
     for row in rows:

@@ -1,4 +1,4 @@
-"""The Kineto fast path (DuckDB's JSON reader + queries/kineto_map.sql) writes exactly the tables
+"""The Kineto fast path (DuckDB's JSON reader + queries/ingest/kineto_map.sql) writes exactly the tables
 of the Python mapper (ijson + KinetoMapper, itself checked against HTA) on every Kineto fixture."""
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ INPUTS = [
     NSYS_EXPORTS["nsys_2022_saxpy_mpi_a100"],
     DATA / "kineto_2021_format" / "hta_2021_format_inference.json.gz",
 ]
-QUERIES = ["kernel_summary", "nvtx_gpu_projection"]
+QUERIES = ["analyses/top_kernels", "analyses/nvtx_gpu_projection"]
 ANALYSES = ["kernel_info", "gpu_busy_idle", "launch_queue_delay", "model_gpu_aggregates", "layer_gpu_aggregates"]
 
 
@@ -87,7 +87,7 @@ def test_dataset_kernel_totals_are_nsys_stats_own(outputs, tmp_path):
     """Run 1 of the Parquet dataset is the H100 export: its kernel totals are gpukernsum's."""
     reference = nsys_stats(INPUTS[0], "gpukernsum", tmp_path)
     con = connect(outputs["parquet"])
-    ours = {name: (instances, total) for run, name, instances, total, *rest in con.execute(query_text("kernel_summary")).fetchall()
+    ours = {name: (instances, total) for run, name, instances, total, *rest in con.execute(query_text("analyses/top_kernels")).fetchall()
             if run == 1}
     theirs: dict[str, tuple[int, int]] = {}
     for r in reference:  # gpukernsum splits a name by launch configuration; add those up

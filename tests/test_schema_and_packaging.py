@@ -74,8 +74,10 @@ def wheel(tmp_path_factory) -> Path:
 
 def test_wheel_ships_sql_and_capture(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
-    for sql in [*ROOT.glob("schemas/*.sql"), *ROOT.glob("queries/*.sql")]:
-        assert f"xsp_trace/{sql.parent.name}/{sql.name}" in names
+    sql_files = [*ROOT.glob("schemas/*.sql"), *ROOT.glob("queries/**/*.sql")]
+    assert len(sql_files) > 50
+    for sql in sql_files:
+        assert f"xsp_trace/{sql.relative_to(ROOT).as_posix()}" in names
     assert "xsp_trace/capture/__init__.py" in names
     assert "xsp_trace/capture/examples/tiny_cnn.py" in names  # the example of xsp-trace capture --help
     assert any(n.endswith("entry_points.txt") for n in names)
@@ -111,6 +113,6 @@ def test_checkout_folders_reach_the_package_once():
         "assert r.__name__ == 'xsp_trace.capture.runner';"
         "assert not any(m == 'capture' or m.startswith('capture.') for m in sys.modules), sorted(sys.modules);"
         "assert importlib.util.find_spec('xsp_trace.tests') is None and importlib.util.find_spec('xsp_trace.bench') is None;"
-        "from xsp_trace.resources import query_text; assert query_text('kineto_map').startswith('--')"
+        "from xsp_trace.resources import query_text; assert query_text('ingest/kineto_map').startswith('--')"
     )
     subprocess.run([sys.executable, "-c", script], check=True, cwd=ROOT.parent)

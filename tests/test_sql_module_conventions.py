@@ -1,6 +1,7 @@
 """The conventions of the SQL modules (docs/design.md), checked on every file so new ones keep them:
 
-- each file starts with `-- <file stem>: <what it computes>` and says what it reads ("From" or
+- each file sits in the folder of its role (analyses, correlate, ingest, perfetto) and starts with
+  `-- <role>/<file stem>: <what it computes>` and says what it reads ("From" or
   "from"/"reads" in the header comment);
 - every output column of a query users run (the analyses, kernel_summary, nvtx_gpu_projection)
   has a comment above it; one comment may describe a small group of columns on the lines right
@@ -18,8 +19,18 @@ import pytest
 
 QUERIES = Path(__file__).parent.parent / "queries"
 SQL_FILES = sorted(QUERIES.rglob("*.sql"))
-USER_QUERIES = [p for p in SQL_FILES
-                if (p.stem.startswith("analysis_") and not p.stem.startswith("analysis_prelude")) or p.stem in ("kernel_summary", "nvtx_gpu_projection")]
+ROLES = ("analyses", "correlate", "ingest", "perfetto")
+USER_QUERIES = [p for p in SQL_FILES if p.parent.name == "analyses" and not p.stem.startswith("prelude")]
+
+
+def _module(path: Path) -> str:
+    """The module name of a SQL file: <role folder>/<stem>, e.g. analyses/kernel_info."""
+    return f"{path.parent.name}/{path.stem}"
+
+
+def test_every_sql_file_sits_in_a_role_folder():
+    assert {p.parent.name for p in SQL_FILES} == set(ROLES)
+    assert [p.name for p in QUERIES.glob("*.sql")] == []
 PUBLIC_PREFIXES = ("xsp_", "kineto_", "nsys_", "perfetto_")
 MAX_GROUP = 1  # every output column has its own comment line(s) right above it
 
@@ -33,10 +44,10 @@ def _header(text: str) -> str:
     return " ".join(lines)
 
 
-@pytest.mark.parametrize("path", SQL_FILES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", SQL_FILES, ids=_module)
 def test_header_names_the_module_and_its_inputs(path):
     text = path.read_text()
-    assert text.startswith(f"-- {path.stem}: "), f"{path.name} must start with '-- {path.stem}: <what it computes>'"
+    assert text.startswith(f"-- {_module(path)}: "), f"{path.name} must start with '-- {_module(path)}: <what it computes>'"
     header = _header(text)
     assert len(header) > 60, f"{path.name}: the header comment should say what it computes and from what"
     assert re.search(r"\b(from|reads?|over)\b", header, re.IGNORECASE), f"{path.name}: the header should say what it reads"
@@ -84,7 +95,7 @@ def _split_top_level(select_list: str) -> list[str]:
     return [select_list[a + 1:b] for a, b in zip(bounds, bounds[1:])]
 
 
-@pytest.mark.parametrize("path", USER_QUERIES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", USER_QUERIES, ids=_module)
 def test_every_output_column_has_a_comment(path):
     uncovered, run = [], None
     for item in _split_top_level(_final_select_list(path.read_text())):
@@ -98,7 +109,7 @@ def test_every_output_column_has_a_comment(path):
     assert uncovered == [], f"{path.name}: output columns without a comment above them: {uncovered}"
 
 
-@pytest.mark.parametrize("path", SQL_FILES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", SQL_FILES, ids=_module)
 def test_created_names_are_prefixed_or_private(path):
     text = re.sub(r"--.*", "", path.read_text())
     created = re.findall(r"CREATE\s+(?:OR\s+REPLACE\s+)?TEMP(?:ORARY)?\s+(?:VIEW|TABLE|MACRO)\s+(?:IF\s+NOT\s+EXISTS\s+)?([A-Za-z_][\w]*)",

@@ -130,7 +130,7 @@ def convert(
 
       xsp-trace convert ranks/*.json.gz --engine ray -o ranks_dataset --run-id-offset 0
 
-    The same queries run over either: xsp-trace query ranks_dataset @queries/kernel_summary.sql
+    The same queries run over either: xsp-trace query ranks_dataset @queries/analyses/top_kernels.sql
     """
     from .convert import ConvertOptions
     from .convert.parallel import convert_files_parallel, convert_to_dataset
@@ -296,7 +296,7 @@ def capture(
 @app.command()
 def query(
     database: Path = typer.Argument(..., help="An xsp-trace DuckDB database or Parquet dataset folder."),
-    sql: str = typer.Argument(..., help="SQL to run, or @FILE to read it from a file (e.g. @queries/nvtx_gpu_projection.sql)."),
+    sql: str = typer.Argument(..., help="SQL to run, or @FILE to read it from a file (e.g. @queries/analyses/nvtx_gpu_projection.sql)."),
     limit: int = typer.Option(50, "--limit", help="Rows to print in the table (0 = all)."),
     csv_out: bool = typer.Option(False, "--csv", help="Print CSV instead of a table."),
     allow_external_access: bool = typer.Option(False, "--allow-external-access", help="Let the SQL read and write other files (COPY ... TO, EXPORT DATABASE, ATTACH, read_csv), change settings and install extensions. Off: the data is opened read-only and nothing else is reachable."),
@@ -402,7 +402,7 @@ def analyze(
 ) -> None:
     """The XSP analyses, leveled-corrected: model, layer and kernel latency, rooflines, GPU time.
 
-    Each analysis is a documented SQL file (queries/analysis_*.sql) over queries/analysis_prelude.sql.
+    Each analysis is a documented SQL file (queries/analyses/*.sql) over queries/analyses/prelude.sql.
 
     Example:
 

@@ -4,10 +4,10 @@ Converters insert a run's spans with parent_id/depth NULL; `correlate_run` then 
 1. CPU spans nest by time containment per thread: the parent is the tightest enclosing span
    (xsp_trace.nesting, vectorised over spans sorted by start; SQL range joins would be
    quadratic per thread).
-2. queries/correlate_launches.sql links GPU spans to their API call by (pid, correlation_id).
-3. queries/correlate_hierarchy.sql makes each GPU span a child of its API call, builds
+2. queries/correlate/launches.sql links GPU spans to their API call by (pid, correlation_id).
+3. queries/correlate/hierarchy.sql makes each GPU span a child of its API call, builds
    span_ancestors, and assigns iterations along the tree.
-4. queries/correlate_attribution.sql finds the steps and charges every span to its step, phase
+4. queries/correlate/attribution.sql finds the steps and charges every span to its step, phase
    and (backward work) forward op across threads (docs/design.md, Attribution).
 """
 
@@ -57,10 +57,10 @@ def nest_cpu_spans(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
 
 def correlate_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     nest_cpu_spans(con, run_id)
-    run_script(con, query_text("correlate_launches"), run_id)
-    run_script(con, query_text("correlate_hierarchy"), run_id)
+    run_script(con, query_text("correlate/launches"), run_id)
+    run_script(con, query_text("correlate/hierarchy"), run_id)
     install_phase_rules(con)
     set_variables(con, {"xsp_arg_sequence_number": kf.ARG_SEQUENCE_NUMBER, "xsp_arg_fwd_thread_id": kf.ARG_FWD_THREAD_ID})
-    run_script(con, query_text("correlate_attribution"), run_id)
+    run_script(con, query_text("correlate/attribution"), run_id)
 
 

@@ -112,7 +112,7 @@ PHASE_RULES: tuple[tuple[str, str], ...] = (
 
 def install_phase_rules(con) -> None:
     """TEMP macro xsp_phase_of(name): the phase the first matching PHASE_RULES pattern names, else
-    NULL (constant patterns, so DuckDB compiles each once), for queries/correlate_attribution.sql."""
+    NULL (constant patterns, so DuckDB compiles each once), for queries/correlate/attribution.sql."""
     cases = " ".join(f"WHEN regexp_matches(name, {_sql_text(pattern)}) THEN {_sql_text(phase)}"
                      for phase, pattern in PHASE_RULES)
     con.execute(f"CREATE OR REPLACE TEMP MACRO xsp_phase_of(name) AS CASE {cases} END")

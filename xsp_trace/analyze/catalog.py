@@ -1,6 +1,6 @@
-"""The analyses `xsp-trace analyze` knows: name -> documented SQL file under queries/.
+"""The analyses `xsp-trace analyze` knows: name -> documented SQL file queries/analyses/<name>.sql.
 
-Every file is a plain SELECT over the prelude (queries/analysis_prelude.sql) and the schema;
+Every file is a plain SELECT over the prelude (queries/analyses/prelude.sql) and the schema;
 the order here is the order of the printed tables and of the HTML report.
 """
 
@@ -11,57 +11,61 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Analysis:
-    name: str
-    query: str  # queries/<query>.sql
+    name: str  # also the file: queries/analyses/<name>.sql
     title: str
     group: str  # model, layer, kernel, gpu, comm, summary, compare
 
+    @property
+    def query(self) -> str:
+        """The query's resource name (xsp_trace.resources.query_text)."""
+        return f"analyses/{self.name}"
+
 
 ANALYSES: tuple[Analysis, ...] = (
-    Analysis("level_sources", "analysis_level_sources", "Where each level's numbers come from", "model"),
-    Analysis("model_info", "analysis_model_info", "Model information: latency and throughput", "model"),
-    Analysis("model_batch_scaling", "analysis_model_batch_scaling", "Latency and throughput vs batch size", "model"),
-    Analysis("step_breakdown", "analysis_step_breakdown", "GPU time per step, by phase (every thread's launches)", "model"),
-    Analysis("level_overhead", "analysis_level_overhead", "Profiling overhead of each level", "model"),
-    Analysis("program_changes", "analysis_program_changes", "Runs whose program profiling changed (fast paths left)", "model"),
-    Analysis("layer_info", "analysis_layer_info", "Layer information", "layer"),
-    Analysis("layer_type_distribution", "analysis_layer_type_distribution", "Layer type distribution", "layer"),
-    Analysis("layer_latency", "analysis_layer_latency", "Layer latency", "layer"),
-    Analysis("layer_memory", "analysis_layer_memory", "Layer memory", "layer"),
-    Analysis("layer_type_latency_share", "analysis_layer_type_latency_share", "Layer type latency share", "layer"),
-    Analysis("kernel_info", "analysis_kernel_info", "Kernel information", "kernel"),
-    Analysis("kernel_roofline", "analysis_kernel_roofline", "Kernel roofline", "kernel"),
-    Analysis("layer_gpu_aggregates", "analysis_layer_gpu_aggregates", "Per-layer GPU aggregates", "kernel"),
-    Analysis("layer_gpu_vs_nongpu", "analysis_layer_gpu_vs_nongpu", "Layer GPU vs non-GPU latency", "kernel"),
-    Analysis("layer_roofline", "analysis_layer_roofline", "Layer roofline", "kernel"),
-    Analysis("model_gpu_aggregates", "analysis_model_gpu_aggregates", "Model GPU aggregates", "kernel"),
-    Analysis("model_roofline", "analysis_model_roofline", "Model roofline", "kernel"),
-    Analysis("top_kernels", "kernel_summary", "Top kernels by name (every run, uncorrected)", "kernel"),
-    Analysis("gpu_busy_idle", "analysis_gpu_busy_idle", "GPU busy and idle time", "gpu"),
-    Analysis("launch_queue_delay", "analysis_launch_queue_delay", "Launch queue delay (kernel start - launch end)", "gpu"),
-    Analysis("gpu_idle_gaps", "analysis_gpu_idle_gaps", "GPU idle gaps and what the CPU was doing meanwhile", "gpu"),
-    Analysis("gpu_utilization_bins", "analysis_gpu_utilization_bins", "GPU utilisation over time", "gpu"),
-    Analysis("step_bound", "analysis_step_bound", "Host-bound or device-bound, per step", "gpu"),
-    Analysis("sync_calls", "analysis_sync_calls", "Synchronising calls (CPU waits for the GPU)", "gpu"),
-    Analysis("pageable_memcpy", "analysis_pageable_memcpy", "Copies from / to pageable host memory", "gpu"),
-    Analysis("kernel_launch_stats", "analysis_kernel_launch_stats", "Kernel launch: CPU launch time vs GPU kernel time", "gpu"),
-    Analysis("nvtx_gpu_projection", "nvtx_gpu_projection", "NVTX ranges projected onto the GPU", "gpu"),
-    Analysis("comm_compute_split", "analysis_comm_compute_split", "GPU time: computation, communication, memory and their overlaps", "comm"),
-    Analysis("comm_compute_overlap", "analysis_comm_compute_overlap", "Communication overlapped by computation", "comm"),
-    Analysis("nccl_collectives", "analysis_nccl_collectives", "NCCL collectives: count, size, time, algorithm and bus bandwidth", "comm"),
-    Analysis("rank_skew", "analysis_rank_skew", "Ranks side by side: step time, skew, collective wait, straggler", "comm"),
-    Analysis("cuda_api_sum", "analysis_cuda_api_sum", "CUDA API summary (nsys stats cuda_api_sum)", "summary"),
-    Analysis("cuda_gpu_kern_sum", "analysis_cuda_gpu_kern_sum", "GPU kernel summary (nsys stats cuda_gpu_kern_sum)", "summary"),
-    Analysis("cuda_gpu_kern_gb_sum", "analysis_cuda_gpu_kern_gb_sum", "GPU kernel summary by grid and block (nsys stats cuda_gpu_kern_gb_sum)", "summary"),
-    Analysis("cuda_gpu_mem_time_sum", "analysis_cuda_gpu_mem_time_sum", "GPU memory operations by time (nsys stats cuda_gpu_mem_time_sum)", "summary"),
-    Analysis("cuda_gpu_mem_size_sum", "analysis_cuda_gpu_mem_size_sum", "GPU memory operations by size (nsys stats cuda_gpu_mem_size_sum)", "summary"),
-    Analysis("nvtx_sum", "analysis_nvtx_sum", "NVTX range summary (nsys stats nvtx_sum)", "summary"),
-    Analysis("layer_allocations", "analysis_layer_allocations", "Memory each layer allocates while it runs (allocation events)", "layer"),
-    Analysis("op_roofline", "analysis_op_roofline", "Roofline per op and shape from recorded shapes (TraceLens perf models)", "kernel"),
-    Analysis("model_flops_utilization", "analysis_model_flops_utilization", "Model FLOPs utilisation (MFU) from recorded shapes", "model"),
-    Analysis("compare_runs", "analysis_compare_runs", "Comparison of two runs", "compare"),
+    Analysis("level_sources", "Where each level's numbers come from", "model"),
+    Analysis("model_info", "Model information: latency and throughput", "model"),
+    Analysis("model_batch_scaling", "Latency and throughput vs batch size", "model"),
+    Analysis("step_breakdown", "GPU time per step, by phase (every thread's launches)", "model"),
+    Analysis("level_overhead", "Profiling overhead of each level", "model"),
+    Analysis("program_changes", "Runs whose program profiling changed (fast paths left)", "model"),
+    Analysis("layer_info", "Layer information", "layer"),
+    Analysis("layer_type_distribution", "Layer type distribution", "layer"),
+    Analysis("layer_latency", "Layer latency", "layer"),
+    Analysis("layer_memory", "Layer memory", "layer"),
+    Analysis("layer_type_latency_share", "Layer type latency share", "layer"),
+    Analysis("kernel_info", "Kernel information", "kernel"),
+    Analysis("kernel_roofline", "Kernel roofline", "kernel"),
+    Analysis("layer_gpu_aggregates", "Per-layer GPU aggregates", "kernel"),
+    Analysis("layer_gpu_vs_nongpu", "Layer GPU vs non-GPU latency", "kernel"),
+    Analysis("layer_roofline", "Layer roofline", "kernel"),
+    Analysis("model_gpu_aggregates", "Model GPU aggregates", "kernel"),
+    Analysis("model_roofline", "Model roofline", "kernel"),
+    Analysis("top_kernels", "Top kernels by name (every run, uncorrected)", "kernel"),
+    Analysis("gpu_busy_idle", "GPU busy and idle time", "gpu"),
+    Analysis("launch_queue_delay", "Launch queue delay (kernel start - launch end)", "gpu"),
+    Analysis("gpu_idle_gaps", "GPU idle gaps and what the CPU was doing meanwhile", "gpu"),
+    Analysis("gpu_utilization_bins", "GPU utilisation over time", "gpu"),
+    Analysis("step_bound", "Host-bound or device-bound, per step", "gpu"),
+    Analysis("sync_calls", "Synchronising calls (CPU waits for the GPU)", "gpu"),
+    Analysis("pageable_memcpy", "Copies from / to pageable host memory", "gpu"),
+    Analysis("kernel_launch_stats", "Kernel launch: CPU launch time vs GPU kernel time", "gpu"),
+    Analysis("nvtx_gpu_projection", "NVTX ranges projected onto the GPU", "gpu"),
+    Analysis("comm_compute_split", "GPU time: computation, communication, memory and their overlaps", "comm"),
+    Analysis("comm_compute_overlap", "Communication overlapped by computation", "comm"),
+    Analysis("nccl_collectives", "NCCL collectives: count, size, time, algorithm and bus bandwidth", "comm"),
+    Analysis("rank_skew", "Ranks side by side: step time, skew, collective wait, straggler", "comm"),
+    Analysis("cuda_api_sum", "CUDA API summary (nsys stats cuda_api_sum)", "summary"),
+    Analysis("cuda_gpu_kern_sum", "GPU kernel summary (nsys stats cuda_gpu_kern_sum)", "summary"),
+    Analysis("cuda_gpu_kern_gb_sum", "GPU kernel summary by grid and block (nsys stats cuda_gpu_kern_gb_sum)", "summary"),
+    Analysis("cuda_gpu_mem_time_sum", "GPU memory operations by time (nsys stats cuda_gpu_mem_time_sum)", "summary"),
+    Analysis("cuda_gpu_mem_size_sum", "GPU memory operations by size (nsys stats cuda_gpu_mem_size_sum)", "summary"),
+    Analysis("nvtx_sum", "NVTX range summary (nsys stats nvtx_sum)", "summary"),
+    Analysis("layer_allocations", "Memory each layer allocates while it runs (allocation events)", "layer"),
+    Analysis("op_roofline", "Roofline per op and shape from recorded shapes (TraceLens perf models)", "kernel"),
+    Analysis("model_flops_utilization", "Model FLOPs utilisation (MFU) from recorded shapes", "model"),
+    Analysis("compare_runs", "Comparison of two runs", "compare"),
 )
 
 BY_NAME = {a.name: a for a in ANALYSES}
 # Run in this order before any analysis: the XSP building blocks, then the shape-based op models.
-PRELUDES = ("analysis_prelude", "analysis_prelude_op_perf")
+PRELUDES = ("analyses/prelude", "analyses/prelude_op_perf")

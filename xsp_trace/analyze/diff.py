@@ -1,5 +1,5 @@
 """Run diff across two databases with a regression gate: per kernel, op and layer name, the time per
-step in the baseline and in the candidate (queries/diff_totals.sql), and which grew by more than a
+step in the baseline and in the candidate (queries/analyses/diff_totals.sql), and which grew by more than a
 threshold. `xsp-trace diff` is a thin wrapper; CI uses its exit code.
 """
 
@@ -29,7 +29,7 @@ class DiffRow:
 def _totals(path: Path) -> dict[tuple[str, str], float]:
     con = connect(path, read_only=True)
     try:
-        return {(level, name): float(per_step) for level, name, _, _, per_step in con.execute(query_text("diff_totals")).fetchall()}
+        return {(level, name): float(per_step) for level, name, _, _, per_step in con.execute(query_text("analyses/diff_totals")).fetchall()}
     finally:
         con.close()
 

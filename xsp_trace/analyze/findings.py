@@ -1,7 +1,7 @@
 """Findings in words: what matters in a trace, ranked, each one sentence with its numbers and the
 analysis (and the rows of it) that shows it.
 
-Findings are read off the analyses' results (queries/analysis_*.sql through run_analysis), never
+Findings are read off the analyses' results (queries/analyses/*.sql through run_analysis), never
 computed on the side, so their numbers are the analyses' numbers -- leveled-corrected where the
 database holds leveled runs (model latency from M, layer latency from ML, kernel latency from
 MLG). A finding's severity is the share of the time it is measured against that is at stake, 0..1:

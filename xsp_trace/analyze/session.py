@@ -1,5 +1,5 @@
 """An analysis session: a read-only database, optionally narrowed to some runs, with the prelude
-(queries/analysis_prelude.sql) loaded and the device peaks filled in.
+(queries/analyses/prelude.sql) loaded and the device peaks filled in.
 
 Everything it adds is TEMP, so the database file is never written. Runs are selected by
 shadowing each table with a TEMP view of the selected runs' rows (the SQL files stay plain).
@@ -194,7 +194,7 @@ def _fill_device_peaks(con: duckdb.DuckDBPyConnection, catalog: str, options: An
             "peak_dram_bytes_per_s = coalesce(peak_dram_bytes_per_s, ?) WHERE name = ?",
             [peak.peak_flops, peak.peak_dram_bytes_per_s, name],
         )
-    # Dense matrix peaks per precision, for the shape-based rooflines (queries/analysis_prelude_op_perf.sql).
+    # Dense matrix peaks per precision, for the shape-based rooflines (queries/analyses/prelude_op_perf.sql).
     con.execute("CREATE OR REPLACE TEMP TABLE _xsp_matrix_peaks (run_id INTEGER, device_id INTEGER, precision VARCHAR, peak_flops DOUBLE)")
     precisions = sorted(set(torch_dtypes.DTYPE_PRECISION.values()))
     for run_id, device_id, name in con.execute("SELECT run_id, device_id, name FROM devices WHERE name IS NOT NULL").fetchall():

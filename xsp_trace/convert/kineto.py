@@ -3,7 +3,7 @@
 Events stream in batches from kineto_stream; KinetoMapper turns each into rows of the staging
 tables (spans with their raw track and External id, launch flows, GPU launch configurations)
 and of the side tables (kernels, memops, span_args, marks, counters), flushed as Arrow batches
-of BATCH_ROWS rows. queries/kineto_link.sql then fills missing correlation ids (flows, then
+of BATCH_ROWS rows. queries/ingest/kineto_link.sql then fills missing correlation ids (flows, then
 External id), gives GPU spans the pid of the host process that launched them and moves the
 spans into `spans`; correlate_run (called by the dispatcher) nests and links them.
 
@@ -442,7 +442,7 @@ def convert_kineto(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, opti
             warn(path, f"skipped {mapper.skipped[SKIPPED_NON_NUMERIC_TRACK]} CPU event(s) whose pid or tid is not a number")
     progress("linking GPU activities", None)
     con.execute("SET VARIABLE kineto_graph_launch_apis = ?", [sorted(kf.GRAPH_LAUNCH_API_NAMES)])
-    run_script(con, query_text("kineto_link"), run_id)
+    run_script(con, query_text("ingest/kineto_link"), run_id)
     con.execute(_STAGING_DROP)
     mapper.insert_processes_and_threads()
     first_start, has_hip = con.execute(

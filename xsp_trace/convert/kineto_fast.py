@@ -7,7 +7,7 @@ DuckDB reads a top-level JSON *array* of objects in parallel and in bounded memo
    it are parsed in Python (the same tail rule as kineto_stream).
 2. read_json(format='array') loads the events into a temp table, times as DECIMAL(38,9) (exact
    for Kineto's microseconds with up to 9 decimals), pid/tid/id/args as JSON.
-3. queries/kineto_map.sql maps them to the same staging and side tables as the Python mapper
+3. queries/ingest/kineto_map.sql maps them to the same staging and side tables as the Python mapper
    (KinetoMapper), with the facts of xsp_trace.formats.kineto_fields passed as variables.
 
 Anything unusual (not a trace object, events that are not objects, a missing or non-numeric
@@ -267,7 +267,7 @@ def convert_kineto_fast(con: duckdb.DuckDBPyConnection, path: Path, run_id: int,
             return None
         _set_variables(con, run_id, include_python)
         install_sql_macros(con)
-        run_script(con, query_text("kineto_map"), run_id)
+        run_script(con, query_text("ingest/kineto_map"), run_id)
         names = con.execute("SELECT what, pid, tid, value FROM _kineto_names ORDER BY what, pid, tid").fetchall()
         con.execute("DROP TABLE _kineto_events; DROP TABLE _kineto_names")
         con.execute("SET memory_limit = ?", [previous_limit])

@@ -2,7 +2,7 @@
 
 Two steps: the export's tables are projected into DuckDB staging tables (`_nsys_*`, one SQLite
 query each, streamed in Arrow batches; pid/tid decoded, strings kept as ids), then
-queries/nsys_ingest.sql turns the staging tables into spans, kernels, memops, devices, threads.
+queries/ingest/nsys.sql turns the staging tables into spans, kernels, memops, devices, threads.
 Everything version-specific is resolved here from the export's own tables and columns, using
 the facts in xsp_trace.formats.nsys_export.
 """
@@ -178,7 +178,7 @@ def convert_nsys(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, option
             con.execute("SET VARIABLE nsys_nvtx_max_ts = ?", [_nvtx_max_ts(export)])
             validate_nsys_staging(con, path)
             install_sql_macros(con)
-            run_script(con, query_text("nsys_ingest"), run_id)
+            run_script(con, query_text("ingest/nsys"), run_id)
             for table in _STAGING_TABLES:
                 con.execute(f"DROP TABLE IF EXISTS {table}")
 

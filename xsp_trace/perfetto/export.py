@@ -1,6 +1,6 @@
 """Export an xsp-trace database as one Perfetto protobuf trace (TrackEvent), streamed.
 
-The spans are read in track order in Arrow batches (queries/perfetto_slices.sql) and written
+The spans are read in track order in Arrow batches (queries/perfetto/slices.sql) and written
 packet by packet to a temporary file that replaces the output only at the end: memory stays
 flat whatever the trace size (the intern tables are bounded, see packets.py).
 """
@@ -94,7 +94,7 @@ def _select(con: duckdb.DuckDBPyConnection, options: PerfettoOptions) -> None:
         "xsp_perfetto_align": options.align_runs,
     }
     set_variables(con, variables)
-    con.execute(query_text("perfetto_select"))
+    con.execute(query_text("perfetto/select"))
 
 
 def _batches(con: duckdb.DuckDBPyConnection, query: str, batch_rows: int, skip_null_columns: bool = False):
@@ -120,7 +120,7 @@ def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: Per
     current_key = None
     lanes: Lanes | None = None
     begin = writer.slice_begin
-    for cols in _batches(con, "perfetto_slices", options.batch_rows, skip_null_columns=True):
+    for cols in _batches(con, "perfetto/slices", options.batch_rows, skip_null_columns=True):
         n = len(cols["ts"])
         nulls = [None] * n
         keys = zip(*(cols.get(k, nulls) for k in _TRACK_KEY))
@@ -155,7 +155,7 @@ def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: Per
 
 
 def _write_marks(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats) -> None:
-    for row in _rows(con, "perfetto_marks", options.batch_rows):
+    for row in _rows(con, "perfetto/marks", options.batch_rows):
         uuid = tracks.base_track(row["run_id"], row["track_class"], row["pid"], row["tid"], None, None)
         args = [("category", row["category"])] if row["category"] is not None else []
         writer.instant(uuid, row["ts"], row["name"], MARK_CATEGORY, args)
@@ -164,7 +164,7 @@ def _write_marks(con, writer: PacketWriter, tracks: TrackRegistry, options: Perf
 
 def _write_counters(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats) -> None:
     current_key, uuid = None, None
-    for row in _rows(con, "perfetto_counters", options.batch_rows):
+    for row in _rows(con, "perfetto/counters", options.batch_rows):
         key = (row["run_id"], row["name"], row["pid"], row["device_id"])
         if key != current_key:
             uuid = tracks.counter(*key)
@@ -180,7 +180,7 @@ def write_trace(con: duckdb.DuckDBPyConnection, out, options: PerfettoOptions, d
     _select(con, options)
     stats = ExportStats(runs=[r[0] for r in con.execute("SELECT run_id FROM perfetto_runs ORDER BY run_id").fetchall()])
     writer = PacketWriter(out, max_interned=options.max_interned)
-    tracks = TrackRegistry(writer, list(_rows(con, "perfetto_tracks", options.batch_rows)))
+    tracks = TrackRegistry(writer, list(_rows(con, "perfetto/tracks", options.batch_rows)))
     _write_slices(con, writer, tracks, options, stats)
     _write_marks(con, writer, tracks, options, stats)
     _write_counters(con, writer, tracks, options, stats)

@@ -1,0 +1,23 @@
+-- analyses/comm_compute_split: how each GPU's busy time divides between computation,
+-- communication and memory operations, overlaps counted once in their own row ("computation+
+-- communication": both running) -- Holistic Trace Analysis's kernel-type breakdown
+-- (get_gpu_kernel_breakdown, "COMPUTATION overlapping COMMUNICATION").
+--
+-- From: xsp_gpu_class_segments (prelude): kernels, memcpys and memsets classed by
+-- xsp_gpu_work_class (NCCL/RCCL kernels are communication; xsp_trace/formats/collectives.py),
+-- each class's intervals merged over all streams of the GPU, the timeline cut where any changes.
+SELECT
+    -- Run.
+    run_id,
+    -- The GPU.
+    device_id,
+    -- The classes running together in this share of the time: computation, communication, memory,
+    -- or several joined by '+'.
+    classes,
+    -- Time during which exactly these classes were running, ns.
+    sum(end_ns - start_ns) AS time_ns,
+    -- Share of the GPU's busy time (the union of all three classes), percent.
+    round(100.0 * sum(end_ns - start_ns) / sum(sum(end_ns - start_ns)) OVER (PARTITION BY run_id, device_id), 2) AS time_pct
+FROM xsp_gpu_class_segments
+GROUP BY run_id, device_id, classes
+ORDER BY run_id, device_id, time_ns DESC, classes;

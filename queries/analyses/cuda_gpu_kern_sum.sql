@@ -1,0 +1,36 @@
+-- analyses/cuda_gpu_kern_sum: GPU time per kernel name and run with median and spread -- what
+-- `nsys stats --report cuda_gpu_kern_sum` prints (nsys 2022.4: the CUDA_KERNEL rows of gpusum).
+--
+-- From: spans of kind 'kernel' (demangled name). Statistics as nsys computes them
+-- (xsp_trace/formats/nsys_stats.py): median of an even count = mean of the two middle values,
+-- sample standard deviation, averages rounded to 0.1 ns.
+WITH summary AS (
+    SELECT run_id, name, sum(end_ns - start_ns) AS total_ns, count(*) AS instances,
+           avg(end_ns - start_ns) AS avg_ns, median(end_ns - start_ns) AS med_ns,
+           min(end_ns - start_ns) AS min_ns, max(end_ns - start_ns) AS max_ns,
+           coalesce(stddev_samp(end_ns - start_ns), 0) AS stddev_ns
+    FROM spans WHERE kind = 'kernel' GROUP BY run_id, name
+)
+SELECT
+    -- Run of the kernels.
+    run_id,
+    -- Share of the run's summed kernel time, percent.
+    round(100.0 * total_ns / sum(total_ns) OVER (PARTITION BY run_id), 1) AS time_pct,
+    -- Summed GPU time, ns.
+    total_ns,
+    -- Number of executions.
+    instances,
+    -- Mean duration per execution, ns (rounded to 0.1 as nsys).
+    round(avg_ns, 1) AS avg_ns,
+    -- Median duration, ns (an even count: mean of the two middle values).
+    round(med_ns, 1) AS med_ns,
+    -- Shortest execution, ns.
+    min_ns,
+    -- Longest execution, ns.
+    max_ns,
+    -- Sample standard deviation of the durations, ns (0 for a single execution).
+    round(stddev_ns, 1) AS stddev_ns,
+    -- Demangled kernel name.
+    name
+FROM summary
+ORDER BY run_id, total_ns DESC, name;

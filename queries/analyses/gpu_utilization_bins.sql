@@ -1,0 +1,38 @@
+-- analyses/gpu_utilization_bins: each GPU's busy share over time, in equal bins from its first to
+-- its last operation (like `nsys analyze gpu-low-util` and HTA's temporal breakdown over time):
+-- where a run went through low-utilisation phases.
+--
+-- From: xsp_gpu_busy_intervals (prelude: union of kernels, copies and sets per GPU, all streams).
+-- Bins: the variable xsp_bins per GPU (default 50) of equal width, the last one ending at the last
+-- operation's end.
+WITH windows AS (
+    SELECT run_id, device_id, min(start_ns) AS first_ns, max(end_ns) AS last_ns,
+           CAST(coalesce(getvariable('xsp_bins'), 50) AS BIGINT) AS bins
+    FROM xsp_gpu_busy_intervals GROUP BY run_id, device_id
+), bin_edges AS (
+    SELECT w.run_id, w.device_id, b.i AS bin,
+           w.first_ns + (w.last_ns - w.first_ns) * b.i // w.bins AS bin_start_ns,
+           w.first_ns + (w.last_ns - w.first_ns) * (b.i + 1) // w.bins AS bin_end_ns
+    FROM windows AS w, LATERAL (SELECT unnest(range(w.bins)) AS i) AS b
+)
+SELECT
+    -- Run.
+    e.run_id,
+    -- The GPU.
+    e.device_id,
+    -- Bin number (0 = first).
+    e.bin,
+    -- Start of the bin, ns on the run clock.
+    e.bin_start_ns,
+    -- End of the bin, ns on the run clock (start of the next one).
+    e.bin_end_ns,
+    -- GPU busy time inside the bin, ns.
+    coalesce(sum(least(i.end_ns, e.bin_end_ns) - greatest(i.start_ns, e.bin_start_ns)), 0) AS busy_ns,
+    -- GPU busy time as a percent of the bin's width.
+    round(100.0 * coalesce(sum(least(i.end_ns, e.bin_end_ns) - greatest(i.start_ns, e.bin_start_ns)), 0)
+          / nullif(e.bin_end_ns - e.bin_start_ns, 0), 2) AS busy_pct
+FROM bin_edges AS e
+LEFT JOIN xsp_gpu_busy_intervals AS i
+    ON i.run_id = e.run_id AND i.device_id = e.device_id AND i.start_ns < e.bin_end_ns AND i.end_ns > e.bin_start_ns
+GROUP BY e.run_id, e.device_id, e.bin, e.bin_start_ns, e.bin_end_ns
+ORDER BY e.run_id, e.device_id, e.bin;

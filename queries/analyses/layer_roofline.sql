@@ -1,0 +1,30 @@
+-- analyses/layer_roofline: one roofline point per layer (its kernels' FLOPs and DRAM bytes per
+-- inference over their GPU time) with the device's roof -- XSP "layer roofline".
+--
+-- From: the prelude's xsp_layer_gpu and xsp_experiment_roof; layers without metrics have no point.
+SELECT
+    -- Experiment: "<model> bs=<batch size>", or "run <id>".
+    g.experiment,
+    -- Layer index and name.
+    g.layer_index,
+    -- Layer name.
+    g.layer_name,
+    -- GPU latency per inference, ms.
+    round(g.gpu_ns / 1e6, 6) AS gpu_latency_ms,
+    -- x: arithmetic intensity, FLOP/byte.
+    xsp_intensity(g.flops, g.dram_read_bytes, g.dram_write_bytes) AS arithmetic_intensity,
+    -- y: achieved FLOP/s over the kernels' time.
+    g.flops / (g.gpu_ns / 1e9) AS flops_per_s,
+    -- The roof: peak FLOP/s, peak DRAM bytes/s, ridge point.
+    r.peak_flops,
+    -- Peak DRAM bytes/s of the device.
+    r.peak_dram_bytes_per_s,
+    -- Ideal intensity (the ridge point), FLOP/byte.
+    r.ideal_intensity,
+    -- Memory-bound (left of the ridge point).
+    xsp_memory_bound(xsp_intensity(g.flops, g.dram_read_bytes, g.dram_write_bytes), r.ideal_intensity) AS memory_bound
+FROM xsp_layer_gpu AS g
+LEFT JOIN xsp_experiment_roof AS r USING (experiment)
+WHERE g.layer_index IS NOT NULL AND g.flops IS NOT NULL
+  AND (g.dram_read_bytes IS NOT NULL OR g.dram_write_bytes IS NOT NULL)
+ORDER BY g.experiment, g.layer_index;

@@ -1,0 +1,49 @@
+-- analyses/model_flops_utilization: model FLOPs utilisation (MFU) per run -- the FLOPs of the modelled
+-- framework ops (GEMMs, attention, elementwise; TraceLens' perf models on recorded shapes) per second of
+-- step wall time, against the device's dense peak for the precision that carries most of those FLOPs.
+--
+-- From: xsp_op_perf and _xsp_matrix_peaks (queries/analyses/prelude_op_perf.sql), steps and attribution
+-- (which step each op belongs to), spans (kernel time of the run).
+WITH op_steps AS (
+    SELECT o.*, att.step_span_id
+    FROM xsp_op_perf AS o
+    JOIN attribution AS att ON att.run_id = o.run_id AND att.span_id = o.span_id
+    WHERE att.step_span_id IS NOT NULL
+), per_run AS (
+    SELECT run_id, sum(flops) AS flops, sum(kernel_ns) AS modelled_kernel_ns, count(*) AS ops,
+           arg_max(precision, flops) AS precision, min(device_id) AS device_id
+    FROM op_steps GROUP BY run_id
+), step_time AS (
+    SELECT run_id, count(*) AS steps, sum(end_ns - start_ns) AS step_ns FROM steps GROUP BY run_id
+), kernel_time AS (
+    SELECT s.run_id, sum(s.end_ns - s.start_ns) AS kernel_ns
+    FROM spans AS s JOIN attribution AS att ON att.run_id = s.run_id AND att.span_id = s.span_id
+    WHERE s.kind = 'kernel' AND att.step_span_id IS NOT NULL GROUP BY s.run_id
+)
+SELECT
+    -- Run.
+    p.run_id,
+    -- Steps (inferences / training iterations) measured.
+    t.steps,
+    -- Modelled op calls inside those steps.
+    p.ops,
+    -- Modelled FLOPs per step, GFLOP.
+    round(p.flops / t.steps / 1e9, 3) AS gflop_per_step,
+    -- Mean step wall time, ms.
+    round(t.step_ns / t.steps / 1e6, 6) AS step_ms,
+    -- Achieved: modelled FLOPs / step wall time, TFLOP/s.
+    round(p.flops / t.step_ns / 1e3, 3) AS achieved_tflops,
+    -- The precision carrying most modelled FLOPs (its dense peak is the denominator).
+    p.precision,
+    -- That peak on the run's device, TFLOP/s (NULL for a device or precision the table does not know).
+    round(mp.peak_flops / 1e12, 1) AS peak_tflops,
+    -- MFU: achieved / peak, percent.
+    round(100.0 * (p.flops / t.step_ns * 1e9) / mp.peak_flops, 3) AS mfu_pct,
+    -- Share of the steps' kernel time spent in kernels of modelled ops, percent (how much of the GPU
+    -- time the FLOP count explains).
+    round(100.0 * p.modelled_kernel_ns / nullif(k.kernel_ns, 0), 2) AS modelled_kernel_time_pct
+FROM per_run AS p
+JOIN step_time AS t USING (run_id)
+LEFT JOIN kernel_time AS k USING (run_id)
+LEFT JOIN _xsp_matrix_peaks AS mp ON mp.run_id = p.run_id AND mp.device_id = p.device_id AND mp.precision = p.precision
+ORDER BY p.run_id;

@@ -1,0 +1,46 @@
+-- analyses/nvtx_sum: time spent in each NVTX range per run -- what `nsys stats --report nvtx_sum`
+-- (nsys 2022.4: nvtxsum) prints, to the nanosecond: push/pop and start/end ranges grouped by
+-- "domain:text" and style.
+--
+-- From: spans carrying span_args nvtx.range_type (push_pop / start_end: the NVTX ranges of an nsys
+-- export); a range never closed ends at the trace's last NVTX timestamp, as in nsys. Statistics as
+-- nsys computes them (xsp_trace/formats/nsys_stats.py): median of an even count = mean of the two
+-- middle values, sample standard deviation, averages rounded to 0.1 ns.
+WITH ranges AS (
+    SELECT s.run_id,
+           CASE WHEN s.category IS NULL THEN s.name ELSE s.category || ':' || s.name END AS range_name,
+           CASE a.value WHEN 'push_pop' THEN 'PushPop' WHEN 'start_end' THEN 'StartEnd' ELSE 'Unknown' END AS style,
+           s.end_ns - s.start_ns AS duration_ns
+    FROM spans AS s
+    JOIN span_args AS a ON a.run_id = s.run_id AND a.span_id = s.span_id AND a.key = 'nvtx.range_type'
+), summary AS (
+    SELECT run_id, range_name, style, sum(duration_ns) AS total_ns, count(*) AS instances,
+           avg(duration_ns) AS avg_ns, median(duration_ns) AS med_ns, min(duration_ns) AS min_ns,
+           max(duration_ns) AS max_ns, coalesce(stddev_samp(duration_ns), 0) AS stddev_ns
+    FROM ranges GROUP BY run_id, range_name, style
+)
+SELECT
+    -- Run of the ranges.
+    run_id,
+    -- Share of the run's summed NVTX range time, percent (nested ranges each count).
+    round(100.0 * total_ns / sum(total_ns) OVER (PARTITION BY run_id), 1) AS time_pct,
+    -- Summed duration of every instance, ns.
+    total_ns,
+    -- Number of instances.
+    instances,
+    -- Mean duration per instance, ns (rounded to 0.1 as nsys).
+    round(avg_ns, 1) AS avg_ns,
+    -- Median duration, ns (an even count: mean of the two middle values).
+    round(med_ns, 1) AS med_ns,
+    -- Shortest instance, ns.
+    min_ns,
+    -- Longest instance, ns.
+    max_ns,
+    -- Sample standard deviation of the durations, ns (0 for a single instance).
+    round(stddev_ns, 1) AS stddev_ns,
+    -- PushPop (nvtxRangePush/Pop) or StartEnd (nvtxRangeStart/End).
+    style,
+    -- "domain:text", or the text alone in the default domain.
+    range_name
+FROM summary
+ORDER BY run_id, total_ns DESC, range_name;

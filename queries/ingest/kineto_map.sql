@@ -1,0 +1,221 @@
+-- ingest/kineto_map: Kineto events (read by DuckDB's JSON reader) into the Kineto staging and side tables --
+-- the same rows xsp_trace.convert.kineto.KinetoMapper builds in Python, for large traces.
+--
+-- From: the temp table _kineto_events (one row per element of traceEvents in file order, rowid =
+-- position; ts/dur DECIMAL microseconds; cat, name, pid, tid, id as text; args a MAP of JSON values) and variables
+-- kineto_* holding the facts of xsp_trace.formats.kineto_fields (set by kineto_fast.py).
+-- Writes: _kineto_spans, _kineto_flows, _kineto_launch_config (then queries/ingest/kineto_link.sql runs),
+-- kernels, memops, span_args, marks, counters of run getvariable('xsp_run_id'), and _kineto_names
+-- (process and thread names from metadata events).
+-- Rules (as KinetoMapper): ns = round half away from zero of us * 1000, an end from ts + dur;
+-- integers are JSON integers, integral decimals or digit strings; category matched lower-case.
+
+CREATE OR REPLACE TEMP MACRO _kineto_int(j) AS CASE json_type(j)
+    WHEN 'BIGINT' THEN TRY_CAST(j AS BIGINT)
+    WHEN 'UBIGINT' THEN TRY_CAST(j AS BIGINT)
+    WHEN 'DOUBLE' THEN CASE WHEN TRY_CAST(j AS DOUBLE) = floor(TRY_CAST(j AS DOUBLE)) THEN TRY_CAST(TRY_CAST(j AS DOUBLE) AS BIGINT) END
+    WHEN 'VARCHAR' THEN CASE WHEN regexp_full_match(j ->> '$', '-?[0-9]+') THEN TRY_CAST(j ->> '$' AS BIGINT) END
+END;
+-- Integer of a text field (pid, tid, id: JSON numbers or digit strings, as their text).
+CREATE OR REPLACE TEMP MACRO _kineto_int_text(v) AS CASE
+    WHEN regexp_full_match(v, '-?[0-9]+') THEN TRY_CAST(v AS BIGINT)
+    WHEN regexp_full_match(v, '-?[0-9]+\.0*') THEN TRY_CAST(split_part(v, '.', 1) AS BIGINT) END;
+CREATE OR REPLACE TEMP MACRO _kineto_float(j) AS CASE WHEN json_type(j) IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST(j AS DOUBLE) END;
+CREATE OR REPLACE TEMP MACRO _kineto_str(j) AS CASE WHEN json_type(j) = 'VARCHAR' THEN j ->> '$' END;
+CREATE OR REPLACE TEMP MACRO _kineto_ns(us) AS CAST(round(us * 1000) AS BIGINT);
+CREATE OR REPLACE TEMP MACRO _kineto_dim(j, i) AS CASE
+    WHEN json_type(j) = 'ARRAY' AND json_array_length(j) = 3
+         AND json_type(j, '$[0]') IN ('BIGINT', 'UBIGINT') AND json_type(j, '$[1]') IN ('BIGINT', 'UBIGINT')
+         AND json_type(j, '$[2]') IN ('BIGINT', 'UBIGINT')
+    THEN TRY_CAST(j -> ('$[' || i || ']') AS INTEGER) END;
+
+-- Complete events that become spans, with everything the mapper derives from them.
+CREATE OR REPLACE TEMP TABLE _kineto_complete AS
+WITH
+    categories AS (
+        SELECT unnest(getvariable('kineto_category_names')) AS lower_cat, unnest(getvariable('kineto_category_kinds')) AS kind
+    ),
+    complete AS (
+        SELECT e.rowid AS event_index, e.*,
+               coalesce(lower(e.cat), '') AS lower_cat, e.args AS a
+        FROM _kineto_events AS e
+        WHERE e.ph = getvariable('kineto_phase_complete')
+    ),
+    classified AS (
+        SELECT c.*, coalesce(k.kind, 'other') AS kind0,
+               coalesce(k.kind, 'other') IN (SELECT unnest(getvariable('kineto_gpu_kinds')))
+                   OR list_contains(getvariable('kineto_gpu_annotation_categories'), c.lower_cat) AS on_gpu,
+               _kineto_int_text(c.pid) AS track_pid, _kineto_int_text(c.tid) AS track_tid,
+               coalesce(c.name, c.cat, 'None') AS span_name
+        FROM complete AS c LEFT JOIN categories AS k ON k.lower_cat = c.lower_cat
+        WHERE NOT list_contains(getvariable('kineto_dropped_categories'), c.lower_cat)
+          AND (getvariable('kineto_include_python') OR NOT list_contains(getvariable('kineto_python_categories'), c.lower_cat))
+    ),
+    kept AS (
+        SELECT * FROM classified WHERE on_gpu OR (track_pid IS NOT NULL AND track_tid IS NOT NULL)
+    )
+SELECT
+    row_number() OVER (ORDER BY event_index) AS span_id,
+    event_index, lower_cat, a, on_gpu, track_pid, track_tid, span_name AS name,
+    CASE WHEN NOT on_gpu AND list_contains(getvariable('kineto_user_annotation_categories'), lower_cat)
+         THEN xsp_range_kind(span_name) ELSE kind0 END AS kind,
+    CASE WHEN NOT on_gpu AND list_contains(getvariable('kineto_user_annotation_categories'), lower_cat)
+         THEN xsp_layer_index(span_name) END AS layer_index,
+    cat AS category,
+    _kineto_ns(ts) AS start_ns,
+    CASE WHEN dur > 0 THEN _kineto_ns(ts + dur) ELSE _kineto_ns(ts) END AS end_ns,
+    CASE WHEN on_gpu THEN coalesce(_kineto_int(a[getvariable('kineto_arg_device')]), track_pid) END AS device_id,
+    CASE WHEN on_gpu THEN
+        CASE WHEN map_contains(a, getvariable('kineto_arg_stream'))
+             THEN _kineto_int(a[getvariable('kineto_arg_stream')]) ELSE track_tid END END AS raw_stream,
+    CASE WHEN on_gpu OR kind0 = 'api' THEN _kineto_int(a[getvariable('kineto_arg_correlation')]) END AS correlation_id,
+    nullif(_kineto_int(CASE WHEN map_contains(a, getvariable('kineto_arg_external_id'))
+                            THEN a[getvariable('kineto_arg_external_id')]
+                            ELSE a[getvariable('kineto_arg_external_id_old')] END), 0) AS external_id,
+    CASE WHEN (list_contains(getvariable('kineto_user_annotation_categories'), lower_cat)
+               OR list_contains(getvariable('kineto_gpu_annotation_categories'), lower_cat))
+              AND starts_with(span_name, getvariable('kineto_step_prefix'))
+         THEN _kineto_int(to_json(span_name[length(getvariable('kineto_step_prefix')) + 1:])) END AS iteration
+FROM kept;
+
+INSERT INTO _kineto_spans BY NAME
+SELECT
+    -- Span id in event order.
+    span_id,
+    -- Kind from the category; user annotations classified by name.
+    kind,
+    -- Event name.
+    name,
+    -- Category as written.
+    category,
+    -- Start and end, integer ns.
+    start_ns, end_ns,
+    -- CPU process and thread (NULL on the GPU: kineto_link assigns the launching process).
+    CASE WHEN on_gpu THEN NULL ELSE track_pid END AS pid,
+    CASE WHEN on_gpu THEN NULL ELSE track_tid END AS tid,
+    -- GPU device, stream (none for device-wide activities), launch correlation id.
+    device_id,
+    CASE WHEN NOT list_contains(getvariable('kineto_no_stream_values'), raw_stream) THEN raw_stream END AS stream_id,
+    CASE WHEN on_gpu OR kind = 'api' THEN correlation_id END AS correlation_id,
+    -- ProfilerStep#N, layer index, External id, raw track.
+    iteration, layer_index, external_id, track_pid, track_tid
+FROM _kineto_complete
+ORDER BY span_id;
+
+INSERT INTO kernels BY NAME
+SELECT
+    getvariable('xsp_run_id') AS run_id, span_id,
+    -- Launch configuration: grid and block as [x, y, z] of integers.
+    _kineto_dim(a[getvariable('kineto_arg_grid')], 0) AS grid_x, _kineto_dim(a[getvariable('kineto_arg_grid')], 1) AS grid_y,
+    _kineto_dim(a[getvariable('kineto_arg_grid')], 2) AS grid_z, _kineto_dim(a[getvariable('kineto_arg_block')], 0) AS block_x,
+    _kineto_dim(a[getvariable('kineto_arg_block')], 1) AS block_y, _kineto_dim(a[getvariable('kineto_arg_block')], 2) AS block_z,
+    -- Registers, shared memory per block, occupancy (a fraction), blocks and warps per SM.
+    _kineto_int(a[getvariable('kineto_arg_registers')]) AS registers_per_thread,
+    _kineto_int(a[getvariable('kineto_arg_shared_memory')]) AS shared_mem_bytes,
+    _kineto_float(a[getvariable('kineto_arg_occupancy_percent')]) / 100.0 AS occupancy_estimate,
+    _kineto_float(a[getvariable('kineto_arg_blocks_per_sm')]) AS blocks_per_sm,
+    _kineto_float(a[getvariable('kineto_arg_warps_per_sm')]) AS warps_per_sm
+FROM _kineto_complete WHERE kind = 'kernel'
+ORDER BY span_id;
+
+INSERT INTO memops BY NAME
+SELECT
+    getvariable('xsp_run_id') AS run_id, span_id,
+    -- Copy kind and endpoints from the name ("Memcpy HtoD (Pageable -> Device)"), else args.kind.
+    CASE WHEN kind = 'memcpy' THEN coalesce(nullif(regexp_extract(name, getvariable('kineto_memcpy_pattern'), 1), ''),
+                                            CASE WHEN NOT regexp_matches(name, getvariable('kineto_memcpy_pattern'))
+                                                 THEN _kineto_str(a[getvariable('kineto_arg_memcpy_kind')]) END) END AS copy_kind,
+    -- Bytes moved or set.
+    _kineto_int(a[getvariable('kineto_arg_bytes')]) AS bytes,
+    CASE WHEN kind = 'memcpy' THEN nullif(regexp_extract(name, getvariable('kineto_memcpy_pattern'), 2), '') END AS src_kind,
+    CASE WHEN kind = 'memcpy' THEN nullif(regexp_extract(name, getvariable('kineto_memcpy_pattern'), 3), '') END AS dst_kind
+FROM _kineto_complete WHERE kind IN ('memcpy', 'memset')
+ORDER BY span_id;
+
+INSERT INTO _kineto_launch_config BY NAME
+SELECT
+    -- Launch API call (ROCm writes the configuration there).
+    correlation_id, track_pid AS pid,
+    _kineto_dim(a[getvariable('kineto_arg_grid')], 0) AS grid_x, _kineto_dim(a[getvariable('kineto_arg_grid')], 1) AS grid_y,
+    _kineto_dim(a[getvariable('kineto_arg_grid')], 2) AS grid_z, _kineto_dim(a[getvariable('kineto_arg_block')], 0) AS block_x,
+    _kineto_dim(a[getvariable('kineto_arg_block')], 1) AS block_y, _kineto_dim(a[getvariable('kineto_arg_block')], 2) AS block_z,
+    _kineto_int(a[getvariable('kineto_arg_shared_memory')]) AS shared_mem_bytes
+FROM _kineto_complete
+WHERE kind = 'api' AND correlation_id IS NOT NULL AND map_contains(a, getvariable('kineto_arg_grid'))
+ORDER BY span_id;
+
+INSERT INTO span_args BY NAME
+SELECT
+    getvariable('xsp_run_id') AS run_id, span_id,
+    -- Arg name as written.
+    key,
+    -- Strings as they are, booleans true/false, numbers and lists/objects as (compact) JSON text.
+    CASE WHEN json_type(value) = 'VARCHAR' THEN value ->> '$' ELSE CAST(value AS VARCHAR) END AS value
+FROM (
+    SELECT span_id, on_gpu, kind, unnest(map_keys(a)) AS key, unnest(map_values(a)) AS value
+    FROM _kineto_complete WHERE cardinality(a) > 0
+)
+WHERE value IS NOT NULL AND json_type(value) <> 'NULL' AND value <> '""'
+  AND NOT list_contains(getvariable('kineto_dropped_args'), key)
+  AND NOT (on_gpu AND list_contains(getvariable('kineto_typed_args'), key))
+  -- Graph and node ids of 0: the activity was launched outside a graph (Kineto writes them anyway).
+  AND NOT (on_gpu AND list_contains(getvariable('kineto_graph_args'), key)
+           AND coalesce(_kineto_int(value) = getvariable('kineto_not_in_graph'), false))
+  AND NOT (NOT on_gpu AND kind = 'api' AND key = getvariable('kineto_arg_correlation'));
+
+INSERT INTO _kineto_flows BY NAME
+SELECT
+    -- 's' on the CPU launch, 'f' on the GPU activity; the flow id is the correlation id.
+    ph AS phase, _kineto_int_text(id) AS flow_id, _kineto_int_text(pid) AS pid, _kineto_int_text(tid) AS tid, _kineto_ns(ts) AS ts_ns
+FROM _kineto_events
+WHERE list_contains(getvariable('kineto_phase_flows'), ph)
+  AND list_contains(getvariable('kineto_flow_categories'), lower(cat))
+  AND _kineto_int_text(id) IS NOT NULL AND _kineto_int_text(pid) IS NOT NULL AND _kineto_int_text(tid) IS NOT NULL AND ts IS NOT NULL
+ORDER BY rowid;
+
+INSERT INTO counters BY NAME
+SELECT
+    getvariable('xsp_run_id') AS run_id,
+    -- Memory instants: one sample per accounting arg (Total Allocated, Total Reserved).
+    k.key AS name, _kineto_ns(e.ts) AS ts_ns, _kineto_float(e.args[k.key]) AS value, _kineto_int_text(e.pid) AS pid,
+    -- GPU memory: the device; host memory: NULL.
+    CASE WHEN list_contains(getvariable('kineto_memory_gpu_types'), _kineto_int(e.args[getvariable('kineto_memory_device_type_arg')]))
+         THEN _kineto_int(e.args[getvariable('kineto_memory_device_id_arg')]) END AS device_id
+FROM _kineto_events AS e, (SELECT unnest(getvariable('kineto_memory_counter_args')) AS key) AS k
+WHERE list_contains(getvariable('kineto_phase_instant'), e.ph) AND e.name = getvariable('kineto_memory_instant')
+  AND _kineto_float(e.args[k.key]) IS NOT NULL;
+
+INSERT INTO marks BY NAME
+SELECT
+    getvariable('xsp_run_id') AS run_id,
+    -- Other instant events: time, name, category, process and thread.
+    _kineto_ns(ts) AS ts_ns, name, cat AS category,
+    _kineto_int_text(pid) AS pid, _kineto_int_text(tid) AS tid
+FROM _kineto_events
+WHERE list_contains(getvariable('kineto_phase_instant'), ph) AND coalesce(name, '') <> getvariable('kineto_memory_instant')
+ORDER BY rowid;
+
+INSERT INTO counters BY NAME
+SELECT
+    getvariable('xsp_run_id') AS run_id,
+    -- Counter events: the name, or name.arg when the event has several args.
+    CASE WHEN cardinality(e.args) = 1 THEN coalesce(e.name, 'None') ELSE coalesce(e.name, 'None') || '.' || k.key END AS name,
+    _kineto_ns(e.ts) AS ts_ns, _kineto_float(k.value) AS value, _kineto_int_text(e.pid) AS pid, NULL AS device_id
+FROM (SELECT *, unnest(map_entries(args)) AS k FROM _kineto_events WHERE ph = getvariable('kineto_phase_counter')) AS e
+WHERE _kineto_float(k.value) IS NOT NULL;
+
+-- Names from metadata events (the last one wins, as in the trace viewer).
+CREATE OR REPLACE TEMP TABLE _kineto_names AS
+SELECT name AS what, _kineto_int_text(pid) AS pid,
+       CASE WHEN name = 'thread_name' THEN _kineto_int_text(tid) END AS tid,
+       arg_max(CASE WHEN name = 'process_labels' THEN _kineto_str(args['labels'])
+                    WHEN name = 'thread_name' THEN trim(_kineto_str(args['name']), ' ')
+                    ELSE _kineto_str(args['name']) END, rowid) AS value
+FROM _kineto_events
+WHERE ph = getvariable('kineto_phase_metadata') AND _kineto_int_text(pid) IS NOT NULL
+  AND (  (name = 'process_name' AND _kineto_str(args['name']) IS NOT NULL)
+      OR (name = 'process_labels' AND _kineto_str(args['labels']) IS NOT NULL)
+      OR (name = 'thread_name' AND _kineto_int_text(tid) IS NOT NULL AND _kineto_str(args['name']) IS NOT NULL))
+GROUP BY ALL;
+
+DROP TABLE _kineto_complete;

@@ -1,0 +1,88 @@
+-- perfetto/select: what a Perfetto export shows -- the chosen runs, their time origin, and
+-- their spans, marks and counter samples inside the chosen window and kinds.
+--
+-- From: runs, spans, marks, counters, and variables set by xsp_trace.perfetto:
+--   xsp_perfetto_run_ids  INTEGER[] or NULL (all runs)
+--   xsp_perfetto_kinds    VARCHAR[] or NULL (all span kinds; 'mark' and 'counter' select
+--                         marks and counter samples)
+--   xsp_perfetto_from_ns, xsp_perfetto_to_ns  BIGINT or NULL (open): the window, in ns after
+--                         each run's origin; a span is kept if it overlaps [from, to)
+--   xsp_perfetto_align    BOOLEAN: shift every run so that its origin is at time 0
+-- Creates TEMP TABLE perfetto_runs and TEMP VIEWs perfetto_spans, perfetto_marks,
+-- perfetto_counters, read by the other perfetto_*.sql queries.
+
+CREATE OR REPLACE TEMP TABLE perfetto_runs AS
+WITH
+    origins AS (
+        SELECT run_id, min(t) AS origin_ns
+        FROM (
+            SELECT run_id, min(start_ns) AS t FROM spans GROUP BY run_id
+            UNION ALL SELECT run_id, min(ts_ns) FROM marks GROUP BY run_id
+            UNION ALL SELECT run_id, min(ts_ns) FROM counters GROUP BY run_id
+        )
+        GROUP BY run_id
+    )
+SELECT
+    -- The run.
+    r.run_id,
+    -- Earliest timestamp of the run (spans, marks, counters): the run's time zero.
+    o.origin_ns,
+    -- Subtracted from every timestamp of the run: the origin when aligning runs, otherwise
+    -- only what keeps timestamps non-negative (Perfetto timestamps are unsigned).
+    CASE WHEN getvariable('xsp_perfetto_align') THEN o.origin_ns ELSE least(o.origin_ns, 0) END AS shift_ns,
+    -- Start of the window on the run clock (NULL: open).
+    o.origin_ns + getvariable('xsp_perfetto_from_ns') AS window_start_ns,
+    -- End of the window on the run clock (NULL: open).
+    o.origin_ns + getvariable('xsp_perfetto_to_ns') AS window_end_ns,
+    -- Name prefix that tells this run's tracks apart from other runs' tracks.
+    concat_ws(' · ', 'run ' || r.run_id, r.source_kind, r.level, r.model,
+              'batch ' || r.batch_size, 'rank ' || r.rank, r.label) AS title
+FROM runs AS r
+JOIN origins AS o USING (run_id)
+WHERE getvariable('xsp_perfetto_run_ids') IS NULL
+   OR list_contains(getvariable('xsp_perfetto_run_ids'), r.run_id);
+
+CREATE OR REPLACE TEMP VIEW perfetto_spans AS
+SELECT
+    -- Every spans column of the selected span.
+    s.*,
+    -- perfetto_runs.shift_ns of its run.
+    r.shift_ns,
+    -- Which kind of Perfetto track the span goes on: thread (CPU spans), gpu (a stream of a
+    -- device), process (a process-wide span without thread), run (no process either).
+    CASE
+        WHEN s.tid IS NOT NULL THEN 'thread'
+        WHEN s.device_id IS NOT NULL OR s.stream_id IS NOT NULL THEN 'gpu'
+        WHEN s.pid IS NOT NULL THEN 'process'
+        ELSE 'run'
+    END AS track_class
+FROM spans AS s
+JOIN perfetto_runs AS r USING (run_id)
+WHERE (getvariable('xsp_perfetto_kinds') IS NULL OR list_contains(getvariable('xsp_perfetto_kinds'), s.kind))
+  -- Overlap with [start, end); a zero-length span counts as one ns long.
+  AND (r.window_end_ns IS NULL OR s.start_ns < r.window_end_ns)
+  AND (r.window_start_ns IS NULL OR greatest(s.end_ns, s.start_ns + 1) > r.window_start_ns);
+
+CREATE OR REPLACE TEMP VIEW perfetto_marks AS
+SELECT
+    -- Every marks column of the selected mark.
+    m.*,
+    -- perfetto_runs.shift_ns of its run.
+    r.shift_ns
+FROM marks AS m
+JOIN perfetto_runs AS r USING (run_id)
+WHERE (getvariable('xsp_perfetto_kinds') IS NULL OR list_contains(getvariable('xsp_perfetto_kinds'), 'mark'))
+  AND (r.window_end_ns IS NULL OR m.ts_ns < r.window_end_ns)
+  AND (r.window_start_ns IS NULL OR m.ts_ns >= r.window_start_ns);
+
+CREATE OR REPLACE TEMP VIEW perfetto_counters AS
+SELECT
+    -- Every counters column of the selected sample.
+    c.*,
+    -- perfetto_runs.shift_ns of its run.
+    r.shift_ns
+FROM counters AS c
+JOIN perfetto_runs AS r USING (run_id)
+WHERE (getvariable('xsp_perfetto_kinds') IS NULL OR list_contains(getvariable('xsp_perfetto_kinds'), 'counter'))
+  AND (r.window_end_ns IS NULL OR c.ts_ns < r.window_end_ns)
+  AND (r.window_start_ns IS NULL OR c.ts_ns >= r.window_start_ns);

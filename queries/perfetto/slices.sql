@@ -1,0 +1,96 @@
+-- perfetto/slices: every selected span as a Perfetto slice, in the order the writer emits
+-- them -- grouped by track (CPU tracks first), and within a track by start, longest first,
+-- outermost first.
+--
+-- From: perfetto_spans and perfetto_runs (queries/perfetto/select.sql), launches, kernels,
+-- memops, span_args, attribution.
+-- Flows: one per launches row whose API span and GPU span are both selected; its id is
+-- run_id * 2^40 + gpu_span_id, unique in the trace (span ids stay below 2^40).
+WITH
+    flows AS (
+        SELECT l.run_id, l.api_span_id, l.gpu_span_id,
+               l.run_id::BIGINT * 1099511627776 + l.gpu_span_id AS flow_id
+        FROM launches AS l
+        JOIN perfetto_spans AS api ON api.run_id = l.run_id AND api.span_id = l.api_span_id
+        JOIN perfetto_spans AS gpu ON gpu.run_id = l.run_id AND gpu.span_id = l.gpu_span_id
+    ),
+    outgoing AS (
+        SELECT run_id, api_span_id AS span_id, list(flow_id ORDER BY flow_id) AS flow_ids
+        FROM flows GROUP BY run_id, api_span_id
+    ),
+    args AS (
+        SELECT a.run_id, a.span_id, list(struct_pack(key := a.key, value := a.value) ORDER BY a.key) AS args
+        FROM span_args AS a
+        WHERE a.run_id IN (SELECT run_id FROM perfetto_runs)
+        GROUP BY a.run_id, a.span_id
+    )
+SELECT
+    -- Run of the span.
+    s.run_id,
+    -- Track class (perfetto_spans.track_class).
+    s.track_class,
+    -- Process id of thread and process tracks.
+    CASE WHEN s.track_class IN ('thread', 'process') THEN s.pid END AS pid,
+    -- Thread id of thread tracks.
+    s.tid,
+    -- CUDA device ordinal of gpu tracks.
+    s.device_id,
+    -- GPU stream of gpu tracks.
+    s.stream_id,
+    -- The span.
+    s.span_id,
+    -- Level of the stack; the slice's category.
+    s.kind,
+    -- The slice's name.
+    s.name,
+    -- Slice start in the trace: the span start less the run's shift.
+    s.start_ns - s.shift_ns AS ts,
+    -- Slice end in the trace.
+    greatest(s.end_ns, s.start_ns) - s.shift_ns AS end_ts,
+    -- Flow ids this span starts (API calls that launched selected GPU work), or NULL.
+    o.flow_ids,
+    -- Flow id this span terminates (GPU work launched by a selected API call), or NULL.
+    f.flow_id AS terminating_flow_id,
+    -- Details shown as debug annotations (NULL ones are left out).
+    s.correlation_id,
+    -- Iteration of the span.
+    s.iteration,
+    -- Layer index of layer spans.
+    s.layer_index,
+    -- Training phase the span is charged to (forward, backward, optimizer), where the trace says.
+    att.phase,
+    -- Source category (NVTX domain, Kineto category, nsys API class).
+    s.category,
+    -- Kernel grid, "[x, y, z]".
+    CASE WHEN k.grid_x IS NOT NULL THEN format('[{}, {}, {}]', k.grid_x, k.grid_y, k.grid_z) END AS grid,
+    -- Kernel block, "[x, y, z]".
+    CASE WHEN k.block_x IS NOT NULL THEN format('[{}, {}, {}]', k.block_x, k.block_y, k.block_z) END AS block,
+    -- Registers per thread of a kernel.
+    k.registers_per_thread,
+    -- Static shared memory per block of a kernel, bytes.
+    k.shared_mem_static_bytes,
+    -- Dynamic shared memory per block of a kernel, bytes.
+    k.shared_mem_dynamic_bytes,
+    -- Profiler-estimated occupancy of a kernel, 0..1.
+    k.occupancy_estimate,
+    -- Direction of a copy.
+    m.copy_kind,
+    -- Bytes copied or set.
+    m.bytes,
+    -- Memory kind of a copy's source.
+    m.src_kind,
+    -- Memory kind of a copy's destination.
+    m.dst_kind,
+    -- Other source details (span_args) as a list of {key, value}, or NULL.
+    a.args
+FROM perfetto_spans AS s
+LEFT JOIN outgoing AS o ON o.run_id = s.run_id AND o.span_id = s.span_id
+LEFT JOIN flows AS f ON f.run_id = s.run_id AND f.gpu_span_id = s.span_id
+LEFT JOIN kernels AS k ON k.run_id = s.run_id AND k.span_id = s.span_id
+LEFT JOIN memops AS m ON m.run_id = s.run_id AND m.span_id = s.span_id
+LEFT JOIN args AS a ON a.run_id = s.run_id AND a.span_id = s.span_id
+LEFT JOIN attribution AS att ON att.run_id = s.run_id AND att.span_id = s.span_id
+-- CPU tracks before GPU tracks: at equal timestamps the trace processor keeps packet order, and a
+-- flow must start (API call) before it terminates (GPU work) or it is dropped.
+ORDER BY s.run_id, s.track_class = 'gpu', s.track_class, pid, s.tid, s.device_id, s.stream_id NULLS LAST,
+         s.start_ns, s.end_ns DESC, s.depth, s.span_id;
