@@ -1,6 +1,6 @@
 """The nsys-stats summary analyses against NVIDIA's own `nsys stats` on every nsys export fixture.
 
-Each analysis (queries/analysis_cuda_*_sum.sql, analysis_nvtx_sum.sql) must print what the report of
+Each analysis (queries/analyses/cuda_*_sum.sql, queries/analyses/nvtx_sum.sql) must print what the report of
 the installed nsys prints (report names per version: xsp_trace/formats/nsys_stats.py), every column,
 to the nanosecond / byte / printed decimal. Two documented differences of the converted data are
 undone on the reference side only:

@@ -88,7 +88,7 @@ _INT_TEXT = re.compile(r"-?[0-9]+")
 
 
 def _as_int(value) -> int | None:
-    """An integer field (JSON integer, integral decimal or digit string) within BIGINT, else None (as kineto_map.sql)."""
+    """An integer field (JSON integer, integral decimal or digit string) within BIGINT, else None (as queries/ingest/kineto_map.sql)."""
     if type(value) is int:
         number = value
     elif isinstance(value, str) and _INT_TEXT.fullmatch(value):

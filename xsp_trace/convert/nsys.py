@@ -363,7 +363,7 @@ def _stage_enums(export: _Export, con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _set_format_variables(con: duckdb.DuckDBPyConnection) -> None:
-    """Expose the export's codes to nsys_ingest.sql by name (no magic numbers in the SQL)."""
+    """Expose the export's codes to queries/ingest/nsys.sql by name (no magic numbers in the SQL)."""
     values = {
         "nsys_nvtx_range_types": list(fmt.NVTX_RANGE_TYPES),
         "nsys_nvtx_pushpop_types": list(fmt.NVTX_PUSHPOP_TYPES),

@@ -1,5 +1,5 @@
 """Facts about GPU communication the communication analyses use (queries/analysis_comm_*.sql,
-analysis_nccl_collectives.sql, analysis_rank_skew.sql): which GPU work is communication, how
+queries/analyses/nccl_collectives.sql, queries/analyses/rank_skew.sql): which GPU work is communication, how
 collectives are named in traces, element sizes of the dtypes traces name, and nccl-tests' bus
 bandwidth factors.
 

@@ -1,5 +1,5 @@
 """Facts about CUDA / HIP API calls the idle-time analyses use (queries/analyses/sync_calls.sql,
-analysis_gpu_idle_gaps.sql, analysis_step_bound.sql): which calls block the CPU until GPU work is
+queries/analyses/gpu_idle_gaps.sql, queries/analyses/step_bound.sql): which calls block the CPU until GPU work is
 done (launch calls are those with a row in `launches`).
 
 Explicit synchronisation: cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize,

@@ -1,5 +1,5 @@
-"""Facts about `nsys stats` reports that the summary analyses reproduce (queries/analysis_cuda_*_sum.sql,
-analysis_nvtx_sum.sql): report names per nsys version, and how the reports name GPU memory operations.
+"""Facts about `nsys stats` reports that the summary analyses reproduce (queries/analyses/cuda_*_sum.sql,
+queries/analyses/nvtx_sum.sql): report names per nsys version, and how the reports name GPU memory operations.
 
 Report names changed in nsys 2023.1 (gpukernsum -> cuda_gpu_kern_sum, ...). Before it, gpukernsum
 grouped kernels by name *and* launch configuration (what cuda_gpu_kern_gb_sum does since); the
