@@ -25,7 +25,8 @@ import duckdb
 
 from ..database import atomic_database, next_run_id
 from ..output_files import atomic_output, install_signal_handlers, parts_path, remove_temp
-from . import ConvertOptions, Progress, _no_progress, convert_files, convert_into, detect_source, restore_stream_names, spooled
+from . import convert_files, convert_into, restore_stream_names, spooled
+from .common import ConvertOptions, Progress, detect_source, no_progress
 
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -116,7 +117,7 @@ def convert_files_parallel(
     jobs: int | None = None,
     append: bool = False,
     overwrite: bool = False,
-    progress: Progress = _no_progress,
+    progress: Progress = no_progress,
 ) -> list[int]:
     """Convert inputs into one database at `output` with up to `jobs` worker processes.
 
@@ -170,7 +171,7 @@ def convert_to_dataset(
     *,
     jobs: int | None = None,
     overwrite: bool = False,
-    progress: Progress = _no_progress,
+    progress: Progress = no_progress,
 ) -> list[int]:
     """Convert inputs into a Parquet dataset folder `output` (xsp_trace.dataset), atomically."""
     from ..dataset import write_dataset_folder
