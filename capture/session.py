@@ -31,10 +31,11 @@ import math
 import os
 import resource
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .hooks import ModelAnnotation, called_modules, compare_programs, describe_layers, probe_layers
 from .manifest import FORMAT_VERSION, SESSION_FORMAT, SESSION_NAME, level_has_layers, write_json_atomic
@@ -56,7 +57,7 @@ class SessionConfig:
     layer_sync: str = "none"
 
     @classmethod
-    def from_env(cls, environ=os.environ) -> "SessionConfig":
+    def from_env(cls, environ=os.environ) -> SessionConfig:
         def number(key: str) -> int:
             text = environ.get(key, "")
             try:

@@ -22,9 +22,9 @@ import fcntl
 import os
 import shutil
 import signal
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from .errors import InputError
 

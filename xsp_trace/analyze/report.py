@@ -12,10 +12,10 @@ from pathlib import Path
 
 from .. import __version__
 from ..output_files import atomic_output
+from ..tables import format_cell as _cell
 from . import svg
 from .catalog import ANALYSES
 from .findings import Finding
-from ..tables import format_cell as _cell
 from .session import Result
 
 TABLE_ROWS = 200  # rows per table in the report; the CLI/CSV/JSON give all

@@ -31,7 +31,7 @@ def _log_ticks(lo: float, hi: float) -> list[float]:
 def roofline(points: list[tuple[str, float, float]], peak_flops: float | None, peak_bytes_per_s: float | None,
              title: str, width: int = 640, height: int = 420) -> str:
     """Log-log scatter of (label, intensity FLOP/B, FLOP/s) under the roof min(peak, intensity * bandwidth)."""
-    pts = [(l, x, y) for l, x, y in points if x and y and x > 0 and y > 0]
+    pts = [(label, x, y) for label, x, y in points if x and y and x > 0 and y > 0]
     xs = [x for _, x, _ in pts] or [1.0]
     ys = [y for _, _, y in pts] or [1.0]
     has_roof = bool(peak_flops and peak_bytes_per_s)

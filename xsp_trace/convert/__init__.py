@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from collections.abc import Iterator
 
 import duckdb
 
@@ -63,7 +63,7 @@ def convert_files(
 
 def restore_stream_names(con: duckdb.DuckDBPyConnection, inputs: list[Path], paths: list[Path]) -> None:
     """runs.source_path of a spooled pipe: the path the user gave, not the temporary copy."""
-    for original, path in zip(inputs, paths):
+    for original, path in zip(inputs, paths, strict=True):
         if Path(path) != Path(original):
             con.execute("UPDATE runs SET source_path = ? WHERE source_path = ?", [str(original), str(path)])
 
@@ -93,7 +93,7 @@ def spooled(inputs: list[Path]) -> Iterator[list[Path]]:
         try:
             yield paths
         except InputError as exc:  # name the pipe the user gave, not its temporary copy
-            for original, path in zip(inputs, paths):
+            for original, path in zip(inputs, paths, strict=True):
                 if exc.path == str(path) and path != Path(original):
                     raise InputError(original, exc.problem, exc.fix) from exc
             raise

@@ -94,7 +94,7 @@ def parse_ncu_csv(text: str, path: Path) -> list[NcuLaunch]:
             launch_id = int(_number(row[col[nm.ID_COLUMN]]))
             launch = launches.setdefault(launch_id, NcuLaunch(launch_id, row[col[nm.KERNEL_NAME_COLUMN]]))
             launch.metrics[row[col[nm.DETAILS_METRIC_NAME]]] = to_base_unit(value, row[col[nm.DETAILS_METRIC_UNIT]])
-        return sorted(launches.values(), key=lambda l: l.launch_id)
+        return sorted(launches.values(), key=lambda launch: launch.launch_id)
     metric_columns = [i for i, name in enumerate(header) if name not in nm.IDENTIFICATION_COLUMNS]
     units = [""] * len(header)
     for row in rows[1:]:
@@ -109,7 +109,7 @@ def parse_ncu_csv(text: str, path: Path) -> list[NcuLaunch]:
             if value is not None:
                 launch.metrics[header[i]] = to_base_unit(value, units[i])
         launches[launch.launch_id] = launch
-    return sorted(launches.values(), key=lambda l: l.launch_id)
+    return sorted(launches.values(), key=lambda launch: launch.launch_id)
 
 
 def derived_metrics(metrics: dict[str, tuple[float, str]]) -> dict[str, tuple[float, str]]:
@@ -239,5 +239,5 @@ def import_ncu_metrics(con: duckdb.DuckDBPyConnection, path: Path, run_id: int |
     table = pa.table(rows, schema=pa.schema([("run_id", pa.int32()), ("span_id", pa.int64()), ("metric", pa.string()),
                                              ("value", pa.float64()), ("unit", pa.string())]))
     insert_relation(con, "metrics", table)
-    unmatched = sorted({l.kernel_name for l in launches if l.launch_id not in matched})
+    unmatched = sorted({launch.kernel_name for launch in launches if launch.launch_id not in matched})
     return MetricsImport(run_id, len(launches), len(matched), name_column, unmatched)

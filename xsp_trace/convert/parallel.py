@@ -28,7 +28,6 @@ from ..output_files import atomic_output, install_signal_handlers, parts_path, r
 from . import convert_files, convert_into, restore_stream_names, spooled
 from .common import ConvertOptions, Progress, detect_source, no_progress
 
-
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 PARENT_POLL_S = 0.5  # a worker whose parent is gone stops within this (where PR_SET_PDEATHSIG is missing)
 WORKER_STOP_S = 10.0  # after SIGTERM, a worker gets this long to remove its part before SIGKILL
@@ -147,9 +146,9 @@ def convert_files_parallel(
             try:
                 parts = [parts_dir / f"part{i:05d}.duckdb" for i in range(len(inputs))]
                 futures: list[Future] = [
-                    pool.submit(_convert_part, str(path), str(part), options, threads) for path, part in zip(paths, parts)
+                    pool.submit(_convert_part, str(path), str(part), options, threads) for path, part in zip(paths, parts, strict=True)
                 ]
-                for i, (future, part) in enumerate(zip(futures, parts)):
+                for i, (future, part) in enumerate(zip(futures, parts, strict=True)):
                     future.result()  # an InputError of the worker is raised here, unchanged
                     progress(f"merging {inputs[i].name} ({i + 1}/{len(inputs)})", (i + 1) / len(inputs))
                     run_ids.extend(merge_part(con, part))

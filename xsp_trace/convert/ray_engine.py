@@ -21,9 +21,9 @@ import json
 import logging
 import os
 import shutil
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from ..dataset import MARKER, write_marker
 from ..errors import InputError

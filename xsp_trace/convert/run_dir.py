@@ -92,16 +92,16 @@ def _layer_rows(run_id: int, session: dict) -> dict:
     return {
         "run_id": [run_id] * len(layers),
         "model": [session.get("model")] * len(layers),
-        "layer_index": [l["index"] for l in layers],
-        "name": [l["name"] for l in layers],
-        "type": [l["type"] for l in layers],
-        "depth": [l.get("depth") for l in layers],
-        "range_name": [l.get("range_name") for l in layers],
-        "input_shapes": [dump(l.get("input_shapes")) for l in layers],
-        "output_shapes": [dump(l.get("output_shapes")) for l in layers],
-        "parameter_bytes": [l.get("parameter_bytes") for l in layers],
-        "buffer_bytes": [l.get("buffer_bytes") for l in layers],
-        "calls_per_inference": [l.get("calls_per_inference") for l in layers],
+        "layer_index": [layer["index"] for layer in layers],
+        "name": [layer["name"] for layer in layers],
+        "type": [layer["type"] for layer in layers],
+        "depth": [layer.get("depth") for layer in layers],
+        "range_name": [layer.get("range_name") for layer in layers],
+        "input_shapes": [dump(layer.get("input_shapes")) for layer in layers],
+        "output_shapes": [dump(layer.get("output_shapes")) for layer in layers],
+        "parameter_bytes": [layer.get("parameter_bytes") for layer in layers],
+        "buffer_bytes": [layer.get("buffer_bytes") for layer in layers],
+        "calls_per_inference": [layer.get("calls_per_inference") for layer in layers],
     }
 
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import duckdb
 
-from ..sql import set_variables
-from ..store import open_store
 from ..errors import InputError
 from ..naming import parse_layer_name
 from ..output_files import atomic_output, check_output_path, refuse_inputs
 from ..resources import query_text
+from ..sql import set_variables
+from ..store import open_store
 from .packets import PacketWriter
 from .tracks import Lanes, TrackRegistry
 
@@ -102,7 +102,7 @@ def _batches(con: duckdb.DuckDBPyConnection, query: str, batch_rows: int, skip_n
     With skip_null_columns, columns that are NULL throughout the batch are left out."""
     for batch in con.sql(query_text(query)).to_arrow_reader(batch_rows):
         if skip_null_columns:
-            yield {name: column.to_pylist() for name, column in zip(batch.schema.names, batch.columns)
+            yield {name: column.to_pylist() for name, column in zip(batch.schema.names, batch.columns, strict=True)
                    if column.null_count < batch.num_rows}
         else:
             yield batch.to_pydict()
@@ -112,8 +112,8 @@ def _rows(con: duckdb.DuckDBPyConnection, query: str, batch_rows: int):
     """Rows of a query as dicts."""
     for columns in _batches(con, query, batch_rows):
         names = list(columns)
-        for values in zip(*(columns[n] for n in names)):
-            yield dict(zip(names, values))
+        for values in zip(*(columns[n] for n in names), strict=True):
+            yield dict(zip(names, values, strict=True))
 
 
 def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats) -> None:
@@ -123,12 +123,12 @@ def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: Per
     for cols in _batches(con, "perfetto/slices", options.batch_rows, skip_null_columns=True):
         n = len(cols["ts"])
         nulls = [None] * n
-        keys = zip(*(cols.get(k, nulls) for k in _TRACK_KEY))
+        keys = zip(*(cols.get(k, nulls) for k in _TRACK_KEY), strict=True)
         int_cols = [(k, cols[k]) for k in INT_ANNOTATIONS if k in cols]
         str_cols = [(k, cols[k]) for k in STR_ANNOTATIONS if k in cols]
         float_cols = [(k, cols[k]) for k in FLOAT_ANNOTATIONS if k in cols]
         rows = zip(keys, cols["ts"], cols["end_ts"], cols["name"], cols["kind"], cols.get("args", nulls),
-                   cols.get("flow_ids", nulls), cols.get("terminating_flow_id", nulls))
+                   cols.get("flow_ids", nulls), cols.get("terminating_flow_id", nulls), strict=True)
         for i, (key, ts, end, name, kind, args, flow_ids, terminating) in enumerate(rows):
             if key != current_key:
                 if lanes is not None:

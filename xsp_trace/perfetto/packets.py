@@ -16,7 +16,8 @@ incremental state and starts over, so memory does not grow with the number of di
 
 from __future__ import annotations
 
-from typing import BinaryIO, Iterable
+from collections.abc import Iterable
+from typing import BinaryIO
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
