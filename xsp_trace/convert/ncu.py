@@ -25,6 +25,7 @@ import pyarrow as pa
 from ..database import insert_relation
 from ..errors import InputError
 from ..formats import ncu_metrics as nm
+from ..sql import scalar
 
 
 @dataclass
@@ -167,8 +168,7 @@ def _base_name(name: str | None) -> str | None:
 
 
 def _target_kernels(con: duckdb.DuckDBPyConnection, run_id: int) -> list[tuple]:
-    in_inferences = con.execute(
-        "SELECT count(*) > 0 FROM spans WHERE run_id = ? AND kind = 'model'", [run_id]).fetchone()[0]
+    in_inferences = scalar(con, "SELECT count(*) > 0 FROM spans WHERE run_id = ? AND kind = 'model'", [run_id])
     cols = ", ".join(f"{sql} AS {alias}" for alias, sql in _NAME_COLUMNS.items())
     return con.execute(
         f"""SELECT s.span_id, {cols} FROM spans s LEFT JOIN kernels k USING (run_id, span_id)
@@ -219,7 +219,7 @@ def import_ncu_metrics(con: duckdb.DuckDBPyConnection, path: Path, run_id: int |
         raise InputError(path, "holds no profiled kernel launch", "profile with ncu --metrics ... first")
     if run_id is None:
         run_id = default_target_run(con, path)
-    if con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()[0] == 0:
+    if scalar(con, "SELECT count(*) FROM runs WHERE run_id = ?", [run_id]) == 0:
         raise InputError(path, f"cannot be matched: the database has no run {run_id}", "pass --run with an existing run id")
     name_column, matched = match_launches(launches, _target_kernels(con, run_id))
     if not matched:
