@@ -87,7 +87,8 @@ def select_layers(model, depth: int | None = None, called: set[int] | None = Non
             chosen.append((qualified_name or ROOT_NAME, module))
     # A leaf by calls may sit below another selected module only if that one is a call-tree
     # leaf too; keep the outermost so layer ranges never nest.
-    kept, inside = [], set()
+    kept: list[tuple[str, Any]] = []
+    inside: set[int] = set()
     for name, module in chosen:
         if id(module) in inside:
             continue

@@ -6,10 +6,11 @@ import signal
 import sys
 from enum import Enum
 from pathlib import Path
+from typing import NoReturn
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from . import __version__
 from .errors import InputError
@@ -64,7 +65,7 @@ def _main(
     _state["debug"] = debug
 
 
-def fail(exc: InputError | OSError) -> None:
+def fail(exc: InputError | OSError) -> NoReturn:
     """One clear line on stderr and exit code 2 (the traceback only with --debug)."""
     if _state["debug"]:
         raise exc
@@ -82,7 +83,7 @@ class _ProgressReporter:
             SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
             console=err_console, transient=True, disable=not enabled,
         )
-        self.task = None
+        self.task: TaskID | None = None  # set on entering
 
     def __enter__(self):
         self.progress.__enter__()
@@ -93,6 +94,7 @@ class _ProgressReporter:
         return self.progress.__exit__(*exc)
 
     def __call__(self, what: str, fraction: float | None) -> None:
+        assert self.task is not None, "progress reported outside the with block"
         if fraction is None:
             self.progress.update(self.task, description=what, total=None)
         else:

@@ -1,8 +1,13 @@
 """The SQL that ships inside the package (xsp_trace/queries, xsp_trace/schemas), read via importlib.resources."""
 
+import sys
 from functools import cache
 from importlib.resources import files
-from importlib.resources.abc import Traversable
+
+if sys.version_info >= (3, 11):
+    from importlib.resources.abc import Traversable
+else:  # Python 3.10 has it in importlib.abc only
+    from importlib.abc import Traversable
 
 
 def schemas_dir() -> Traversable:

@@ -47,8 +47,8 @@ def _table_html(result: Result) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}"
 
 
-def _by_experiment(result: Result) -> dict[str, list[dict]]:
-    groups: dict[str, list[dict]] = {}
+def _by_experiment(result: Result) -> dict[str | None, list[dict]]:
+    groups: dict[str | None, list[dict]] = {}
     for rec in result.records():
         groups.setdefault(rec.get("experiment"), []).append(rec)
     return groups

@@ -77,7 +77,7 @@ def spooled(inputs: list[Path]) -> Iterator[list[Path]]:
     (`$TMPDIR/xsp-stream-*`, removed afterwards): the converters read a file more than once.
     A FIFO without a writer reads as empty instead of blocking the open."""
     folder = None
-    paths = []
+    paths: list[Path] = []
     try:
         for path in map(Path, inputs):
             if path.exists() and not path.is_dir() and not path.is_file():

@@ -87,12 +87,13 @@ def parse_ncu_csv(text: str, path: Path) -> list[NcuLaunch]:
     launches: dict[int, NcuLaunch] = {}
     if nm.DETAILS_METRIC_NAME in col:  # long form: one row per (launch, metric)
         for row in rows[1:]:
-            if len(row) < len(header) or _number(row[col[nm.ID_COLUMN]]) is None:
+            if len(row) < len(header):
                 continue
+            launch_number = _number(row[col[nm.ID_COLUMN]])
             value = _number(row[col[nm.DETAILS_METRIC_VALUE]])
-            if value is None or not row[col[nm.DETAILS_METRIC_NAME]]:
+            if launch_number is None or value is None or not row[col[nm.DETAILS_METRIC_NAME]]:
                 continue
-            launch_id = int(_number(row[col[nm.ID_COLUMN]]))
+            launch_id = int(launch_number)
             launch = launches.setdefault(launch_id, NcuLaunch(launch_id, row[col[nm.KERNEL_NAME_COLUMN]]))
             launch.metrics[row[col[nm.DETAILS_METRIC_NAME]]] = to_base_unit(value, row[col[nm.DETAILS_METRIC_UNIT]])
         return sorted(launches.values(), key=lambda launch: launch.launch_id)
@@ -101,10 +102,11 @@ def parse_ncu_csv(text: str, path: Path) -> list[NcuLaunch]:
     for row in rows[1:]:
         if len(row) < len(header):
             continue
-        if _number(row[col[nm.ID_COLUMN]]) is None:  # the units row of the raw page
+        launch_number = _number(row[col[nm.ID_COLUMN]])
+        if launch_number is None:  # the units row of the raw page
             units = row
             continue
-        launch = NcuLaunch(int(_number(row[col[nm.ID_COLUMN]])), row[col[nm.KERNEL_NAME_COLUMN]])
+        launch = NcuLaunch(int(launch_number), row[col[nm.KERNEL_NAME_COLUMN]])
         for i in metric_columns:
             value = _number(row[i])
             if value is not None:
@@ -192,6 +194,8 @@ def match_launches(launches: list[NcuLaunch], kernels: list[tuple]) -> tuple[str
         matched: dict[int, int] = {}
         for launch in launches:
             name = _base_name(launch.kernel_name) if key == "base_name" else launch.kernel_name
+            if not name:  # matches nothing: by_name holds no empty name
+                continue
             spans = by_name.get(name, [])
             if seen[name] < len(spans):
                 matched[launch.launch_id] = spans[seen[name]]

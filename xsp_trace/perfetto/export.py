@@ -8,6 +8,7 @@ flat whatever the trace size (the intern tables are bounded, see packets.py).
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,7 +67,7 @@ class ExportStats:
     runs: list[int] = field(default_factory=list)
 
 
-def _check_options(con: duckdb.DuckDBPyConnection, database: Path, options: PerfettoOptions) -> None:
+def _check_options(con: duckdb.DuckDBPyConnection, database: Path | None, options: PerfettoOptions) -> None:
     if options.kinds is not None:
         unknown = sorted(set(options.kinds) - set(SPAN_KINDS) - set(EXTRA_KINDS))
         if unknown:
@@ -119,6 +120,7 @@ def _rows(con: duckdb.DuckDBPyConnection, query: str, batch_rows: int):
 def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats) -> None:
     current_key = None
     lanes: Lanes | None = None
+    place: Callable[[int, int], int]  # lanes.place of the current track: set at the first row (no key is None)
     begin = writer.slice_begin
     for cols in _batches(con, "perfetto/slices", options.batch_rows, skip_null_columns=True):
         n = len(cols["ts"])
@@ -134,8 +136,9 @@ def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: Per
                 if lanes is not None:
                     lanes.close()
                 lanes = Lanes(writer, tracks.base_track(*key), nest=key[1] != "gpu", new_lane=tracks.lane)
+                place = lanes.place
                 current_key = key
-            uuid = lanes.place(ts, end)
+            uuid = place(ts, end)
             int_args = [(k, c[i]) for k, c in int_cols if c[i] is not None]
             str_args = [(k, c[i]) for k, c in str_cols if c[i] is not None]
             float_args = [(k, c[i]) for k, c in float_cols if c[i] is not None]
@@ -163,7 +166,8 @@ def _write_marks(con, writer: PacketWriter, tracks: TrackRegistry, options: Perf
 
 
 def _write_counters(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats) -> None:
-    current_key, uuid = None, None
+    current_key = None
+    uuid = 0  # set at the first row (no key is None)
     for row in _rows(con, "perfetto/counters", options.batch_rows):
         key = (row["run_id"], row["name"], row["pid"], row["device_id"])
         if key != current_key:
