@@ -34,7 +34,6 @@ DATA = ROOT / "bench/data"
 def database_for(copies: int) -> Path:
     """The fixture grown `copies`-fold, converted (cached in bench/data/)."""
     from make_scaled_nsys import grow
-
     from xsp_trace.convert import ConvertOptions, convert_files
 
     DATA.mkdir(parents=True, exist_ok=True)

@@ -185,8 +185,8 @@ def many_rows(inputs: list[Path]) -> list[dict]:
 
 
 def machine() -> dict:
-    mem = next((int(l.split()[1]) for l in open("/proc/meminfo") if l.startswith("MemTotal")), 0)
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
+    mem = next((int(line.split()[1]) for line in open("/proc/meminfo") if line.startswith("MemTotal")), 0)
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), platform.processor())
     import duckdb
 
     hta_version = subprocess.run([sys.executable, "-c", "import importlib.metadata as m; print(m.version('HolisticTraceAnalysis'))"],

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
+
+from xsp_trace.naming import MODEL_PREFIX
 
 from .manifest import (
     LEVELS,
@@ -17,7 +20,6 @@ from .manifest import (
     remove_run_dir,
     run_entry,
 )
-from xsp_trace.naming import MODEL_PREFIX
 from .session import LAYER_SYNC_CHOICES, SessionConfig, measure
 
 _measured_in_this_process = False

@@ -21,9 +21,10 @@ counter and reports the ops that differ, so the capture can record the change.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from xsp_trace.naming import layer_range_name, model_range_name
 
@@ -86,7 +87,8 @@ def select_layers(model, depth: int | None = None, called: set[int] | None = Non
             chosen.append((qualified_name or ROOT_NAME, module))
     # A leaf by calls may sit below another selected module only if that one is a call-tree
     # leaf too; keep the outermost so layer ranges never nest.
-    kept, inside = [], set()
+    kept: list[tuple[str, Any]] = []
+    inside: set[int] = set()
     for name, module in chosen:
         if id(module) in inside:
             continue
@@ -137,7 +139,7 @@ def probe_layers(model, call: Callable[[], Any], infos: list[LayerInfo], depth: 
     modules = [m for _, m in select_layers(model, depth, called)]
     calls = [0] * len(infos)
     handles = []
-    for info, module in zip(infos, modules):
+    for info, module in zip(infos, modules, strict=True):
         def record(module, args, output, info=info):
             calls[info.index] += 1
             if calls[info.index] == 1:
@@ -256,10 +258,10 @@ class ModelAnnotation:
     def attached(self) -> bool:
         return bool(self._handles)
 
-    def attach(self) -> "ModelAnnotation":
+    def attach(self) -> ModelAnnotation:
         if self._handles:
             return self
-        for module, layer_range in zip(self._modules, self._layer_ranges):
+        for module, layer_range in zip(self._modules, self._layer_ranges, strict=True):
             pre, post = layer_range.hooks(self.layer_sync)
             self._handles.append(module.register_forward_pre_hook(pre))
             self._handles.append(module.register_forward_hook(post, always_call=True))
@@ -276,7 +278,7 @@ class ModelAnnotation:
             handle.remove()
         self._handles.clear()
 
-    def __enter__(self) -> "ModelAnnotation":
+    def __enter__(self) -> ModelAnnotation:
         return self.attach()
 
     def __exit__(self, *exc) -> None:

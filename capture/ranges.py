@@ -8,6 +8,9 @@ each forward hook, so they do no lookups and no allocation beyond what the libra
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from xsp_trace.naming import XSP_NVTX_DOMAIN
 
 
@@ -82,6 +85,8 @@ class Range:
     """
 
     __slots__ = ("name", "_nvtx", "_attributes", "_torch", "_enter", "_exit", "_open", "push", "pop")
+    _enter: Callable[[str], Any] | None  # record_function enter(name) -> handle, None without torch ranges
+    _exit: Callable[[Any], Any] | None  # its exit(handle), set together with _enter
 
     def __init__(self, name: str, *, nvtx: NvtxDomain | None, torch: bool | str, torch_functions=None):
         self.name = name
@@ -109,7 +114,7 @@ class Range:
                 self._open.append(None)
 
     def _pop(self) -> None:
-        if self._enter is not None and self._open:
+        if self._exit is not None and self._open:  # _open is non-empty only when _enter (and _exit) are set
             handle = self._open.pop()
             if handle is not None:
                 self._exit(handle)
@@ -125,17 +130,17 @@ class Range:
         if self._nvtx is not None and self._enter is None:
             push_range, pop_range, attributes, handle = self._nvtx.push_range, self._nvtx.pop_range, self._attributes, self._nvtx.handle
 
-            def pre(module, args):
+            def nvtx_pre(module, args):
                 push_range(attributes, handle)
 
             if sync is None:
-                def post(module, args, output):
+                def nvtx_post(module, args, output):
                     pop_range(handle)
             else:
-                def post(module, args, output):
+                def nvtx_post(module, args, output):
                     sync()
                     pop_range(handle)
-            return pre, post
+            return nvtx_pre, nvtx_post
         push, pop = self._push, self._pop
 
         def pre(module, args):

@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from xsp_trace.errors import InputError
 from xsp_trace.naming import MODEL_PREFIX

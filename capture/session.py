@@ -31,10 +31,11 @@ import math
 import os
 import resource
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .hooks import ModelAnnotation, called_modules, compare_programs, describe_layers, probe_layers
 from .manifest import FORMAT_VERSION, SESSION_FORMAT, SESSION_NAME, level_has_layers, write_json_atomic
@@ -56,7 +57,7 @@ class SessionConfig:
     layer_sync: str = "none"
 
     @classmethod
-    def from_env(cls, environ=os.environ) -> "SessionConfig":
+    def from_env(cls, environ=os.environ) -> SessionConfig:
         def number(key: str) -> int:
             text = environ.get(key, "")
             try:
@@ -167,7 +168,7 @@ def _minor_faults() -> int:
 class _ProfilerContext:
     """Enter/exit/export shared by the torch profilers below (self.profile is the torch object)."""
 
-    profile = None
+    profile: Any = None  # the torch profiler object, set by the subclass
     activities: list = []
 
     def __enter__(self):
@@ -217,7 +218,9 @@ class _UserScopeProfiler(_ProfilerContext):
                 if on_start is not None:
                     on_start()
                 try:
-                    _enable_profiler(self.config(create_trace_id=False), self.kineto_activities, {RecordScope.USER_SCOPE})
+                    # torch's stub declares two parameters; builds with RecordFunction scopes take a third (else TypeError)
+                    _enable_profiler(self.config(create_trace_id=False), self.kineto_activities,  # type: ignore[call-arg, unused-ignore]
+                                     {RecordScope.USER_SCOPE})
                 except TypeError:
                     outer.scope = "all"
                     _enable_profiler(self.config(create_trace_id=False), self.kineto_activities)
@@ -267,7 +270,8 @@ def _interleaved(call, iterations: int, sync, annotation, faults: dict, pause=No
     pause(False) resumes it after (outside the timed region), so under torch.profiler too the
     un-instrumented inferences run with no hooks, no ranges and no profiler callbacks.
     """
-    plain, instrumented = [], []
+    plain: list[int] = []
+    instrumented: list[int] = []
     faults.update(uninstrumented=0, instrumented=0)
     for i in range(iterations):
         for with_ranges in ((False, True) if i % 2 == 0 else (True, False)):
@@ -354,7 +358,7 @@ def measure(model, make_input: Callable[[int], Any], config: SessionConfig, *, n
     device = _device_of(model, value)
     sync = _device_sync(device)
     layer_sync = sync if (with_layers and config.layer_sync == "sync" and config.level == "ML") else None
-    faults = {}
+    faults: dict[str, int] = {}
     record: dict = {
         "format": SESSION_FORMAT,
         "version": FORMAT_VERSION,

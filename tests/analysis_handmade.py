@@ -126,7 +126,7 @@ def build(path: Path, with_metrics: bool = True) -> Path:
             con.execute("INSERT INTO capture_latencies VALUES (1, 'uninstrumented', ?, 'interleaved', ?)", [i, ns])
         for i, ns in enumerate(M_INSTRUMENTED_NS):
             con.execute("INSERT INTO capture_latencies VALUES (1, 'instrumented', ?, 'during', ?)", [i, ns])
-        for i, (ns, phase) in enumerate(zip(ML_UNINSTRUMENTED_NS, ML_UNINSTRUMENTED_PHASES)):
+        for i, (ns, phase) in enumerate(zip(ML_UNINSTRUMENTED_NS, ML_UNINSTRUMENTED_PHASES, strict=True)):
             con.execute("INSERT INTO capture_latencies VALUES (2, 'uninstrumented', ?, ?, ?)", [i, phase, ns])
         for i, ns in enumerate(ML_INSTRUMENTED_NS):
             con.execute("INSERT INTO capture_latencies VALUES (2, 'instrumented', ?, 'during', ?)", [i, ns])

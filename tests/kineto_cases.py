@@ -83,18 +83,18 @@ def hta_kernel_reference(path: Path, workdir: Path) -> dict:
     symbols = analysis.t.symbol_table.get_sym_table()
     kernel_rows = df[df["stream"].ne(-1) & df["cat"].map(lambda c: symbols[c] in RAW_KERNEL_CATEGORIES)]
     kernels: dict[str, list] = defaultdict(lambda: [0, 0.0])
-    for name_id, dur in zip(kernel_rows["name"], kernel_rows["dur"]):
+    for name_id, dur in zip(kernel_rows["name"], kernel_rows["dur"], strict=True):
         entry = kernels[symbols[name_id]]
         entry[0] += 1
         entry[1] += float(dur)
     # The breakdown itself, every name kept (no "others" bucket).
     _, per_name = analysis.get_gpu_kernel_breakdown(
         visualize=False, num_kernels=10**9, duration_ratio=1.0, include_memory_kernels=True)
-    breakdown = dict(zip(per_name["name"], per_name["sum (us)"]))
+    breakdown = dict(zip(per_name["name"], per_name["sum (us)"], strict=True))
     # HTA counts every event with an integer args.stream as GPU work; Triton launches are
     # cpu_op events with "stream": 0 named like their kernel, which its breakdown then adds in.
     gpu_rows = df[df["stream"].ne(-1)]
-    not_kernels = {symbols[n] for n, c in zip(gpu_rows["name"], gpu_rows["cat"]) if symbols[c] not in RAW_KERNEL_CATEGORIES}
+    not_kernels = {symbols[n] for n, c in zip(gpu_rows["name"], gpu_rows["cat"], strict=True) if symbols[c] not in RAW_KERNEL_CATEGORIES}
     breakdown = {name: total for name, total in breakdown.items() if name not in not_kernels}
     # HTA rounds when pandas reads the ts column as float64, i.e. when some ts is written as a
     # JSON number with a fraction part (its rounded column is int64 afterwards, so ask the JSON).

@@ -14,8 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from analysis_handmade import build
-from xsp_trace.analyze import open_session, run_analysis
-from xsp_trace.analyze import svg
+from xsp_trace.analyze import open_session, run_analysis, svg
 from xsp_trace.cli import app
 from xsp_trace.convert.ncu import derived_metrics, parse_ncu_csv
 
@@ -60,7 +59,7 @@ def test_analyze_bad_input_is_one_line_exit_2(db, args, message):
 
 def test_ncu_raw_csv_units_and_derived_metrics():
     launches = parse_ncu_csv(NCU_CSV.read_text(), NCU_CSV)
-    assert [l.launch_id for l in launches] == list(range(12))
+    assert [launch.launch_id for launch in launches] == list(range(12))
     conv = launches[0]
     assert conv.kernel_name.startswith("void conv_kernel<float, 3>(")
     assert conv.metrics["dram__bytes_read.sum"] == (100.0, "byte")  # 0.10 Kbyte

@@ -9,8 +9,8 @@ from __future__ import annotations
 import gzip
 import json
 import statistics
-from decimal import ROUND_HALF_UP, Decimal
 from collections import defaultdict
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import pytest

@@ -119,7 +119,7 @@ def test_torch_levels_and_batch_sizes(torch_run):
     _, db = torch_run
     runs = _runs(db)
     assert set(runs) == {(lv, bs) for lv in ("M", "ML", "MLG") for bs in (1, 2)}
-    for (level, batch_size), run_id in runs.items():
+    for (level, _batch_size), run_id in runs.items():
         _check_model_spans(db, run_id)
         _check_capture_tables(db, run_id, level)
         if level == "M":
@@ -163,7 +163,7 @@ def test_level_overhead_query_matches_scipy_on_the_session_latencies(nsys_run):
     run_dir, db = nsys_run
     rows = db.execute((CHECKOUT / "queries" / "analyses" / "capture_level_overhead.sql").read_text()).fetchall()
     columns = [d[0] for d in db.description]
-    by_level = {r[columns.index("level")]: dict(zip(columns, r)) for r in rows}
+    by_level = {r[columns.index("level")]: dict(zip(columns, r, strict=True)) for r in rows}
     assert set(by_level) == {"M", "ML"}
     manifest = json.loads((run_dir / "manifest.json").read_text())
     for entry in manifest["runs"]:
@@ -203,7 +203,7 @@ def test_torch_level_overhead_in_process_interleaved_with_bootstrap(torch_run):
     rows = {(r["level"], int(r["experiment"].split("=")[1])): r for r in run_analysis(con, "level_overhead").records()}
     in_process = db.execute((CHECKOUT / "queries" / "analyses" / "capture_level_overhead.sql").read_text()).fetchall()
     columns = [d[0] for d in db.description]
-    in_process = {(r["level"], r["batch_size"]): r for r in (dict(zip(columns, row)) for row in in_process)}
+    in_process = {(r["level"], r["batch_size"]): r for r in (dict(zip(columns, row, strict=True)) for row in in_process)}
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert len(rows) == len(manifest["runs"]) == 6
     for entry in manifest["runs"]:

@@ -47,8 +47,8 @@ def _hta(paths, workdir):
     kinds, _ = analysis.get_gpu_kernel_breakdown(visualize=False, num_kernels=10**9, duration_ratio=1.0,
                                                  include_memory_kernels=True)
     split = {"+".join(k.lower() for k in label.split(" overlapping ")): (pct, total_us)
-             for label, pct, total_us in zip(kinds["kernel_type"], kinds["percentage"], kinds["sum"])}
-    return {int(r): float(p) for r, p in zip(overlap["rank"], overlap["comp_comm_overlap_pctg"])}, split
+             for label, pct, total_us in zip(kinds["kernel_type"], kinds["percentage"], kinds["sum"], strict=True)}
+    return {int(r): float(p) for r, p in zip(overlap["rank"], overlap["comp_comm_overlap_pctg"], strict=True)}, split
 
 
 @pytest.mark.parametrize("case", NCCL_CASES)

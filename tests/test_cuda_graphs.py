@@ -15,7 +15,6 @@ graph ids written in) exercise the converter's fallbacks; they are made in tmp_p
 
 from __future__ import annotations
 
-import gzip
 import json
 import sqlite3
 from collections import Counter, defaultdict

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from itertools import pairwise
 
 import pytest
 
@@ -83,7 +84,7 @@ def test_idle_gap_findings_are_true_of_the_raw_trace(case, converted):
     expected = set()
     for run_id, run in raw.items():
         for dev, (merged, window) in _windows(run).items():
-            gaps = [(a[1], b[0]) for a, b in zip(merged, merged[1:]) if b[0] - a[1] >= LONG_GAP_NS]
+            gaps = [(a[1], b[0]) for a, b in pairwise(merged) if b[0] - a[1] >= LONG_GAP_NS]
             idle = sum(e - s for s, e in gaps)
             if idle / window >= MIN_SEVERITY:
                 expected.add((run_id, dev))

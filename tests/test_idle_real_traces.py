@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import sqlite3
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -69,7 +70,7 @@ def test_idle_gaps_against_the_raw_export(converted):
     for dev in {a[0] for a in acts}:
         mine = [a for a in acts if a[0] == dev]
         merged = _merge([(a[1], a[2]) for a in mine])
-        for (_, end), (nxt, _) in zip(merged, merged[1:]):
+        for (_, end), (nxt, _) in pairwise(merged):
             if nxt - end >= 1000:
                 first = min((a for a in mine if a[1] == nxt), key=lambda a: a[3])
                 call = calls.get((first[3], first[4] >> 24))

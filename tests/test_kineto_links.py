@@ -9,7 +9,6 @@ from decimal import ROUND_HALF_UP, Decimal
 import pytest
 
 from kineto_cases import GPU_CASES, KINETO_TRACES, load_raw, raw_linked_kernel_count
-from xsp_trace.convert import ConvertOptions, convert_files
 
 LINKED_KERNELS_SQL = """
     SELECT count(*) FROM launches l

@@ -77,7 +77,7 @@ def test_nvtx_gpu_projection_equals_nvtxgpuproj(case, converted, tmp_path):
     cols = [d[0] for d in db.description]
     ours = {}
     for row in rows:
-        r = dict(zip(cols, row))
+        r = dict(zip(cols, row, strict=True))
         ours[(r["pid"], r["tid"], r["cpu_start_ns"])] = (r["cpu_duration_ns"], r["gpu_start_ns"], r["gpu_duration_ns"], r["gpu_ops"])
     theirs = {
         (int(r["PID"]), int(r["TID"]), int(r["Orig Start (ns)"])): (
@@ -136,7 +136,7 @@ def test_cpu_parent_is_tightest_enclosing_range(case, converted):
     rows = _raw(case).execute(
         'SELECT rowid, start, "end", globalTid & 16777215 FROM NVTX_EVENTS WHERE eventType = 59'
     ).fetchall()
-    ids, starts, ends, tids = (np.array(c) for c in zip(*rows))
+    ids, starts, ends, tids = (np.array(c) for c in zip(*rows, strict=True))
     expected = {}
     for i in range(len(ids)):
         # Enclosing ranges on the same thread; of two identical intervals the earlier row is the outer one.

@@ -4,7 +4,6 @@ convert the real .nsys-rep, and check nesting and durations (the latter against 
 from __future__ import annotations
 
 import hashlib
-import shutil
 import subprocess
 import sys
 from pathlib import Path

@@ -13,7 +13,6 @@ from __future__ import annotations
 import csv
 import gzip
 import json
-from pathlib import Path
 
 import pytest
 

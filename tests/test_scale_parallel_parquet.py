@@ -3,8 +3,6 @@ database converted sequentially -- and that database's kernel totals are nsys st
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import duckdb
 import pytest
 from typer.testing import CliRunner
@@ -15,10 +13,10 @@ from xsp_trace.analyze.session import prepare
 from xsp_trace.cli import app
 from xsp_trace.convert import ConvertOptions, convert_files
 from xsp_trace.convert.parallel import convert_files_parallel, convert_to_dataset
-from xsp_trace.store import open_store as connect
 from xsp_trace.dataset import is_dataset
 from xsp_trace.errors import InputError
 from xsp_trace.resources import query_text
+from xsp_trace.store import open_store as connect
 
 INPUTS = [
     NSYS_EXPORTS["nsys_2026_pytorch_2xh100"],

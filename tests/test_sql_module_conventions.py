@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -74,7 +75,7 @@ def _final_select_list(sql: str) -> str:
             depth -= 1
         elif depth == 0:
             tokens.append((tok, m.start(), m.end()))
-    for i, (tok, _, end) in enumerate(tokens):
+    for i, (tok, _, _end) in enumerate(tokens):
         if tok == "SELECT":
             last_select = i
     assert last_select is not None
@@ -92,7 +93,7 @@ def _split_top_level(select_list: str) -> list[str]:
         if ch == "," and depth == 0:
             cuts.append(i)
     bounds = [-1, *cuts, len(select_list)]
-    return [select_list[a + 1:b] for a, b in zip(bounds, bounds[1:])]
+    return [select_list[a + 1:b] for a, b in pairwise(bounds)]
 
 
 @pytest.mark.parametrize("path", USER_QUERIES, ids=_module)

@@ -17,8 +17,6 @@ import sys
 import venv
 from pathlib import Path
 
-import pytest
-
 from conftest import NSYS_EXPORTS
 
 ROOT = Path(__file__).parent.parent

@@ -6,15 +6,16 @@ import signal
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import List, Optional
+from typing import NoReturn
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from . import __version__
 from .errors import InputError
 from .output_files import Interrupted, check_output_path, install_signal_handlers, received_signal, refuse_inputs
+
 
 class Engine(str, Enum):
     """Where `convert` runs the per-trace conversions."""
@@ -64,7 +65,7 @@ def _main(
     _state["debug"] = debug
 
 
-def fail(exc: InputError | OSError) -> None:
+def fail(exc: InputError | OSError) -> NoReturn:
     """One clear line on stderr and exit code 2 (the traceback only with --debug)."""
     if _state["debug"]:
         raise exc
@@ -82,7 +83,7 @@ class _ProgressReporter:
             SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
             console=err_console, transient=True, disable=not enabled,
         )
-        self.task = None
+        self.task: TaskID | None = None  # set on entering
 
     def __enter__(self):
         self.progress.__enter__()
@@ -93,6 +94,7 @@ class _ProgressReporter:
         return self.progress.__exit__(*exc)
 
     def __call__(self, what: str, fraction: float | None) -> None:
+        assert self.task is not None, "progress reported outside the with block"
         if fraction is None:
             self.progress.update(self.task, description=what, total=None)
         else:
@@ -101,19 +103,19 @@ class _ProgressReporter:
 
 @app.command()
 def convert(
-    inputs: List[Path] = typer.Argument(..., help="Traces: .nsys-rep, nsys .sqlite exports, PyTorch profiler .json[.gz], or capture run directories."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="DuckDB database to write (default: beside the first input, .duckdb)."),
+    inputs: list[Path] = typer.Argument(..., help="Traces: .nsys-rep, nsys .sqlite exports, PyTorch profiler .json[.gz], or capture run directories."),
+    output: Path | None = typer.Option(None, "-o", "--output", help="DuckDB database to write (default: beside the first input, .duckdb)."),
     append: bool = typer.Option(False, "--append", help="Add the runs to an existing database."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing database."),
-    nsys: Optional[str] = typer.Option(None, "--nsys", help="nsys binary for .nsys-rep inputs (default: $NSYS, then PATH)."),
-    label: Optional[str] = typer.Option(None, "--label", help="Label stored with each run."),
+    nsys: str | None = typer.Option(None, "--nsys", help="nsys binary for .nsys-rep inputs (default: $NSYS, then PATH)."),
+    label: str | None = typer.Option(None, "--label", help="Label stored with each run."),
     python_functions: bool = typer.Option(False, "--python-functions", help="Keep Kineto python_function events (off by default, as in HTA)."),
-    perfetto: Optional[Path] = typer.Option(None, "--perfetto", help="Also write every run of the database as a Perfetto trace (.pftrace) for ui.perfetto.dev."),
+    perfetto: Path | None = typer.Option(None, "--perfetto", help="Also write every run of the database as a Perfetto trace (.pftrace) for ui.perfetto.dev."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress bar."),
-    jobs: Optional[int] = typer.Option(None, "-j", "--jobs", help="Inputs converted at once, one process each (default: one per core)."),
+    jobs: int | None = typer.Option(None, "-j", "--jobs", help="Inputs converted at once, one process each (default: one per core)."),
     out_format: str = typer.Option("duckdb", "--format", help="duckdb (one database file) or parquet (a folder partitioned by run, for many traces)."),
     engine: Engine = typer.Option(Engine.local, "--engine", help="local: worker processes on this machine (-j); ray: one Ray Data task per trace, into a Parquet dataset."),
-    ray_address: Optional[str] = typer.Option(None, "--ray-address", help="With --engine ray: the cluster to join (default: $RAY_ADDRESS, else a local Ray)."),
+    ray_address: str | None = typer.Option(None, "--ray-address", help="With --engine ray: the cluster to join (default: $RAY_ADDRESS, else a local Ray)."),
     run_id_offset: int = typer.Option(0, "--run-id-offset", help="With --engine ray: number the runs from OFFSET+1, in input order (several jobs sharing one dataset)."),
 ) -> None:
     """Convert traces into one DuckDB database (one run per trace), or a Parquet dataset.
@@ -140,7 +142,7 @@ def convert(
         base = first.name
         for suffix in (".gz", ".json", ".nsys-rep", ".qdrep", ".sqlite"):
             base = base.removesuffix(suffix)
-        output = (first if first.is_dir() else first.parent) / (f"xsp.duckdb" if first.is_dir() else f"{base}.duckdb")
+        output = (first if first.is_dir() else first.parent) / ("xsp.duckdb" if first.is_dir() else f"{base}.duckdb")
         if out_format == "parquet" or engine is Engine.ray:
             output = output.with_suffix("")
     options = ConvertOptions(nsys=nsys, label=label, include_python_functions=python_functions)
@@ -173,7 +175,7 @@ def convert(
         _write_perfetto(output, perfetto, None)
 
 
-def _parse_list(value: Optional[str], what: str, convert=str) -> Optional[list]:
+def _parse_list(value: str | None, what: str, convert=str) -> list | None:
     if value is None:
         return None
     try:
@@ -200,10 +202,10 @@ def _write_perfetto(database: Path, output: Path, options) -> None:
 def perfetto(
     database: Path = typer.Argument(..., help="xsp-trace database written by convert."),
     output: Path = typer.Option(..., "-o", "--output", help="Perfetto trace to write (.pftrace)."),
-    runs: Optional[str] = typer.Option(None, "--runs", help="Comma-separated run ids (default: every run)."),
-    kinds: Optional[str] = typer.Option(None, "--kinds", help="Comma-separated span kinds to keep (model, layer, op, annotation, api, kernel, memcpy, memset, sync, other), plus mark and counter. Default: all."),
-    from_ns: Optional[int] = typer.Option(None, "--from-ns", help="Window start: ns after each run's first timestamp. Spans overlapping the window are kept."),
-    to_ns: Optional[int] = typer.Option(None, "--to-ns", help="Window end (exclusive): ns after each run's first timestamp."),
+    runs: str | None = typer.Option(None, "--runs", help="Comma-separated run ids (default: every run)."),
+    kinds: str | None = typer.Option(None, "--kinds", help="Comma-separated span kinds to keep (model, layer, op, annotation, api, kernel, memcpy, memset, sync, other), plus mark and counter. Default: all."),
+    from_ns: int | None = typer.Option(None, "--from-ns", help="Window start: ns after each run's first timestamp. Spans overlapping the window are kept."),
+    to_ns: int | None = typer.Option(None, "--to-ns", help="Window end (exclusive): ns after each run's first timestamp."),
     keep_clocks: bool = typer.Option(False, "--keep-clocks", help="Keep each run's own clock instead of starting every run at time 0."),
 ) -> None:
     """Write runs of a database as one Perfetto trace: nested CPU slices per thread, one track per
@@ -254,15 +256,15 @@ def capture(
     iterations: int = typer.Option(100, "--iterations", help="Profiled inferences per run (each paired with an un-instrumented one)."),
     warmup: int = typer.Option(10, "--warmup", help="Un-profiled inferences before them."),
     tool: str = typer.Option("torch", "--tool", help="Who records: torch (torch.profiler in the process), nsys, or a comma list of both."),
-    depth: Optional[int] = typer.Option(None, "--depth", help="Layers at this module depth (default: leaf modules)."),
+    depth: int | None = typer.Option(None, "--depth", help="Layers at this module depth (default: leaf modules)."),
     layer_sync: str = typer.Option("sync", "--layer-sync", help="ML run on a GPU: none, sync (synchronize at each layer end) or launch-blocking (CUDA_LAUNCH_BLOCKING=1, as the XSP authors)."),
     metrics: str = typer.Option("", "--metrics", help="ncu metric runs on a GPU, comma list of: flops, dram, occupancy."),
     metric_iterations: int = typer.Option(1, "--metric-iterations", help="Profiled inferences per metric run (ncu replays every kernel)."),
-    nsys: Optional[str] = typer.Option(None, "--nsys", help="nsys binary (default: $NSYS, then PATH)."),
-    ncu: Optional[str] = typer.Option(None, "--ncu", help="ncu binary (default: $NCU, then PATH)."),
+    nsys: str | None = typer.Option(None, "--nsys", help="nsys binary (default: $NSYS, then PATH)."),
+    ncu: str | None = typer.Option(None, "--ncu", help="ncu binary (default: $NCU, then PATH)."),
     malloc_tuning: bool = typer.Option(True, "--malloc-tuning/--no-malloc-tuning", help="Set MALLOC_MMAP_THRESHOLD_/MALLOC_TRIM_THRESHOLD_ for the runs (less page-fault noise)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing run directory."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds one run may take."),
+    timeout: float | None = typer.Option(None, "--timeout", help="Seconds one run may take."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress lines."),
 ) -> None:
     """Leveled capture: run a command once per (tool, level, batch size) into one run directory.
@@ -339,7 +341,7 @@ def query(
         fail(exc)
 
 
-def _run_list(values: Optional[List[str]]) -> Optional[List[int]]:
+def _run_list(values: list[str] | None) -> list[int] | None:
     if not values:
         return None
     out = []
@@ -353,10 +355,10 @@ def _run_list(values: Optional[List[str]]) -> Optional[List[int]]:
     return out
 
 
-def _iteration_list(values: Optional[List[str]]) -> Optional[List[int]]:
+def _iteration_list(values: list[str] | None) -> list[int] | None:
     if not values:
         return None
-    out: List[int] = []
+    out: list[int] = []
     for part in ",".join(values).split(","):
         part = part.strip()
         try:
@@ -370,7 +372,7 @@ def _iteration_list(values: Optional[List[str]]) -> Optional[List[int]]:
     return out
 
 
-def _window(text: Optional[str]) -> Optional[tuple]:
+def _window(text: str | None) -> tuple | None:
     if text is None:
         return None
     try:
@@ -384,20 +386,20 @@ def _window(text: Optional[str]) -> Optional[tuple]:
 
 @app.command()
 def analyze(
-    database: Optional[Path] = typer.Argument(None, help="An xsp-trace DuckDB database (from convert); not needed with --list."),
-    run: Optional[List[str]] = typer.Option(None, "--run", help="Only these run ids (repeat or comma-separate)."),
-    analysis: Optional[List[str]] = typer.Option(None, "--analysis", "-a", help="Only these analyses (repeat); default all. --list shows them."),
+    database: Path | None = typer.Argument(None, help="An xsp-trace DuckDB database (from convert); not needed with --list."),
+    run: list[str] | None = typer.Option(None, "--run", help="Only these run ids (repeat or comma-separate)."),
+    analysis: list[str] | None = typer.Option(None, "--analysis", "-a", help="Only these analyses (repeat); default all. --list shows them."),
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help="How to print the tables."),
-    report: Optional[Path] = typer.Option(None, "--report", help="Also write a self-contained HTML report with plots."),
-    peak_flops: Optional[float] = typer.Option(None, "--peak-flops", help="Peak FLOP/s of the GPU for rooflines (overrides the built-in table)."),
-    peak_dram_bw: Optional[float] = typer.Option(None, "--peak-dram-bw", help="Peak DRAM bytes/s of the GPU (overrides the built-in table)."),
-    compare: Optional[str] = typer.Option(None, "--compare", help="BASE,OTHER run ids for compare_runs (default: the two lowest)."),
+    report: Path | None = typer.Option(None, "--report", help="Also write a self-contained HTML report with plots."),
+    peak_flops: float | None = typer.Option(None, "--peak-flops", help="Peak FLOP/s of the GPU for rooflines (overrides the built-in table)."),
+    peak_dram_bw: float | None = typer.Option(None, "--peak-dram-bw", help="Peak DRAM bytes/s of the GPU (overrides the built-in table)."),
+    compare: str | None = typer.Option(None, "--compare", help="BASE,OTHER run ids for compare_runs (default: the two lowest)."),
     limit: int = typer.Option(30, "--limit", help="Rows per table in every format (0 = all)."),
     list_analyses: bool = typer.Option(False, "--list", help="List the analyses and exit."),
-    layer_ranges: Optional[str] = typer.Option(None, "--layer-ranges", help="Treat the ranges whose name matches this regular expression as layers (group 1 = name, group 2 = type), or a preset: modules (nn.Module events; convert with --python-functions), hash-ranges (## name ## annotations)."),
-    layer_depth: Optional[int] = typer.Option(None, "--layer-depth", help="With --layer-ranges: nesting level among the matching ranges (1 = outermost); default the innermost."),
-    iteration: Optional[List[str]] = typer.Option(None, "--iteration", help="Only these iterations (step numbers; repeat, comma-separate or A-B)."),
-    window: Optional[str] = typer.Option(None, "--window", help="Only spans starting in START:END (ns on the run clock)."),
+    layer_ranges: str | None = typer.Option(None, "--layer-ranges", help="Treat the ranges whose name matches this regular expression as layers (group 1 = name, group 2 = type), or a preset: modules (nn.Module events; convert with --python-functions), hash-ranges (## name ## annotations)."),
+    layer_depth: int | None = typer.Option(None, "--layer-depth", help="With --layer-ranges: nesting level among the matching ranges (1 = outermost); default the innermost."),
+    iteration: list[str] | None = typer.Option(None, "--iteration", help="Only these iterations (step numbers; repeat, comma-separate or A-B)."),
+    window: str | None = typer.Option(None, "--window", help="Only spans starting in START:END (ns on the run clock)."),
     findings: bool = typer.Option(False, "--findings", help="Print what matters in the trace, ranked, in words, with the analysis rows that show it (then only the -a analyses)."),
 ) -> None:
     """The XSP analyses, leveled-corrected: model, layer and kernel latency, rooflines, GPU time.
@@ -456,9 +458,8 @@ def analyze(
         else:
             print_tables(results, limit, uncorrected_notes(run_analysis(con, "level_sources")))
         if report is not None:
-            from .analyze.report import write_report
-
             from .analyze.findings import find
+            from .analyze.report import write_report
 
             all_results = {a.name: run_analysis(con, a.name) for a in ANALYSES}
             write_report(report, database, all_results, find(con, all_results))
@@ -480,7 +481,7 @@ def diff(
     new: Path = typer.Argument(..., help="Candidate xsp-trace database."),
     fail_above: str = typer.Option("5%", "--fail-above", help="Exit 1 when a kernel/op/layer's time per step grew by more than this."),
     min_share: str = typer.Option("1%", "--min-share", help="Ignore entries below this share of their level's baseline time."),
-    level: Optional[List[str]] = typer.Option(None, "--level", help="kernel, op or layer (repeat); default all three."),
+    level: list[str] | None = typer.Option(None, "--level", help="kernel, op or layer (repeat); default all three."),
     limit: int = typer.Option(20, "--limit", help="Rows to print (0 = all); regressions are always printed."),
 ) -> None:
     """Compare two databases per kernel, op and layer (time per step) and fail on regressions (CI gate).
@@ -519,9 +520,9 @@ def diff(
 @app.command()
 def metrics(
     database: Path = typer.Argument(..., help="An xsp-trace database holding the traced run the metrics belong to."),
-    inputs: List[Path] = typer.Argument(..., help="Nsight Compute output: `ncu --csv --page raw` CSV, or .ncu-rep (needs ncu)."),
-    run: Optional[int] = typer.Option(None, "--run", help="Run whose kernels the launches match (default: the only MLG run)."),
-    ncu: Optional[str] = typer.Option(None, "--ncu", help="ncu binary for .ncu-rep inputs (default: PATH)."),
+    inputs: list[Path] = typer.Argument(..., help="Nsight Compute output: `ncu --csv --page raw` CSV, or .ncu-rep (needs ncu)."),
+    run: int | None = typer.Option(None, "--run", help="Run whose kernels the launches match (default: the only MLG run)."),
+    ncu: str | None = typer.Option(None, "--ncu", help="ncu binary for .ncu-rep inputs (default: PATH)."),
 ) -> None:
     """Add Nsight Compute metrics of metric runs to a converted database (matched by kernel name and order).
 
@@ -558,7 +559,7 @@ def main() -> None:
     except BaseException as exc:
         _exit_if_signalled()
         if isinstance(exc, Interrupted):  # pragma: no cover - Interrupted always records its signal
-            raise SystemExit(128 + exc.signum)
+            raise SystemExit(128 + exc.signum) from exc
         raise
 
 

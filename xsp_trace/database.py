@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Iterator
 
 import duckdb
 
@@ -13,6 +13,7 @@ from . import __version__
 from .errors import InputError
 from .output_files import atomic_output
 from .resources import schema_text
+from .sql import scalar
 
 SCHEMA_VERSION = "2"
 
@@ -83,7 +84,7 @@ def connect(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
 
 
 def next_run_id(con: duckdb.DuckDBPyConnection) -> int:
-    return con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM runs").fetchone()[0]
+    return scalar(con, "SELECT coalesce(max(run_id), 0) + 1 FROM runs")
 
 
 RUN_FIELDS = (

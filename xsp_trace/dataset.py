@@ -24,6 +24,7 @@ from .errors import InputError
 from .output_files import atomic_output
 from .sql import quote_identifier as _quote
 from .sql import quote_literal as _literal
+from .sql import scalar
 
 MARKER = "xsp_dataset.json"
 FORMAT_NAME = "xsp-trace parquet dataset"
@@ -51,7 +52,7 @@ def copy_tables_to_parquet(con: duckdb.DuckDBPyConnection, catalog: str, folder:
         target = folder / table
         source = f"{_quote(catalog)}.main.{_quote(table)}"
         if "run_id" in names:
-            if not con.execute(f"SELECT EXISTS (SELECT 1 FROM {source})").fetchone()[0]:
+            if not scalar(con, f"SELECT EXISTS (SELECT 1 FROM {source})"):
                 continue  # no files: the view layer shows the empty table
             con.execute(
                 f"COPY (SELECT * REPLACE (run_id + {int(run_offset)} AS run_id) FROM {source}) TO {_literal(str(target))} "
@@ -75,7 +76,7 @@ def write_dataset_folder(database: Path, folder: Path) -> None:
     """Write the tables of the database at `database` into the empty folder `folder` (not atomic)."""
     con = connect(database, read_only=True)
     try:
-        catalog = con.execute("SELECT current_database()").fetchone()[0]
+        catalog = scalar(con, "SELECT current_database()")
         copy_tables_to_parquet(con, catalog, folder)
         tables = sorted(_tables(con, catalog))
     finally:

@@ -26,7 +26,7 @@ def nest(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.nda
     if n == 0:
         return parent, depth
     bounds = np.flatnonzero(np.diff(thread)) + 1
-    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, n]):
+    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, n], strict=True):
         s, e = start[lo:hi], end[lo:hi]
         result = _nest_laminar(s, e)
         if result is None:

@@ -22,9 +22,9 @@ import fcntl
 import os
 import shutil
 import signal
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from .errors import InputError
 
@@ -142,7 +142,7 @@ def write_error(output: Path, exc: BaseException) -> InputError | None:
     if code == errno.EFBIG or "File too large" in text:
         return InputError(output, "could not be written: file size limit reached (ulimit -f?)", "raise the limit or write a smaller output")
     if code in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return InputError(output, f"could not be written ({exc.strerror})", "check the permissions of its folder")
+        return InputError(output, f"could not be written ({getattr(exc, 'strerror', exc)})", "check the permissions of its folder")
     if code == errno.ENAMETOOLONG:
         return InputError(output, "could not be written: its name is too long", "choose a shorter path")
     if isinstance(exc, OSError):

@@ -16,6 +16,7 @@ By default the connection is locked down before the user's SQL runs:
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import duckdb
@@ -29,10 +30,11 @@ REFUSED_STATEMENTS = {"COPY": "COPY", "EXPORT": "EXPORT DATABASE", "ATTACH": "AT
 _FIX = "query the data only, or pass --allow-external-access to let the SQL use files and extensions"
 
 
-def lock_down(con: duckdb.DuckDBPyConnection, readable_folders: list[Path] = ()) -> None:
+def lock_down(con: duckdb.DuckDBPyConnection, readable_folders: Sequence[Path] = ()) -> None:
     """No file, network or extension access beyond `readable_folders`, and no way to turn it back on."""
-    locked, external = con.execute(
-        "SELECT current_setting('lock_configuration'), current_setting('enable_external_access')").fetchone()
+    row = con.execute("SELECT current_setting('lock_configuration'), current_setting('enable_external_access')").fetchone()
+    assert row is not None  # a SELECT without FROM returns one row
+    locked, external = row
     if locked:  # the same database opened and locked earlier in this process (DuckDB shares the instance)
         if external:
             raise InputError(None, "the database is open elsewhere in this process with external access allowed",

@@ -1,8 +1,9 @@
-"""The one place for SQL text helpers: quoting identifiers and literals, setting DuckDB variables."""
+"""The one place for SQL text helpers: quoting identifiers and literals, setting DuckDB variables, reading one value."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import duckdb
 
@@ -23,3 +24,11 @@ def set_variables(con: duckdb.DuckDBPyConnection, variables: Mapping[str, Any]) 
         if not name.isidentifier():
             raise ValueError(f"not a variable name: {name!r}")
         con.execute(f"SET VARIABLE {name} = ?", [value])
+
+
+def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> Any:
+    """The first column of the first row `sql` returns (e.g. a count or max); LookupError when it returns no row."""
+    row = con.execute(sql, params).fetchone()
+    if row is None:
+        raise LookupError(f"expected a row, got none from: {' '.join(sql.split())[:200]}")
+    return row[0]

@@ -71,7 +71,7 @@ def _spans_table(rows, pid):
     for span_id, (kind, name, category, start, end, tid, device, stream, corr) in enumerate(rows, start=1):
         values = (span_id, kind, name, category, start, end, pid, tid, device, stream, corr,
                   int(name.split(":")[1]) if kind == "layer" else None)
-        for column, value in zip(columns, values):
+        for column, value in zip(columns, values, strict=True):
             columns[column].append(value)
     return pa.table(columns)
 

@@ -43,7 +43,7 @@ def diff_databases(base: Path, new: Path, fail_above_pct: float = 5.0, min_share
     when it is new and would hold that share of the baseline's level time.
     """
     a, b = _totals(base), _totals(new)
-    level_total = {lvl: sum(v for (l, _), v in a.items() if l == lvl) for lvl in levels}
+    level_total = {lvl: sum(v for (level, _), v in a.items() if level == lvl) for lvl in levels}
     rows = []
     for key in sorted(set(a) | set(b)):
         level, name = key

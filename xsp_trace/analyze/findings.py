@@ -28,8 +28,8 @@ Severity per kind (what is at stake / what it is measured against):
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 import duckdb
 

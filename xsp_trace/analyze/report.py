@@ -12,10 +12,10 @@ from pathlib import Path
 
 from .. import __version__
 from ..output_files import atomic_output
+from ..tables import format_cell as _cell
 from . import svg
 from .catalog import ANALYSES
 from .findings import Finding
-from ..tables import format_cell as _cell
 from .session import Result
 
 TABLE_ROWS = 200  # rows per table in the report; the CLI/CSV/JSON give all
@@ -47,8 +47,8 @@ def _table_html(result: Result) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}"
 
 
-def _by_experiment(result: Result) -> dict[str, list[dict]]:
-    groups: dict[str, list[dict]] = {}
+def _by_experiment(result: Result) -> dict[str | None, list[dict]]:
+    groups: dict[str | None, list[dict]] = {}
     for rec in result.records():
         groups.setdefault(rec.get("experiment"), []).append(rec)
     return groups

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import duckdb
 
-from ..sql import quote_identifier as _quote
-from ..sql import set_variables
-from ..store import open_store
 from ..errors import InputError
 from ..formats import aten_perf_models, collectives, cuda_api, kineto_fields, ncu_metrics, nsys_stats, torch_dtypes
 from ..formats.device_peaks import lookup_peak
 from ..naming import LAYER_RANGE_PRESETS, install_name_macros, layer_range_pattern
 from ..resources import query_text
+from ..sql import quote_identifier as _quote
+from ..sql import scalar, set_variables
+from ..store import open_store
 from .catalog import BY_NAME, PRELUDES
 
 # Tables the capture side adds; databases converted without it get empty TEMP stand-ins.
@@ -55,7 +55,7 @@ class Result:
     rows: list[tuple] = field(default_factory=list)
 
     def records(self) -> list[dict]:
-        return [dict(zip(self.columns, row)) for row in self.rows]
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
 
 
 def _main_tables(con: duckdb.DuckDBPyConnection, catalog: str) -> dict[str, list[str]]:
@@ -69,7 +69,7 @@ def _main_tables(con: duckdb.DuckDBPyConnection, catalog: str) -> dict[str, list
 
 def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path | str = "database") -> None:
     """Load the selection, stand-ins, device peaks, settings and the prelude into `con`."""
-    catalog = con.execute("SELECT current_database()").fetchone()[0]
+    catalog = scalar(con, "SELECT current_database()")
     tables = _main_tables(con, catalog)
     if options.runs:
         known = {r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()}

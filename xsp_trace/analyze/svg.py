@@ -31,11 +31,10 @@ def _log_ticks(lo: float, hi: float) -> list[float]:
 def roofline(points: list[tuple[str, float, float]], peak_flops: float | None, peak_bytes_per_s: float | None,
              title: str, width: int = 640, height: int = 420) -> str:
     """Log-log scatter of (label, intensity FLOP/B, FLOP/s) under the roof min(peak, intensity * bandwidth)."""
-    pts = [(l, x, y) for l, x, y in points if x and y and x > 0 and y > 0]
+    pts = [(label, x, y) for label, x, y in points if x and y and x > 0 and y > 0]
     xs = [x for _, x, _ in pts] or [1.0]
     ys = [y for _, _, y in pts] or [1.0]
-    has_roof = bool(peak_flops and peak_bytes_per_s)
-    if has_roof:
+    if peak_flops and peak_bytes_per_s:
         ridge = peak_flops / peak_bytes_per_s
         xs += [ridge / 100, ridge * 10]
         ys += [peak_flops * 2]
@@ -63,7 +62,7 @@ def roofline(points: list[tuple[str, float, float]], peak_flops: float | None, p
                        f'<text x="{left - 4}" y="{sy(t) + 4:.1f}" {FONT} text-anchor="end">{_fmt(t)}</text>')
     out.append(f'<text x="{left + pw / 2}" y="{height - 8}" {FONT} text-anchor="middle">arithmetic intensity (FLOP/byte)</text>')
     out.append(f'<text x="14" y="{top + ph / 2}" {FONT} text-anchor="middle" transform="rotate(-90 14 {top + ph / 2})">FLOP/s</text>')
-    if has_roof:
+    if peak_flops and peak_bytes_per_s:
         ridge = peak_flops / peak_bytes_per_s
         x0 = x_lo
         y0 = x0 * peak_bytes_per_s

@@ -1,7 +1,9 @@
 """`convert`: any supported trace (or a capture run directory) into the unified DuckDB schema.
 
 Each source has a module here with `convert_<source>(con, path, run_id, options, progress)`;
-this module picks the source by looking at the file and runs the correlation afterwards.
+dispatch.py picks the source by looking at the file and runs the correlation afterwards, run_dir.py
+converts a capture run directory, and this module writes the database. What the converters share
+(options, progress, source detection) lives in common.py and is re-exported here.
 """
 
 from __future__ import annotations
@@ -9,73 +11,24 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 import duckdb
 
-from ..correlate import correlate_run
-from ..database import atomic_database, insert_run, next_run_id
+from ..database import atomic_database
 from ..errors import InputError
-from .validate import reading_errors
+from .common import GZIP_MAGIC, NSYS_REPORT_MAGIC, SQLITE_MAGIC, ConvertOptions, Progress, detect_source, no_progress, register_run
+from .dispatch import convert_trace
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
-NSYS_REPORT_MAGIC = b"NVIDIA Tegra Profiler Report"
-GZIP_MAGIC = b"\x1f\x8b"
-
-
-@dataclass
-class ConvertOptions:
-    nsys: str | None = None  # path of the nsys binary for .nsys-rep inputs
-    label: str | None = None
-    run_fields: dict = field(default_factory=dict)  # extra runs columns (level, model, batch_size...)
-    include_python_functions: bool = False  # Kineto python_function events (off by default, as HTA)
-    kineto_reader: str = "auto"  # "auto": DuckDB's JSON reader (kineto_fast), Python for odd files; "python": always Python
+__all__ = [
+    "GZIP_MAGIC", "NSYS_REPORT_MAGIC", "SQLITE_MAGIC", "ConvertOptions", "Progress",
+    "convert_files", "convert_into", "convert_trace", "detect_source", "no_progress", "register_run", "restore_stream_names", "spooled",
+]
 
 
-Progress = Callable[[str, float | None], None]  # (what, fraction done or None)
-
-
-def _no_progress(what: str, fraction: float | None) -> None:
-    pass
-
-
-def detect_source(path: Path) -> str:
-    """'nsys-rep', 'nsys-sqlite', 'kineto' or 'run-dir' for a path, or InputError."""
-    if not path.exists():
-        raise InputError(path, "does not exist", "check the path")
-    if path.is_dir():
-        return "run-dir"
-    if not path.is_file():  # a FIFO, <(process substitution) or device: read once, into a temporary copy
-        return "stream"
-    try:
-        with open(path, "rb") as f:
-            head = f.read(64)
-    except OSError as exc:
-        raise InputError(path, f"cannot be read ({exc.strerror})", "check its permissions") from exc
-    if head.startswith(NSYS_REPORT_MAGIC):
-        return "nsys-rep"
-    if head.startswith(SQLITE_MAGIC):
-        return "nsys-sqlite"
-    if head.startswith(GZIP_MAGIC):
-        return "kineto"
-    stripped = head.lstrip()
-    if stripped.startswith(b"{") or stripped.startswith(b"["):
-        return "kineto"
-    if path.suffix in (".nsys-rep", ".qdrep"):
-        raise InputError(path, "is not an Nsight Systems report (no report header)", "pass a .nsys-rep written by nsys profile")
-    if path.suffix in (".sqlite", ".db"):
-        raise InputError(path, "is not a SQLite file", "pass an export from `nsys export --type sqlite`")
-    raise InputError(
-        path,
-        "is not a trace xsp-trace knows (expected .nsys-rep, nsys .sqlite export, or PyTorch profiler .json/.json.gz)",
-        "pass one of those",
-    )
-
-
-def convert_into(con: duckdb.DuckDBPyConnection, path: Path, options: ConvertOptions, progress: Progress = _no_progress) -> list[int]:
+def convert_into(con: duckdb.DuckDBPyConnection, path: Path, options: ConvertOptions, progress: Progress = no_progress) -> list[int]:
     """Convert one input into an open database; returns the run ids it added."""
     path = Path(path)
     source = detect_source(path)
@@ -85,27 +38,7 @@ def convert_into(con: duckdb.DuckDBPyConnection, path: Path, options: ConvertOpt
         from .run_dir import convert_run_dir
 
         return convert_run_dir(con, path, options, progress)
-    run_id = next_run_id(con)
-    with reading_errors(path):
-        if source in ("nsys-rep", "nsys-sqlite"):
-            from .nsys import convert_nsys
-
-            convert_nsys(con, path, run_id, options, progress)
-        else:
-            from .kineto import convert_kineto
-
-            convert_kineto(con, path, run_id, options, progress)
-    progress("correlating", None)
-    correlate_run(con, run_id)
-    return [run_id]
-
-
-def register_run(con: duckdb.DuckDBPyConnection, run_id: int, options: ConvertOptions, **fields) -> None:
-    """Insert the runs row: what the source says, overridden by what the caller knows (level, model...)."""
-    merged = {**fields, **{k: v for k, v in options.run_fields.items() if v is not None}}
-    if options.label is not None:
-        merged["label"] = options.label
-    insert_run(con, run_id, **merged)
+    return convert_trace(con, path, options, progress)
 
 
 def convert_files(
@@ -115,7 +48,7 @@ def convert_files(
     *,
     append: bool = False,
     overwrite: bool = False,
-    progress: Progress = _no_progress,
+    progress: Progress = no_progress,
 ) -> list[int]:
     """Convert inputs into one database written atomically at `output`."""
     run_ids: list[int] = []
@@ -130,7 +63,7 @@ def convert_files(
 
 def restore_stream_names(con: duckdb.DuckDBPyConnection, inputs: list[Path], paths: list[Path]) -> None:
     """runs.source_path of a spooled pipe: the path the user gave, not the temporary copy."""
-    for original, path in zip(inputs, paths):
+    for original, path in zip(inputs, paths, strict=True):
         if Path(path) != Path(original):
             con.execute("UPDATE runs SET source_path = ? WHERE source_path = ?", [str(original), str(path)])
 
@@ -144,7 +77,7 @@ def spooled(inputs: list[Path]) -> Iterator[list[Path]]:
     (`$TMPDIR/xsp-stream-*`, removed afterwards): the converters read a file more than once.
     A FIFO without a writer reads as empty instead of blocking the open."""
     folder = None
-    paths = []
+    paths: list[Path] = []
     try:
         for path in map(Path, inputs):
             if path.exists() and not path.is_dir() and not path.is_file():
@@ -160,7 +93,7 @@ def spooled(inputs: list[Path]) -> Iterator[list[Path]]:
         try:
             yield paths
         except InputError as exc:  # name the pipe the user gave, not its temporary copy
-            for original, path in zip(inputs, paths):
+            for original, path in zip(inputs, paths, strict=True):
                 if exc.path == str(path) and path != Path(original):
                     raise InputError(original, exc.problem, exc.fix) from exc
             raise

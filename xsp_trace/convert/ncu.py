@@ -25,6 +25,7 @@ import pyarrow as pa
 from ..database import insert_relation
 from ..errors import InputError
 from ..formats import ncu_metrics as nm
+from ..sql import scalar
 
 
 @dataclass
@@ -86,30 +87,32 @@ def parse_ncu_csv(text: str, path: Path) -> list[NcuLaunch]:
     launches: dict[int, NcuLaunch] = {}
     if nm.DETAILS_METRIC_NAME in col:  # long form: one row per (launch, metric)
         for row in rows[1:]:
-            if len(row) < len(header) or _number(row[col[nm.ID_COLUMN]]) is None:
+            if len(row) < len(header):
                 continue
+            launch_number = _number(row[col[nm.ID_COLUMN]])
             value = _number(row[col[nm.DETAILS_METRIC_VALUE]])
-            if value is None or not row[col[nm.DETAILS_METRIC_NAME]]:
+            if launch_number is None or value is None or not row[col[nm.DETAILS_METRIC_NAME]]:
                 continue
-            launch_id = int(_number(row[col[nm.ID_COLUMN]]))
+            launch_id = int(launch_number)
             launch = launches.setdefault(launch_id, NcuLaunch(launch_id, row[col[nm.KERNEL_NAME_COLUMN]]))
             launch.metrics[row[col[nm.DETAILS_METRIC_NAME]]] = to_base_unit(value, row[col[nm.DETAILS_METRIC_UNIT]])
-        return sorted(launches.values(), key=lambda l: l.launch_id)
+        return sorted(launches.values(), key=lambda launch: launch.launch_id)
     metric_columns = [i for i, name in enumerate(header) if name not in nm.IDENTIFICATION_COLUMNS]
     units = [""] * len(header)
     for row in rows[1:]:
         if len(row) < len(header):
             continue
-        if _number(row[col[nm.ID_COLUMN]]) is None:  # the units row of the raw page
+        launch_number = _number(row[col[nm.ID_COLUMN]])
+        if launch_number is None:  # the units row of the raw page
             units = row
             continue
-        launch = NcuLaunch(int(_number(row[col[nm.ID_COLUMN]])), row[col[nm.KERNEL_NAME_COLUMN]])
+        launch = NcuLaunch(int(launch_number), row[col[nm.KERNEL_NAME_COLUMN]])
         for i in metric_columns:
             value = _number(row[i])
             if value is not None:
                 launch.metrics[header[i]] = to_base_unit(value, units[i])
         launches[launch.launch_id] = launch
-    return sorted(launches.values(), key=lambda l: l.launch_id)
+    return sorted(launches.values(), key=lambda launch: launch.launch_id)
 
 
 def derived_metrics(metrics: dict[str, tuple[float, str]]) -> dict[str, tuple[float, str]]:
@@ -167,8 +170,7 @@ def _base_name(name: str | None) -> str | None:
 
 
 def _target_kernels(con: duckdb.DuckDBPyConnection, run_id: int) -> list[tuple]:
-    in_inferences = con.execute(
-        "SELECT count(*) > 0 FROM spans WHERE run_id = ? AND kind = 'model'", [run_id]).fetchone()[0]
+    in_inferences = scalar(con, "SELECT count(*) > 0 FROM spans WHERE run_id = ? AND kind = 'model'", [run_id])
     cols = ", ".join(f"{sql} AS {alias}" for alias, sql in _NAME_COLUMNS.items())
     return con.execute(
         f"""SELECT s.span_id, {cols} FROM spans s LEFT JOIN kernels k USING (run_id, span_id)
@@ -192,6 +194,8 @@ def match_launches(launches: list[NcuLaunch], kernels: list[tuple]) -> tuple[str
         matched: dict[int, int] = {}
         for launch in launches:
             name = _base_name(launch.kernel_name) if key == "base_name" else launch.kernel_name
+            if not name:  # matches nothing: by_name holds no empty name
+                continue
             spans = by_name.get(name, [])
             if seen[name] < len(spans):
                 matched[launch.launch_id] = spans[seen[name]]
@@ -219,7 +223,7 @@ def import_ncu_metrics(con: duckdb.DuckDBPyConnection, path: Path, run_id: int |
         raise InputError(path, "holds no profiled kernel launch", "profile with ncu --metrics ... first")
     if run_id is None:
         run_id = default_target_run(con, path)
-    if con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()[0] == 0:
+    if scalar(con, "SELECT count(*) FROM runs WHERE run_id = ?", [run_id]) == 0:
         raise InputError(path, f"cannot be matched: the database has no run {run_id}", "pass --run with an existing run id")
     name_column, matched = match_launches(launches, _target_kernels(con, run_id))
     if not matched:
@@ -239,5 +243,5 @@ def import_ncu_metrics(con: duckdb.DuckDBPyConnection, path: Path, run_id: int |
     table = pa.table(rows, schema=pa.schema([("run_id", pa.int32()), ("span_id", pa.int64()), ("metric", pa.string()),
                                              ("value", pa.float64()), ("unit", pa.string())]))
     insert_relation(con, "metrics", table)
-    unmatched = sorted({l.kernel_name for l in launches if l.launch_id not in matched})
+    unmatched = sorted({launch.kernel_name for launch in launches if launch.launch_id not in matched})
     return MetricsImport(run_id, len(launches), len(matched), name_column, unmatched)

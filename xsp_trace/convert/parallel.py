@@ -25,8 +25,8 @@ import duckdb
 
 from ..database import atomic_database, next_run_id
 from ..output_files import atomic_output, install_signal_handlers, parts_path, remove_temp
-from . import ConvertOptions, Progress, _no_progress, convert_files, convert_into, detect_source, restore_stream_names, spooled
-
+from . import convert_files, convert_into, restore_stream_names, spooled
+from .common import ConvertOptions, Progress, detect_source, no_progress
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 PARENT_POLL_S = 0.5  # a worker whose parent is gone stops within this (where PR_SET_PDEATHSIG is missing)
@@ -116,7 +116,7 @@ def convert_files_parallel(
     jobs: int | None = None,
     append: bool = False,
     overwrite: bool = False,
-    progress: Progress = _no_progress,
+    progress: Progress = no_progress,
 ) -> list[int]:
     """Convert inputs into one database at `output` with up to `jobs` worker processes.
 
@@ -146,9 +146,9 @@ def convert_files_parallel(
             try:
                 parts = [parts_dir / f"part{i:05d}.duckdb" for i in range(len(inputs))]
                 futures: list[Future] = [
-                    pool.submit(_convert_part, str(path), str(part), options, threads) for path, part in zip(paths, parts)
+                    pool.submit(_convert_part, str(path), str(part), options, threads) for path, part in zip(paths, parts, strict=True)
                 ]
-                for i, (future, part) in enumerate(zip(futures, parts)):
+                for i, (future, part) in enumerate(zip(futures, parts, strict=True)):
                     future.result()  # an InputError of the worker is raised here, unchanged
                     progress(f"merging {inputs[i].name} ({i + 1}/{len(inputs)})", (i + 1) / len(inputs))
                     run_ids.extend(merge_part(con, part))
@@ -170,7 +170,7 @@ def convert_to_dataset(
     *,
     jobs: int | None = None,
     overwrite: bool = False,
-    progress: Progress = _no_progress,
+    progress: Progress = no_progress,
 ) -> list[int]:
     """Convert inputs into a Parquet dataset folder `output` (xsp_trace.dataset), atomically."""
     from ..dataset import write_dataset_folder

@@ -21,14 +21,14 @@ import json
 import logging
 import os
 import shutil
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from ..dataset import MARKER, write_marker
 from ..errors import InputError
 from ..output_files import atomic_output, parts_path
-from . import ConvertOptions, Progress, _no_progress, detect_source
+from .common import ConvertOptions, Progress, detect_source, no_progress
 
 RUN_PARTITION = "run_id="
 
@@ -81,7 +81,7 @@ def convert_with_ray(
     run_id_offset: int = 0,
     overwrite: bool = False,
     max_retries: int = 3,
-    progress: Progress = _no_progress,
+    progress: Progress = no_progress,
 ) -> list[int]:
     """Convert `inputs` on Ray (the cluster at `address`, or a local one) into the Parquet dataset `output`."""
     inputs = [Path(p).resolve() for p in inputs]

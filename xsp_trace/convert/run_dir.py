@@ -20,7 +20,8 @@ import pyarrow as pa
 from ..capture.manifest import MANIFEST_FORMAT, MANIFEST_NAME, METRICS_LEVEL_PREFIX
 from ..database import insert_relation
 from ..errors import InputError
-from . import ConvertOptions, Progress
+from .common import ConvertOptions, Progress
+from .dispatch import convert_trace
 
 
 def _read_json(path: Path, what: str) -> dict:
@@ -91,16 +92,16 @@ def _layer_rows(run_id: int, session: dict) -> dict:
     return {
         "run_id": [run_id] * len(layers),
         "model": [session.get("model")] * len(layers),
-        "layer_index": [l["index"] for l in layers],
-        "name": [l["name"] for l in layers],
-        "type": [l["type"] for l in layers],
-        "depth": [l.get("depth") for l in layers],
-        "range_name": [l.get("range_name") for l in layers],
-        "input_shapes": [dump(l.get("input_shapes")) for l in layers],
-        "output_shapes": [dump(l.get("output_shapes")) for l in layers],
-        "parameter_bytes": [l.get("parameter_bytes") for l in layers],
-        "buffer_bytes": [l.get("buffer_bytes") for l in layers],
-        "calls_per_inference": [l.get("calls_per_inference") for l in layers],
+        "layer_index": [layer["index"] for layer in layers],
+        "name": [layer["name"] for layer in layers],
+        "type": [layer["type"] for layer in layers],
+        "depth": [layer.get("depth") for layer in layers],
+        "range_name": [layer.get("range_name") for layer in layers],
+        "input_shapes": [dump(layer.get("input_shapes")) for layer in layers],
+        "output_shapes": [dump(layer.get("output_shapes")) for layer in layers],
+        "parameter_bytes": [layer.get("parameter_bytes") for layer in layers],
+        "buffer_bytes": [layer.get("buffer_bytes") for layer in layers],
+        "calls_per_inference": [layer.get("calls_per_inference") for layer in layers],
     }
 
 
@@ -110,8 +111,6 @@ _LATENCY_SCHEMA = pa.schema([("run_id", pa.int32()), ("loop", pa.string()), ("it
 
 def convert_run_dir(con: duckdb.DuckDBPyConnection, run_dir: Path, options: ConvertOptions, progress: Progress) -> list[int]:
     """Convert every finished run of a capture run directory; returns the run ids added."""
-    from . import convert_into
-
     run_dir = Path(run_dir)
     manifest = read_run_manifest(run_dir)
     runs = [r for r in manifest.get("runs", []) if r.get("status") == "ok" and r.get("trace")]
@@ -127,7 +126,7 @@ def convert_run_dir(con: duckdb.DuckDBPyConnection, run_dir: Path, options: Conv
         session = _read_json(run_dir / entry["session"], "the session record")
         fields = {**options.run_fields, "level": entry["level"], "model": session.get("model") or model,
                   "batch_size": entry["batch_size"]}
-        run_ids = convert_into(con, run_dir / entry["trace"], replace(options, run_fields=fields), progress)
+        run_ids = convert_trace(con, run_dir / entry["trace"], replace(options, run_fields=fields), progress)
         for run_id in run_ids:
             con.execute("INSERT INTO capture_runs BY NAME SELECT * FROM (SELECT " + ", ".join(
                 f"? AS {k}" for k in _capture_row(run_id, run_dir, entry, session)) + ")",

@@ -8,17 +8,18 @@ flat whatever the trace size (the intern tables are bounded, see packets.py).
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
-from ..sql import set_variables
-from ..store import open_store
 from ..errors import InputError
 from ..naming import parse_layer_name
 from ..output_files import atomic_output, check_output_path, refuse_inputs
 from ..resources import query_text
+from ..sql import set_variables
+from ..store import open_store
 from .packets import PacketWriter
 from .tracks import Lanes, TrackRegistry
 
@@ -66,7 +67,7 @@ class ExportStats:
     runs: list[int] = field(default_factory=list)
 
 
-def _check_options(con: duckdb.DuckDBPyConnection, database: Path, options: PerfettoOptions) -> None:
+def _check_options(con: duckdb.DuckDBPyConnection, database: Path | None, options: PerfettoOptions) -> None:
     if options.kinds is not None:
         unknown = sorted(set(options.kinds) - set(SPAN_KINDS) - set(EXTRA_KINDS))
         if unknown:
@@ -102,7 +103,7 @@ def _batches(con: duckdb.DuckDBPyConnection, query: str, batch_rows: int, skip_n
     With skip_null_columns, columns that are NULL throughout the batch are left out."""
     for batch in con.sql(query_text(query)).to_arrow_reader(batch_rows):
         if skip_null_columns:
-            yield {name: column.to_pylist() for name, column in zip(batch.schema.names, batch.columns)
+            yield {name: column.to_pylist() for name, column in zip(batch.schema.names, batch.columns, strict=True)
                    if column.null_count < batch.num_rows}
         else:
             yield batch.to_pydict()
@@ -112,30 +113,32 @@ def _rows(con: duckdb.DuckDBPyConnection, query: str, batch_rows: int):
     """Rows of a query as dicts."""
     for columns in _batches(con, query, batch_rows):
         names = list(columns)
-        for values in zip(*(columns[n] for n in names)):
-            yield dict(zip(names, values))
+        for values in zip(*(columns[n] for n in names), strict=True):
+            yield dict(zip(names, values, strict=True))
 
 
 def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats) -> None:
     current_key = None
     lanes: Lanes | None = None
+    place: Callable[[int, int], int]  # lanes.place of the current track: set at the first row (no key is None)
     begin = writer.slice_begin
     for cols in _batches(con, "perfetto/slices", options.batch_rows, skip_null_columns=True):
         n = len(cols["ts"])
         nulls = [None] * n
-        keys = zip(*(cols.get(k, nulls) for k in _TRACK_KEY))
+        keys = zip(*(cols.get(k, nulls) for k in _TRACK_KEY), strict=True)
         int_cols = [(k, cols[k]) for k in INT_ANNOTATIONS if k in cols]
         str_cols = [(k, cols[k]) for k in STR_ANNOTATIONS if k in cols]
         float_cols = [(k, cols[k]) for k in FLOAT_ANNOTATIONS if k in cols]
         rows = zip(keys, cols["ts"], cols["end_ts"], cols["name"], cols["kind"], cols.get("args", nulls),
-                   cols.get("flow_ids", nulls), cols.get("terminating_flow_id", nulls))
+                   cols.get("flow_ids", nulls), cols.get("terminating_flow_id", nulls), strict=True)
         for i, (key, ts, end, name, kind, args, flow_ids, terminating) in enumerate(rows):
             if key != current_key:
                 if lanes is not None:
                     lanes.close()
                 lanes = Lanes(writer, tracks.base_track(*key), nest=key[1] != "gpu", new_lane=tracks.lane)
+                place = lanes.place
                 current_key = key
-            uuid = lanes.place(ts, end)
+            uuid = place(ts, end)
             int_args = [(k, c[i]) for k, c in int_cols if c[i] is not None]
             str_args = [(k, c[i]) for k, c in str_cols if c[i] is not None]
             float_args = [(k, c[i]) for k, c in float_cols if c[i] is not None]
@@ -163,7 +166,8 @@ def _write_marks(con, writer: PacketWriter, tracks: TrackRegistry, options: Perf
 
 
 def _write_counters(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats) -> None:
-    current_key, uuid = None, None
+    current_key = None
+    uuid = 0  # set at the first row (no key is None)
     for row in _rows(con, "perfetto/counters", options.batch_rows):
         key = (row["run_id"], row["name"], row["pid"], row["device_id"])
         if key != current_key:

@@ -16,7 +16,8 @@ incremental state and starts over, so memory does not grow with the number of di
 
 from __future__ import annotations
 
-from typing import BinaryIO, Iterable
+from collections.abc import Iterable
+from typing import BinaryIO
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
@@ -147,16 +148,16 @@ class PacketWriter:
             annotation = add()
             annotation.name_iid = keys.get(key) or intern(packet, _ANNOTATION_NAMES, key)
             annotation.int_value = value
-        for key, value in float_args:
+        for key, number in float_args:
             annotation = add()
             annotation.name_iid = keys.get(key) or intern(packet, _ANNOTATION_NAMES, key)
-            annotation.double_value = value
+            annotation.double_value = number
         if str_args:
             values = tables[_STRING_VALUES]
-            for key, value in str_args:
+            for key, text in str_args:
                 annotation = add()
                 annotation.name_iid = keys.get(key) or intern(packet, _ANNOTATION_NAMES, key)
-                annotation.string_value_iid = values.get(value) or intern(packet, _STRING_VALUES, value)
+                annotation.string_value_iid = values.get(text) or intern(packet, _STRING_VALUES, text)
         if flow_ids:
             event.flow_ids.extend(flow_ids)
         if terminating_flow_ids:

@@ -9,7 +9,7 @@ pid 0 -- are replaced by fresh ones, and the real id is then written into the na
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
@@ -237,6 +237,6 @@ class Lanes:
         return self.uuids[lane]
 
     def close(self) -> None:
-        for uuid, stack in zip(self.uuids, self.stacks):
+        for uuid, stack in zip(self.uuids, self.stacks, strict=True):
             while stack:
                 self.writer.slice_end(uuid, stack.pop())

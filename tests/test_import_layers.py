@@ -1,0 +1,158 @@
+"""The package's layers, read from its import statements (ast, every import including function-level ones):
+
+(a) no import cycles between modules;
+(b) xsp_trace.formats (facts about external formats) imports nothing else from xsp_trace;
+(c) the readers of a database (xsp_trace.analyze, xsp_trace.perfetto) never import xsp_trace.convert.
+
+An edge is "module A imports module B": `from P import name` counts as an import of P.name when that is a
+module, else of P; a package's `__init__` is a module of its own.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+
+import pytest
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent / "xsp_trace"
+
+# Edges of the cycle convert/__init__.py <-> its submodules that stay until the files below, being rewritten in a
+# merge in flight, import ConvertOptions, Progress, register_run and the magic numbers from
+# xsp_trace.convert.common like the other submodules do. TODO(merge): remove this allow-list.
+ALLOWED_CYCLE_EDGES = {
+    ("xsp_trace.convert.kineto", "xsp_trace.convert"),
+    ("xsp_trace.convert.kineto_stream", "xsp_trace.convert"),
+    ("xsp_trace.convert.nsys", "xsp_trace.convert"),
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE_DIR.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    # capture/ reaches the package through the symlink xsp_trace/capture (followed here, where Path.rglob would not):
+    # it is xsp_trace.capture, its only module identity.
+    found = {}
+    for folder, _, names in os.walk(PACKAGE_DIR, followlinks=True):
+        for file_name in names:
+            if file_name.endswith(".py"):
+                path = Path(folder, file_name)
+                found[_module_name(path)] = path
+    return dict(sorted(found.items()))
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The xsp_trace modules that module `name` (file `path`) imports, anywhere in its body."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base_parts = package.split(".")
+                base_parts = base_parts[: len(base_parts) - (node.level - 1)]
+                base = ".".join(base_parts + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in modules:  # `import a.b.c` of a name inside a module: its module
+                target = target.rpartition(".")[0]
+            if target.startswith("xsp_trace") and target != name:
+                found.add(target)
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(name, path, modules) for name, path in modules.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for succ in sorted(graph.get(node, ())):
+            if succ not in index:
+                visit(succ)
+                low[node] = min(low[node], low[succ])
+            elif succ in on_stack:
+                low[node] = min(low[node], index[succ])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return components
+
+
+def test_the_graph_sees_the_package():
+    graph = _graph()
+    # A reader that found nothing would pass every check below: it must see known edges, including function-level
+    # ones (convert_into imports .run_dir inside the function) and the capture side through its symlink.
+    assert "xsp_trace.capture.runner" in graph
+    assert "xsp_trace.convert.run_dir" in graph["xsp_trace.convert"]
+    assert "xsp_trace.naming" in graph["xsp_trace.capture.hooks"]
+    assert "xsp_trace.database" in graph["xsp_trace.convert"]
+
+
+def test_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles():
+    graph = _graph()
+    for source, target in ALLOWED_CYCLE_EDGES:
+        assert target in graph[source], f"allow-listed edge {source} -> {target} is gone: remove it from ALLOWED_CYCLE_EDGES"
+        graph[source].discard(target)
+    assert _cycles(graph) == []
+
+
+def _inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+@pytest.mark.parametrize(
+    "layer, forbidden",
+    [
+        ("xsp_trace.formats", "xsp_trace"),  # anything outside formats itself
+        ("xsp_trace.analyze", "xsp_trace.convert"),
+        ("xsp_trace.perfetto", "xsp_trace.convert"),
+    ],
+)
+def test_layer_imports(layer, forbidden):
+    bad = sorted(
+        f"{source} -> {target}"
+        for source, targets in _graph().items()
+        if _inside(source, layer)
+        for target in targets
+        if _inside(target, forbidden) and not _inside(target, layer)
+    )
+    assert bad == []

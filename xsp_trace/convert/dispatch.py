@@ -1,0 +1,38 @@
+"""One trace file (nsys report or export, PyTorch profiler JSON) into an open database, then correlated.
+
+`xsp_trace.convert.convert_into` uses it for a trace given on the command line, and the run-directory
+converter (run_dir.py) for each trace a capture wrote; neither imports the other.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from ..correlate import correlate_run
+from ..database import next_run_id
+from ..errors import InputError
+from .common import ConvertOptions, Progress, detect_source
+from .validate import reading_errors
+
+
+def convert_trace(con: duckdb.DuckDBPyConnection, path: Path, options: ConvertOptions, progress: Progress) -> list[int]:
+    """Convert the trace file at `path` as one new run, correlate it, and return [its run id]."""
+    source = detect_source(path)
+    if source not in ("nsys-rep", "nsys-sqlite", "kineto"):
+        raise InputError(path, f"is a {'folder' if source == 'run-dir' else 'pipe or device'}, not a trace file",
+                         "pass an nsys report or export, or a PyTorch profiler trace")
+    run_id = next_run_id(con)
+    with reading_errors(path):
+        if source in ("nsys-rep", "nsys-sqlite"):
+            from .nsys import convert_nsys
+
+            convert_nsys(con, path, run_id, options, progress)
+        else:
+            from .kineto import convert_kineto
+
+            convert_kineto(con, path, run_id, options, progress)
+    progress("correlating", None)
+    correlate_run(con, run_id)
+    return [run_id]
