@@ -205,3 +205,16 @@ def test_experiments_sort_by_batch_size_as_a_number(db, tmp_path):
     session = open_session(copy)
     experiments = [r["experiment"] for r in run_analysis(session, "model_info").records()]
     assert experiments == ["tiny bs=2", "tiny bs=4", "tiny bs=16"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["analyze", "DB", "--run", "1,x"], "--run 'x' is not a number (e.g. --run 1,2)"),
+    (["analyze", "DB", "--compare", "a,b"], "--compare 'a' is not a number"),
+    (["perfetto", "DB", "-o", "out.pftrace", "--runs", "1,two"], "--runs 'two' is not a number"),
+    (["capture", "--batch-sizes", "1,big", "-o", "run", "--", "python", "x.py"], "--batch-sizes 'big' is not a number (e.g. --batch-sizes 1,8)"),
+])
+def test_every_list_option_is_parsed_alike(db, tmp_path, args, message):
+    """One parser for every comma-separated option: the same one-line error, exit 2."""
+    result = runner.invoke(app, [str(db) if a == "DB" else str(tmp_path / a) if a in ("out.pftrace", "run") else a for a in args])
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output

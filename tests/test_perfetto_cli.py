@@ -67,7 +67,7 @@ def test_bad_input_is_one_line_exit_2(tmp_path):
     cases = {
         ("--runs", "7"): "has no run 7",
         ("--kinds", "kernal"): "unknown kind(s) kernal",
-        ("--runs", "one"): "is not a comma-separated list",
+        ("--runs", "one"): "--runs 'one' is not a number",
         ("--from-ns", "10", "--to-ns", "5"): "is not before its end",
     }
     for args, message in cases.items():

@@ -17,6 +17,13 @@ from .errors import InputError
 from .output_files import Interrupted, check_output_path, install_signal_handlers, received_signal, refuse_inputs
 
 
+class StoreFormat(str, Enum):
+    """What `convert` writes."""
+
+    duckdb = "duckdb"
+    parquet = "parquet"
+
+
 class Engine(str, Enum):
     """Where `convert` runs the per-trace conversions."""
 
@@ -113,7 +120,7 @@ def convert(
     perfetto: Path | None = typer.Option(None, "--perfetto", help="Also write every run of the database as a Perfetto trace (.pftrace) for ui.perfetto.dev."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress bar."),
     jobs: int | None = typer.Option(None, "-j", "--jobs", help="Inputs converted at once, one process each (default: one per core)."),
-    out_format: str = typer.Option("duckdb", "--format", help="duckdb (one database file) or parquet (a folder partitioned by run, for many traces)."),
+    out_format: StoreFormat = typer.Option(StoreFormat.duckdb, "--format", help="duckdb (one database file) or parquet (a folder partitioned by run, for many traces)."),
     engine: Engine = typer.Option(Engine.local, "--engine", help="local: worker processes on this machine (-j); ray: one Ray Data task per trace, into a Parquet dataset."),
     ray_address: str | None = typer.Option(None, "--ray-address", help="With --engine ray: the cluster to join (default: $RAY_ADDRESS, else a local Ray)."),
     run_id_offset: int = typer.Option(0, "--run-id-offset", help="With --engine ray: number the runs from OFFSET+1, in input order (several jobs sharing one dataset)."),
@@ -134,17 +141,11 @@ def convert(
 
     The same queries run over either: xsp-trace query ranks_dataset @queries/analyses/top_kernels.sql
     """
-    from .convert import ConvertOptions
+    from .convert import ConvertOptions, default_output
     from .convert.parallel import convert_files_parallel, convert_to_dataset
 
-    first = inputs[0]
     if output is None:
-        base = first.name
-        for suffix in (".gz", ".json", ".nsys-rep", ".qdrep", ".sqlite"):
-            base = base.removesuffix(suffix)
-        output = (first if first.is_dir() else first.parent) / ("xsp.duckdb" if first.is_dir() else f"{base}.duckdb")
-        if out_format == "parquet" or engine is Engine.ray:
-            output = output.with_suffix("")
+        output = default_output(inputs[0], dataset=out_format is StoreFormat.parquet or engine is Engine.ray)
     options = ConvertOptions(nsys=nsys, label=label, include_python_functions=python_functions)
     try:
         if perfetto is not None:  # refused before converting, not after
@@ -154,20 +155,18 @@ def convert(
             if engine is Engine.ray:
                 from .convert.ray_engine import convert_with_ray
 
-                if append or out_format != "parquet" and output.suffix == ".duckdb":
+                if append or out_format is not StoreFormat.parquet and output.suffix == ".duckdb":
                     raise InputError(output, "--engine ray writes a new Parquet dataset folder",
                                      "pass -o FOLDER (and --format parquet), without --append")
                 run_ids = convert_with_ray(list(inputs), output, options, address=ray_address,
                                            run_id_offset=run_id_offset, overwrite=overwrite, progress=progress)
-            elif out_format == "parquet":
+            elif out_format is StoreFormat.parquet:
                 if append:
                     raise InputError(output, "--append works on DuckDB databases only", "convert into a new Parquet folder")
                 run_ids = convert_to_dataset(list(inputs), output, options, jobs=jobs, overwrite=overwrite, progress=progress)
-            elif out_format == "duckdb":
+            else:
                 run_ids = convert_files_parallel(list(inputs), output, options, jobs=jobs, append=append,
                                                  overwrite=overwrite, progress=progress)
-            else:
-                raise InputError(None, f"--format {out_format!r} is not one of duckdb, parquet", "pick one of those")
     except (InputError, OSError) as exc:
         fail(exc)
     typer.echo(f"wrote {output} (runs {', '.join(map(str, run_ids))})")
@@ -175,13 +174,21 @@ def convert(
         _write_perfetto(output, perfetto, None)
 
 
-def _parse_list(value: str | None, what: str, convert=str) -> list | None:
-    if value is None:
+def comma_list(values: str | list[str] | None, option: str, convert=str, example: str = "1,2") -> list | None:
+    """The items of a comma-separated option (given once or repeated), converted; None when absent.
+    One line and exit 2 when an item does not convert. The one list parser of the CLI."""
+    if not values:
         return None
-    try:
-        return [convert(item.strip()) for item in value.split(",") if item.strip()]
-    except ValueError:
-        fail(InputError(None, f"{what} {value!r} is not a comma-separated list of numbers", f"e.g. {what} 1,3"))
+    text = values if isinstance(values, str) else ",".join(values)
+    out = []
+    for item in text.split(","):
+        if item.strip():
+            try:
+                out.append(convert(item.strip()))
+            except ValueError:
+                fail(InputError(None, f"{option} {item.strip()!r} is not a {'number' if convert is int else 'valid item'}",
+                                f"e.g. {option} {example}"))
+    return out
 
 
 def _write_perfetto(database: Path, output: Path, options) -> None:
@@ -222,20 +229,13 @@ def perfetto(
     from .perfetto import PerfettoOptions
 
     options = PerfettoOptions(
-        run_ids=_parse_list(runs, "--runs", int),
-        kinds=_parse_list(kinds, "--kinds"),
+        run_ids=comma_list(runs, "--runs", int),
+        kinds=comma_list(kinds, "--kinds", example="model,layer,kernel"),
         from_ns=from_ns,
         to_ns=to_ns,
         align_runs=not keep_clocks,
     )
     _write_perfetto(database, output, options)
-
-
-def _comma_list(text: str, what: str, convert=str) -> list:
-    try:
-        return [convert(part.strip()) for part in text.split(",") if part.strip()]
-    except ValueError:
-        fail(InputError(None, f"{what} {text!r} is not a comma list of integers", f"e.g. --{what} 1,8"))
 
 
 @app.command(
@@ -280,10 +280,10 @@ def capture(
     from .capture.runner import CaptureRequest, capture_levels
 
     request = CaptureRequest(
-        command=list(ctx.args), out=output, levels=_comma_list(levels, "levels"),
-        batch_sizes=_comma_list(batch_sizes, "batch-sizes", int), iterations=iterations, warmup=warmup,
-        tools=_comma_list(tool, "tool"), depth=depth, layer_sync=layer_sync,
-        metrics=_comma_list(metrics, "metrics"), metric_iterations=metric_iterations, nsys=nsys, ncu=ncu,
+        command=list(ctx.args), out=output, levels=comma_list(levels, "--levels", example="M,ML,MLG") or [],
+        batch_sizes=comma_list(batch_sizes, "--batch-sizes", int, "1,8") or [], iterations=iterations, warmup=warmup,
+        tools=comma_list(tool, "--tool", example="torch") or [], depth=depth, layer_sync=layer_sync,
+        metrics=comma_list(metrics, "--metrics", example="flops,dram") or [], metric_iterations=metric_iterations, nsys=nsys, ncu=ncu,
         malloc_tuning=malloc_tuning, overwrite=overwrite, timeout_s=timeout,
     )
     say = None if quiet else (lambda line: err_console.print(line, markup=False, highlight=False))
@@ -339,20 +339,6 @@ def query(
             con.close()
     except (InputError, OSError) as exc:
         fail(exc)
-
-
-def _run_list(values: list[str] | None) -> list[int] | None:
-    if not values:
-        return None
-    out = []
-    for value in values:
-        for part in value.split(","):
-            if part.strip():
-                try:
-                    out.append(int(part))
-                except ValueError:
-                    raise InputError(None, f"--run {part!r} is not a run id", "pass run ids, e.g. --run 1,2") from None
-    return out
 
 
 def _iteration_list(values: list[str] | None) -> list[int] | None:
@@ -434,14 +420,14 @@ def analyze(
             raise InputError(None, f"unknown analysis {', '.join(unknown)}", "see xsp-trace analyze --list")
         pair = None
         if compare:
-            ids = _run_list([compare])
+            ids = comma_list(compare, "--compare", int)
             if not ids or len(ids) != 2:
                 raise InputError(None, f"--compare {compare!r} needs two run ids", "e.g. --compare 1,2")
             pair = (ids[0], ids[1])
         if report is not None:  # refused before the analyses run, not after
             check_output_path(report)
             refuse_inputs(report, [database], "report")
-        options = AnalysisOptions(runs=_run_list(run), peak_flops=peak_flops, peak_dram_bytes_per_s=peak_dram_bw, compare=pair,
+        options = AnalysisOptions(runs=comma_list(run, "--run", int), peak_flops=peak_flops, peak_dram_bytes_per_s=peak_dram_bw, compare=pair,
                                   layer_ranges=layer_ranges, layer_depth=layer_depth, iterations=_iteration_list(iteration),
                                   window_ns=_window(window))
         con = open_session(database, options)

@@ -19,12 +19,22 @@ import duckdb
 
 from ..database import atomic_database
 from ..errors import InputError
-from .common import GZIP_MAGIC, NSYS_REPORT_MAGIC, SQLITE_MAGIC, ConvertOptions, Progress, detect_source, no_progress, register_run
+from .common import (
+    GZIP_MAGIC,
+    NSYS_REPORT_MAGIC,
+    SQLITE_MAGIC,
+    ConvertOptions,
+    Progress,
+    default_output,
+    detect_source,
+    no_progress,
+    register_run,
+)
 from .dispatch import convert_trace
 
 __all__ = [
     "GZIP_MAGIC", "NSYS_REPORT_MAGIC", "SQLITE_MAGIC", "ConvertOptions", "Progress",
-    "convert_files", "convert_into", "convert_trace", "detect_source", "no_progress", "register_run", "restore_stream_names", "spooled",
+    "convert_files", "convert_into", "convert_trace", "default_output", "detect_source", "no_progress", "register_run", "restore_stream_names", "spooled",
 ]
 
 

@@ -67,6 +67,23 @@ def detect_source(path: Path) -> str:
     )
 
 
+TRACE_SUFFIXES = (".gz", ".json", ".nsys-rep", ".qdrep", ".sqlite")
+
+
+def default_output(first_input: Path, *, dataset: bool = False) -> Path:
+    """Where convert writes when not told: beside the first input, named after it (trace.json.gz ->
+    trace.duckdb; a capture run directory -> <dir>/xsp.duckdb); a dataset folder drops the suffix."""
+    first_input = Path(first_input)
+    if first_input.is_dir():
+        output = first_input / "xsp.duckdb"
+    else:
+        base = first_input.name
+        for suffix in TRACE_SUFFIXES:
+            base = base.removesuffix(suffix)
+        output = first_input.parent / f"{base}.duckdb"
+    return output.with_suffix("") if dataset else output
+
+
 def register_run(con: duckdb.DuckDBPyConnection, run_id: int, options: ConvertOptions, **fields: Any) -> None:
     """Insert the runs row: what the source says, overridden by what the caller knows (level, model...)."""
     merged = {**fields, **{k: v for k, v in options.run_fields.items() if v is not None}}
