@@ -66,6 +66,22 @@ with gzip.open(sys.argv[1], 'rb') as f:
 
 XSP_NSYS = XSP_KINETO  # the same: convert, then the kernel summary
 
+# A later summary on the converted database: the query alone, timed inside the process (the
+# database is already there; nsys stats, the peer, re-reads its export on every report).
+XSP_SUMMARY = PRELUDE + """
+import json, time
+from pathlib import Path
+from xsp_trace.database import connect
+from xsp_trace.resources import query_text
+con = connect(Path(sys.argv[1]))
+sql = query_text(sys.argv[2])
+start = time.perf_counter()
+rows = con.execute(sql).fetchall()
+print(json.dumps({"query_seconds": round(time.perf_counter() - start, 4), "rows": len(rows)}))
+"""
+# Summaries with a module here and a matching `nsys stats` report: (query module, report).
+NSYS_SUMMARIES = (("kernel_summary", "gpukernsum"), ("nvtx_gpu_projection", "nvtxgpuproj"))
+
 MANY = PRELUDE + """
 from pathlib import Path
 from xsp_trace.convert import ConvertOptions
@@ -148,6 +164,20 @@ def nsys_rows(copies_list: list[int]) -> list[dict]:
         if nsys:
             log(f"{row['input']}: nsys stats")
             row["nsys_stats"] = measure([nsys, "stats", "--report", "gpukernsum", "--format", "csv", "--force-export", "false", str(path)])
+        row["summaries"] = summary_rows(path, out, nsys)
+        rows.append(row)
+    return rows
+
+
+def summary_rows(export: Path, database: Path, nsys: str | None) -> list[dict]:
+    """Each later summary: the query on the converted database vs the matching nsys stats report."""
+    rows = []
+    for module, report in NSYS_SUMMARIES:
+        log(f"{export.name}: {module} vs nsys stats {report}")
+        proc = subprocess.run(python_script(XSP_SUMMARY, database, module), check=True, capture_output=True, text=True)
+        row = {"module": module, "report": report, **json.loads(proc.stdout.strip().splitlines()[-1])}
+        if nsys:
+            row["nsys_stats"] = measure([nsys, "stats", "--report", report, "--format", "csv", "--force-export", "false", str(export)])
         rows.append(row)
     return rows
 
@@ -233,6 +263,16 @@ def markdown(result: dict) -> str:
                        f"{s['seconds'] if s else '-'} | {_r(x['seconds'], s['seconds']) if s else '-'} | {x['peak_mib']:.0f} | "
                        f"{s['peak_mib'] if s else '-'} |")
         out.append("")
+        if any(r.get("summaries") for r in n):
+            out += ["Later summaries on the converted database (query time) vs the matching `nsys stats` report (whole process):", "",
+                    "| input | summary | rows | xsp-trace query s | nsys stats report | nsys stats s | nsys stats / xsp (time) |",
+                    "| --- | --- | ---: | ---: | --- | ---: | ---: |"]
+            for r in n:
+                for q in r.get("summaries", []):
+                    s = q.get("nsys_stats")
+                    out.append(f"| {r['input']} | {q['module']} | {q['rows']:,} | {q['query_seconds']:.3f} | {q['report']} | "
+                               f"{s['seconds'] if s else '-'} | {_r(s['seconds'], q['query_seconds']) if s else '-'} |")
+            out.append("")
     p = result["perfetto"]
     if p:
         out += [f"### Perfetto export of {result['perfetto_input']}", "",
