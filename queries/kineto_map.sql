@@ -1,14 +1,15 @@
--- kineto_map: Kineto events (read by DuckDB's JSON reader) into the Kineto staging and side tables --
--- the same rows xsp_trace.convert.kineto.KinetoMapper builds in Python, for large traces.
+-- kineto_map: the one mapping of Kineto events into the Kineto staging and side tables.
 --
--- From: the temp table _kineto_events (one row per element of traceEvents in file order, rowid =
--- position; ts/dur DECIMAL microseconds; cat, name, pid, tid, id as text; args a MAP of JSON values) and variables
--- kineto_* holding the facts of xsp_trace.formats.kineto_fields (set by kineto_fast.py).
+-- From: the raw event relation _kineto_events that every reader fills (DuckDB's JSON reader, or
+-- the streaming ijson reader for odd files; xsp_trace/convert/kineto_events.py): one row per
+-- element of traceEvents in file order (rowid = position; ts/dur DECIMAL microseconds; cat, name,
+-- pid, tid, id as text; args a MAP of JSON values), and variables kineto_* holding the facts of
+-- xsp_trace.formats.kineto_fields (set by xsp_trace/convert/kineto.py).
 -- Writes: _kineto_spans, _kineto_flows, _kineto_launch_config (then queries/kineto_link.sql runs),
 -- kernels, memops, span_args, marks, counters of run getvariable('xsp_run_id'), and _kineto_names
 -- (process and thread names from metadata events).
--- Rules (as KinetoMapper): ns = round half away from zero of us * 1000, an end from ts + dur;
--- integers are JSON integers, integral decimals or digit strings; category matched lower-case.
+-- Rules: ns = round half away from zero of us * 1000, an end from ts + dur; integers are JSON
+-- integers, integral decimals or digit strings; category matched lower-case.
 
 CREATE OR REPLACE TEMP MACRO _kineto_int(j) AS CASE json_type(j)
     WHEN 'BIGINT' THEN TRY_CAST(j AS BIGINT)
