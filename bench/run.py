@@ -81,6 +81,7 @@ print(json.dumps({"query_seconds": round(time.perf_counter() - start, 4), "rows"
 """
 # Summaries with a module here and a matching `nsys stats` report: (query module, report).
 NSYS_SUMMARIES = (("kernel_summary", "gpukernsum"), ("nvtx_gpu_projection", "nvtxgpuproj"))
+SUMMARY_TIMEOUT_S = 180  # nsys stats nvtxgpuproj runs for many minutes on large exports; a stopped run is a lower bound
 
 MANY = PRELUDE + """
 from pathlib import Path
@@ -95,12 +96,22 @@ if __name__ == '__main__':
 """
 
 
-def measure(argv: list[str], stdout=subprocess.DEVNULL) -> dict:
-    """Wall seconds and peak RSS (MiB) of one child process."""
+def measure(argv: list[str], stdout=subprocess.DEVNULL, timeout: float | None = None) -> dict:
+    """Wall seconds and peak RSS (MiB) of one child process; past `timeout` seconds it is
+    stopped and the result says so (`timed_out`: the time is then a lower bound)."""
+    import threading
+
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE)
+    timer = threading.Timer(timeout, proc.kill) if timeout else None
+    if timer:
+        timer.start()
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
+    if timer:
+        timer.cancel()
+        if seconds >= timeout:
+            return {"seconds": round(seconds, 3), "peak_mib": round(usage.ru_maxrss / 1024, 1), "timed_out": True}
     err = proc.stderr.read().decode(errors="replace")
     if status != 0:
         raise SystemExit(f"failed: {' '.join(argv[:3])}...\n{err[-3000:]}")
@@ -177,7 +188,8 @@ def summary_rows(export: Path, database: Path, nsys: str | None) -> list[dict]:
         proc = subprocess.run(python_script(XSP_SUMMARY, database, module), check=True, capture_output=True, text=True)
         row = {"module": module, "report": report, **json.loads(proc.stdout.strip().splitlines()[-1])}
         if nsys:
-            row["nsys_stats"] = measure([nsys, "stats", "--report", report, "--format", "csv", "--force-export", "false", str(export)])
+            row["nsys_stats"] = measure([nsys, "stats", "--report", report, "--format", "csv", "--force-export", "false", str(export)],
+                                        timeout=SUMMARY_TIMEOUT_S)
         rows.append(row)
     return rows
 
@@ -270,8 +282,9 @@ def markdown(result: dict) -> str:
             for r in n:
                 for q in r.get("summaries", []):
                     s = q.get("nsys_stats")
+                    more = ">" if s and s.get("timed_out") else ""
                     out.append(f"| {r['input']} | {q['module']} | {q['rows']:,} | {q['query_seconds']:.3f} | {q['report']} | "
-                               f"{s['seconds'] if s else '-'} | {_r(s['seconds'], q['query_seconds']) if s else '-'} |")
+                               f"{more}{s['seconds'] if s else '-'} | {more}{_r(s['seconds'], q['query_seconds']) if s else '-'} |")
             out.append("")
     p = result["perfetto"]
     if p:
