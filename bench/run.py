@@ -102,8 +102,8 @@ def measure(argv: list[str], stdout=subprocess.DEVNULL, timeout: float | None = 
     import threading
 
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE)
-    timer = threading.Timer(timeout, proc.kill) if timeout else None
+    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, start_new_session=bool(timeout))
+    timer = threading.Timer(timeout, os.killpg, [proc.pid, 9]) if timeout else None  # the tool and its children
     if timer:
         timer.start()
     _, status, usage = os.wait4(proc.pid, 0)
