@@ -31,3 +31,26 @@ def test_files_the_fast_path_does_not_take_still_convert(tmp_path):
     rows = duckdb.connect(str(out), read_only=True).execute(
         "SELECT name, start_ns, end_ns, depth FROM spans ORDER BY start_ns").fetchall()
     assert rows == [("aten::add", 10_000, 15_000, 0), ("aten::mul", 11_000, 12_000, 1)]
+
+
+def _trace_with_time_at_chunk_end(tmp_path, value: bytes, spaces: int):
+    """A trace whose second event's `"ts":` ends exactly at the first chunk's end (after `spaces`
+    blanks), its value starting the next chunk."""
+    from xsp_trace.convert import kineto_fast
+
+    head = b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {"p": "'
+    rest = b'"}}, {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "dur": 1, "ts":' + b" " * spaces
+    pad = kineto_fast.CHUNK_BYTES - len(head) - len(rest)
+    trace = tmp_path / f"t{spaces}.json"
+    trace.write_bytes(head + b"x" * pad + rest + value + b"}]}")
+    return trace
+
+
+def test_a_number_after_a_time_key_at_a_chunk_end_stays_on_the_duckdb_reader(tmp_path):
+    for spaces in (0, 1, 40, 200):
+        assert extract_events(_trace_with_time_at_chunk_end(tmp_path, b"12", spaces), tmp_path / "e.json") == {}, spaces
+
+
+def test_a_non_numeric_time_across_a_chunk_end_goes_to_the_streaming_reader(tmp_path):
+    for spaces in (0, 1, 40, 200):
+        assert extract_events(_trace_with_time_at_chunk_end(tmp_path, b"true", spaces), tmp_path / "e.json") is None, spaces

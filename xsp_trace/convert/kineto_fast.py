@@ -93,14 +93,24 @@ def _find_events(buf: bytes) -> tuple[int, dict] | None:
 
 
 # A "ts" or "dur" whose value is not a JSON number (true, "12", null...): DuckDB would cast it
-# (true -> 1), the Python reader rejects it, so such a file goes to the Python path.
-_NON_NUMERIC_TIME = re.compile(rb'"(?:ts|dur)"\s*:\s*(?![-0-9\s])')
-_OVERLAP = 32
+# (true -> 1), the Python reader rejects it, so such a file goes to the Python path. The value's
+# first byte must be seen (a key at the very end of a chunk is decided with the next one): the
+# carry is the whitespace-free text of the chunk's last bytes before its trailing whitespace, so
+# only a key and value parted by over _WINDOW bytes of whitespace across a chunk end go unseen.
+_NON_NUMERIC_TIME = re.compile(rb'"(?:ts|dur)"\s*:\s*[^-0-9\s]')
+_WHITESPACE = re.compile(rb"\s+")
+_CARRY = 32
+_WINDOW = 128
 
 
-def _check_times(previous: bytes, chunk: bytes) -> None:
-    if _NON_NUMERIC_TIME.search(previous[-_OVERLAP:] + chunk):
+def _check_times(carry: bytes, chunk: bytes) -> bytes:
+    """Raise _NotSimple on a non-numeric time in carry + chunk; returns the carry for the next chunk."""
+    if _NON_NUMERIC_TIME.search(carry + chunk):
         raise _NotSimple
+    end = len(chunk)
+    while end and chunk[end - 1] in b" \t\r\n\f\v":
+        end -= 1
+    return (carry + _WHITESPACE.sub(b"", chunk[max(0, end - _WINDOW):end]))[-_CARRY:]
 
 
 def _skip_ws(text: str, pos: int) -> int:
@@ -131,14 +141,12 @@ def extract_events(path: Path, target: Path) -> dict | None:
         written = 0
         with open(target, "wb") as out:
             first = head[start:]
-            _check_times(b"", first)
+            carry = _check_times(b"", first)
             out.write(first)
             written += len(first)
             tail += first
-            previous = first
             while chunk := source.read(CHUNK_BYTES):
-                _check_times(previous, chunk)
-                previous = chunk
+                carry = _check_times(carry, chunk)
                 out.write(chunk)
                 written += len(chunk)
                 tail += chunk
