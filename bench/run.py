@@ -66,6 +66,23 @@ with gzip.open(sys.argv[1], 'rb') as f:
 
 XSP_NSYS = XSP_KINETO  # the same: convert, then the kernel summary
 
+# A later summary on the converted database: the query alone, timed inside the process (the
+# database is already there; nsys stats, the peer, re-reads its export on every report).
+XSP_SUMMARY = PRELUDE + """
+import json, time
+from pathlib import Path
+from xsp_trace.database import connect
+from xsp_trace.resources import query_text
+con = connect(Path(sys.argv[1]))
+sql = query_text(sys.argv[2])
+start = time.perf_counter()
+rows = con.execute(sql).fetchall()
+print(json.dumps({"query_seconds": round(time.perf_counter() - start, 4), "rows": len(rows)}))
+"""
+# Summaries with a module here and a matching `nsys stats` report: (query module, report).
+NSYS_SUMMARIES = (("kernel_summary", "gpukernsum"), ("nvtx_gpu_projection", "nvtxgpuproj"))
+SUMMARY_TIMEOUT_S = 180  # nsys stats nvtxgpuproj runs for many minutes on large exports; a stopped run is a lower bound
+
 MANY = PRELUDE + """
 from pathlib import Path
 from xsp_trace.convert import ConvertOptions
@@ -82,12 +99,22 @@ if __name__ == '__main__':
 """
 
 
-def measure(argv: list[str], stdout=subprocess.DEVNULL) -> dict:
-    """Wall seconds and peak RSS (MiB) of one child process."""
+def measure(argv: list[str], stdout=subprocess.DEVNULL, timeout: float | None = None) -> dict:
+    """Wall seconds and peak RSS (MiB) of one child process; past `timeout` seconds it is
+    stopped and the result says so (`timed_out`: the time is then a lower bound)."""
+    import threading
+
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, start_new_session=bool(timeout))
+    timer = threading.Timer(timeout, os.killpg, [proc.pid, 9]) if timeout else None  # the tool and its children
+    if timer:
+        timer.start()
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
+    if timer:
+        timer.cancel()
+        if seconds >= timeout:
+            return {"seconds": round(seconds, 3), "peak_mib": round(usage.ru_maxrss / 1024, 1), "timed_out": True}
     err = proc.stderr.read().decode(errors="replace")
     if status != 0:
         raise SystemExit(f"failed: {' '.join(argv[:3])}...\n{err[-3000:]}")
@@ -151,6 +178,21 @@ def nsys_rows(copies_list: list[int]) -> list[dict]:
         if nsys:
             log(f"{row['input']}: nsys stats")
             row["nsys_stats"] = measure([nsys, "stats", "--report", "gpukernsum", "--format", "csv", "--force-export", "false", str(path)])
+        row["summaries"] = summary_rows(path, out, nsys)
+        rows.append(row)
+    return rows
+
+
+def summary_rows(export: Path, database: Path, nsys: str | None) -> list[dict]:
+    """Each later summary: the query on the converted database vs the matching nsys stats report."""
+    rows = []
+    for module, report in NSYS_SUMMARIES:
+        log(f"{export.name}: {module} vs nsys stats {report}")
+        proc = subprocess.run(python_script(XSP_SUMMARY, database, module), check=True, capture_output=True, text=True)
+        row = {"module": module, "report": report, **json.loads(proc.stdout.strip().splitlines()[-1])}
+        if nsys:
+            row["nsys_stats"] = measure([nsys, "stats", "--report", report, "--format", "csv", "--force-export", "false", str(export)],
+                                        timeout=SUMMARY_TIMEOUT_S)
         rows.append(row)
     return rows
 
@@ -236,6 +278,17 @@ def markdown(result: dict) -> str:
                        f"{s['seconds'] if s else '-'} | {_r(x['seconds'], s['seconds']) if s else '-'} | {x['peak_mib']:.0f} | "
                        f"{s['peak_mib'] if s else '-'} |")
         out.append("")
+        if any(r.get("summaries") for r in n):
+            out += ["Later summaries on the converted database (query time) vs the matching `nsys stats` report (whole process):", "",
+                    "| input | summary | rows | xsp-trace query s | nsys stats report | nsys stats s | nsys stats / xsp (time) |",
+                    "| --- | --- | ---: | ---: | --- | ---: | ---: |"]
+            for r in n:
+                for q in r.get("summaries", []):
+                    s = q.get("nsys_stats")
+                    more = ">" if s and s.get("timed_out") else ""
+                    out.append(f"| {r['input']} | {q['module']} | {q['rows']:,} | {q['query_seconds']:.3f} | {q['report']} | "
+                               f"{more}{s['seconds'] if s else '-'} | {more}{_r(s['seconds'], q['query_seconds']) if s else '-'} |")
+            out.append("")
     p = result["perfetto"]
     if p:
         out += [f"### Perfetto export of {result['perfetto_input']}", "",

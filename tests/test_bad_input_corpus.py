@@ -30,6 +30,7 @@ from typer.testing import CliRunner
 from conftest import NSYS_EXPORTS
 from kineto_cases import KINETO_TRACES
 from xsp_trace.cli import app
+from xsp_trace.convert import nsys as nsys_module
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parent.parent
@@ -253,6 +254,10 @@ NSYS_REJECTED = {
     "kernel_grid_text": ([first_rows(KERNEL, "gridX", "'wide'")], "wrong type"),
     "api_correlation_text": ([first_rows("CUPTI_ACTIVITY_KIND_RUNTIME", "correlationId", "'c1'")], "wrong type"),
     "api_start_blob": ([first_rows("CUPTI_ACTIVITY_KIND_RUNTIME", "start", "x'01'")], "wrong type"),
+    # Fractions in integer columns: never truncated (SQLite's >> and & would make 1.5 an integer).
+    "kernel_start_fraction": ([first_rows(KERNEL, "start", "start + 0.5")], "wrong type"),
+    "kernel_global_pid_fraction": ([first_rows(KERNEL, "globalPid", "globalPid + 0.5")], "wrong type"),
+    "api_global_tid_fraction": ([first_rows("CUPTI_ACTIVITY_KIND_RUNTIME", "globalTid", "globalTid + 0.5")], "wrong type"),
     "session_start_text": ([first_rows("TARGET_INFO_SESSION_START_TIME", "utcEpochNs", "'noon'", 1)], "cannot interpret"),
     "kernel_start_column_dropped": ([f'CREATE TABLE k AS SELECT "end", deviceId, streamId, correlationId, globalPid, demangledName FROM {KERNEL}',
                                      f"DROP TABLE {KERNEL}", f"ALTER TABLE k RENAME TO {KERNEL}"], "lacks required column(s) start"),
@@ -271,6 +276,19 @@ def test_nsys_values_rejected(case, tmp_path, private_tmp):
     statements, expect = NSYS_REJECTED[case]
     source = nsys_copy(tmp_path, *statements)
     rejected(["convert", source, "-o", tmp_path / "out.duckdb", "-q"], tmp_path, private_tmp, source, expect)
+
+
+@pytest.mark.parametrize("value", ["start + 0.5", "'abc'", "x'01'"])
+def test_nsys_wrong_type_in_a_later_batch(value, tmp_path, private_tmp, monkeypatch):
+    """The first Arrow batch fixes a column's type; a later batch's fraction, text or blob is the
+    SQLite driver's type mismatch, and still the wrong-type line (not 'truncated or corrupt')."""
+    monkeypatch.setattr(nsys_module, "BATCH_ROWS", 8)
+    api = "CUPTI_ACTIVITY_KIND_RUNTIME"
+    source = nsys_copy(tmp_path, f'UPDATE "{api}" SET start = {value} WHERE rowid = (SELECT max(rowid) FROM "{api}")',
+                       source=NSYS_NVTX)
+    assert raw_count(source, f'SELECT count(*) FROM "{api}"') > 8 * 2
+    line = rejected(["convert", source, "-o", tmp_path / "out.duckdb", "-q"], tmp_path, private_tmp, source, "wrong type")
+    assert "start_ns" in line
 
 
 def damaged_sqlite(folder: Path, how: str) -> Path:

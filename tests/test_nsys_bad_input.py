@@ -94,6 +94,23 @@ def test_corrupt_sqlite(tmp_path):
     assert "truncated or corrupt" in line
 
 
+def test_corrupt_page_met_while_streaming_a_table(tmp_path):
+    """The export opens and its small tables read; a leaf page of the kernel table is damaged, so
+    the error comes from the middle of the streamed kernel rows."""
+    source = NSYS_EXPORTS["nsys_2026_pytorch_2xh100"]
+    with sqlite3.connect(f"file:{source}?mode=ro&immutable=1", uri=True) as con:
+        page_size = con.execute("PRAGMA page_size").fetchone()[0]
+        leaves = [r[0] for r in con.execute(
+            "SELECT pageno FROM dbstat WHERE name = 'CUPTI_ACTIVITY_KIND_KERNEL' AND pagetype = 'leaf' ORDER BY pageno")]
+    data = bytearray(source.read_bytes())
+    start = (leaves[len(leaves) // 2] - 1) * page_size
+    data[start:start + page_size] = b"\xff" * page_size
+    corrupt = tmp_path / "damaged_kernels.sqlite"
+    corrupt.write_bytes(bytes(data))
+    line = convert_fails(corrupt, tmp_path)
+    assert "damaged_kernels.sqlite" in line and "truncated or corrupt" in line
+
+
 def test_missing_required_column(tmp_path):
     broken = tmp_path / "no_device_column.sqlite"
     shutil.copyfile(NSYS_EXPORTS["nsys_2026_mock_rtx3080"], broken)

@@ -1,48 +1,12 @@
-"""The Kineto fast path (DuckDB's JSON reader + queries/ingest/kineto_map.sql) writes exactly the tables
-of the Python mapper (ijson + KinetoMapper, itself checked against HTA) on every Kineto fixture."""
+"""The Kineto readers: DuckDB's JSON reader takes the traceEvents bytes cut exactly out of the
+trace object; files it does not take go through the streaming reader into the same mapping."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import duckdb
-import pytest
 
-from conftest import DATA
 from xsp_trace.convert import ConvertOptions, convert_files
-from xsp_trace.convert.kineto import _STAGING_DDL
-from xsp_trace.convert.kineto_fast import convert_kineto_fast, extract_events
-from xsp_trace.database import create_schema
-
-FIXTURES = sorted(DATA.glob("kineto_*/*.json.gz"))
-
-
-def _table_rows(path: Path) -> dict[str, list[tuple]]:
-    con = duckdb.connect(str(path), read_only=True)
-    out = {}
-    for (table,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main'").fetchall():
-        cols = [c for (c,) in con.execute(
-            "SELECT column_name FROM duckdb_columns() WHERE table_name = ? AND column_name <> 'converted_at' "
-            "ORDER BY column_index", [table]).fetchall()]
-        out[table] = sorted(con.execute(f"SELECT {', '.join(cols)} FROM {table}").fetchall(), key=repr)
-    return out
-
-
-@pytest.mark.parametrize("trace", FIXTURES, ids=[p.parent.name for p in FIXTURES])
-def test_fast_path_tables_equal_python_mapper(trace, tmp_path):
-    con = duckdb.connect()
-    create_schema(con)
-    con.execute(_STAGING_DDL)
-    con.execute("SET VARIABLE xsp_run_id = 1")
-    assert convert_kineto_fast(con, trace, 1, False) is not None  # the fixture takes the fast path
-    fast, slow = tmp_path / "fast.duckdb", tmp_path / "python.duckdb"
-    convert_files([trace], fast, ConvertOptions())
-    convert_files([trace], slow, ConvertOptions(kineto_reader="python"))
-    fast_rows, slow_rows = _table_rows(fast), _table_rows(slow)
-    assert fast_rows.keys() == slow_rows.keys()
-    for table in slow_rows:
-        assert fast_rows[table] == slow_rows[table], table
-    assert len(slow_rows["spans"]) > 5
+from xsp_trace.convert.kineto_fast import extract_events
 
 
 def test_events_array_is_cut_exactly_with_metadata_on_both_sides(tmp_path):
@@ -67,3 +31,26 @@ def test_files_the_fast_path_does_not_take_still_convert(tmp_path):
     rows = duckdb.connect(str(out), read_only=True).execute(
         "SELECT name, start_ns, end_ns, depth FROM spans ORDER BY start_ns").fetchall()
     assert rows == [("aten::add", 10_000, 15_000, 0), ("aten::mul", 11_000, 12_000, 1)]
+
+
+def _trace_with_time_at_chunk_end(tmp_path, value: bytes, spaces: int):
+    """A trace whose second event's `"ts":` ends exactly at the first chunk's end (after `spaces`
+    blanks), its value starting the next chunk."""
+    from xsp_trace.convert import kineto_fast
+
+    head = b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {"p": "'
+    rest = b'"}}, {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "dur": 1, "ts":' + b" " * spaces
+    pad = kineto_fast.CHUNK_BYTES - len(head) - len(rest)
+    trace = tmp_path / f"t{spaces}.json"
+    trace.write_bytes(head + b"x" * pad + rest + value + b"}]}")
+    return trace
+
+
+def test_a_number_after_a_time_key_at_a_chunk_end_stays_on_the_duckdb_reader(tmp_path):
+    for spaces in (0, 1, 40, 200):
+        assert extract_events(_trace_with_time_at_chunk_end(tmp_path, b"12", spaces), tmp_path / "e.json") == {}, spaces
+
+
+def test_a_non_numeric_time_across_a_chunk_end_goes_to_the_streaming_reader(tmp_path):
+    for spaces in (0, 1, 40, 200):
+        assert extract_events(_trace_with_time_at_chunk_end(tmp_path, b"true", spaces), tmp_path / "e.json") is None, spaces

@@ -29,7 +29,7 @@ _RANK_CASE = "CASE kind " + " ".join(f"WHEN '{k}' THEN {r}" for k, r in KIND_NES
 
 def nest_cpu_spans(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     cols = con.execute(
-        f"""SELECT span_id, dense_rank() OVER (ORDER BY pid, tid) AS thread, start_ns, end_ns FROM spans
+        f"""SELECT span_id, pid, tid, start_ns, end_ns FROM spans
             WHERE run_id = ? AND tid IS NOT NULL
             ORDER BY pid, tid, start_ns, end_ns DESC, {_RANK_CASE}, span_id""",
         [run_id],
@@ -37,8 +37,12 @@ def nest_cpu_spans(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     span_ids = np.asarray(cols["span_id"], dtype=np.int64)
     if len(span_ids) == 0:
         return
+    # Thread number of each row from the sorted (pid, tid): a window over the spans would sort them again.
+    pid = np.asarray(cols["pid"].filled(-1) if np.ma.isMaskedArray(cols["pid"]) else cols["pid"], dtype=np.int64)
+    tid = np.asarray(cols["tid"], dtype=np.int64)
+    thread = np.r_[0, np.cumsum((np.diff(pid) != 0) | (np.diff(tid) != 0))]
     parent_index, depth = nest(
-        np.asarray(cols["thread"], dtype=np.int64),
+        thread,
         np.asarray(cols["start_ns"], dtype=np.int64),
         np.asarray(cols["end_ns"], dtype=np.int64),
     )

@@ -26,9 +26,14 @@ def set_variables(con: duckdb.DuckDBPyConnection, variables: Mapping[str, Any]) 
         con.execute(f"SET VARIABLE {name} = ?", [value])
 
 
-def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> Any:
-    """The first column of the first row `sql` returns (e.g. a count or max); LookupError when it returns no row."""
+def one_row(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> tuple:
+    """The first row `sql` returns (an aggregate's row); LookupError when it returns no row."""
     row = con.execute(sql, params).fetchone()
     if row is None:
         raise LookupError(f"expected a row, got none from: {' '.join(sql.split())[:200]}")
-    return row[0]
+    return row
+
+
+def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> Any:
+    """The first column of the first row `sql` returns (e.g. a count or max); LookupError when it returns no row."""
+    return one_row(con, sql, params)[0]

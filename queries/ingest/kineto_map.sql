@@ -1,14 +1,18 @@
--- ingest/kineto_map: Kineto events (read by DuckDB's JSON reader) into the Kineto staging and side tables --
--- the same rows xsp_trace.convert.kineto.KinetoMapper builds in Python, for large traces.
+-- ingest/kineto_map: the one mapping of Kineto events into the Kineto staging and side tables.
 --
--- From: the temp table _kineto_events (one row per element of traceEvents in file order, rowid =
--- position; ts/dur DECIMAL microseconds; cat, name, pid, tid, id as text; args a MAP of JSON values) and variables
--- kineto_* holding the facts of xsp_trace.formats.kineto_fields (set by kineto_fast.py).
+-- From: the raw event relation _kineto_events that every reader fills (DuckDB's JSON reader, or
+-- the streaming ijson reader for odd files; xsp_trace/convert/kineto_events.py): one row per
+-- element of traceEvents in file order (rowid = position; ts/dur DECIMAL microseconds; cat, name,
+-- pid, tid, id as text; args a MAP of JSON values), and variables kineto_* holding the facts of
+-- xsp_trace.formats.kineto_fields (set by xsp_trace/convert/kineto.py).
 -- Writes: _kineto_spans, _kineto_flows, _kineto_launch_config (then queries/ingest/kineto_link.sql runs),
--- kernels, memops, span_args, marks, counters of run getvariable('xsp_run_id'), and _kineto_names
--- (process and thread names from metadata events).
--- Rules (as KinetoMapper): ns = round half away from zero of us * 1000, an end from ts + dur;
--- integers are JSON integers, integral decimals or digit strings; category matched lower-case.
+-- kernels, memops, span_args, marks, counters of run getvariable('xsp_run_id'), _kineto_names
+-- (process and thread names from metadata events) and _kineto_skipped (CPU events not mapped
+-- because their pid or tid is not an integer: the caller warns with the count).
+-- Times were checked before (xsp_trace/convert/kineto_events.py check_events): every time used
+-- here lies within +-getvariable('kineto_time_limit_us'); flows outside it are left out.
+-- Rules: ns = round half away from zero of us * 1000, an end from ts + dur; integers are JSON
+-- integers, integral decimals or digit strings; category matched lower-case.
 
 CREATE OR REPLACE TEMP MACRO _kineto_int(j) AS CASE json_type(j)
     WHEN 'BIGINT' THEN TRY_CAST(j AS BIGINT)
@@ -52,10 +56,11 @@ WITH
           AND (getvariable('kineto_include_python') OR NOT list_contains(getvariable('kineto_python_categories'), c.lower_cat))
     ),
     kept AS (
-        SELECT * FROM classified WHERE on_gpu OR (track_pid IS NOT NULL AND track_tid IS NOT NULL)
+        -- A CPU event needs an integer pid and tid (its track); GPU events have device and stream.
+        SELECT *, on_gpu OR (track_pid IS NOT NULL AND track_tid IS NOT NULL) AS kept FROM classified
     )
 SELECT
-    row_number() OVER (ORDER BY event_index) AS span_id,
+    CASE WHEN kept THEN row_number() OVER (PARTITION BY kept ORDER BY event_index) END AS span_id, kept,
     event_index, lower_cat, a, on_gpu, track_pid, track_tid, span_name AS name,
     CASE WHEN NOT on_gpu AND list_contains(getvariable('kineto_user_annotation_categories'), lower_cat)
          THEN xsp_range_kind(span_name) ELSE kind0 END AS kind,
@@ -77,6 +82,10 @@ SELECT
               AND starts_with(span_name, getvariable('kineto_step_prefix'))
          THEN _kineto_int(to_json(span_name[length(getvariable('kineto_step_prefix')) + 1:])) END AS iteration
 FROM kept;
+
+CREATE OR REPLACE TEMP TABLE _kineto_skipped AS
+SELECT count(*) FILTER (WHERE NOT kept) AS cpu_events_off_track FROM _kineto_complete;
+DELETE FROM _kineto_complete WHERE NOT kept;
 
 INSERT INTO _kineto_spans BY NAME
 SELECT
@@ -170,7 +179,8 @@ SELECT
 FROM _kineto_events
 WHERE list_contains(getvariable('kineto_phase_flows'), ph)
   AND list_contains(getvariable('kineto_flow_categories'), lower(cat))
-  AND _kineto_int_text(id) IS NOT NULL AND _kineto_int_text(pid) IS NOT NULL AND _kineto_int_text(tid) IS NOT NULL AND ts IS NOT NULL
+  AND _kineto_int_text(id) IS NOT NULL AND _kineto_int_text(pid) IS NOT NULL AND _kineto_int_text(tid) IS NOT NULL
+  AND abs(ts) <= getvariable('kineto_time_limit_us')
 ORDER BY rowid;
 
 INSERT INTO counters BY NAME

@@ -1,43 +1,44 @@
 """`convert_kineto`: a PyTorch profiler (Kineto) trace.json[.gz] into the unified schema.
 
-Events stream in batches from kineto_stream; KinetoMapper turns each into rows of the staging
-tables (spans with their raw track and External id, launch flows, GPU launch configurations)
-and of the side tables (kernels, memops, span_args, marks, counters), flushed as Arrow batches
-of BATCH_ROWS rows. queries/ingest/kineto_link.sql then fills missing correlation ids (flows, then
-External id), gives GPU spans the pid of the host process that launched them and moves the
-spans into `spans`; correlate_run (called by the dispatcher) nests and links them.
+One mapping, in SQL: a reader fills the raw event relation `_kineto_events` (kineto_events.py)
+-- DuckDB's JSON reader (kineto_fast.py), or, for files it does not take, the streaming ijson
+reader (kineto_stream.py) -- and queries/ingest/kineto_map.sql maps it into the staging tables (spans
+with their raw track and External id, launch flows, launch configurations) and the side tables
+(kernels, memops, span_args, marks, counters). queries/ingest/kineto_link.sql then fills missing
+correlation ids (flows, then External id), gives GPU spans the pid of the host process that
+launched them and moves the spans into `spans`; correlate_run (called by the dispatcher) nests
+and links them.
 
 Times: Kineto writes microseconds (int, or decimals with up to 3 places). They become integer
-ns exactly: ns = round_half_away_from_zero(us * 1000) on the decimal text, never via float.
+ns exactly: ns = round_half_away_from_zero(us * 1000) of the DECIMAL value, never via float.
 An end is rounded from ts + dur, so start + duration stays exact too.
 """
 
 from __future__ import annotations
 
 import gc
-import json
 import re
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
 from ..database import insert_relation, run_script
-from ..errors import InputError
 from ..formats import kineto_fields as kf
-from ..naming import classify_range
+from ..naming import install_sql_macros
 from ..resources import query_text
-from . import ConvertOptions, Progress, register_run
-from .kineto_stream import KinetoTrace, iter_event_batches
+from ..sql import one_row, scalar
+from .common import ConvertOptions, Progress, register_run
+from .kineto_events import check_events, load_with_python
+from .kineto_stream import KinetoTrace
 from .validate import TIME_LIMIT_NS, TIME_LIMIT_US, warn
 
-BATCH_ROWS = 50_000
-SKIPPED_NON_NUMERIC_TRACK = "CPU event on a non-numeric pid/tid track"
-_MEMCPY_RE = re.compile(kf.MEMCPY_NAME_PATTERN)
-_FIX_EVENT = "export the trace again with torch.profiler, or repair the event"
+# DuckDB's buffer pool while the events are read and mapped: beyond it, DuckDB spills to disk
+# (see BENCHMARKS.md for what each limit cost in time and peak RSS).
+MEMORY_LIMIT = "2GB"
 
 _STAGING_DDL = """
 CREATE OR REPLACE TEMP TABLE _kineto_spans (
@@ -51,37 +52,7 @@ CREATE OR REPLACE TEMP TABLE _kineto_launch_config (
 """
 _STAGING_DROP = "DROP TABLE _kineto_spans; DROP TABLE _kineto_flows; DROP TABLE _kineto_launch_config;"
 
-_I64, _I32, _F64, _STR = pa.int64(), pa.int32(), pa.float64(), pa.string()
-_SCHEMAS = {
-    "_kineto_spans": [("span_id", _I64), ("kind", _STR), ("name", _STR), ("category", _STR), ("start_ns", _I64),
-                      ("end_ns", _I64), ("pid", _I64), ("tid", _I64), ("device_id", _I32), ("stream_id", _I64),
-                      ("correlation_id", _I64), ("iteration", _I32), ("layer_index", _I32), ("external_id", _I64),
-                      ("track_pid", _I64), ("track_tid", _I64)],
-    "_kineto_flows": [("phase", _STR), ("flow_id", _I64), ("pid", _I64), ("tid", _I64), ("ts_ns", _I64)],
-    "_kineto_launch_config": [("correlation_id", _I64), ("pid", _I64), ("grid_x", _I32), ("grid_y", _I32),
-                              ("grid_z", _I32), ("block_x", _I32), ("block_y", _I32), ("block_z", _I32),
-                              ("shared_mem_bytes", _I64)],
-    "kernels": [("run_id", _I32), ("span_id", _I64), ("grid_x", _I32), ("grid_y", _I32), ("grid_z", _I32),
-                ("block_x", _I32), ("block_y", _I32), ("block_z", _I32), ("registers_per_thread", _I32),
-                ("shared_mem_bytes", _I64), ("occupancy_estimate", _F64), ("blocks_per_sm", _F64),
-                ("warps_per_sm", _F64)],
-    "memops": [("run_id", _I32), ("span_id", _I64), ("copy_kind", _STR), ("bytes", _I64), ("src_kind", _STR),
-               ("dst_kind", _STR)],
-    "span_args": [("run_id", _I32), ("span_id", _I64), ("key", _STR), ("value", _STR)],
-    "marks": [("run_id", _I32), ("ts_ns", _I64), ("name", _STR), ("category", _STR), ("pid", _I64), ("tid", _I64)],
-    "counters": [("run_id", _I32), ("name", _STR), ("ts_ns", _I64), ("value", _F64), ("pid", _I64), ("device_id", _I32)],
-}
-
-
-def us_to_ns(value) -> int:
-    """Microseconds (int or Decimal from the JSON text) to integer ns, half away from zero."""
-    if type(value) is int:
-        return value * 1000
-    if isinstance(value, Decimal):
-        return int((value * 1000).to_integral_value(rounding=ROUND_HALF_UP))
-    if isinstance(value, float):  # not produced by the reader; exact via the shortest repr
-        return us_to_ns(Decimal(repr(value)))
-    raise TypeError(value)
+_I64, _I32, _STR = pa.int64(), pa.int32(), pa.string()
 
 
 _INT_TEXT = re.compile(r"-?[0-9]+")
@@ -103,281 +74,96 @@ def _as_int(value) -> int | None:
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
-def _as_float(value) -> float | None:
-    if isinstance(value, (int, Decimal)) and not isinstance(value, bool):
-        return float(value)
-    return None
+def _set_variables(con: duckdb.DuckDBPyConnection, run_id: int, include_python: bool) -> None:
+    """The facts of xsp_trace.formats.kineto_fields, by name, for kineto_map.sql and the checks."""
+    values = {
+        "kineto_run_id": run_id,
+        "kineto_include_python": include_python,
+        "kineto_category_names": [c for c, k in kf.CATEGORY_KIND.items() if k is not None],
+        "kineto_category_kinds": [k for k in kf.CATEGORY_KIND.values() if k is not None],
+        "kineto_dropped_categories": [c for c, k in kf.CATEGORY_KIND.items() if k is None],
+        "kineto_user_annotation_categories": sorted(kf.USER_ANNOTATION_CATEGORIES),
+        "kineto_gpu_annotation_categories": sorted(kf.GPU_ANNOTATION_CATEGORIES),
+        "kineto_python_categories": sorted(kf.PYTHON_FUNCTION_CATEGORIES),
+        "kineto_gpu_kinds": sorted(kf.GPU_ACTIVITY_KINDS),
+        "kineto_flow_categories": sorted(kf.LAUNCH_FLOW_CATEGORIES),
+        "kineto_phase_complete": kf.PHASE_COMPLETE,
+        "kineto_phase_instant": list(kf.PHASE_INSTANT),
+        "kineto_phase_counter": kf.PHASE_COUNTER,
+        "kineto_phase_metadata": kf.PHASE_METADATA,
+        "kineto_phase_flows": [kf.PHASE_FLOW_START, kf.PHASE_FLOW_END],
+        "kineto_memory_instant": kf.MEMORY_INSTANT_NAME,
+        "kineto_memory_counter_args": list(kf.MEMORY_COUNTER_ARGS),
+        "kineto_memory_device_type_arg": kf.MEMORY_DEVICE_TYPE_ARG,
+        "kineto_memory_device_id_arg": kf.MEMORY_DEVICE_ID_ARG,
+        "kineto_memory_gpu_types": sorted(kf.MEMORY_DEVICE_TYPES_GPU),
+        "kineto_step_prefix": kf.PROFILER_STEP_PREFIX,
+        "kineto_arg_correlation": kf.ARG_CORRELATION,
+        "kineto_arg_external_id": kf.ARG_EXTERNAL_ID[0],
+        "kineto_arg_external_id_old": kf.ARG_EXTERNAL_ID[1],
+        "kineto_arg_device": kf.ARG_DEVICE,
+        "kineto_arg_stream": kf.ARG_STREAM,
+        "kineto_arg_bytes": kf.ARG_BYTES,
+        "kineto_arg_memcpy_kind": kf.ARG_MEMCPY_KIND,
+        "kineto_arg_grid": kf.ARG_GRID,
+        "kineto_arg_block": kf.ARG_BLOCK,
+        "kineto_arg_registers": kf.ARG_REGISTERS,
+        "kineto_arg_shared_memory": kf.ARG_SHARED_MEMORY,
+        "kineto_arg_blocks_per_sm": kf.ARG_BLOCKS_PER_SM,
+        "kineto_arg_warps_per_sm": kf.ARG_WARPS_PER_SM,
+        "kineto_arg_occupancy_percent": kf.ARG_OCCUPANCY_PERCENT,
+        "kineto_no_stream_values": sorted(kf.NO_STREAM_VALUES),
+        "kineto_typed_args": sorted(kf.TYPED_ARGS),
+        "kineto_dropped_args": sorted(kf.DROPPED_ARGS),
+        "kineto_graph_args": sorted(kf.GRAPH_ARGS),
+        "kineto_not_in_graph": kf.NOT_IN_GRAPH,
+        "kineto_memcpy_pattern": kf.MEMCPY_NAME_PATTERN,
+        "kineto_time_limit_us": TIME_LIMIT_US,
+    }
+    for name, value in values.items():
+        con.execute(f"SET VARIABLE {name} = ?", [value])
 
 
-def _json_default(value):
-    if isinstance(value, Decimal):
-        return float(value)
-    raise TypeError(type(value).__name__)
+def _map_events(con: duckdb.DuckDBPyConnection, run_id: int, path: Path) -> dict[str, dict]:
+    """Run kineto_map.sql over `_kineto_events` (then dropped); the names its metadata events give.
+    CPU events on a track whose pid or tid is not an integer are not mapped: one counted warning."""
+    install_sql_macros(con)
+    run_script(con, query_text("ingest/kineto_map"), run_id)
+    names: dict[str, dict] = {"process_name": {}, "process_labels": {}, "thread_name": {}}
+    for what, pid, tid, value in con.execute("SELECT what, pid, tid, value FROM _kineto_names").fetchall():
+        names[what][pid if what != "thread_name" else (pid, tid)] = value
+    off_track = scalar(con, "SELECT cpu_events_off_track FROM _kineto_skipped")
+    if off_track:
+        warn(path, f"skipped {off_track} CPU event(s) whose pid or tid is not a number")
+    con.execute("DROP TABLE _kineto_events; DROP TABLE _kineto_names; DROP TABLE _kineto_skipped")
+    return names
 
 
-_ENCODE = json.JSONEncoder(default=_json_default, ensure_ascii=False, separators=(",", ":")).encode  # compact, as DuckDB writes JSON
-
-
-def _arg_text(value) -> str | None:
-    kind = type(value)
-    if kind is str:
-        return value or None
-    if kind is int or kind is Decimal:
-        return str(value)
-    if value is None:
-        return None
-    if kind is bool:
-        return "true" if value else "false"
-    return _ENCODE(value)
-
-
-def _dims(value) -> tuple:
-    if isinstance(value, list) and len(value) == 3 and all(type(v) is int for v in value):
-        return tuple(value)
-    return (None, None, None)
-
-
-class KinetoMapper:
-    """Kineto events -> row buffers of the staging and side tables."""
-
-    def __init__(self, con: duckdb.DuckDBPyConnection, run_id: int, path: Path, options: ConvertOptions):
-        self.con, self.run_id, self.path = con, run_id, path
-        self.include_python = options.include_python_functions
-        self.rows: dict[str, list[tuple]] = {name: [] for name in _SCHEMAS}
-        self.next_span_id = 1
-        self.event_index = 0
-        self.process_names: dict[int, str] = {}
-        self.process_labels: dict[int, str] = {}
-        self.thread_names: dict[tuple[int, int], str] = {}
-        self.skipped: dict[str, int] = {}
-
-    # -- buffers -----------------------------------------------------------------------------
-    def _add(self, table: str, row: tuple) -> None:
-        self.rows[table].append(row)
-
-    def flush_full(self) -> None:
-        """Insert the tables that reached BATCH_ROWS (checked once per event batch)."""
-        for name, rows in self.rows.items():
-            if len(rows) >= BATCH_ROWS:
-                self.flush(name)
-
-    def flush(self, table: str | None = None) -> None:
-        for name in [table] if table else list(self.rows):
-            rows = self.rows[name]
-            if not rows:
-                continue
-            schema = _SCHEMAS[name]
-            columns = list(zip(*rows))
-            batch = pa.table({col: pa.array(values, typ) for (col, typ), values in zip(schema, columns)})
-            insert_relation(self.con, name, batch)
-            rows.clear()
-
-    def _skip(self, why: str) -> None:
-        self.skipped[why] = self.skipped.get(why, 0) + 1
-
-    def _bad(self, event, problem: str) -> InputError:
-        name = event.get("name") if isinstance(event, dict) else None
-        what = f"event #{self.event_index}" + (f" ({str(name)[:60]!r})" if name else "")
-        return InputError(self.path, f"{what} {problem}", _FIX_EVENT)
-
-    # -- events ------------------------------------------------------------------------------
-    def map_events(self, events: list) -> None:
-        for event in events:
-            self.event_index += 1
-            if type(event) is not dict:
-                raise self._bad(None, "is not a JSON object")
-            phase = event.get("ph")
-            if phase == kf.PHASE_COMPLETE:
-                self._complete(event)
-            elif phase == kf.PHASE_FLOW_START or phase == kf.PHASE_FLOW_END:
-                self._flow(event, phase)
-            elif phase == kf.PHASE_METADATA:
-                self._metadata(event)
-            elif phase in kf.PHASE_INSTANT:
-                self._instant(event)
-            elif phase == kf.PHASE_COUNTER:
-                self._counter(event)
-            else:
-                self._skip(f"phase {phase!r}")
-        self.flush_full()
-
-    def _time(self, event, key: str):
-        value = event.get(key)
-        if value is None:
-            raise self._bad(event, f"has no '{key}'")
-        if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
-            raise self._bad(event, f"has a non-numeric '{key}' ({str(value)[:30]!r})")
-        if isinstance(value, Decimal) and not value.is_finite():
-            raise self._bad(event, f"has a non-finite '{key}' ({value})")
-        if abs(value) > TIME_LIMIT_US:
-            raise self._bad(event, f"has an out-of-range '{key}' ({str(value)[:30]}; more than {TIME_LIMIT_US} us)")
-        return value
-
-    def _complete(self, event: dict) -> None:
-        category = event.get("cat")
-        lower = category.lower() if isinstance(category, str) else ""
-        kind = kf.CATEGORY_KIND.get(lower, "other")
-        if kind is None:
-            return self._skip(f"category {category}")
-        if lower in kf.PYTHON_FUNCTION_CATEGORIES and not self.include_python:
-            return self._skip("python_function (use --python-functions)")
-        ts = self._time(event, "ts")
-        dur = self._time(event, "dur")
-        if abs(ts + dur) > TIME_LIMIT_US:
-            raise self._bad(event, f"ends out of range (ts + dur = {str(ts + dur)[:30]} us)")
-        start = us_to_ns(ts)
-        end = us_to_ns(ts + dur) if dur > 0 else start
-        name = event.get("name")
-        name = name if isinstance(name, str) else (str(name) if name is not None else str(category))
-        args = event.get("args")
-        if not isinstance(args, dict):
-            args = {}
-        track_pid, track_tid = _as_int(event.get("pid")), _as_int(event.get("tid"))
-        external_id = _as_int(args.get(kf.ARG_EXTERNAL_ID[0], args.get(kf.ARG_EXTERNAL_ID[1]))) or None
-        correlation = None
-        iteration = layer_index = None
-        on_gpu = kind in kf.GPU_ACTIVITY_KINDS or lower in kf.GPU_ANNOTATION_CATEGORIES
-        if on_gpu:
-            device = _as_int(args.get(kf.ARG_DEVICE))
-            device = track_pid if device is None else device
-            stream = _as_int(args.get(kf.ARG_STREAM)) if kf.ARG_STREAM in args else track_tid
-            stream = None if stream in kf.NO_STREAM_VALUES else stream
-            pid = tid = None
-            correlation = _as_int(args.get(kf.ARG_CORRELATION))
-        else:
-            if track_pid is None or track_tid is None:
-                return self._skip(SKIPPED_NON_NUMERIC_TRACK)
-            device = stream = None
-            pid, tid = track_pid, track_tid
-            if kind == "api":
-                correlation = _as_int(args.get(kf.ARG_CORRELATION))
-            elif lower in kf.USER_ANNOTATION_CATEGORIES:
-                kind, layer_index = classify_range(name)
-        if lower in kf.USER_ANNOTATION_CATEGORIES or lower in kf.GPU_ANNOTATION_CATEGORIES:
-            if name.startswith(kf.PROFILER_STEP_PREFIX):
-                iteration = _as_int(name[len(kf.PROFILER_STEP_PREFIX):])
-        span_id = self.next_span_id
-        self.next_span_id += 1
-        self._add("_kineto_spans", (span_id, kind, name, category, start, end, pid, tid, device, stream, correlation,
-                                    iteration, layer_index, external_id, track_pid, track_tid))
-        typed = kf.TYPED_ARGS if on_gpu else ((kf.ARG_CORRELATION,) if kind == "api" else ())
-        if kind == "kernel":
-            self._kernel(span_id, args)
-        elif kind == "memcpy" or kind == "memset":
-            self._memop(span_id, kind, name, args)
-        elif kind == "api" and kf.ARG_GRID in args:
-            self._launch_config(pid, correlation, args)
-        run_id = self.run_id
-        append = self.rows["span_args"].append
-        dropped = kf.DROPPED_ARGS
-        for key, value in args.items():
-            if key in dropped or key in typed:
-                continue
-            if on_gpu and key in kf.GRAPH_ARGS and _as_int(value) == kf.NOT_IN_GRAPH:
-                continue  # Kineto writes graph id 0 on every activity launched outside a graph
-            text = _arg_text(value)
-            if text is not None:
-                append((run_id, span_id, key, text))
-
-    def _kernel(self, span_id: int, args: dict) -> None:
-        occupancy = _as_float(args.get(kf.ARG_OCCUPANCY_PERCENT))
-        self._add("kernels", (self.run_id, span_id, *_dims(args.get(kf.ARG_GRID)), *_dims(args.get(kf.ARG_BLOCK)),
-                              _as_int(args.get(kf.ARG_REGISTERS)), _as_int(args.get(kf.ARG_SHARED_MEMORY)),
-                              None if occupancy is None else occupancy / 100.0,
-                              _as_float(args.get(kf.ARG_BLOCKS_PER_SM)), _as_float(args.get(kf.ARG_WARPS_PER_SM))))
-
-    def _memop(self, span_id: int, kind: str, name: str, args: dict) -> None:
-        copy_kind = src = dst = None
-        if kind == "memcpy":
-            match = _MEMCPY_RE.match(name)
-            if match:
-                copy_kind, src, dst = match.groups()
-            elif isinstance(args.get(kf.ARG_MEMCPY_KIND), str):
-                copy_kind = args[kf.ARG_MEMCPY_KIND]
-        self._add("memops", (self.run_id, span_id, copy_kind, _as_int(args.get(kf.ARG_BYTES)), src, dst))
-
-    def _launch_config(self, pid: int, correlation: int | None, args: dict) -> None:
-        # ROCm traces put the launch configuration on hipLaunchKernel, not on the kernel.
-        if correlation is not None:
-            self._add("_kineto_launch_config", (correlation, pid, *_dims(args.get(kf.ARG_GRID)),
-                                                *_dims(args.get(kf.ARG_BLOCK)), _as_int(args.get(kf.ARG_SHARED_MEMORY))))
-
-    def _flow(self, event: dict, phase: str) -> None:
-        category = event.get("cat")
-        if not isinstance(category, str) or category.lower() not in kf.LAUNCH_FLOW_CATEGORIES:
-            return self._skip(f"flow {category}")
-        flow_id, pid, tid = _as_int(event.get("id")), _as_int(event.get("pid")), _as_int(event.get("tid"))
-        ts = event.get("ts")
-        if flow_id is None or pid is None or tid is None or not isinstance(ts, (int, Decimal)) or isinstance(ts, bool) \
-                or not abs(ts) <= TIME_LIMIT_US:
-            return self._skip("flow without id/pid/tid/ts")
-        self._add("_kineto_flows", (phase, flow_id, pid, tid, us_to_ns(ts)))
-
-    def _metadata(self, event: dict) -> None:
-        args = event.get("args") if isinstance(event.get("args"), dict) else {}
-        pid, tid, what = _as_int(event.get("pid")), _as_int(event.get("tid")), event.get("name")
-        if pid is None:
-            return
-        if what == "process_name" and isinstance(args.get("name"), str):
-            self.process_names[pid] = args["name"]
-        elif what == "process_labels" and isinstance(args.get("labels"), str):
-            self.process_labels[pid] = args["labels"]
-        elif what == "thread_name" and tid is not None and isinstance(args.get("name"), str):
-            self.thread_names[(pid, tid)] = args["name"].strip()
-
-    def _instant(self, event: dict) -> None:
-        ts = us_to_ns(self._time(event, "ts"))
-        pid, tid = _as_int(event.get("pid")), _as_int(event.get("tid"))
-        name = event.get("name")
-        args = event.get("args") if isinstance(event.get("args"), dict) else {}
-        if name == kf.MEMORY_INSTANT_NAME:
-            gpu = _as_int(args.get(kf.MEMORY_DEVICE_TYPE_ARG)) in kf.MEMORY_DEVICE_TYPES_GPU
-            device = _as_int(args.get(kf.MEMORY_DEVICE_ID_ARG)) if gpu else None
-            for key in kf.MEMORY_COUNTER_ARGS:
-                value = _as_float(args.get(key))
-                if value is not None:
-                    self._add("counters", (self.run_id, key, ts, value, pid, device))
-            return
-        category = event.get("cat")
-        self._add("marks", (self.run_id, ts, None if name is None else str(name),
-                            category if isinstance(category, str) else None, pid, tid))
-
-    def _counter(self, event: dict) -> None:
-        ts = us_to_ns(self._time(event, "ts"))
-        args = event.get("args") if isinstance(event.get("args"), dict) else {}
-        name = str(event.get("name"))
-        for key, value in args.items():
-            number = _as_float(value)
-            if number is not None:
-                label = name if len(args) == 1 else f"{name}.{key}"
-                self._add("counters", (self.run_id, label, ts, number, _as_int(event.get("pid")), None))
-
-    # -- after the last event ----------------------------------------------------------------
-    def insert_processes_and_threads(self) -> None:
-        pids = [r[0] for r in self.con.execute(
-            "SELECT DISTINCT pid FROM spans WHERE run_id = ? AND tid IS NOT NULL ORDER BY pid", [self.run_id]).fetchall()]
-        threads = self.con.execute(
-            "SELECT DISTINCT pid, tid FROM spans WHERE run_id = ? AND tid IS NOT NULL ORDER BY pid, tid",
-            [self.run_id]).fetchall()
-        insert_relation(self.con, "processes", pa.table({
-            "run_id": pa.array([self.run_id] * len(pids), _I32), "pid": pa.array(pids, _I64),
-            "name": pa.array([self.process_names.get(p) for p in pids], _STR)}))
-        insert_relation(self.con, "threads", pa.table({
-            "run_id": pa.array([self.run_id] * len(threads), _I32),
-            "pid": pa.array([t[0] for t in threads], _I64), "tid": pa.array([t[1] for t in threads], _I64),
-            "name": pa.array([self.thread_names.get(t) for t in threads], _STR)}))
+def _insert_processes_and_threads(con: duckdb.DuckDBPyConnection, run_id: int, names: dict[str, dict]) -> None:
+    pids = [r[0] for r in con.execute(
+        "SELECT DISTINCT pid FROM spans WHERE run_id = ? AND tid IS NOT NULL ORDER BY pid", [run_id]).fetchall()]
+    threads = con.execute(
+        "SELECT DISTINCT pid, tid FROM spans WHERE run_id = ? AND tid IS NOT NULL ORDER BY pid, tid", [run_id]).fetchall()
+    insert_relation(con, "processes", pa.table({
+        "run_id": pa.array([run_id] * len(pids), _I32), "pid": pa.array(pids, _I64),
+        "name": pa.array([names["process_name"].get(p) for p in pids], _STR)}))
+    insert_relation(con, "threads", pa.table({
+        "run_id": pa.array([run_id] * len(threads), _I32),
+        "pid": pa.array([t[0] for t in threads], _I64), "tid": pa.array([t[1] for t in threads], _I64),
+        "name": pa.array([names["thread_name"].get(t) for t in threads], _STR)}))
 
 
 def _device_rows(run_id: int, properties, used_ids: list[int], amd: bool) -> pa.Table:
     rows: dict[int, dict] = {}
     for prop in properties if isinstance(properties, list) else []:
-        if not isinstance(prop, dict) or _as_int(prop.get(kf.DEVICE_ID)) is None:
+        device = _as_int(prop.get(kf.DEVICE_ID)) if isinstance(prop, dict) else None
+        if not isinstance(prop, dict) or device is None:
             continue
         name = prop.get(kf.DEVICE_NAME)
         sm_count = next((_as_int(prop[k]) for k in kf.DEVICE_SM_COUNT if k in prop), None)
         clock_khz = _as_int(prop.get(kf.DEVICE_CLOCK_RATE_KHZ))
         is_amd = amd or (isinstance(name, str) and any(m in name for m in kf.AMD_DEVICE_MARKERS))
-        rows[_as_int(prop[kf.DEVICE_ID])] = {
+        rows[device] = {
             "name": name if isinstance(name, str) else None, "vendor": "amd" if is_amd else "nvidia",
             "uuid": prop.get(kf.DEVICE_UUID) if isinstance(prop.get(kf.DEVICE_UUID), str) else None,
             "sm_count": sm_count, "memory_bytes": _as_int(prop.get(kf.DEVICE_MEMORY)),
@@ -420,39 +206,42 @@ def _no_cyclic_gc():
 
 def convert_kineto(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, options: ConvertOptions, progress: Progress) -> None:
     path = Path(path)
-    trace = KinetoTrace(path)
-    mapper = KinetoMapper(con, run_id, path, options)
     con.execute(_STAGING_DDL)
-    fast = None
-    if options.kineto_reader != "python":
-        from .kineto_fast import convert_kineto_fast
+    _set_variables(con, run_id, options.include_python_functions)
+    previous_limit = scalar(con, "SELECT current_setting('memory_limit')")
+    con.execute("SET memory_limit = ?", [MEMORY_LIMIT])
+    try:
+        meta, loader = None, None
+        if options.kineto_reader != "python":
+            from .kineto_fast import read_events
 
-        progress(f"reading {path.name} (DuckDB JSON reader)", None)
-        fast = convert_kineto_fast(con, path, run_id, options.include_python_functions)
-    if fast is not None:
-        meta, mapper.process_names, mapper.process_labels, mapper.thread_names = fast
-    else:
-        label = f"reading {path.name}"
-        with _no_cyclic_gc():
-            for batch in iter_event_batches(trace, lambda fraction: progress(label, fraction)):
-                mapper.map_events(batch)
-            mapper.flush()
-        meta = trace.metadata
-        if mapper.skipped.get(SKIPPED_NON_NUMERIC_TRACK):
-            warn(path, f"skipped {mapper.skipped[SKIPPED_NON_NUMERIC_TRACK]} CPU event(s) whose pid or tid is not a number")
+            progress(f"reading {path.name} (DuckDB JSON reader)", None)
+            meta = read_events(con, path)
+        if meta is None:
+            trace = KinetoTrace(path)
+            label = f"reading {path.name}"
+            with _no_cyclic_gc():
+                loader = load_with_python(con, trace, lambda fraction: progress(label, fraction))
+            meta = trace.metadata
+        check_events(con, path, loader)
+        progress("mapping events", None)
+        names = _map_events(con, run_id, path)
+    finally:
+        con.execute("SET memory_limit = ?", [previous_limit])
     progress("linking GPU activities", None)
     con.execute("SET VARIABLE kineto_graph_launch_apis = ?", [sorted(kf.GRAPH_LAUNCH_API_NAMES)])
     run_script(con, query_text("ingest/kineto_link"), run_id)
     con.execute(_STAGING_DROP)
-    mapper.insert_processes_and_threads()
-    first_start, has_hip = con.execute(
+    _insert_processes_and_threads(con, run_id, names)
+    first_start, has_hip = one_row(con,
         "SELECT min(start_ns), bool_or(kind = 'api' AND starts_with(name, ?)) FROM spans WHERE run_id = ?",
-        [kf.AMD_API_PREFIX, run_id]).fetchone()
+        [kf.AMD_API_PREFIX, run_id])
     used_devices = [r[0] for r in con.execute(
         "SELECT DISTINCT device_id FROM spans WHERE run_id = ? AND device_id IS NOT NULL", [run_id]).fetchall()]
     insert_relation(con, "devices", _device_rows(run_id, meta.get(kf.DEVICE_PROPERTIES_KEY), used_devices, bool(has_hip)))
     base = meta.get(kf.BASE_TIME_NS_KEY)
-    if base is not None and (_as_int(base) is None or not abs(_as_int(base)) <= TIME_LIMIT_NS):
+    base_ns = _as_int(base) if base is not None else None
+    if base is not None and (base_ns is None or not abs(base_ns) <= TIME_LIMIT_NS):
         warn(path, f"{kf.BASE_TIME_NS_KEY} {str(base)[:40]} is not a time in range: ignored")
         meta = {k: v for k, v in meta.items() if k != kf.BASE_TIME_NS_KEY}
     origin = _clock_origin(meta, first_start)

@@ -16,16 +16,16 @@ import gzip
 import io
 import json
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Callable, Iterator
 
 import ijson
 
 from ..errors import InputError
 from ..formats import kineto_fields as kf
-from . import GZIP_MAGIC
+from ..formats.file_magic import GZIP_MAGIC
 
 CHUNK_BYTES = 64 << 10  # ijson's own default buffer; larger ones were slower
 BATCH_EVENTS = 1_000  # small batches stay in cache; 10k-event batches parsed 1.5x slower
@@ -86,6 +86,7 @@ class _Source:
         self.raw.seek(0)
         self.stream = gzip.GzipFile(fileobj=self.raw, mode="rb") if is_gzip else self.raw
         self.bytes_read = 0
+        self.first = b""  # the first chunk, once _peek has read it
         self.reads = 0
         self.recent: list[bytes] = []  # chunks read since mark() (all of them before the first mark)
 
@@ -237,7 +238,7 @@ class _Replay:
 
     def __init__(self, source: _Source):
         self.source = source
-        self.pending = source.first
+        self.pending: bytes | None = source.first
 
     def read(self, size: int) -> bytes:
         if size == 0:  # ijson probes bytes vs str with read(0)

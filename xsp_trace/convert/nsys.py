@@ -1,35 +1,51 @@
 """Nsight Systems (.nsys-rep or its SQLite export) into the unified schema.
 
 Two steps: the export's tables are projected into DuckDB staging tables (`_nsys_*`, one SQLite
-query each, streamed in Arrow batches; pid/tid decoded, strings kept as ids), then
-queries/ingest/nsys.sql turns the staging tables into spans, kernels, memops, devices, threads.
+query each, run by ADBC's native SQLite driver and streamed as Arrow batches straight into
+DuckDB -- no Python rows; pid/tid decoded, strings kept as ids), then queries/ingest/nsys.sql
+turns the staging tables into spans, kernels, memops, devices, threads. Why ADBC and not
+DuckDB's sqlite extension: BENCHMARKS.md (nsys ingest).
 Everything version-specific is resolved here from the export's own tables and columns, using
 the facts in xsp_trace.formats.nsys_export.
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import urllib.parse
-from contextlib import closing, nullcontext
+from collections.abc import Iterator
+from contextlib import closing, contextmanager, nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
+import adbc_driver_manager
+import adbc_driver_sqlite
+import adbc_driver_sqlite.dbapi as adbc_sqlite
 import duckdb
+import numpy as np
 import pyarrow as pa
 
-from ..database import insert_relation, run_script
+from ..database import run_script
 from ..errors import InputError
 from ..formats import nsys_export as fmt
+from ..formats.file_magic import NSYS_REPORT_MAGIC
 from ..naming import install_sql_macros
 from ..resources import query_text
-from . import NSYS_REPORT_MAGIC, ConvertOptions, Progress, register_run
+from .common import ConvertOptions, Progress, register_run
 from .nsys_report import exported_sqlite
 from .validate import validate_nsys_staging, warn
 
 BATCH_ROWS = 65_536
-_PID = f"(({{col}} >> {fmt.PID_SHIFT}) & {fmt.ID_MASK})"
-_TID = f"({{col}} & {fmt.ID_MASK})"
+# SQLite's >> and & turn any operand into an integer (1.5 -> 1, '7x' -> 7): only integers are
+# decoded; anything else passes through unchanged, so the Arrow step rejects it (wrong type).
+_PID = f"CASE WHEN typeof({{col}}) = 'integer' THEN (({{col}} >> {fmt.PID_SHIFT}) & {fmt.ID_MASK}) ELSE {{col}} END"
+_TID = f"CASE WHEN typeof({{col}}) = 'integer' THEN ({{col}} & {fmt.ID_MASK}) ELSE {{col}} END"
+# ADBC's SQLite driver reports a value whose SQLite type differs from its column's Arrow type
+# (fixed by the first batch) as "[SQLite] Type mismatch in column N: ..." (c/driver/sqlite).
+_ADBC_TYPE_MISMATCH = "Type mismatch"
+_FIX_VALUES = "export the report again with `nsys export --type sqlite`, or repair the file"
 
 
 def _pid(col: str) -> str:
@@ -45,11 +61,12 @@ class _Export:
 
     def __init__(self, path: Path):
         self.path = path
-        uri = urllib.parse.urlunsplit(
-            ["file", "", str(path.resolve()), urllib.parse.urlencode({"mode": "ro", "immutable": "1"}), ""]
+        self.uri = urllib.parse.urlunsplit(
+            ["file", "", urllib.parse.quote(str(path.resolve())), urllib.parse.urlencode({"mode": "ro", "immutable": "1"}), ""]
         )
+        self._arrow: Any = None  # the ADBC connection, opened on first use
         try:
-            self.con = sqlite3.connect(uri, uri=True)
+            self.con = sqlite3.connect(self.uri, uri=True)
             names = {r[0] for r in self.con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
         except sqlite3.DatabaseError as exc:
             raise self.corrupt(exc) from exc
@@ -73,6 +90,10 @@ class _Export:
     def corrupt(self, exc: Exception) -> InputError:
         return InputError(self.path, f"is truncated or corrupt ({exc})", "export the report again with `nsys export --type sqlite`")
 
+    def wrong_type(self, what: str, detail: str) -> InputError:
+        """A value of the wrong type (text, blob, a fraction, a number beyond 64 bits) in a numeric column."""
+        return InputError(self.path, f"holds a value of the wrong type or size in its {what} ({detail})", _FIX_VALUES)
+
     def table(self, base: str) -> str | None:
         return self.tables.get(base)
 
@@ -89,6 +110,29 @@ class _Export:
             return self.con.execute(sql)
         except sqlite3.DatabaseError as exc:
             raise self.corrupt(exc) from exc
+
+    @contextmanager
+    def arrow_batches(self, sql: str) -> Iterator[pa.RecordBatchReader]:
+        """The rows of one query as Arrow batches, read by ADBC's SQLite driver (native code)."""
+        try:
+            if self._arrow is None:
+                self._arrow = adbc_sqlite.connect(self.uri)
+            cursor = self._arrow.cursor()
+        except adbc_driver_manager.Error as exc:
+            raise self.corrupt(exc) from exc
+        with closing(cursor):
+            try:
+                cursor.adbc_statement.set_options(**{adbc_driver_sqlite.StatementOptions.BATCH_ROWS.value: str(BATCH_ROWS)})
+                cursor.execute(sql)
+                reader = cursor.fetch_record_batch()
+            except adbc_driver_manager.Error as exc:
+                raise self.corrupt(exc) from exc
+            yield reader
+
+    def close(self) -> None:
+        if self._arrow is not None:
+            self._arrow.close()
+        self.con.close()
 
     def check_required(self, base: str) -> None:
         missing = [c for c in fmt.REQUIRED_COLUMNS.get(base, ()) if c not in self.columns(base)]
@@ -119,7 +163,12 @@ _ALL_TABLES = (
 
 
 class _Stager:
-    """Streams SQLite query results into DuckDB staging tables, assigning span ids on the way."""
+    """Streams SQLite query results into DuckDB staging tables, assigning span ids on the way.
+
+    ADBC's SQLite driver infers each column's Arrow type from the first batch (an all-NULL text
+    column would become int64 and fail on its first string), so every query is prefixed with one
+    typed row (marked by _TYPE_ROW) that fixes the types; that row is dropped here.
+    """
 
     def __init__(self, export: _Export, con: duckdb.DuckDBPyConnection, progress: Progress):
         self.export = export
@@ -134,26 +183,74 @@ class _Stager:
         self.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} ({cols})")
         if sql is None:
             return 0
-        cursor = self.export.execute(sql)
-        total = 0
-        while True:
+        typed = ", ".join(f"{_TYPED_LITERALS[f.type]} AS {f.name}" for f in schema)
+        with self.export.arrow_batches(f"SELECT 1 AS {_TYPE_ROW}, {typed} UNION ALL SELECT 0, * FROM ({sql})") as reader:
+            return self._insert(table, reader, schema, full, with_span_ids, what)
+
+    def _insert(self, table: str, reader: pa.RecordBatchReader, schema: pa.Schema, full: pa.Schema,
+                with_span_ids: bool, what: str) -> int:
+        counted: list[int] = [0]
+        failure: list[BaseException] = []
+
+        def batches():
+            first = True
             try:
-                rows = cursor.fetchmany(BATCH_ROWS)
-            except sqlite3.DatabaseError as exc:
-                raise self.export.corrupt(exc) from exc
-            if not rows:
-                break
-            columns = list(zip(*rows))
-            arrays = [pa.array(col, type=f.type) for col, f in zip(columns, schema)]
-            if with_span_ids:
-                arrays.insert(0, pa.array(range(self.next_span_id, self.next_span_id + len(rows)), pa.int64()))
-                self.next_span_id += len(rows)
-            insert_relation(self.con, table, pa.Table.from_arrays(arrays, schema=full))
-            total += len(rows)
-            self.progress(f"reading {what or table}: {total:,} rows", None)
-        return total
+                for batch in reader:
+                    if first:
+                        if batch.num_rows == 0 or batch.column(0)[0].as_py() != 1:
+                            raise RuntimeError(f"SQLite returned the type row of {table} out of place")
+                        batch, first = batch.slice(1), False
+                    n = batch.num_rows
+                    arrays = [self._cast(batch.column(i + 1), f, what or table, failure) for i, f in enumerate(schema)]
+                    if with_span_ids:
+                        arrays.insert(0, pa.array(np.arange(self.next_span_id, self.next_span_id + n, dtype=np.int64)))
+                        self.next_span_id += n
+                    counted[0] += n
+                    self.progress(f"reading {what or table}: {counted[0]:,} rows", None)
+                    yield pa.RecordBatch.from_arrays(arrays, schema=full)
+            except (adbc_driver_manager.Error, OSError) as exc:  # the driver's errors while streaming are OSErrors
+                if _ADBC_TYPE_MISMATCH in str(exc):
+                    failure.append(self.export.wrong_type(what or table, _column_named(str(exc), schema)))
+                else:
+                    failure.append(self.export.corrupt(exc))
+                raise
+
+        stream = pa.RecordBatchReader.from_batches(full, batches())
+        self.con.register("_xsp_batches", stream)
+        try:
+            self.con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _xsp_batches")
+        except duckdb.Error:
+            if failure:  # DuckDB reports the stream's exception as its own, unchained
+                raise failure[0] from None
+            raise
+        finally:
+            self.con.unregister("_xsp_batches")
+        return counted[0]
 
 
+    def _cast(self, column: pa.Array, field: pa.Field, what: str, failure: list) -> pa.Array:
+        """A column as its staging type; a value that does not convert exactly (text, blob, 1.5 in an
+        integer column, a number beyond int64) is the wrong-type error, never a truncated value."""
+        if column.type == field.type:
+            return column
+        try:
+            return column.cast(field.type)  # safe cast: refuses fractions and overflow
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+            failure.append(self.export.wrong_type(what, f"{field.name}: {str(exc).splitlines()[0][:120]}"))
+            raise
+
+
+def _column_named(message: str, schema: pa.Schema) -> str:
+    """The driver's type-mismatch message with the staging column it names (its column 0 is the type row)."""
+    first = message.strip().splitlines()[0] if message.strip() else message
+    found = re.search(r"column (\d+)", first)
+    if found and 1 <= int(found.group(1)) <= len(schema):
+        return f"{schema[int(found.group(1)) - 1].name}: {first[:160]}"
+    return first[:200]
+
+
+_TYPE_ROW = "_xsp_type_row"
+_TYPED_LITERALS = {pa.int64(): "0", pa.string(): "''", pa.float64(): "0.0"}
 _DUCK_TYPES = {pa.int64(): "BIGINT", pa.string(): "VARCHAR", pa.float64(): "DOUBLE"}
 
 
@@ -170,7 +267,7 @@ def convert_nsys(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, option
         if is_report:
             progress("exported with nsys", None)
         export = _Export(Path(sqlite_path))
-        with closing(export.con):
+        with closing(export):
             _register(con, export, path, run_id, options)
             _stage_all(export, con, progress)
             progress("building spans", None)

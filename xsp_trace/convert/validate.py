@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import sqlite3
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import duckdb
 import pyarrow as pa
 
 from ..errors import InputError
+from ..sql import one_row, scalar
 
 # Timestamps and ends in ns must lie within +-2^62 ns (year 2116 as UNIX-epoch ns): sums and
 # differences of two of them then never overflow a BIGINT.
@@ -50,7 +51,7 @@ def warn(path, message: str) -> None:
 
 
 def _exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    return bool(con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND temporary", [table]).fetchone()[0])
+    return bool(scalar(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND temporary", [table]))
 
 
 def _columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
@@ -65,11 +66,11 @@ def validate_nsys_staging(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         if not _exists(con, table):
             continue
         end_null = "" if end_may_be_null else " OR end_ns IS NULL"
-        bad_null, bad_range, bad_order = con.execute(f"""
+        bad_null, bad_range, bad_order = one_row(con, f"""
             SELECT count(*) FILTER (WHERE start_ns IS NULL{end_null}),
                    count(*) FILTER (WHERE start_ns NOT BETWEEN -{limit} AND {limit} OR end_ns NOT BETWEEN -{limit} AND {limit}),
                    count(*) FILTER (WHERE end_ns < start_ns)
-            FROM {table}""").fetchone()
+            FROM {table}""")
         if bad_null or bad_range or bad_order:
             con.execute(f"""DELETE FROM {table} WHERE start_ns IS NULL{end_null}
                 OR start_ns NOT BETWEEN -{limit} AND {limit} OR end_ns NOT BETWEEN -{limit} AND {limit}
@@ -85,8 +86,8 @@ def validate_nsys_staging(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 def _dedupe_strings(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     if not _exists(con, "_nsys_strings"):
         return
-    rows, ids, null_ids = con.execute(
-        "SELECT count(*), count(DISTINCT id), count(*) FILTER (WHERE id IS NULL) FROM _nsys_strings").fetchone()
+    rows, ids, null_ids = one_row(con,
+        "SELECT count(*), count(DISTINCT id), count(*) FILTER (WHERE id IS NULL) FROM _nsys_strings")
     duplicates = rows - null_ids - ids
     if duplicates or null_ids:
         con.execute("""CREATE OR REPLACE TEMP TABLE _nsys_strings AS
@@ -100,7 +101,7 @@ def _fill_gpu_pids(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     for table in _GPU_TABLES:
         if not _exists(con, table) or not {"pid", "correlation_id"} <= _columns(con, table):
             continue
-        missing = con.execute(f"SELECT count(*) FROM {table} WHERE pid IS NULL").fetchone()[0]
+        missing = scalar(con, f"SELECT count(*) FROM {table} WHERE pid IS NULL")
         if not missing:
             continue
         con.execute(f"""
@@ -109,19 +110,19 @@ def _fill_gpu_pids(con: duckdb.DuckDBPyConnection, path: Path) -> None:
                   WHERE correlation_id IS NOT NULL AND pid IS NOT NULL
                   GROUP BY correlation_id HAVING count(DISTINCT pid) = 1) AS owner
             WHERE g.pid IS NULL AND g.correlation_id = owner.correlation_id""")
-        left = con.execute(f"SELECT count(*) FROM {table} WHERE pid IS NULL").fetchone()[0]
+        left = scalar(con, f"SELECT count(*) FROM {table} WHERE pid IS NULL")
         warn(path, f"{missing} {_WHAT[table]} row(s) without a process id: {missing - left} given the process of "
                    f"their CUDA API call (same correlation id), {left} left without one")
 
 
 def _check_nvtx_end(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     try:
-        value = con.execute("SELECT getvariable('nsys_nvtx_max_ts')").fetchone()[0]
+        value = scalar(con, "SELECT getvariable('nsys_nvtx_max_ts')")
     except duckdb.Error:
         return
     if value is None or (isinstance(value, int) and -TIME_LIMIT_NS <= value <= TIME_LIMIT_NS):
         return
-    fixed = con.execute("SELECT max(greatest(start_ns, coalesce(end_ns, start_ns))) FROM _nsys_nvtx").fetchone()[0] \
+    fixed = scalar(con, "SELECT max(greatest(start_ns, coalesce(end_ns, start_ns))) FROM _nsys_nvtx") \
         if _exists(con, "_nsys_nvtx") else None
     con.execute("SET VARIABLE nsys_nvtx_max_ts = ?", [fixed])
     warn(path, "the last NVTX time of the export is out of range: unclosed ranges end at the last valid NVTX time")

@@ -1,0 +1,116 @@
+"""Both Kineto readers fill the same raw event relation, checked and mapped once (kineto_events.py,
+queries/kineto_map.sql): on every hand-made bad value of the corpus they reject with the same
+line, on damaged files both reject, and on odd but valid inputs they store the same rows.
+
+The DuckDB reader ("auto") hands files it does not take to the streaming reader, so the cases
+below include both kinds: those DuckDB reads itself (times out of range, pid written as 1e3) and
+those it hands over (a non-numeric time, a null event).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from test_bad_input_corpus import KINETO, KINETO_REJECTED, STRUCTURE_REJECTED, bytes_case, complete_events, kineto_doc
+from xsp_trace.convert import ConvertOptions, convert_files
+from xsp_trace.errors import InputError
+from xsp_trace.formats import kineto_fields as kf
+
+CPU_OP = {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 10, "dur": 5}
+ORDER_REJECTED = {
+    # null reads as a row of NULLs in DuckDB's reader (as {} does): handed to the streaming reader.
+    "null_event": (bytes_case(lambda: json.dumps({"traceEvents": [CPU_OP, None]}).encode()), "event #2 is not a JSON object"),
+    # The first problem in file order is reported, whichever reader met which first.
+    "bad_time_before_non_object": (
+        bytes_case(lambda: json.dumps({"traceEvents": [dict(CPU_OP, ts=10**25), 5]}).encode()),
+        "event #1 ('aten::add') has an out-of-range 'ts' (10000000000000000000000000;"),
+    "non_object_before_bad_time": (
+        bytes_case(lambda: json.dumps({"traceEvents": [CPU_OP, [1], dict(CPU_OP, dur="7")]}).encode()),
+        "event #2 is not a JSON object"),
+    "end_out_of_range_exact_text": (
+        bytes_case(lambda: json.dumps({"traceEvents": [dict(CPU_OP, ts=4 * 10**15, dur=9 * 10**14)]}).encode()),
+        "event #1 ('aten::add') ends out of range (ts + dur = 4900000000000000 us)"),
+}
+CASES = {**KINETO_REJECTED, **ORDER_REJECTED}
+
+
+def outcome(source: Path, out: Path, reader: str):
+    """('error', the problem) or ('ok', every span) for one reader, in-process."""
+    try:
+        convert_files([source], out, ConvertOptions(kineto_reader=reader))
+    except InputError as exc:
+        return "error", exc.problem
+    with duckdb.connect(str(out), read_only=True) as con:
+        return "ok", con.execute("SELECT kind, name, start_ns, end_ns, pid, tid, device_id, stream_id, correlation_id "
+                                 "FROM spans ORDER BY ALL").fetchall()
+
+
+def both(source: Path, folder: Path):
+    return outcome(source, folder / "auto.duckdb", "auto"), outcome(source, folder / "python.duckdb", "python")
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_both_readers_reject_with_the_same_line(case, tmp_path):
+    make, expect = CASES[case]
+    fast, slow = both(make(tmp_path), tmp_path)
+    assert fast[0] == slow[0] == "error", (fast, slow)
+    assert fast[1] == slow[1], (fast[1], slow[1])
+    assert expect in fast[1], fast[1]
+
+
+@pytest.mark.parametrize("case", list(STRUCTURE_REJECTED))
+def test_both_readers_reject_damaged_files(case, tmp_path):
+    """Damaged gzip or JSON: both reject; the line may differ, as each reader meets the damage
+    where it reads first (the DuckDB reader decompresses the whole file before parsing)."""
+    make, _ = STRUCTURE_REJECTED[case]
+    fast, slow = both(make(tmp_path), tmp_path)
+    assert fast[0] == slow[0] == "error", (fast, slow)
+
+
+def write(folder: Path, doc: dict) -> Path:
+    path = folder / "trace.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_pid_written_as_a_decimal_is_the_same_process_in_both_readers(tmp_path):
+    """DuckDB's reader keeps 1e3 as the text '1000.0'; the streaming reader writes it the same way,
+    so both store the op on process 1000 (the JSON number's value)."""
+    doc = kineto_doc("cpu")
+    op = complete_events(doc, "cpu_op")[0]
+    data = json.dumps(doc).replace(json.dumps(op), json.dumps(dict(op, pid="__PID__")).replace('"__PID__"', "1e3"), 1)
+    source = tmp_path / "trace.json"
+    source.write_text(data)
+    fast, slow = both(source, tmp_path)
+    assert fast[0] == slow[0] == "ok" and fast[1] == slow[1]
+    assert [s for s in fast[1] if s[4] == 1000] == [("op", op["name"], round(op["ts"] * 1000),
+                                                     round((op["ts"] + op["dur"]) * 1000), 1000, op["tid"], None, None, None)]
+
+
+def test_flow_with_a_time_out_of_range_is_left_out(tmp_path):
+    """A launch flow whose ts is beyond the time limit is skipped (as an unusable flow), not an
+    overflow: both readers convert, storing the same spans."""
+    doc = json.loads(gzip.open(KINETO["rocm"]).read())
+    flows = [e for e in doc["traceEvents"] if isinstance(e, dict) and e.get("ph") in ("s", "f")
+             and str(e.get("cat")).lower() in kf.LAUNCH_FLOW_CATEGORIES]
+    flows[0]["ts"] = 10**25
+    fast, slow = both(write(tmp_path, doc), tmp_path)
+    assert fast[0] == slow[0] == "ok" and fast[1] == slow[1]
+    assert len([s for s in fast[1] if s[0] == "kernel"]) == len(
+        [e for e in complete_events(doc) if str(e.get("cat")).lower() == "kernel"]) > 0
+
+
+def test_cpu_events_off_track_skipped_alike(tmp_path, capfd):
+    doc = kineto_doc("rocm")
+    ops = complete_events(doc, "cpu_op")[:3]
+    for op in ops:
+        op["pid"] = "--5"
+    fast, slow = both(write(tmp_path, doc), tmp_path)
+    assert fast[0] == slow[0] == "ok" and fast[1] == slow[1]
+    warnings = [line for line in capfd.readouterr().err.splitlines() if "whose pid or tid is not a number" in line]
+    assert len(warnings) == 2 and all("skipped 3 CPU event(s)" in w for w in warnings), warnings
