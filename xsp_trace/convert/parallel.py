@@ -55,7 +55,11 @@ def _worker_start(parent_pid: int) -> None:
 def _watch_parent(parent_pid: int) -> None:
     while os.getppid() == parent_pid:
         time.sleep(PARENT_POLL_S)
-    os.kill(os.getpid(), signal.SIGTERM)
+    os.kill(os.getpid(), signal.SIGTERM)  # unwind: the part file is removed
+    # A worker inside native code (a DuckDB or ADBC call that does not check for signals) may not
+    # unwind soon; without its parent nobody waits for it, so it ends itself after the grace period.
+    time.sleep(WORKER_STOP_S)
+    os._exit(128 + signal.SIGTERM)
 
 
 def _stop_workers(pool: ProcessPoolExecutor) -> None:
