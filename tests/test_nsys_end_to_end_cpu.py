@@ -96,3 +96,23 @@ def test_range_ending_on_another_thread_and_mark(profiled):
     assert db.execute("SELECT count(*) FROM threads WHERE pid = ? AND tid = ?", [pid, tid]).fetchone()[0] == 1
     assert db.execute("SELECT name FROM marks").fetchall() == [("done",)]
     assert db.execute("SELECT source_kind, tool, source_format_version FROM runs").fetchone()[:2] == ("nsys", "nsys")
+
+
+def test_osrt_sum_equals_nsys_stats_osrtsum(profiled, tmp_path):
+    """The program's OS runtime calls (recorded with --trace=osrt): every row of nsys's own osrtsum
+    report -- share, total, calls, mean, median, min, max, stddev -- equal to the analysis."""
+    from conftest import nsys_version
+    from xsp_trace.analyze import open_session, run_analysis
+    from xsp_trace.formats.nsys_stats import report_name
+
+    report, db = profiled
+    ref = nsys_stats(report, report_name("osrt_sum", nsys_version()), tmp_path)
+    assert len(ref) >= 5  # read, open64, clock_nanosleep, sem_wait, mmap64, ...
+    theirs = {r["Name"]: (float(r["Time (%)"]), int(r["Total Time (ns)"]), int(r["Num Calls"]), float(r["Avg (ns)"]),
+                          float(r["Med (ns)"]), int(r["Min (ns)"]), int(r["Max (ns)"]), float(r["StdDev (ns)"]))
+              for r in ref}
+    path = db.execute("PRAGMA database_list").fetchall()[0][2]
+    ours = {r["name"]: (float(r["time_pct"]), r["total_ns"], r["calls"], float(r["avg_ns"]), float(r["med_ns"]), r["min_ns"],
+                        r["max_ns"], float(r["stddev_ns"]))
+            for r in run_analysis(open_session(path), "osrt_sum").records()}
+    assert ours == theirs

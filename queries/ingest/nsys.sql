@@ -68,6 +68,14 @@ SELECT
 FROM _nsys_api AS a
 LEFT JOIN _nsys_strings AS s ON s.id = a.name_id;
 
+-- OS runtime library calls (read, sem_wait, pthread_create...): CPU spans of kind 'other'.
+INSERT INTO spans (run_id, span_id, kind, name, category, start_ns, end_ns, pid, tid)
+SELECT
+    getvariable('xsp_run_id'), o.span_id, 'other', coalesce(s.value, '(unknown function)'),
+    getvariable('nsys_osrt_category'), o.start_ns, o.end_ns, o.pid, o.tid
+FROM _nsys_osrt AS o
+LEFT JOIN _nsys_strings AS s ON s.id = o.name_id;
+
 -- Kernels: the span, then their launch configuration.
 INSERT INTO spans (run_id, span_id, kind, name, category, start_ns, end_ns, pid, device_id, stream_id, correlation_id)
 SELECT

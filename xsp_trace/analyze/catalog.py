@@ -59,6 +59,7 @@ ANALYSES: tuple[Analysis, ...] = (
     Analysis("cuda_gpu_kern_gb_sum", "GPU kernel summary by grid and block (nsys stats cuda_gpu_kern_gb_sum)", "summary"),
     Analysis("cuda_gpu_mem_time_sum", "GPU memory operations by time (nsys stats cuda_gpu_mem_time_sum)", "summary"),
     Analysis("cuda_gpu_mem_size_sum", "GPU memory operations by size (nsys stats cuda_gpu_mem_size_sum)", "summary"),
+    Analysis("osrt_sum", "OS runtime summary (nsys stats osrt_sum)", "summary"),
     Analysis("nvtx_sum", "NVTX range summary (nsys stats nvtx_sum)", "summary"),
     Analysis("layer_allocations", "Memory each layer allocates while it runs (allocation events)", "layer"),
     Analysis("op_roofline", "Roofline per op and shape from recorded shapes (TraceLens perf models)", "kernel"),

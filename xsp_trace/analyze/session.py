@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 
 from ..errors import InputError
-from ..formats import aten_perf_models, collectives, cuda_api, kineto_fields, ncu_metrics, nsys_stats, torch_dtypes
+from ..formats import aten_perf_models, collectives, cuda_api, kineto_fields, ncu_metrics, nsys_export, nsys_stats, torch_dtypes
 from ..formats.device_peaks import lookup_peak
 from ..naming import LAYER_RANGE_PRESETS, install_name_macros, layer_range_pattern
 from ..resources import query_text
@@ -177,7 +177,7 @@ def _load_format_tables(con: duckdb.DuckDBPyConnection) -> None:
                         ("xsp_arg_concrete_inputs", kineto_fields.ARG_CONCRETE_INPUTS),
                         ("xsp_counter_allocated", kineto_fields.MEMORY_ALLOCATED),
                         ("xsp_explicit_sync_api", cuda_api.EXPLICIT_SYNC_API), ("xsp_implicit_sync_api", cuda_api.IMPLICIT_SYNC_API),
-                        ("xsp_pageable", cuda_api.PAGEABLE))))
+                        ("xsp_pageable", cuda_api.PAGEABLE), ("xsp_osrt_category", nsys_export.OSRT_CATEGORY))))
 
 
 def _fill_device_peaks(con: duckdb.DuckDBPyConnection, catalog: str, options: AnalysisOptions) -> None:

@@ -156,7 +156,7 @@ class _Export:
 
 
 _ALL_TABLES = (
-    fmt.KERNEL, fmt.RUNTIME, fmt.MEMCPY, fmt.MEMSET, fmt.SYNCHRONIZATION, fmt.NVTX_EVENTS, fmt.STRING_IDS,
+    fmt.KERNEL, fmt.RUNTIME, fmt.MEMCPY, fmt.MEMSET, fmt.SYNCHRONIZATION, fmt.OSRT_API, fmt.NVTX_EVENTS, fmt.STRING_IDS,
     fmt.THREAD_NAMES, fmt.PROCESSES, fmt.TARGET_INFO_GPU, fmt.TARGET_INFO_CUDA_DEVICE, fmt.SESSION_START,
     fmt.ENUM_MEMCPY_OPER, fmt.ENUM_MEM_KIND, fmt.ENUM_SYNC_TYPE,
 )
@@ -302,7 +302,7 @@ def _register(con, export: _Export, source: Path, run_id: int, options: ConvertO
 
 
 _STAGING_TABLES = (
-    "_nsys_strings", "_nsys_nvtx", "_nsys_api", "_nsys_kernel", "_nsys_memcpy", "_nsys_memset", "_nsys_sync",
+    "_nsys_strings", "_nsys_nvtx", "_nsys_api", "_nsys_osrt", "_nsys_kernel", "_nsys_memcpy", "_nsys_memset", "_nsys_sync",
     "_nsys_enums", "_nsys_threads", "_nsys_processes", "_nsys_gpus", "_nsys_cuda_devices",
 )
 
@@ -341,6 +341,15 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
             FROM "{t(rt)}" {class_filter}""",
         _schema("start_ns", "end_ns", "event_class", "pid", "tid", "correlation_id", "name_id"),
         with_span_ids=True, what="CUDA API calls",
+    )
+
+    os_rt = fmt.OSRT_API
+    s.stage(
+        "_nsys_osrt",
+        t(os_rt) and f"""SELECT start, "end", {_pid('globalTid')}, {_tid('globalTid')}, nameId
+            FROM "{t(os_rt)}" WHERE eventClass = {fmt.OsrtEventClass.CALL}""",
+        _schema("start_ns", "end_ns", "pid", "tid", "name_id"),
+        with_span_ids=True, what="OS runtime calls",
     )
 
     k = fmt.KERNEL
@@ -468,6 +477,7 @@ def _set_format_variables(con: duckdb.DuckDBPyConnection) -> None:
         "nsys_nvtx_domain_create": fmt.NvtxEventType.DOMAIN_CREATE,
         "nsys_api_class_runtime": fmt.ApiEventClass.CUDA_RUNTIME,
         "nsys_api_class_driver": fmt.ApiEventClass.CUDA_DRIVER,
+        "nsys_osrt_category": fmt.OSRT_CATEGORY,
         "nsys_api_version_suffix": fmt.API_NAME_VERSION_SUFFIX.pattern,
         "nsys_memcpy_name": fmt.MEMCPY_NAME.replace("{label}", "%s"),
         "nsys_memset_name": fmt.MEMSET_NAME,

@@ -37,10 +37,10 @@ TIME_LIMIT_NS = 2**62
 TIME_LIMIT_US = TIME_LIMIT_NS // 1000
 
 # Staged tables with start/end, and whether a NULL end is allowed (an NVTX range never closed, a mark).
-_TIMED = {"_nsys_nvtx": True, "_nsys_api": False, "_nsys_kernel": False, "_nsys_memcpy": False,
+_TIMED = {"_nsys_nvtx": True, "_nsys_api": False, "_nsys_osrt": False, "_nsys_kernel": False, "_nsys_memcpy": False,
           "_nsys_memset": False, "_nsys_sync": False}
 _GPU_TABLES = ("_nsys_kernel", "_nsys_memcpy", "_nsys_memset", "_nsys_sync")
-_WHAT = {"_nsys_nvtx": "NVTX", "_nsys_api": "CUDA API", "_nsys_kernel": "kernel", "_nsys_memcpy": "memcpy",
+_WHAT = {"_nsys_nvtx": "NVTX", "_nsys_api": "CUDA API", "_nsys_osrt": "OS runtime", "_nsys_kernel": "kernel", "_nsys_memcpy": "memcpy",
          "_nsys_memset": "memset", "_nsys_sync": "synchronization"}
 
 

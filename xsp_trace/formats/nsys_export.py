@@ -21,6 +21,7 @@ RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
 MEMCPY = "CUPTI_ACTIVITY_KIND_MEMCPY"
 MEMSET = "CUPTI_ACTIVITY_KIND_MEMSET"
 SYNCHRONIZATION = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
+OSRT_API = "OSRT_API"  # OS runtime library calls (nsys --trace=osrt)
 NVTX_EVENTS = "NVTX_EVENTS"
 STRING_IDS = "StringIds"
 THREAD_NAMES = "ThreadNames"
@@ -77,6 +78,17 @@ class ApiEventClass:
 
 
 API_CLASSES = {ApiEventClass.CUDA_RUNTIME: "cuda_runtime", ApiEventClass.CUDA_DRIVER: "cuda_driver"}
+
+
+# OSRT_API.eventClass (ENUM_NSYS_EVENT_CLASS): the calls themselves; nsys also writes zero-length
+# "OS runtime libraries profiling started/finished" markers (31, 32) that are not calls, and its
+# osrtsum report counts class 27 only.
+class OsrtEventClass:
+    CALL = 27
+
+
+# Category of the spans made from OS runtime calls (kind 'other').
+OSRT_CATEGORY = "osrt"
 
 # Versioned entry-point suffix on API names in older exports (cudaLaunchKernel_v7000); nsys's
 # own cudaapisum strips it too.
