@@ -149,15 +149,21 @@ def hook_costs(model_name: str, iterations: int, tool: str) -> dict:
         if profiler:
             profiler.__exit__(None, None, None)
     p, e, h = statistics.median(plain), statistics.median(empty), statistics.median(hooked)
-    return {"layers": calls, "plain_median_us": p / 1000, "empty_hooks_median_us": e / 1000, "xsp_hooks_median_us": h / 1000,
-            "empty_hooks_per_layer_call_us": (e - p) / calls / 1000, "xsp_hooks_per_layer_call_us": (h - p) / calls / 1000,
-            "xsp_hooks_inflation_pct": 100 * (h / p - 1)}
+    return {
+        "layers": calls,
+        "plain_median_us": p / 1000,
+        "empty_hooks_median_us": e / 1000,
+        "xsp_hooks_median_us": h / 1000,
+        "empty_hooks_per_layer_call_us": (e - p) / calls / 1000,
+        "xsp_hooks_per_layer_call_us": (h - p) / calls / 1000,
+        "xsp_hooks_inflation_pct": 100 * (h / p - 1),
+    }
 
 
 def _trim_mean(values, cut=0.2) -> float:
     values = sorted(values)
     k = int(cut * len(values))
-    kept = values[k:len(values) - k]
+    kept = values[k : len(values) - k]
     return sum(kept) / len(kept)
 
 
@@ -168,15 +174,25 @@ def level_inflation(model_name: str, iterations: int, work: Path, repeat: int) -
     command = [sys.executable, str(Path(__file__).resolve()), "--profiled-model", model_name]
     for tool, levels in (("torch", ["M", "ML", "MLG"]), ("nsys", ["M", "ML"])):
         out = work / f"{model_name}-{tool}"
-        manifest = capture_levels(CaptureRequest(command=command, out=out, levels=levels, batch_sizes=[1], iterations=iterations,
-                                                 warmup=20, tools=[tool], overwrite=True))
+        manifest = capture_levels(
+            CaptureRequest(command=command, out=out, levels=levels, batch_sizes=[1], iterations=iterations, warmup=20, tools=[tool], overwrite=True)
+        )
         for entry in manifest["runs"]:
             session = json.loads((out / entry["session"]).read_text())
             lat = session["latencies_ns"]
             u, i = _trim_mean(lat["uninstrumented"]), _trim_mean(lat["instrumented"])
-            rows.append({"model": model_name, "tool": tool, "level": entry["level"], "repeat": repeat, "uninstrumented_us": u / 1000,
-                         "instrumented_us": i / 1000, "inflation_pct": 100 * (i / u - 1),
-                         "program_changed": (session.get("program_change") or {}).get("changed")})
+            rows.append(
+                {
+                    "model": model_name,
+                    "tool": tool,
+                    "level": entry["level"],
+                    "repeat": repeat,
+                    "uninstrumented_us": u / 1000,
+                    "instrumented_us": i / 1000,
+                    "inflation_pct": 100 * (i / u - 1),
+                    "program_changed": (session.get("program_change") or {}).get("changed"),
+                }
+            )
     return rows
 
 
@@ -189,9 +205,25 @@ def _under_nsys_range_costs() -> dict | None:
         return None
     with tempfile.TemporaryDirectory() as tmp:
         result = Path(tmp) / "costs.json"
-        subprocess.run([nsys, "profile", "--trace=nvtx,osrt", "--sample=none", "--cpuctxsw=none", "--export=none",
-                        "--force-overwrite=true", "-o", str(Path(tmp) / "bench"), sys.executable, str(Path(__file__).resolve()),
-                        "--range-costs-to", str(result)], capture_output=True, timeout=900)
+        subprocess.run(
+            [
+                nsys,
+                "profile",
+                "--trace=nvtx,osrt",
+                "--sample=none",
+                "--cpuctxsw=none",
+                "--export=none",
+                "--force-overwrite=true",
+                "-o",
+                str(Path(tmp) / "bench"),
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--range-costs-to",
+                str(result),
+            ],
+            capture_output=True,
+            timeout=900,
+        )
         return json.loads(result.read_text()) if result.exists() else None
 
 
@@ -216,8 +248,9 @@ def main() -> None:
         run(model, make_input, name=args.profiled_model)
         return
     if args.range_costs_to:
-        args.range_costs_to.write_text(json.dumps({"ranges": range_costs(),
-                                                   "hooks": {m: hook_costs(m, args.iterations, "nvtx") for m in ("mlp", "cnn")}}))
+        args.range_costs_to.write_text(
+            json.dumps({"ranges": range_costs(), "hooks": {m: hook_costs(m, args.iterations, "nvtx") for m in ("mlp", "cnn")}})
+        )
         return
 
     report = {"ranges_no_tool": range_costs(), "under_nsys": _under_nsys_range_costs(), "hooks": {}, "levels": []}
@@ -238,26 +271,38 @@ def markdown(report: dict) -> str:
     out = ["| range (open + close), µs | no tool | recorded (nsys / user-scope torch.profiler) |", "| --- | --- | --- |"]
     ranges, nsys = report["ranges_no_tool"], (report["under_nsys"] or {}).get("ranges", {})
     out.append(f"| NVTX push/pop, domain xsp | {ranges['nvtx']:.2f} | {nsys.get('nvtx', float('nan')):.2f} (nsys) |")
-    out.append(f"| record_function (user scope) | {ranges['record_function_no_profiler']:.2f} | "
-               f"{ranges['record_function_user_scope_profiler']:.2f} (profiler) |")
-    out += ["", "| model | layers | hooks | plain forward µs | empty hooks µs/layer call (peer) | xsp hooks µs/layer call | xsp hooks inflation |",
-            "| --- | --- | --- | --- | --- | --- | --- |"]
+    out.append(
+        f"| record_function (user scope) | {ranges['record_function_no_profiler']:.2f} | "
+        f"{ranges['record_function_user_scope_profiler']:.2f} (profiler) |"
+    )
+    out += [
+        "",
+        "| model | layers | hooks | plain forward µs | empty hooks µs/layer call (peer) | xsp hooks µs/layer call | xsp hooks inflation |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     rows = [(m, "NVTX, no tool", v["nvtx"]) for m, v in report["hooks"].items()]
     rows += [(m, "NVTX under nsys", v) for m, v in ((report["under_nsys"] or {}).get("hooks") or {}).items()]
     rows += [(m, "record_function, user-scope profiler", v["torch"]) for m, v in report["hooks"].items()]
     for model, what, v in rows:
-        out.append(f"| {model} | {v['layers']} | {what} | {v['plain_median_us']:.0f} | {v['empty_hooks_per_layer_call_us']:.2f} | "
-                   f"{v['xsp_hooks_per_layer_call_us']:.2f} | {v['xsp_hooks_inflation_pct']:+.0f} % |")
-    out += ["", "| model | tool | level | un-instrumented µs | instrumented µs | inflation, median of repeats (min .. max) | program changed |",
-            "| --- | --- | --- | --- | --- | --- | --- |"]
+        out.append(
+            f"| {model} | {v['layers']} | {what} | {v['plain_median_us']:.0f} | {v['empty_hooks_per_layer_call_us']:.2f} | "
+            f"{v['xsp_hooks_per_layer_call_us']:.2f} | {v['xsp_hooks_inflation_pct']:+.0f} % |"
+        )
+    out += [
+        "",
+        "| model | tool | level | un-instrumented µs | instrumented µs | inflation, median of repeats (min .. max) | program changed |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     groups: dict = {}
     for row in report["levels"]:
         groups.setdefault((row["model"], row["tool"], row["level"]), []).append(row)
     for (model, tool, level), rs in groups.items():
         infl = sorted(r["inflation_pct"] for r in rs)
-        out.append(f"| {model} | {tool} | {level} | {statistics.median(r['uninstrumented_us'] for r in rs):.0f} | "
-                   f"{statistics.median(r['instrumented_us'] for r in rs):.0f} | {statistics.median(infl):+.1f} % ({infl[0]:+.1f} .. {infl[-1]:+.1f}) | "
-                   f"{rs[0]['program_changed']} |")
+        out.append(
+            f"| {model} | {tool} | {level} | {statistics.median(r['uninstrumented_us'] for r in rs):.0f} | "
+            f"{statistics.median(r['instrumented_us'] for r in rs):.0f} | {statistics.median(infl):+.1f} % ({infl[0]:+.1f} .. {infl[-1]:+.1f}) | "
+            f"{rs[0]['program_changed']} |"
+        )
     out.append(f"\nload average during the run: {', '.join(f'{x:.2f}' for x in report['load_average'])}")
     return "\n".join(out)
 

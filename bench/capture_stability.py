@@ -48,7 +48,7 @@ def trimmed_mean(values, frac: float = 0.2) -> float:
     if n == 3:
         return float(v[1])
     k = math.floor(n * frac)
-    return statistics.fmean(v[k:min(n - 1, n - k)])
+    return statistics.fmean(v[k : min(n - 1, n - k)])
 
 
 def model_ranges_ns(trace: Path) -> list[float]:
@@ -73,8 +73,21 @@ def bootstrap_ratio(numerator, denominator, paired: bool, resamples: int = 2000,
 
 def capture(checkout: Path, out: Path, args) -> None:
     env = {**os.environ, "PYTHONPATH": str(checkout), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-    command = [sys.executable, "-m", "xsp_trace.cli", "capture", "-q", "--tool", "torch", "--levels", "M,ML,MLG",
-               "--batch-sizes", args.batch_sizes, "-o", str(out)]
+    command = [
+        sys.executable,
+        "-m",
+        "xsp_trace.cli",
+        "capture",
+        "-q",
+        "--tool",
+        "torch",
+        "--levels",
+        "M,ML,MLG",
+        "--batch-sizes",
+        args.batch_sizes,
+        "-o",
+        str(out),
+    ]
     if args.iterations:
         command += ["--iterations", str(args.iterations)]
     if args.warmup is not None:
@@ -98,21 +111,32 @@ def figures(run_dir: Path) -> list[dict]:
         pooled = [x for (lv, b), (s, _) in sessions.items() if b == batch for x in s["latencies_ns"]["uninstrumented"]]
         base = trimmed_mean(plain)
         low, high = bootstrap_ratio(ranges, plain, paired=interleaved)
-        rows.append({
-            "batch": batch, "iterations": len(ranges), "interleaved": interleaved,
-            "uninstrumented_ms": base / 1e6, "m_model_ms": trimmed_mean(ranges) / 1e6,
-            "ratio_in_process": trimmed_mean(ranges) / base, "ratio_low": low, "ratio_high": high,
-            "ratio_pooled": trimmed_mean(ranges) / trimmed_mean(pooled),
-            "m_timer_overhead": trimmed_mean(timed) / base,
-        })
+        rows.append(
+            {
+                "batch": batch,
+                "iterations": len(ranges),
+                "interleaved": interleaved,
+                "uninstrumented_ms": base / 1e6,
+                "m_model_ms": trimmed_mean(ranges) / 1e6,
+                "ratio_in_process": trimmed_mean(ranges) / base,
+                "ratio_low": low,
+                "ratio_high": high,
+                "ratio_pooled": trimmed_mean(ranges) / trimmed_mean(pooled),
+                "m_timer_overhead": trimmed_mean(timed) / base,
+            }
+        )
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkout", action="append", default=None, metavar="LABEL=PATH",
-                        help="checkout whose capture code runs (repeatable; captures alternate between them, so "
-                             "machine load hits each alike); default: this one")
+    parser.add_argument(
+        "--checkout",
+        action="append",
+        default=None,
+        metavar="LABEL=PATH",
+        help="checkout whose capture code runs (repeatable; captures alternate between them, so machine load hits each alike); default: this one",
+    )
     parser.add_argument("--captures", type=int, default=5)
     parser.add_argument("--iterations", type=int, default=None, help="default: the capture's own default")
     parser.add_argument("--warmup", type=int, default=None, help="default: the capture's own default")
@@ -124,9 +148,11 @@ def main() -> None:
         label, _, path = text.rpartition("=")
         checkouts.append((label or Path(path).name, Path(path).resolve()))
     results = []
-    print("| code | capture | load avg | batch | iterations | un-instrumented ms | M model ms "
-          "| M / un-instr. (in-process) [95 % bootstrap] | M / un-instr. (pooled across processes) "
-          "| M plain-timer instr. / un-instr. |")
+    print(
+        "| code | capture | load avg | batch | iterations | un-instrumented ms | M model ms "
+        "| M / un-instr. (in-process) [95 % bootstrap] | M / un-instr. (pooled across processes) "
+        "| M plain-timer instr. / un-instr. |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for number in range(1, args.captures + 1):
         for label, path in checkouts:
@@ -138,17 +164,22 @@ def main() -> None:
                 for row in figures(run_dir):
                     row.update(code=label, capture=number, load=load)
                     results.append(row)
-                    print(f"| {label} | {number} | {load:.1f} | {row['batch']} | {row['iterations']} | {row['uninstrumented_ms']:.3f} "
-                          f"| {row['m_model_ms']:.3f} | {row['ratio_in_process']:.3f} [{row['ratio_low']:.3f} .. {row['ratio_high']:.3f}] "
-                          f"| {row['ratio_pooled']:.3f} | {row['m_timer_overhead']:.3f} |", flush=True)
+                    print(
+                        f"| {label} | {number} | {load:.1f} | {row['batch']} | {row['iterations']} | {row['uninstrumented_ms']:.3f} "
+                        f"| {row['m_model_ms']:.3f} | {row['ratio_in_process']:.3f} [{row['ratio_low']:.3f} .. {row['ratio_high']:.3f}] "
+                        f"| {row['ratio_pooled']:.3f} | {row['m_timer_overhead']:.3f} |",
+                        flush=True,
+                    )
     for label, _ in checkouts:
         for batch in sorted({r["batch"] for r in results}):
             mine = [r for r in results if r["batch"] == batch and r["code"] == label]
             for key in ("ratio_in_process", "ratio_pooled"):
                 values = [r[key] for r in mine]
-                print(f"{label} batch {batch} {key}: median {statistics.median(values):.3f}, "
-                      f"range {min(values):.3f} .. {max(values):.3f} over {len(values)} captures; "
-                      f"widest bootstrap interval {max(r['ratio_high'] - r['ratio_low'] for r in mine):.3f}")
+                print(
+                    f"{label} batch {batch} {key}: median {statistics.median(values):.3f}, "
+                    f"range {min(values):.3f} .. {max(values):.3f} over {len(values)} captures; "
+                    f"widest bootstrap interval {max(r['ratio_high'] - r['ratio_low'] for r in mine):.3f}"
+                )
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
 

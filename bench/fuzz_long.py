@@ -25,11 +25,20 @@ def summarize(records: list[dict]) -> dict:
     count = lambda pred: sum(1 for r in records if pred(r))  # noqa: E731
     has = lambda word: count(lambda r: any(word in p for p in r["problems"]))  # noqa: E731
     return {
-        "inputs": len(records), "exit_0": count(lambda r: r["exit_code"] == 0), "exit_2": count(lambda r: r["exit_code"] == 2),
-        "tracebacks": has("traceback"), "hangs": has("hang"), "leaked_temp_files": has("leaked"),
-        "modified_inputs": has("input modified"), "half_written_outputs": has("half-written") + has("output written although"),
-        "other_problems": count(lambda r: r["problems"]) - count(lambda r: any(
-            w in p for p in r["problems"] for w in ("traceback", "hang", "leaked", "input modified", "half-written", "output written although"))),
+        "inputs": len(records),
+        "exit_0": count(lambda r: r["exit_code"] == 0),
+        "exit_2": count(lambda r: r["exit_code"] == 2),
+        "tracebacks": has("traceback"),
+        "hangs": has("hang"),
+        "leaked_temp_files": has("leaked"),
+        "modified_inputs": has("input modified"),
+        "half_written_outputs": has("half-written") + has("output written although"),
+        "other_problems": count(lambda r: r["problems"])
+        - count(
+            lambda r: any(
+                w in p for p in r["problems"] for w in ("traceback", "hang", "leaked", "input modified", "half-written", "output written although")
+            )
+        ),
         "seconds": round(sum(r["seconds"] for r in records), 1),
     }
 
@@ -49,10 +58,21 @@ def main() -> None:
     preload()
     started = time.monotonic()
     with open(args.log, "a") as log:
+
         def record(outcome) -> None:
-            log.write(json.dumps({"seed": outcome.seed, "input": outcome.input, "exit_code": outcome.exit_code,
-                                  "seconds": round(outcome.seconds, 3), "problems": outcome.problems,
-                                  "last_line": (outcome.stderr.strip().splitlines() or [""])[-1][:300]}) + "\n")
+            log.write(
+                json.dumps(
+                    {
+                        "seed": outcome.seed,
+                        "input": outcome.input,
+                        "exit_code": outcome.exit_code,
+                        "seconds": round(outcome.seconds, 3),
+                        "problems": outcome.problems,
+                        "last_line": (outcome.stderr.strip().splitlines() or [""])[-1][:300],
+                    }
+                )
+                + "\n"
+            )
             log.flush()
 
         run_many(seeds, args.work, jobs=args.jobs, on_outcome=record)

@@ -45,25 +45,51 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="independent captures (each a row per batch size)")
     parser.add_argument("--script", default="xsp_trace.capture.examples.tiny_cnn")
     args = parser.parse_args()
-    print("| capture | batch | un-instrumented ms (trimmed / median) | corrected M ms | corrected / un-instr. "
-          "(trimmed / median) | naive MLG ms | naive / un-instr. (trimmed / median) |")
+    print(
+        "| capture | batch | un-instrumented ms (trimmed / median) | corrected M ms | corrected / un-instr. "
+        "(trimmed / median) | naive MLG ms | naive / un-instr. (trimmed / median) |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for repeat in range(args.repeats):
         with tempfile.TemporaryDirectory() as tmp:
             run_dir = Path(tmp) / "run"
-            subprocess.run([sys.executable, "-m", "xsp_trace.cli", "capture", "-q", "--levels", "M,ML,MLG",
-                            "--iterations", str(args.iterations), "--warmup", str(args.warmup),
-                            "--batch-sizes", args.batch_sizes, "-o", str(run_dir), "--", sys.executable, "-m", args.script],
-                           check=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "xsp_trace.cli",
+                    "capture",
+                    "-q",
+                    "--levels",
+                    "M,ML,MLG",
+                    "--iterations",
+                    str(args.iterations),
+                    "--warmup",
+                    str(args.warmup),
+                    "--batch-sizes",
+                    args.batch_sizes,
+                    "-o",
+                    str(run_dir),
+                    "--",
+                    sys.executable,
+                    "-m",
+                    args.script,
+                ],
+                check=True,
+            )
             db = Path(tmp) / "run.duckdb"
-            subprocess.run([sys.executable, "-m", "xsp_trace.cli", "convert", "-q", str(run_dir), "-o", str(db)],
-                           check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [sys.executable, "-m", "xsp_trace.cli", "convert", "-q", str(run_dir), "-o", str(db)], check=True, stdout=subprocess.DEVNULL
+            )
             con = open_session(db, AnalysisOptions())
             for batch, base, base_med, corr, corr_med, is_corrected, naive, naive_med in con.execute(QUERY).fetchall():
                 assert is_corrected, "the model latency should come from the M run"
-                print(f"| {repeat + 1} | {batch} | {base / 1e6:.3f} / {base_med / 1e6:.3f} | {corr / 1e6:.3f} / {corr_med / 1e6:.3f} "
-                      f"| {corr / base:.3f} / {corr_med / base_med:.3f} | {naive / 1e6:.3f} / {naive_med / 1e6:.3f} "
-                      f"| {naive / base:.3f} / {naive_med / base_med:.3f} |", flush=True)
+                print(
+                    f"| {repeat + 1} | {batch} | {base / 1e6:.3f} / {base_med / 1e6:.3f} | {corr / 1e6:.3f} / {corr_med / 1e6:.3f} "
+                    f"| {corr / base:.3f} / {corr_med / base_med:.3f} | {naive / 1e6:.3f} / {naive_med / 1e6:.3f} "
+                    f"| {naive / base:.3f} / {naive_med / base_med:.3f} |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

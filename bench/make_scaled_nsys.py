@@ -37,8 +37,9 @@ def grow(source: Path, target: Path, copies: int) -> dict:
     tables = [t for t in SHIFTED if t in present]
     lo, hi = con.execute(
         " UNION ALL ".join(f'SELECT min(start), max(coalesce("end", start)) FROM {t}' for t in tables)
-        .join(["SELECT min(a), max(b) FROM (", ")"]).replace("SELECT min(start)", "SELECT min(start) AS a").replace(
-            'max(coalesce("end", start)) FROM', 'max(coalesce("end", start)) AS b FROM', 1)
+        .join(["SELECT min(a), max(b) FROM (", ")"])
+        .replace("SELECT min(start)", "SELECT min(start) AS a")
+        .replace('max(coalesce("end", start)) FROM', 'max(coalesce("end", start)) AS b FROM', 1)
     ).fetchone()
     window = hi - lo + 1
     corr_span = max(con.execute(f"SELECT coalesce(max(correlationId), 0) FROM {t}").fetchone()[0] for t in tables if t != "NVTX_EVENTS") + 1
@@ -55,7 +56,9 @@ def grow(source: Path, target: Path, copies: int) -> dict:
                     exprs.append(f'"{c}" + {k * corr_span}')
                 else:
                     exprs.append(f'"{c}"')
-            con.execute(f"INSERT INTO {table} ({', '.join(map(chr(34).__add__, [c + chr(34) for c in cols]))}) SELECT {', '.join(exprs)} FROM original")
+            con.execute(
+                f"INSERT INTO {table} ({', '.join(map(chr(34).__add__, [c + chr(34) for c in cols]))}) SELECT {', '.join(exprs)} FROM original"
+            )
         con.execute("DROP TABLE original")
         con.commit()
     counts = {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}

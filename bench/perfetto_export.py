@@ -118,8 +118,7 @@ def child(which: str, database: Path, output: Path) -> None:
 
 def measure(which: str, database: Path) -> dict:
     output = DATA / f"{database.stem}.{which}.pftrace"
-    done = subprocess.run([sys.executable, __file__, "--child", which, str(database), str(output)],
-                          check=True, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, __file__, "--child", which, str(database), str(output)], check=True, capture_output=True, text=True)
     output.unlink()
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -138,8 +137,11 @@ def main() -> None:
         database = database_for(copies)
         for which, label in (("xsp", "xsp-trace perfetto (streamed)"), ("peer", "TraceProtoBuilder (in memory)")):
             r = measure(which, database)
-            print(f"| H100 nsys x{copies} | {r['slices']:,} | {label} | {r['seconds']:.2f} | "
-                  f"{r['slices'] / r['seconds']:,.0f} | {r['bytes'] / r['slices']:.1f} | {r['peak_mb']:.0f} |", flush=True)
+            print(
+                f"| H100 nsys x{copies} | {r['slices']:,} | {label} | {r['seconds']:.2f} | "
+                f"{r['slices'] / r['seconds']:,.0f} | {r['bytes'] / r['slices']:.1f} | {r['peak_mb']:.0f} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -62,8 +62,8 @@ def _shift_event(event: dict, copy: int, time_shift: int, id_shift: int, step_sh
                 args[key] += copy * id_shift
         e["args"] = args
     name = e.get("name")
-    if isinstance(name, str) and name.startswith(_STEP_PREFIX) and name[len(_STEP_PREFIX):].isdigit():
-        e["name"] = f"{_STEP_PREFIX}{int(name[len(_STEP_PREFIX):]) + copy * step_shift}"
+    if isinstance(name, str) and name.startswith(_STEP_PREFIX) and name[len(_STEP_PREFIX) :].isdigit():
+        e["name"] = f"{_STEP_PREFIX}{int(name[len(_STEP_PREFIX) :]) + copy * step_shift}"
     return e
 
 
@@ -94,8 +94,11 @@ def _write_kineto(path: Path, source: Path, *, target_bytes: int | None = None, 
         [e["id"] for e in events if isinstance(e.get("id"), int)]
         + [e["args"][k] for e in events for k in _ID_ARGS if isinstance(e.get("args", {}).get(k), int)]
     )
-    steps = [int(e["name"][len(_STEP_PREFIX):]) for e in events
-             if isinstance(e.get("name"), str) and e["name"].startswith(_STEP_PREFIX) and e["name"][len(_STEP_PREFIX):].isdigit()]
+    steps = [
+        int(e["name"][len(_STEP_PREFIX) :])
+        for e in events
+        if isinstance(e.get("name"), str) and e["name"].startswith(_STEP_PREFIX) and e["name"][len(_STEP_PREFIX) :].isdigit()
+    ]
     step_shift = (max(steps) - min(steps) + 1) if steps else 0
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     written = 0

@@ -20,8 +20,12 @@ import sys
 import warnings
 
 MODELLED = {
-    "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm",
-    "aten::_scaled_dot_product_flash_attention", "aten::_scaled_dot_product_efficient_attention",
+    "aten::mm",
+    "aten::addmm",
+    "aten::bmm",
+    "aten::baddbmm",
+    "aten::_scaled_dot_product_flash_attention",
+    "aten::_scaled_dot_product_efficient_attention",
     "aten::_scaled_dot_product_cudnn_attention",
     *(f"aten::{op}{suffix}" for op in ("add", "sub", "mul", "div") for suffix in ("", "_")),
 }
@@ -39,8 +43,9 @@ def main(trace: str, out: str) -> None:
         writer.writerow(["external_id", "name", "gflops", "data_moved_mib"])
         for record in frame.to_dict("records"):
             moved = record.get("Data Moved (MB)")
-            writer.writerow([record["external_id"], record["name"], repr(float(record["GFLOPS"])),
-                             "" if moved is None or moved != moved else repr(float(moved))])
+            writer.writerow(
+                [record["external_id"], record["name"], repr(float(record["GFLOPS"])), "" if moved is None or moved != moved else repr(float(moved))]
+            )
 
 
 if __name__ == "__main__":

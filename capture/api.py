@@ -57,9 +57,19 @@ def run(
     global _measured_in_this_process
     _check_model(model)
     if "XSP_LEVEL" not in os.environ:
-        return capture_model(model, make_input, out=out or "xsp-run", name=name, levels=levels,
-                             batch_sizes=[batch_size], iterations=iterations, warmup=warmup, depth=depth, overwrite=True,
-                             step=step)
+        return capture_model(
+            model,
+            make_input,
+            out=out or "xsp-run",
+            name=name,
+            levels=levels,
+            batch_sizes=[batch_size],
+            iterations=iterations,
+            warmup=warmup,
+            depth=depth,
+            overwrite=True,
+            step=step,
+        )
     if _measured_in_this_process:
         raise RuntimeError("xsp_trace.capture.run was called twice in one profiled process; profile one model per script")
     config = SessionConfig.from_env()
@@ -101,7 +111,11 @@ def capture_model(
     remove_run_dir(out)
     (out / "runs").mkdir(parents=True, exist_ok=True)
     manifest = new_manifest(
-        command=None, levels=levels, batch_sizes=batch_sizes, iterations=iterations, warmup=warmup,
+        command=None,
+        levels=levels,
+        batch_sizes=batch_sizes,
+        iterations=iterations,
+        warmup=warmup,
         tools={"torch.profiler": None},
         options={"tools": ["torch"], "depth": depth, "layer_sync": layer_sync, "in_process": True},
         env={},
@@ -111,8 +125,9 @@ def capture_model(
             entry = run_entry("torch", level, batch_size)
             manifest["runs"].append(entry)
             folder = out / entry["dir"]
-            config = SessionConfig(level=level, tool="torch", batch_size=batch_size, iterations=iterations,
-                                   warmup=warmup, out=folder, depth=depth, layer_sync=layer_sync)
+            config = SessionConfig(
+                level=level, tool="torch", batch_size=batch_size, iterations=iterations, warmup=warmup, out=folder, depth=depth, layer_sync=layer_sync
+            )
             started = time.perf_counter()
             session = measure(model, make_input, config, name=name, step=step)
             entry["wall_s"] = round(time.perf_counter() - started, 3)

@@ -133,13 +133,13 @@ def shapes_of(value) -> Any:
     return type(value).__name__
 
 
-def probe_layers(model, call: Callable[[], Any], infos: list[LayerInfo], depth: int | None = None,
-                 called: set[int] | None = None) -> None:
+def probe_layers(model, call: Callable[[], Any], infos: list[LayerInfo], depth: int | None = None, called: set[int] | None = None) -> None:
     """Fill input/output shapes and calls per inference of `infos` from one forward (`call`)."""
     modules = [m for _, m in select_layers(model, depth, called)]
     calls = [0] * len(infos)
     handles = []
     for info, module in zip(infos, modules, strict=True):
+
         def record(module, args, output, info=info):
             calls[info.index] += 1
             if calls[info.index] == 1:
@@ -191,8 +191,7 @@ _FAST_PATH_OPS = {
 }
 
 
-def compare_programs(model, call: Callable[[], Any], depth: int | None = None,
-                     called: set[int] | None = None) -> ProgramChange:
+def compare_programs(model, call: Callable[[], Any], depth: int | None = None, called: set[int] | None = None) -> ProgramChange:
     """Ops of one forward without hooks vs with (silent) hooks on the layers."""
     plain = count_ops(call)
     handles = []
@@ -213,8 +212,7 @@ def compare_programs(model, call: Callable[[], Any], depth: int | None = None,
     if paths:
         note += f" (hooks turn off the {', '.join(paths)})"
     note += "; layer-level latencies measure the hooked program, model latency comes from the M run"
-    return ProgramChange(changed=True, ops_without_hooks_only=dict(sorted(lost.items())),
-                         ops_with_hooks_only=dict(sorted(added.items())), note=note)
+    return ProgramChange(changed=True, ops_without_hooks_only=dict(sorted(lost.items())), ops_with_hooks_only=dict(sorted(added.items())), note=note)
 
 
 class ModelAnnotation:

@@ -34,9 +34,7 @@ class NvtxDomain:
             import nvtx
             from nvtx._lib import pop_range, push_range
         except ImportError as exc:
-            raise RuntimeError(
-                "the nvtx package is not installed: pip install 'nvtx==0.2.11' (the version nsys 2022.4 records)"
-            ) from exc
+            raise RuntimeError("the nvtx package is not installed: pip install 'nvtx==0.2.11' (the version nsys 2022.4 records)") from exc
         self._domain = nvtx.get_domain(domain)
         self.handle = self._domain.handle
         self.push_range = push_range
@@ -134,12 +132,15 @@ class Range:
                 push_range(attributes, handle)
 
             if sync is None:
+
                 def nvtx_post(module, args, output):
                     pop_range(handle)
             else:
+
                 def nvtx_post(module, args, output):
                     sync()
                     pop_range(handle)
+
             return nvtx_pre, nvtx_post
         push, pop = self._push, self._pop
 
@@ -147,12 +148,15 @@ class Range:
             push()
 
         if sync is None:
+
             def post(module, args, output):
                 pop()
         else:
+
             def post(module, args, output):
                 sync()
                 pop()
+
         return pre, post
 
 

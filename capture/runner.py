@@ -94,8 +94,7 @@ def _check(request: CaptureRequest) -> dict:
         if not request.overwrite:
             raise InputError(out, "already exists and is not empty", "pass --overwrite to replace it or choose another -o")
         if not is_run_dir(out):
-            raise InputError(out, f"is not a capture run directory (no {MANIFEST_NAME}), so --overwrite will not delete it",
-                             "choose another -o")
+            raise InputError(out, f"is not a capture run directory (no {MANIFEST_NAME}), so --overwrite will not delete it", "choose another -o")
     if not out.parent.exists():
         raise InputError(out, "its folder does not exist", "create the folder or choose another -o")
     binaries = {}
@@ -104,12 +103,14 @@ def _check(request: CaptureRequest) -> dict:
         if binaries["nsys"] is None:
             raise InputError(request.nsys or "nsys", "nsys not found", "install Nsight Systems, pass --nsys PATH, or use --tool torch")
         if "MLG" in request.levels and not tl.gpu_present():
-            raise InputError(None, "level MLG through nsys needs an NVIDIA GPU (nsys --trace=cuda)",
-                             "on a machine without one, capture MLG with --tool torch (its aten ops stand in for kernels)")
+            raise InputError(
+                None,
+                "level MLG through nsys needs an NVIDIA GPU (nsys --trace=cuda)",
+                "on a machine without one, capture MLG with --tool torch (its aten ops stand in for kernels)",
+            )
     if request.metrics:
         if "MLG" not in request.levels:
-            raise InputError(None, "metric runs attach their kernels to the MLG run of the same batch size",
-                             "add MLG to --levels")
+            raise InputError(None, "metric runs attach their kernels to the MLG run of the same batch size", "add MLG to --levels")
         binaries["ncu"] = tl.find_tool("ncu", request.ncu, "NCU")
         if binaries["ncu"] is None:
             raise InputError(request.ncu or "ncu", "ncu not found (metric runs need Nsight Compute)", "install Nsight Compute or pass --ncu PATH")
@@ -149,7 +150,7 @@ def _launch_command(request: CaptureRequest, binaries: dict, tool: str, level: s
     if tool == "nsys":
         return tl.nsys_profile_command(binaries["nsys"], level, folder / "trace", request.command)
     if tool == "ncu":
-        group = level[len(METRICS_LEVEL_PREFIX):]
+        group = level[len(METRICS_LEVEL_PREFIX) :]
         return tl.ncu_command(binaries["ncu"], group, folder / "metrics", request.command)
     return list(request.command)
 
@@ -205,11 +206,21 @@ def capture_levels(request: CaptureRequest, progress: Callable[[str], None] | No
     if "torch" in request.tools:
         versions["torch.profiler"] = None  # filled from the sessions (torch version)
     manifest = new_manifest(
-        command=request.command, levels=request.levels, batch_sizes=request.batch_sizes,
-        iterations=request.iterations, warmup=request.warmup, tools=versions,
-        options={"tools": request.tools, "depth": request.depth, "layer_sync": request.layer_sync,
-                 "metrics": request.metrics, "metric_iterations": request.metric_iterations,
-                 "malloc_tuning": request.malloc_tuning, "nsys_trace": {lv: tl.NSYS_TRACE[lv] for lv in request.levels}},
+        command=request.command,
+        levels=request.levels,
+        batch_sizes=request.batch_sizes,
+        iterations=request.iterations,
+        warmup=request.warmup,
+        tools=versions,
+        options={
+            "tools": request.tools,
+            "depth": request.depth,
+            "layer_sync": request.layer_sync,
+            "metrics": request.metrics,
+            "metric_iterations": request.metric_iterations,
+            "malloc_tuning": request.malloc_tuning,
+            "nsys_trace": {lv: tl.NSYS_TRACE[lv] for lv in request.levels},
+        },
         env={},
     )
     plan = _plan(request)
@@ -231,7 +242,9 @@ def capture_levels(request: CaptureRequest, progress: Callable[[str], None] | No
         except FileNotFoundError:
             raise _fail(manifest, out, entry, "failed", f"cannot start {command[0]!r}", "check the command after --") from None
         except subprocess.TimeoutExpired:
-            raise _fail(manifest, out, entry, "failed", f"the command ran past {request.timeout_s} s", "raise --timeout or lower --iterations") from None
+            raise _fail(
+                manifest, out, entry, "failed", f"the command ran past {request.timeout_s} s", "raise --timeout or lower --iterations"
+            ) from None
         except KeyboardInterrupt:
             _fail(manifest, out, entry, "failed", "interrupted", "")
             raise
@@ -239,14 +252,24 @@ def capture_levels(request: CaptureRequest, progress: Callable[[str], None] | No
         entry["returncode"] = done.returncode
         if done.returncode != 0:
             tail = _last_line(folder / "stderr.txt")
-            raise _fail(manifest, out, entry, "failed",
-                        f"the command failed (exit {done.returncode}) in run {entry['key']}" + (f": {tail}" if tail else ""),
-                        f"see {entry['dir']}/stderr.txt")
+            raise _fail(
+                manifest,
+                out,
+                entry,
+                "failed",
+                f"the command failed (exit {done.returncode}) in run {entry['key']}" + (f": {tail}" if tail else ""),
+                f"see {entry['dir']}/stderr.txt",
+            )
         session_path = folder / SESSION_NAME
         if not session_path.exists():
-            raise _fail(manifest, out, entry, "failed",
-                        f"no model found: the command ran but never called xsp_trace.capture.run(model, make_input) in run {entry['key']}",
-                        "call it from the script (see xsp-trace capture --help)")
+            raise _fail(
+                manifest,
+                out,
+                entry,
+                "failed",
+                f"no model found: the command ran but never called xsp_trace.capture.run(model, make_input) in run {entry['key']}",
+                "call it from the script (see xsp-trace capture --help)",
+            )
         session = read_session(session_path)
         entry["session"] = str(session_path.relative_to(out))
         absorb_session(manifest, session)
@@ -256,8 +279,10 @@ def capture_levels(request: CaptureRequest, progress: Callable[[str], None] | No
         if entry["model_ranges"] == 0:
             fix = "check that the script's model ran inside xsp_trace.capture.run"
             if tool == "nsys" and session.get("nvtx_version") != NSYS_2022_NVTX:
-                fix = (f"the nvtx package {session.get('nvtx_version')} records nothing under nsys "
-                       f"{versions.get('nsys')}: pip install 'nvtx=={NSYS_2022_NVTX}'")
+                fix = (
+                    f"the nvtx package {session.get('nvtx_version')} records nothing under nsys "
+                    f"{versions.get('nsys')}: pip install 'nvtx=={NSYS_2022_NVTX}'"
+                )
             elif tool == "nsys":
                 fix = "the NVTX ranges did not reach nsys: check NVTX_INJECTION64_PATH in the script's environment"
             raise _fail(manifest, out, entry, "empty", f"the trace of run {entry['key']} holds no model range", fix)

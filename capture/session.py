@@ -113,8 +113,13 @@ def _device_facts(device) -> dict:
     if device.type == "cuda":
         index = device.index if device.index is not None else torch.cuda.current_device()
         props = torch.cuda.get_device_properties(index)
-        facts.update(index=index, name=props.name, sm_count=props.multi_processor_count,
-                     memory_bytes=props.total_memory, compute=f"{props.major}.{props.minor}")
+        facts.update(
+            index=index,
+            name=props.name,
+            sm_count=props.multi_processor_count,
+            memory_bytes=props.total_memory,
+            compute=f"{props.major}.{props.minor}",
+        )
     else:
         facts["name"] = "cpu"
     return facts
@@ -219,8 +224,11 @@ class _UserScopeProfiler(_ProfilerContext):
                     on_start()
                 try:
                     # torch's stub declares two parameters; builds with RecordFunction scopes take a third (else TypeError)
-                    _enable_profiler(self.config(create_trace_id=False), self.kineto_activities,  # type: ignore[call-arg, unused-ignore]
-                                     {RecordScope.USER_SCOPE})
+                    _enable_profiler(
+                        self.config(create_trace_id=False),
+                        self.kineto_activities,  # type: ignore[call-arg, unused-ignore]
+                        {RecordScope.USER_SCOPE},
+                    )
                 except TypeError:
                     outer.scope = "all"
                     _enable_profiler(self.config(create_trace_id=False), self.kineto_activities)
@@ -274,7 +282,7 @@ def _interleaved(call, iterations: int, sync, annotation, faults: dict, pause=No
     instrumented: list[int] = []
     faults.update(uninstrumented=0, instrumented=0)
     for i in range(iterations):
-        for with_ranges in ((False, True) if i % 2 == 0 else (True, False)):
+        for with_ranges in (False, True) if i % 2 == 0 else (True, False):
             if with_ranges:
                 annotation.attach()
             elif pause is not None:
@@ -341,8 +349,9 @@ def _before_during_after(call, config: SessionConfig, sync, annotation, device, 
     return before + after, ["before"] * len(before) + ["after"] * len(after), instrumented
 
 
-def measure(model, make_input: Callable[[int], Any], config: SessionConfig, *, name: str | None = None,
-            step: Callable[[Any, Any], Any] | None = None) -> dict:
+def measure(
+    model, make_input: Callable[[int], Any], config: SessionConfig, *, name: str | None = None, step: Callable[[Any, Any], Any] | None = None
+) -> dict:
     """Measure one (level, batch size) in this process; writes and returns the session record.
 
     step(model, value): one training step on make_input's value, timed in place of the forward.
@@ -378,7 +387,11 @@ def measure(model, make_input: Callable[[int], Any], config: SessionConfig, *, n
         "nvtx_version": nvtx_version(),
         "threads": torch.get_num_threads(),
         "pid": os.getpid(),
-        "env": {k: os.environ[k] for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "CUDA_LAUNCH_BLOCKING", "OMP_NUM_THREADS") if k in os.environ},
+        "env": {
+            k: os.environ[k]
+            for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "CUDA_LAUNCH_BLOCKING", "OMP_NUM_THREADS")
+            if k in os.environ
+        },
         "profiler_scope": None,
         "trace": None,
     }
@@ -393,9 +406,15 @@ def measure(model, make_input: Callable[[int], Any], config: SessionConfig, *, n
         change = compare_programs(model, call, config.depth, called) if with_layers else None
 
         annotation = ModelAnnotation(
-            model, record["model"], layers=with_layers, depth=config.depth,
-            nvtx=config.tool in ("nsys", "ncu"), torch=config.tool == "torch",
-            layer_sync=layer_sync, model_hook=False, called=called,
+            model,
+            record["model"],
+            layers=with_layers,
+            depth=config.depth,
+            nvtx=config.tool in ("nsys", "ncu"),
+            torch=config.tool == "torch",
+            layer_sync=layer_sync,
+            model_hook=False,
+            called=called,
         )
         if config.tool == "nsys":
             # Nothing to start or stop: alternate single inferences (hooks attached only for the

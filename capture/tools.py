@@ -103,7 +103,8 @@ def nsys_export_sqlite(nsys: str, report: Path, timeout: float) -> Path | None:
     sqlite = report.with_suffix(".sqlite")
     done = subprocess.run(
         [nsys, "export", "--type=sqlite", "--force-overwrite=true", "-o", str(sqlite), str(report)],
-        capture_output=True, timeout=timeout,
+        capture_output=True,
+        timeout=timeout,
     )
     return sqlite if done.returncode == 0 and sqlite.exists() else None
 
@@ -115,9 +116,18 @@ def ncu_command(ncu: str, group: str, output_base: Path, command: list[str]) -> 
     cudaProfilerStart/Stop (torch.cuda.profiler), so warm-up and probe kernels are not replayed.
     """
     return [
-        ncu, "--target-processes", "all", "--nvtx", "--profile-from-start", "off",
-        "--metrics", ",".join(NCU_METRIC_GROUPS[group]),
-        "--export", str(output_base), "--force-overwrite", *command,
+        ncu,
+        "--target-processes",
+        "all",
+        "--nvtx",
+        "--profile-from-start",
+        "off",
+        "--metrics",
+        ",".join(NCU_METRIC_GROUPS[group]),
+        "--export",
+        str(output_base),
+        "--force-overwrite",
+        *command,
     ]
 
 
@@ -126,7 +136,8 @@ def ncu_export_csv(ncu: str, report: Path, timeout: float) -> Path | None:
     csv = report.with_suffix(".csv")
     done = subprocess.run(
         [ncu, "--import", str(report), "--csv", "--page", "raw"],
-        capture_output=True, timeout=timeout,
+        capture_output=True,
+        timeout=timeout,
     )
     if done.returncode != 0:
         return None

@@ -59,9 +59,21 @@ class _Spans:
 
     def add(self, kind: str, name: str, start: int, end: int, **extra) -> int:
         span_id = len(self.rows) + 1
-        row = {"run_id": self.run_id, "span_id": span_id, "kind": kind, "name": name, "start_ns": start,
-               "end_ns": end, "pid": PID, "tid": None if kind == "kernel" else TID, "device_id": None,
-               "stream_id": None, "correlation_id": None, "layer_index": None, "category": None}
+        row = {
+            "run_id": self.run_id,
+            "span_id": span_id,
+            "kind": kind,
+            "name": name,
+            "start_ns": start,
+            "end_ns": end,
+            "pid": PID,
+            "tid": None if kind == "kernel" else TID,
+            "device_id": None,
+            "stream_id": None,
+            "correlation_id": None,
+            "layer_index": None,
+            "category": None,
+        }
         row.update(extra)
         self.rows.append(row)
         return span_id
@@ -69,8 +81,7 @@ class _Spans:
     def launch(self, name: str, cpu_at: int, gpu_start: int, duration: int) -> int:
         self.correlation += 1
         self.add("api", "cudaLaunchKernel", cpu_at, cpu_at + 1, correlation_id=self.correlation, category="cuda_runtime")
-        return self.add("kernel", name, gpu_start, gpu_start + duration, device_id=0, stream_id=7,
-                        correlation_id=self.correlation)
+        return self.add("kernel", name, gpu_start, gpu_start + duration, device_id=0, stream_id=7, correlation_id=self.correlation)
 
     def table(self) -> pa.Table:
         return pa.Table.from_pylist(self.rows)
@@ -120,8 +131,9 @@ def build(path: Path, with_metrics: bool = True) -> Path:
             insert_relation(con, "spans", spans.table())
             con.execute("INSERT INTO devices (run_id, device_id, name) VALUES (?, 0, ?)", [run_id, DEVICE])
             correlate_run(con, run_id)
-        con.execute("CREATE TABLE IF NOT EXISTS capture_latencies (run_id INTEGER, loop VARCHAR, iteration INTEGER, "
-                    "phase VARCHAR, latency_ns BIGINT)")
+        con.execute(
+            "CREATE TABLE IF NOT EXISTS capture_latencies (run_id INTEGER, loop VARCHAR, iteration INTEGER, phase VARCHAR, latency_ns BIGINT)"
+        )
         for i, ns in enumerate(UNINSTRUMENTED_NS):
             con.execute("INSERT INTO capture_latencies VALUES (1, 'uninstrumented', ?, 'interleaved', ?)", [i, ns])
         for i, ns in enumerate(M_INSTRUMENTED_NS):
@@ -134,7 +146,11 @@ def build(path: Path, with_metrics: bool = True) -> Path:
             kernels = con.execute("SELECT span_id, name FROM spans WHERE run_id = 3 AND kind = 'kernel'").fetchall()
             for span_id, name in kernels:
                 flops, read, write, occupancy = METRICS[name]
-                for metric, value in (("xsp.flops", flops), ("xsp.dram_read_bytes", read),
-                                      ("xsp.dram_write_bytes", write), ("xsp.achieved_occupancy", occupancy)):
+                for metric, value in (
+                    ("xsp.flops", flops),
+                    ("xsp.dram_read_bytes", read),
+                    ("xsp.dram_write_bytes", write),
+                    ("xsp.achieved_occupancy", occupancy),
+                ):
                     con.execute("INSERT INTO metrics VALUES (3, ?, ?, ?, NULL)", [span_id, metric, value])
     return path

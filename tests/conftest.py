@@ -43,7 +43,9 @@ def nsys_stats(source: Path, report: str, workdir: Path, fmt: str = "csv") -> li
     prefix = workdir / f"ref_{report.replace(':', '_')}_{fmt.replace(':', '_').replace('=', '_')}"
     subprocess.run(
         [nsys, "stats", "--report", report, "--format", fmt, "--force-export", "false", "--output", str(prefix), str(copy)],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     out = Path(f"{prefix}_{report.split(':')[0]}.csv")
     if not out.exists():  # nsys writes nothing when the report has no data

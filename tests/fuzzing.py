@@ -37,8 +37,29 @@ NSYS_SOURCES = [DATA / "nsys_2026_mock_rtx3080" / "nsysai_mock_nsys2026.1.sqlite
 TIMEOUT_S = 30.0
 _TEXT_CACHE: dict[Path, bytes] = {}
 
-ODD_VALUES = [None, True, False, "x", "--5", "12", "", -1, 0, 10**30, -(10**30), 1.5, 1e300, [], {}, [1, 2], {"a": 1},
-              "\u00e9\u2603", 2**63, -(2**63) - 1, 9.999e18]
+ODD_VALUES = [
+    None,
+    True,
+    False,
+    "x",
+    "--5",
+    "12",
+    "",
+    -1,
+    0,
+    10**30,
+    -(10**30),
+    1.5,
+    1e300,
+    [],
+    {},
+    [1, 2],
+    {"a": 1},
+    "\u00e9\u2603",
+    2**63,
+    -(2**63) - 1,
+    9.999e18,
+]
 SQL_ODD_VALUES = [None, "abc", b"\x00\xff", 1.5, 1e30, -1, 2**63 - 1, -(2**63), "--5", ""]
 
 
@@ -49,6 +70,7 @@ def _text(path: Path) -> bytes:
 
 
 # -- Kineto mutations -----------------------------------------------------------------------------
+
 
 def _flip_bytes(rng: random.Random, data: bytes, count: int) -> bytes:
     buf = bytearray(data)
@@ -76,8 +98,7 @@ def _mutate_events(rng: random.Random, doc, how: str):
         elif how == "range":
             event[rng.choice(["ts", "dur"])] = rng.choice([10**25, -(10**25), 9223372036854775, 2**64, 1e19])
     if how == "meta" and isinstance(doc, dict):
-        doc[rng.choice(["baseTimeNanoseconds", "deviceProperties", "distributedInfo", "schemaVersion", "traceEvents"])] = \
-            rng.choice(ODD_VALUES)
+        doc[rng.choice(["baseTimeNanoseconds", "deviceProperties", "distributedInfo", "schemaVersion", "traceEvents"])] = rng.choice(ODD_VALUES)
     return doc
 
 
@@ -109,6 +130,7 @@ def _kineto_input(rng: random.Random, folder: Path) -> Path:
 
 # -- nsys mutations ---------------------------------------------------------------------------------
 
+
 def _tables(con: sqlite3.Connection) -> list[str]:
     return [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
 
@@ -121,8 +143,7 @@ def _nsys_input(rng: random.Random, folder: Path) -> Path:
     source = rng.choice(NSYS_SOURCES)
     path = folder / "n.sqlite"
     shutil.copyfile(source, path)
-    how = rng.choice(["drop_table", "drop_column", "values", "values", "values", "dup_strings", "end_before_start",
-                      "flip", "truncate", "empty_v2"])
+    how = rng.choice(["drop_table", "drop_column", "values", "values", "values", "dup_strings", "end_before_start", "flip", "truncate", "empty_v2"])
     if how in ("flip", "truncate"):
         data = path.read_bytes()
         data = _flip_bytes(rng, data, rng.randint(1, 16)) if how == "flip" else data[: rng.randrange(len(data))]
@@ -160,16 +181,19 @@ def _mutate_sqlite(rng: random.Random, con: sqlite3.Connection, how: str) -> Non
             columns = _numeric_columns(con, table) or [r[1] for r in con.execute(f'PRAGMA table_info("{table}")')]
             column = rng.choice(columns)
             value = rng.choice(SQL_ODD_VALUES)
-            con.execute(f'UPDATE "{table}" SET "{column}" = ? WHERE rowid IN '
-                        f'(SELECT rowid FROM "{table}" ORDER BY random() LIMIT ?)', [value, rng.randint(1, 20)])
+            con.execute(
+                f'UPDATE "{table}" SET "{column}" = ? WHERE rowid IN (SELECT rowid FROM "{table}" ORDER BY random() LIMIT ?)',
+                [value, rng.randint(1, 20)],
+            )
         elif how == "dup_strings":
             _without_primary_key(con)
-            con.execute("INSERT INTO StringIds (id, value) SELECT id, value || '#dup' FROM StringIds "
-                        "ORDER BY random() LIMIT ?", [rng.randint(1, 50)])
+            con.execute("INSERT INTO StringIds (id, value) SELECT id, value || '#dup' FROM StringIds ORDER BY random() LIMIT ?", [rng.randint(1, 50)])
         elif how == "end_before_start":
             target = rng.choice([t for t in _tables(con) if t.startswith("CUPTI") or t == "NVTX_EVENTS"])
-            con.execute(f'UPDATE "{target}" SET "end" = start - ? WHERE rowid IN '
-                        f'(SELECT rowid FROM "{target}" ORDER BY random() LIMIT ?)', [rng.randint(1, 10**6), rng.randint(1, 5)])
+            con.execute(
+                f'UPDATE "{target}" SET "end" = start - ? WHERE rowid IN (SELECT rowid FROM "{target}" ORDER BY random() LIMIT ?)',
+                [rng.randint(1, 10**6), rng.randint(1, 5)],
+            )
         elif how == "empty_v2":
             target = rng.choice([t for t in _tables(con) if t.startswith("CUPTI")])
             con.execute(f'CREATE TABLE "{target}_V2" AS SELECT * FROM "{target}" WHERE 0')
@@ -189,6 +213,7 @@ def make_input(seed: int, folder: Path) -> Path:
 
 
 # -- running and checking --------------------------------------------------------------------------
+
 
 @dataclass
 class Outcome:

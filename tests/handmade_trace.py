@@ -15,8 +15,22 @@ from xsp_trace.database import atomic_database, insert_relation, insert_run
 
 PID, TID = 100, 100
 
-_SPAN_COLUMNS = ("run_id", "span_id", "kind", "name", "category", "start_ns", "end_ns", "pid", "tid", "device_id",
-                 "stream_id", "correlation_id", "layer_index", "iteration")
+_SPAN_COLUMNS = (
+    "run_id",
+    "span_id",
+    "kind",
+    "name",
+    "category",
+    "start_ns",
+    "end_ns",
+    "pid",
+    "tid",
+    "device_id",
+    "stream_id",
+    "correlation_id",
+    "layer_index",
+    "iteration",
+)
 
 
 class Run:
@@ -32,8 +46,16 @@ class Run:
     def span(self, kind: str, name: str, start: int, end: int, **extra) -> int:
         span_id = len(self.spans) + 1
         row = dict.fromkeys(_SPAN_COLUMNS)
-        row.update(run_id=self.run_id, span_id=span_id, kind=kind, name=name, start_ns=start, end_ns=end, pid=PID,
-                   tid=None if kind in ("kernel", "memcpy", "memset", "sync") else TID)
+        row.update(
+            run_id=self.run_id,
+            span_id=span_id,
+            kind=kind,
+            name=name,
+            start_ns=start,
+            end_ns=end,
+            pid=PID,
+            tid=None if kind in ("kernel", "memcpy", "memset", "sync") else TID,
+        )
         row.update(extra)
         self.spans.append(row)
         return span_id
@@ -42,8 +64,18 @@ class Run:
         for key, value in values.items():
             self.side["span_args"].append({"run_id": self.run_id, "span_id": span_id, "key": key, "value": str(value)})
 
-    def gpu(self, kind: str, name: str, cpu: tuple[int, int] | None, gpu: tuple[int, int], api: str = "cudaLaunchKernel",
-            stream: int = 7, device: int = 0, tid: int = TID, **kernel) -> int:
+    def gpu(
+        self,
+        kind: str,
+        name: str,
+        cpu: tuple[int, int] | None,
+        gpu: tuple[int, int],
+        api: str = "cudaLaunchKernel",
+        stream: int = 7,
+        device: int = 0,
+        tid: int = TID,
+        **kernel,
+    ) -> int:
         """A GPU span on `device`/`stream`, launched by an API call over `cpu` (None: no launch)."""
         correlation = None
         if cpu is not None:
@@ -55,12 +87,23 @@ class Run:
             self.side["kernels"].append({"run_id": self.run_id, "span_id": span_id, **kernel})
         return span_id
 
-    def memop(self, kind: str, cpu, gpu, copy_kind: str | None, nbytes: int, src: str | None = None, dst: str | None = None,
-              api: str = "cudaMemcpyAsync", **extra) -> int:
+    def memop(
+        self,
+        kind: str,
+        cpu,
+        gpu,
+        copy_kind: str | None,
+        nbytes: int,
+        src: str | None = None,
+        dst: str | None = None,
+        api: str = "cudaMemcpyAsync",
+        **extra,
+    ) -> int:
         name = "[CUDA memset]" if kind == "memset" else f"Memcpy {copy_kind}"
         span_id = self.gpu(kind, name, cpu, gpu, api=api, **extra)
-        self.side["memops"].append({"run_id": self.run_id, "span_id": span_id, "copy_kind": copy_kind, "bytes": nbytes,
-                                    "src_kind": src, "dst_kind": dst})
+        self.side["memops"].append(
+            {"run_id": self.run_id, "span_id": span_id, "copy_kind": copy_kind, "bytes": nbytes, "src_kind": src, "dst_kind": dst}
+        )
         return span_id
 
     def device(self, device_id: int = 0, name: str = "NVIDIA A100-SXM4-40GB") -> None:

@@ -47,10 +47,8 @@ def load_raw(path: Path) -> dict:
 def raw_linked_kernel_count(raw: dict) -> int:
     """Kernels whose args.correlation appears on a CPU runtime/driver event."""
     events = [e for e in raw["traceEvents"] if e.get("ph") == "X"]
-    launch_ids = {e["args"]["correlation"] for e in events
-                  if e.get("cat") in RAW_LAUNCH_CATEGORIES and "correlation" in e.get("args", {})}
-    return sum(1 for e in events if e.get("cat") in RAW_KERNEL_CATEGORIES
-               and e.get("args", {}).get("correlation") in launch_ids)
+    launch_ids = {e["args"]["correlation"] for e in events if e.get("cat") in RAW_LAUNCH_CATEGORIES and "correlation" in e.get("args", {})}
+    return sum(1 for e in events if e.get("cat") in RAW_KERNEL_CATEGORIES and e.get("args", {}).get("correlation") in launch_ids)
 
 
 def hta_kernel_reference(path: Path, workdir: Path) -> dict:
@@ -88,8 +86,7 @@ def hta_kernel_reference(path: Path, workdir: Path) -> dict:
         entry[0] += 1
         entry[1] += float(dur)
     # The breakdown itself, every name kept (no "others" bucket).
-    _, per_name = analysis.get_gpu_kernel_breakdown(
-        visualize=False, num_kernels=10**9, duration_ratio=1.0, include_memory_kernels=True)
+    _, per_name = analysis.get_gpu_kernel_breakdown(visualize=False, num_kernels=10**9, duration_ratio=1.0, include_memory_kernels=True)
     breakdown = dict(zip(per_name["name"], per_name["sum (us)"], strict=True))
     # HTA counts every event with an integer args.stream as GPU work; Triton launches are
     # cpu_op events with "stream": 0 named like their kernel, which its breakdown then adds in.

@@ -23,8 +23,7 @@ GPU_FIXTURES = {
     "kineto_two_ranks_sendrecv": sorted((DATA / "kineto_two_ranks_sendrecv").glob("sampled_rank-*.json.gz")),
 }
 
-_KINETO_GPU = {"kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
-               "gpu_memset": "memset", "Memset": "memset"}
+_KINETO_GPU = {"kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "memcpy", "Memcpy": "memcpy", "gpu_memset": "memset", "Memset": "memset"}
 _KINETO_CALLS = {"cuda_runtime", "cuda_driver", "Runtime"}
 _KINETO_NOT_CPU = {"gpu_user_annotation", "cuda_sync", "Trace", "overhead"}
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
@@ -107,9 +106,19 @@ def _kineto(path: Path) -> RawRun:
             continue
         args = e.get("args", {})
         call = calls.get(args.get("correlation"))
-        run.gpu.append(Gpu(int(args.get("device", e["pid"])), _ns(e["ts"]), _ns(Decimal(e["ts"]) + Decimal(e["dur"])), kind,
-                           e["name"], call.pid if call else None, args.get("correlation"),
-                           kind == "memcpy" and "Pageable" in e["name"], int(args.get("bytes", 0) or 0)))
+        run.gpu.append(
+            Gpu(
+                int(args.get("device", e["pid"])),
+                _ns(e["ts"]),
+                _ns(Decimal(e["ts"]) + Decimal(e["dur"])),
+                kind,
+                e["name"],
+                call.pid if call else None,
+                args.get("correlation"),
+                kind == "memcpy" and "Pageable" in e["name"],
+                int(args.get("bytes", 0) or 0),
+            )
+        )
     return run
 
 
@@ -119,26 +128,26 @@ def _nsys(path: Path) -> RawRun:
     strings = dict(raw.execute("SELECT id, value FROM StringIds"))
     tables = {r[0] for r in raw.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     # Exports before ENUM_CUDA_MEM_KIND use the same codes: 0 = Pageable (nsys export schema documentation).
-    pageable = ({i for (i,) in raw.execute("SELECT id FROM ENUM_CUDA_MEM_KIND WHERE label = 'Pageable'")}
-                if "ENUM_CUDA_MEM_KIND" in tables else {0})
+    pageable = {i for (i,) in raw.execute("SELECT id FROM ENUM_CUDA_MEM_KIND WHERE label = 'Pageable'")} if "ENUM_CUDA_MEM_KIND" in tables else {0}
     if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
         for dev, s, e, corr, gpid, name in raw.execute(
-                'SELECT deviceId, start, "end", correlationId, globalPid, demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL'):
+            'SELECT deviceId, start, "end", correlationId, globalPid, demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL'
+        ):
             run.gpu.append(Gpu(dev, s, e, "kernel", strings.get(name, ""), gpid >> 24, corr))
     if "CUPTI_ACTIVITY_KIND_MEMCPY" in tables:
         for dev, s, e, corr, gpid, nbytes, src, dst in raw.execute(
-                'SELECT deviceId, start, "end", correlationId, globalPid, bytes, srcKind, dstKind FROM CUPTI_ACTIVITY_KIND_MEMCPY'):
+            'SELECT deviceId, start, "end", correlationId, globalPid, bytes, srcKind, dstKind FROM CUPTI_ACTIVITY_KIND_MEMCPY'
+        ):
             run.gpu.append(Gpu(dev, s, e, "memcpy", "memcpy", gpid >> 24, corr, bool({src, dst} & pageable), nbytes))
     if "CUPTI_ACTIVITY_KIND_MEMSET" in tables:
-        for dev, s, e, corr, gpid in raw.execute(
-                'SELECT deviceId, start, "end", correlationId, globalPid FROM CUPTI_ACTIVITY_KIND_MEMSET'):
+        for dev, s, e, corr, gpid in raw.execute('SELECT deviceId, start, "end", correlationId, globalPid FROM CUPTI_ACTIVITY_KIND_MEMSET'):
             run.gpu.append(Gpu(dev, s, e, "memset", "memset", gpid >> 24, corr))
-    for s, e, gtid, corr, name in raw.execute(
-            'SELECT DISTINCT start, "end", globalTid, correlationId, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME'):
+    for s, e, gtid, corr, name in raw.execute('SELECT DISTINCT start, "end", globalTid, correlationId, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME'):
         run.cpu.append(Cpu(gtid >> 24, gtid & 0xFFFFFF, s, e, _VERSION_SUFFIX.sub("", strings[name]), corr, True))
     if "NVTX_EVENTS" in tables:  # push/pop (59) and start/end (60) ranges
         for s, e, gtid, text, text_id in raw.execute(
-                'SELECT start, "end", globalTid, text, textId FROM NVTX_EVENTS WHERE eventType IN (59, 60) AND "end" IS NOT NULL'):
+            'SELECT start, "end", globalTid, text, textId FROM NVTX_EVENTS WHERE eventType IN (59, 60) AND "end" IS NOT NULL'
+        ):
             name = text if text is not None else strings.get(text_id, "")
             run.cpu.append(Cpu(gtid >> 24, gtid & 0xFFFFFF, s, e, name, None, False))
             m = _STEP.match(name)

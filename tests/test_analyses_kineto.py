@@ -37,7 +37,8 @@ def hta_kernels(tmp_path_factory):
     folder = tmp_path_factory.mktemp("hta")
     shutil.copyfile(TRACE, folder / TRACE.name)
     _, per_name = TraceAnalysis(trace_dir=str(folder), include_last_profiler_step=True).get_gpu_kernel_breakdown(
-        visualize=False, duration_ratio=1.0, num_kernels=1_000_000, include_memory_kernels=False)
+        visualize=False, duration_ratio=1.0, num_kernels=1_000_000, include_memory_kernels=False
+    )
     return per_name
 
 

@@ -37,7 +37,9 @@ def test_analyze_json_and_csv(db):
     assert result.exit_code == 0
     assert result.output.splitlines() == [
         "experiment,layer_type,layers,layers_pct,calls_per_inference",
-        "tiny bs=2,Conv2d,1,50.0,1", "tiny bs=2,ReLU,1,50.0,2"]
+        "tiny bs=2,Conv2d,1,50.0,1",
+        "tiny bs=2,ReLU,1,50.0,2",
+    ]
 
 
 def test_analyze_table_names_uncorrected_levels(db):
@@ -46,11 +48,14 @@ def test_analyze_table_names_uncorrected_levels(db):
     assert "model level uncorrected: from the MLG run" in result.output
 
 
-@pytest.mark.parametrize("args, message", [
-    (["-a", "no_such_analysis"], "unknown analysis no_such_analysis"),
-    (["--run", "99"], "has no run 99"),
-    (["--compare", "1"], "needs two run ids"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["-a", "no_such_analysis"], "unknown analysis no_such_analysis"),
+        (["--run", "99"], "has no run 99"),
+        (["--compare", "1"], "needs two run ids"),
+    ],
+)
 def test_analyze_bad_input_is_one_line_exit_2(db, args, message):
     result = runner.invoke(app, ["analyze", str(db), *args])
     assert result.exit_code == 2
@@ -66,17 +71,23 @@ def test_ncu_raw_csv_units_and_derived_metrics():
     assert conv.metrics["gpu__time_duration.sum"] == (10.0, "nsecond")  # 0.01 usecond
     assert conv.metrics["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"] == (1000.0, "inst")  # "1,000"
     # FLOPs = fadd + fmul + 2 * ffma; occupancy percent -> fraction.
-    assert derived_metrics(conv.metrics) == {"xsp.flops": (4000.0, "flop"), "xsp.dram_read_bytes": (100.0, "byte"),
-                                             "xsp.dram_write_bytes": (100.0, "byte"), "xsp.achieved_occupancy": (0.5, "fraction")}
+    assert derived_metrics(conv.metrics) == {
+        "xsp.flops": (4000.0, "flop"),
+        "xsp.dram_read_bytes": (100.0, "byte"),
+        "xsp.dram_write_bytes": (100.0, "byte"),
+        "xsp.achieved_occupancy": (0.5, "fraction"),
+    }
 
 
 def test_ncu_details_page_long_form():
-    text = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
-            '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n'
-            '"0","1","app","h","k(int*)","1","7","(256, 1, 1)","(8, 1, 1)","0","9.0","Command line profiler metrics",'
-            '"dram__bytes_write.sum","Mbyte","1.50"\n'
-            '"0","1","app","h","k(int*)","1","7","(256, 1, 1)","(8, 1, 1)","0","9.0","Command line profiler metrics",'
-            '"flop_count_sp","","2,048"\n')
+    text = (
+        '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+        '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n'
+        '"0","1","app","h","k(int*)","1","7","(256, 1, 1)","(8, 1, 1)","0","9.0","Command line profiler metrics",'
+        '"dram__bytes_write.sum","Mbyte","1.50"\n'
+        '"0","1","app","h","k(int*)","1","7","(256, 1, 1)","(8, 1, 1)","0","9.0","Command line profiler metrics",'
+        '"flop_count_sp","","2,048"\n'
+    )
     (launch,) = parse_ncu_csv(text, Path("x.csv"))
     assert launch.metrics == {"dram__bytes_write.sum": (1.5e6, "byte"), "flop_count_sp": (2048.0, "")}
     assert derived_metrics(launch.metrics)["xsp.flops"] == (2048.0, "flop")
@@ -91,11 +102,17 @@ def test_metrics_command_matches_launches_to_the_mlg_run(tmp_path):
     assert result.exit_code == 0, result.output
     assert "12 of 12 launches matched to kernels of run 3 (by base_name)" in result.output
     after = open_session(db)
-    rows = [(r["name"], r["flops"], r["dram_read_bytes"], r["dram_write_bytes"], r["achieved_occupancy"], r["memory_bound"])
-            for r in run_analysis(after, "kernel_info").records() if r["experiment"] == "tiny bs=2"]
+    rows = [
+        (r["name"], r["flops"], r["dram_read_bytes"], r["dram_write_bytes"], r["achieved_occupancy"], r["memory_bound"])
+        for r in run_analysis(after, "kernel_info").records()
+        if r["experiment"] == "tiny bs=2"
+    ]
     # the same per-inference numbers as the hand-written metrics of tests/analysis_handmade.py
-    assert rows == [("conv_kernel", 4000.0, 100.0, 100.0, 0.5, False), ("relu_kernel", 16.0, 128.0, 128.0, 0.75, True),
-                    ("bias_kernel", 10.0, 40.0, 40.0, 0.25, True)]
+    assert rows == [
+        ("conv_kernel", 4000.0, 100.0, 100.0, 0.5, False),
+        ("relu_kernel", 16.0, 128.0, 128.0, 0.75, True),
+        ("bias_kernel", 10.0, 40.0, 40.0, 0.25, True),
+    ]
 
 
 def test_metrics_command_bad_input(tmp_path, db):
@@ -113,8 +130,8 @@ def _png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pos, idat, width = 8, b"", 0
     while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        chunk = data[pos + 8:pos + 8 + length]
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        chunk = data[pos + 8 : pos + 8 + length]
         if kind == b"IHDR":
             width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", chunk)
             assert depth == 8 and interlace == 0 and color in (2, 6)
@@ -126,7 +143,7 @@ def _png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
     stride = width * bpp
     rows, prev = [], bytearray(stride)
     for y in range(height):
-        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
         for i in range(stride):
             a = line[i - bpp] if i >= bpp else 0
             b, c = prev[i], prev[i - bpp] if i >= bpp else 0
@@ -147,7 +164,7 @@ def _png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
 
 def _count_color(rows: list[bytes], bpp: int, hex_color: str) -> int:
     target = bytes.fromhex(hex_color.lstrip("#"))
-    return sum(sum(1 for i in range(0, len(r), bpp) if r[i:i + 3] == target) for r in rows)
+    return sum(sum(1 for i in range(0, len(r), bpp) if r[i : i + 3] == target) for r in rows)
 
 
 def test_report_opens_in_headless_chromium_and_shows_its_plots(db, tmp_path):
@@ -160,9 +177,21 @@ def test_report_opens_in_headless_chromium_and_shows_its_plots(db, tmp_path):
     html = report.read_text()
     assert "<script" not in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
     shot = tmp_path / "report.png"
-    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    "--window-size=1400,2200", f"--screenshot={shot}", report.as_uri()],
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1400,2200",
+            f"--screenshot={shot}",
+            report.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     width, bpp, rows = _png_pixels(shot)
     assert width == 1400
     # Below the findings: the roofline's roof, the layer bars and the GPU / non-GPU split are painted.
@@ -195,8 +224,12 @@ def test_experiments_sort_by_batch_size_as_a_number(db, tmp_path):
     copy = tmp_path / "three.duckdb"
     shutil.copy(db, copy)
     con = duckdb.connect(str(copy))
-    tables = [t for (t,) in con.execute(
-        "SELECT DISTINCT table_name FROM duckdb_columns() WHERE column_name = 'run_id' AND NOT internal AND schema_name = 'main'").fetchall()]
+    tables = [
+        t
+        for (t,) in con.execute(
+            "SELECT DISTINCT table_name FROM duckdb_columns() WHERE column_name = 'run_id' AND NOT internal AND schema_name = 'main'"
+        ).fetchall()
+    ]
     for offset, batch in ((100, 16), (200, 4)):
         for table in tables:
             replace = f"run_id + {offset} AS run_id" + (f", {batch} AS batch_size" if table == "runs" else "")
@@ -207,12 +240,15 @@ def test_experiments_sort_by_batch_size_as_a_number(db, tmp_path):
     assert experiments == ["tiny bs=2", "tiny bs=4", "tiny bs=16"]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["analyze", "DB", "--run", "1,x"], "--run 'x' is not a number (e.g. --run 1,2)"),
-    (["analyze", "DB", "--compare", "a,b"], "--compare 'a' is not a number"),
-    (["perfetto", "DB", "-o", "out.pftrace", "--runs", "1,two"], "--runs 'two' is not a number"),
-    (["capture", "--batch-sizes", "1,big", "-o", "run", "--", "python", "x.py"], "--batch-sizes 'big' is not a number (e.g. --batch-sizes 1,8)"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["analyze", "DB", "--run", "1,x"], "--run 'x' is not a number (e.g. --run 1,2)"),
+        (["analyze", "DB", "--compare", "a,b"], "--compare 'a' is not a number"),
+        (["perfetto", "DB", "-o", "out.pftrace", "--runs", "1,two"], "--runs 'two' is not a number"),
+        (["capture", "--batch-sizes", "1,big", "-o", "run", "--", "python", "x.py"], "--batch-sizes 'big' is not a number (e.g. --batch-sizes 1,8)"),
+    ],
+)
 def test_every_list_option_is_parsed_alike(db, tmp_path, args, message):
     """One parser for every comma-separated option: the same one-line error, exit 2."""
     result = runner.invoke(app, [str(db) if a == "DB" else str(tmp_path / a) if a in ("out.pftrace", "run") else a for a in args])

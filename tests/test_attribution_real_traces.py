@@ -53,8 +53,7 @@ def _kernels_with_launch(events):
     for e in events:
         if e.get("cat", "").lower() in RUNTIME_CATEGORIES and "correlation" in e.get("args", {}):
             runtime[e["args"]["correlation"]] = e
-    return [(k, runtime.get(k["args"].get("correlation")))
-            for k in events if e_cat(k) in KERNEL_CATEGORIES]
+    return [(k, runtime.get(k["args"].get("correlation"))) for k in events if e_cat(k) in KERNEL_CATEGORIES]
 
 
 def e_cat(e) -> str:
@@ -113,7 +112,7 @@ def _trimmed_mean(values, frac=0.2):
         return v[1]
     cut = int(len(v) * frac)
     # floor(n * frac) off each tail, but at least the largest value off the top.
-    return statistics.fmean(v[cut:len(v) - max(cut, 1)])
+    return statistics.fmean(v[cut : len(v) - max(cut, 1)])
 
 
 def test_rank3_backward_thread_kernel_is_in_kernel_info(rank3):
@@ -179,9 +178,13 @@ def test_rank3_backward_kernels_take_the_backward_phase(rank3):
     for kernel, launch in _kernels_with_launch(events):
         if launch is not None and any(s <= _ns(launch["ts"]) < e for s, e in engine.get(launch["tid"], [])):
             in_engine.append((_ns(kernel["ts"]), kernel["name"]))
-    phases = dict(((start, name), phase) for start, name, phase in con.execute(
-        """SELECT k.start_ns, k.name, a.phase FROM spans k JOIN attribution a USING (run_id, span_id)
-           WHERE k.kind = 'kernel'""").fetchall())
+    phases = dict(
+        ((start, name), phase)
+        for start, name, phase in con.execute(
+            """SELECT k.start_ns, k.name, a.phase FROM spans k JOIN attribution a USING (run_id, span_id)
+           WHERE k.kind = 'kernel'"""
+        ).fetchall()
+    )
     assert len(in_engine) > 5000
     assert {phases[k] for k in in_engine} == {"backward"}
 
@@ -209,8 +212,12 @@ def test_layer_view_from_module_events_charges_kernels_to_the_innermost_module(t
     (step,) = _cpu_steps(events)
 
     def contains(outer, inner):
-        return (outer is not inner and outer["tid"] == inner["tid"] and _ns(outer["ts"]) <= _ns(inner["ts"])
-                and _ns(inner["ts"]) + _ns(inner["dur"]) <= _ns(outer["ts"]) + _ns(outer["dur"]))
+        return (
+            outer is not inner
+            and outer["tid"] == inner["tid"]
+            and _ns(outer["ts"]) <= _ns(inner["ts"])
+            and _ns(inner["ts"]) + _ns(inner["dur"]) <= _ns(outer["ts"]) + _ns(outer["dur"])
+        )
 
     leaves = [m for m in modules if not any(contains(m, o) for o in modules)]
     expected: dict[str, int] = defaultdict(int)
@@ -229,8 +236,7 @@ def test_layer_view_from_module_events_charges_kernels_to_the_innermost_module(t
 
     con = duckdb.connect(str(out), read_only=True)
     prepare(con, AnalysisOptions(layer_ranges="modules"))
-    got = {r["layer_name"]: r["gpu_latency_ms"] for r in run_analysis(con, "layer_gpu_aggregates").records()
-           if r["layer_name"] is not None}
+    got = {r["layer_name"]: r["gpu_latency_ms"] for r in run_analysis(con, "layer_gpu_aggregates").records() if r["layer_name"] is not None}
     assert len(expected) > 50
     assert set(got) == set(expected)
     for name, ns in expected.items():
@@ -251,8 +257,10 @@ def test_layer_view_from_hash_annotations(rank3):
     ranges = [e for e in events if e_cat(e) == "user_annotation" and e["name"].startswith("## ")]
     durations: dict[str, list[int]] = defaultdict(list)
     for e in ranges:
-        if not any(o is not e and o["tid"] == e["tid"] and _ns(o["ts"]) <= _ns(e["ts"])
-                   and _ns(e["ts"]) + _ns(e["dur"]) <= _ns(o["ts"]) + _ns(o["dur"]) for o in ranges):
+        if not any(
+            o is not e and o["tid"] == e["tid"] and _ns(o["ts"]) <= _ns(e["ts"]) and _ns(e["ts"]) + _ns(e["dur"]) <= _ns(o["ts"]) + _ns(o["dur"])
+            for o in ranges
+        ):
             durations[e["name"].strip("# ")].append(_ns(e["dur"]))
     import duckdb
 
@@ -286,18 +294,25 @@ def test_cuda_graph_replays_are_charged_to_the_step_and_phase_of_their_launch(tm
                 backward_launch_kernels += launch["tid"] != tid
     assert sum(v[0] for v in expected.values()) > 4000 and backward_launch_kernels > 2000
     con = _session(V100_GRAPHS, tmp_path_factory)
-    got = {n: [k, ns] for n, k, ns in con.execute(
-        """SELECT st.iteration, count(*), sum(k.end_ns - k.start_ns)
+    got = {
+        n: [k, ns]
+        for n, k, ns in con.execute(
+            """SELECT st.iteration, count(*), sum(k.end_ns - k.start_ns)
            FROM spans k JOIN attribution a USING (run_id, span_id)
            JOIN steps st ON st.run_id = a.run_id AND st.step_span_id = a.step_span_id
            JOIN launches l ON l.run_id = k.run_id AND l.gpu_span_id = k.span_id
            JOIN spans api ON api.run_id = l.run_id AND api.span_id = l.api_span_id
-           WHERE k.kind = 'kernel' AND api.name = 'cudaGraphLaunch' GROUP BY ALL""").fetchall()}
+           WHERE k.kind = 'kernel' AND api.name = 'cudaGraphLaunch' GROUP BY ALL"""
+        ).fetchall()
+    }
     assert got == {n: v for n, v in expected.items() if v[0]}
-    phases = dict(con.execute(
-        """SELECT api.tid = st.tid, list(DISTINCT a.phase) FROM spans k JOIN attribution a USING (run_id, span_id)
+    phases = dict(
+        con.execute(
+            """SELECT api.tid = st.tid, list(DISTINCT a.phase) FROM spans k JOIN attribution a USING (run_id, span_id)
            JOIN steps st ON st.run_id = a.run_id AND st.step_span_id = a.step_span_id
            JOIN launches l ON l.run_id = k.run_id AND l.gpu_span_id = k.span_id
            JOIN spans api ON api.run_id = l.run_id AND api.span_id = l.api_span_id
-           WHERE k.kind = 'kernel' AND api.name = 'cudaGraphLaunch' GROUP BY ALL""").fetchall())
+           WHERE k.kind = 'kernel' AND api.name = 'cudaGraphLaunch' GROUP BY ALL"""
+        ).fetchall()
+    )
     assert phases[False] == ["backward"]  # replays launched by the autograd thread

@@ -36,8 +36,7 @@ runner = CliRunner()
 REPO = Path(__file__).resolve().parent.parent
 NSYS = NSYS_EXPORTS["nsys_2026_mock_rtx3080"]
 NSYS_NVTX = NSYS_EXPORTS["nsys_2022_saxpy_mpi_a100"]  # the mock has no NVTX_EVENTS
-KINETO = {"triton": KINETO_TRACES["kineto_triton_cuda_driver"], "cpu": KINETO_TRACES["kineto_cpu_only"],
-          "rocm": KINETO_TRACES["kineto_rocm_mi250"]}
+KINETO = {"triton": KINETO_TRACES["kineto_triton_cuda_driver"], "cpu": KINETO_TRACES["kineto_cpu_only"], "rocm": KINETO_TRACES["kineto_rocm_mi250"]}
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
 
 
@@ -89,13 +88,15 @@ def converted(source: Path, folder: Path, tmpdir: Path, expect_warnings: list[st
 
 # -- Kineto: numbers and types -----------------------------------------------------------------------
 
+
 def kineto_doc(name: str) -> dict:
     return json.loads(gzip.open(KINETO[name]).read())
 
 
 def complete_events(doc: dict, category: str | None = None) -> list[dict]:
-    return [e for e in doc["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X"
-            and (category is None or str(e.get("cat")).lower() == category)]
+    return [
+        e for e in doc["traceEvents"] if isinstance(e, dict) and e.get("ph") == "X" and (category is None or str(e.get("cat")).lower() == category)
+    ]
 
 
 def write_doc(folder: Path, doc, gz: bool = False, raw: bytes | None = None) -> Path:
@@ -107,6 +108,7 @@ def write_doc(folder: Path, doc, gz: bool = False, raw: bytes | None = None) -> 
 
 def set_field(name: str, key: str, value, gz: bool = False, raw_value: str | None = None):
     """A mutation: `key` of the second complete event of fixture `name` set to `value` (or raw JSON text)."""
+
     def make(folder: Path) -> Path:
         doc = kineto_doc(name)
         event = complete_events(doc)[1]
@@ -115,6 +117,7 @@ def set_field(name: str, key: str, value, gz: bool = False, raw_value: str | Non
             return write_doc(folder, doc, gz)
         event[key] = "__RAW__"
         return write_doc(folder, None, gz, raw=json.dumps(doc).encode().replace(b'"__RAW__"', raw_value.encode()))
+
     return make
 
 
@@ -123,30 +126,35 @@ def set_fields(name: str, **values):
         doc = kineto_doc(name)
         complete_events(doc)[1].update(values)
         return write_doc(folder, doc)
+
     return make
 
 
 KINETO_REJECTED = {}
 for fixture in ("triton", "cpu", "rocm"):
-    KINETO_REJECTED.update({
-        f"{fixture}-ts_out_of_range": (set_field(fixture, "ts", 10**25), "out-of-range 'ts'"),
-        f"{fixture}-dur_out_of_range": (set_field(fixture, "dur", 10**25), "out-of-range 'dur'"),
-        f"{fixture}-dur_true": (set_field(fixture, "dur", True), "non-numeric 'dur'"),
-        f"{fixture}-dur_string": (set_field(fixture, "dur", "12"), "non-numeric 'dur'"),
-        f"{fixture}-ts_null": (set_field(fixture, "ts", None), "has no 'ts'"),
-        f"{fixture}-ts_out_of_range_gz": (set_field(fixture, "ts", -(10**25), gz=True), "out-of-range 'ts'"),
-        f"{fixture}-dur_true_gz": (set_field(fixture, "dur", True, gz=True), "non-numeric 'dur'"),
-    })
-KINETO_REJECTED.update({
-    "ts_plus_dur_overflow": (set_fields("triton", ts=4 * 10**15, dur=9 * 10**14), "ends out of range"),
-    "ts_list": (set_field("triton", "ts", [1]), "non-numeric 'ts'"),
-    "ts_object": (set_field("cpu", "ts", {"a": 1}), "non-numeric 'ts'"),
-    "ts_exponent_400": (set_field("triton", "ts", None, raw_value="1e400"), "out-of-range 'ts'"),
-    "ts_nan_literal": (set_field("cpu", "ts", None, raw_value="NaN"), "not valid JSON"),
-    "ts_infinity_literal": (set_field("rocm", "ts", None, raw_value="Infinity"), "not valid JSON"),
-    "dur_int64_max_us": (set_field("rocm", "dur", 2**63 - 1), "out-of-range 'dur'"),
-    "ts_string_gz": (set_field("rocm", "ts", "5", gz=True), "non-numeric 'ts'"),
-})
+    KINETO_REJECTED.update(
+        {
+            f"{fixture}-ts_out_of_range": (set_field(fixture, "ts", 10**25), "out-of-range 'ts'"),
+            f"{fixture}-dur_out_of_range": (set_field(fixture, "dur", 10**25), "out-of-range 'dur'"),
+            f"{fixture}-dur_true": (set_field(fixture, "dur", True), "non-numeric 'dur'"),
+            f"{fixture}-dur_string": (set_field(fixture, "dur", "12"), "non-numeric 'dur'"),
+            f"{fixture}-ts_null": (set_field(fixture, "ts", None), "has no 'ts'"),
+            f"{fixture}-ts_out_of_range_gz": (set_field(fixture, "ts", -(10**25), gz=True), "out-of-range 'ts'"),
+            f"{fixture}-dur_true_gz": (set_field(fixture, "dur", True, gz=True), "non-numeric 'dur'"),
+        }
+    )
+KINETO_REJECTED.update(
+    {
+        "ts_plus_dur_overflow": (set_fields("triton", ts=4 * 10**15, dur=9 * 10**14), "ends out of range"),
+        "ts_list": (set_field("triton", "ts", [1]), "non-numeric 'ts'"),
+        "ts_object": (set_field("cpu", "ts", {"a": 1}), "non-numeric 'ts'"),
+        "ts_exponent_400": (set_field("triton", "ts", None, raw_value="1e400"), "out-of-range 'ts'"),
+        "ts_nan_literal": (set_field("cpu", "ts", None, raw_value="NaN"), "not valid JSON"),
+        "ts_infinity_literal": (set_field("rocm", "ts", None, raw_value="Infinity"), "not valid JSON"),
+        "dur_int64_max_us": (set_field("rocm", "dur", 2**63 - 1), "out-of-range 'dur'"),
+        "ts_string_gz": (set_field("rocm", "ts", "5", gz=True), "non-numeric 'ts'"),
+    }
+)
 
 
 @pytest.mark.parametrize("case", list(KINETO_REJECTED))
@@ -158,6 +166,7 @@ def test_kineto_values_rejected(case, tmp_path, private_tmp):
 
 # -- Kineto: text, truncation, structure --------------------------------------------------------------
 
+
 def raw_text(name: str) -> bytes:
     return gzip.open(KINETO[name]).read()
 
@@ -168,6 +177,7 @@ def bytes_case(data_fn, gz: bool = False, name: str = "trace.json"):
         path = folder / (name + (".gz" if gz else ""))
         path.write_bytes(gzip.compress(data, mtime=0) if gz else data)
         return path
+
     return make
 
 
@@ -176,6 +186,7 @@ def insert_at(name: str, fraction: float, junk: bytes):
         text = raw_text(name)
         i = text.index(b'"name"', int(len(text) * fraction)) + 9  # inside a name string
         return text[:i] + junk + text[i:]
+
     return data
 
 
@@ -186,6 +197,7 @@ def truncated(name: str, fraction: float, gz: bool):
         path = folder / ("cut.json.gz" if gz else "cut.json")
         path.write_bytes(data[: int(len(data) * fraction)])
         return path
+
     return make
 
 
@@ -193,10 +205,11 @@ def gz_damaged(name: str, offset: float):
     def make(folder: Path) -> Path:
         data = bytearray(KINETO[name].read_bytes())
         i = int(len(data) * offset)
-        data[i:i + 16] = bytes(16)
+        data[i : i + 16] = bytes(16)
         path = folder / "damaged.json.gz"
         path.write_bytes(bytes(data))
         return path
+
     return make
 
 
@@ -211,8 +224,7 @@ STRUCTURE_REJECTED = {
     "top_level_string": (bytes_case(lambda: b'"traceEvents"'), "not a trace xsp-trace knows"),
     "trace_events_not_list": (bytes_case(lambda: b'{"traceEvents": {"ph": "X"}}'), "traceEvents"),
     "event_not_object": (bytes_case(lambda: b'{"traceEvents": [1, 2]}'), "is not a JSON object"),
-    "deeply_nested_args": (bytes_case(lambda: b'{"traceEvents": [{"ph": "X", "args": ' + b"[" * 200_000 + b"]" * 200_000
-                                                   + b"}]}"), "levels deep"),
+    "deeply_nested_args": (bytes_case(lambda: b'{"traceEvents": [{"ph": "X", "args": ' + b"[" * 200_000 + b"]" * 200_000 + b"}]}"), "levels deep"),
     "list_of_numbers": (bytes_case(lambda: b"[1, 2, 3]"), "not a JSON object"),
 }
 for fixture, fraction in (("triton", 0.1), ("rocm", 0.5), ("cpu", 0.9)):
@@ -231,6 +243,7 @@ def test_kineto_files_rejected(case, tmp_path, private_tmp):
 
 # -- nsys exports: values, truncation, missing tables ------------------------------------------------------
 
+
 def nsys_copy(folder: Path, *statements: str, source: Path = NSYS) -> Path:
     path = folder / "export.sqlite"
     shutil.copyfile(source, path)
@@ -241,8 +254,7 @@ def nsys_copy(folder: Path, *statements: str, source: Path = NSYS) -> Path:
 
 
 def first_rows(table: str, column: str, value_sql: str, rows: int = 2) -> str:
-    return (f'UPDATE "{table}" SET "{column}" = {value_sql} WHERE rowid IN '
-            f'(SELECT rowid FROM "{table}" ORDER BY rowid LIMIT {rows})')
+    return f'UPDATE "{table}" SET "{column}" = {value_sql} WHERE rowid IN (SELECT rowid FROM "{table}" ORDER BY rowid LIMIT {rows})'
 
 
 NSYS_REJECTED = {
@@ -259,10 +271,18 @@ NSYS_REJECTED = {
     "kernel_global_pid_fraction": ([first_rows(KERNEL, "globalPid", "globalPid + 0.5")], "wrong type"),
     "api_global_tid_fraction": ([first_rows("CUPTI_ACTIVITY_KIND_RUNTIME", "globalTid", "globalTid + 0.5")], "wrong type"),
     "session_start_text": ([first_rows("TARGET_INFO_SESSION_START_TIME", "utcEpochNs", "'noon'", 1)], "cannot interpret"),
-    "kernel_start_column_dropped": ([f'CREATE TABLE k AS SELECT "end", deviceId, streamId, correlationId, globalPid, demangledName FROM {KERNEL}',
-                                     f"DROP TABLE {KERNEL}", f"ALTER TABLE k RENAME TO {KERNEL}"], "lacks required column(s) start"),
-    "string_value_column_dropped": (["CREATE TABLE s AS SELECT id FROM StringIds", "DROP TABLE StringIds",
-                                     "ALTER TABLE s RENAME TO StringIds"], "lacks required column(s) value"),
+    "kernel_start_column_dropped": (
+        [
+            f'CREATE TABLE k AS SELECT "end", deviceId, streamId, correlationId, globalPid, demangledName FROM {KERNEL}',
+            f"DROP TABLE {KERNEL}",
+            f"ALTER TABLE k RENAME TO {KERNEL}",
+        ],
+        "lacks required column(s) start",
+    ),
+    "string_value_column_dropped": (
+        ["CREATE TABLE s AS SELECT id FROM StringIds", "DROP TABLE StringIds", "ALTER TABLE s RENAME TO StringIds"],
+        "lacks required column(s) value",
+    ),
 }
 
 
@@ -284,8 +304,7 @@ def test_nsys_wrong_type_in_a_later_batch(value, tmp_path, private_tmp, monkeypa
     SQLite driver's type mismatch, and still the wrong-type line (not 'truncated or corrupt')."""
     monkeypatch.setattr(nsys_module, "BATCH_ROWS", 8)
     api = "CUPTI_ACTIVITY_KIND_RUNTIME"
-    source = nsys_copy(tmp_path, f'UPDATE "{api}" SET start = {value} WHERE rowid = (SELECT max(rowid) FROM "{api}")',
-                       source=NSYS_NVTX)
+    source = nsys_copy(tmp_path, f'UPDATE "{api}" SET start = {value} WHERE rowid = (SELECT max(rowid) FROM "{api}")', source=NSYS_NVTX)
     assert raw_count(source, f'SELECT count(*) FROM "{api}"') > 8 * 2
     line = rejected(["convert", source, "-o", tmp_path / "out.duckdb", "-q"], tmp_path, private_tmp, source, "wrong type")
     assert "start_ns" in line
@@ -296,7 +315,7 @@ def damaged_sqlite(folder: Path, how: str) -> Path:
     if how.startswith("truncated"):
         data = data[: int(len(data) * float(how.split("_")[1]))]
     elif how == "zeroed_pages":
-        data = data[:8192] + bytes(len(data) // 2 - 8192) + data[len(data) // 2:]
+        data = data[:8192] + bytes(len(data) // 2 - 8192) + data[len(data) // 2 :]
     elif how == "header_only":
         data = data[:100]
     elif how == "not_sqlite":
@@ -321,13 +340,13 @@ def test_sqlite_that_is_not_an_export(tmp_path, private_tmp):
 
 # -- nsys exports: repaired with a counted warning --------------------------------------------------------
 
+
 def raw_count(path: Path, sql: str) -> int:
     with sqlite3.connect(path) as con:
         return con.execute(sql).fetchone()[0]
 
 
-@pytest.mark.parametrize("table,kind", [(KERNEL, "kernel"), ("CUPTI_ACTIVITY_KIND_RUNTIME", "api"),
-                                        ("CUPTI_ACTIVITY_KIND_MEMCPY", "memcpy")])
+@pytest.mark.parametrize("table,kind", [(KERNEL, "kernel"), ("CUPTI_ACTIVITY_KIND_RUNTIME", "api"), ("CUPTI_ACTIVITY_KIND_MEMCPY", "memcpy")])
 def test_end_before_start_dropped_and_counted(table, kind, tmp_path, private_tmp):
     source = nsys_copy(tmp_path, f'UPDATE "{table}" SET "end" = start - 1000 WHERE rowid IN (SELECT rowid FROM "{table}" LIMIT 1)')
     label = {"kernel": "kernel", "api": "CUDA API", "memcpy": "memcpy"}[kind]
@@ -338,18 +357,25 @@ def test_end_before_start_dropped_and_counted(table, kind, tmp_path, private_tmp
 
 
 def test_nvtx_end_before_start_dropped(tmp_path, private_tmp):
-    source = nsys_copy(tmp_path, 'UPDATE NVTX_EVENTS SET "end" = start - 5 WHERE rowid IN '
-                                 '(SELECT rowid FROM NVTX_EVENTS WHERE "end" IS NOT NULL AND eventType = 59 LIMIT 2)',
-                       source=NSYS_NVTX)
+    source = nsys_copy(
+        tmp_path,
+        'UPDATE NVTX_EVENTS SET "end" = start - 5 WHERE rowid IN (SELECT rowid FROM NVTX_EVENTS WHERE "end" IS NOT NULL AND eventType = 59 LIMIT 2)',
+        source=NSYS_NVTX,
+    )
     con = converted(source, tmp_path, private_tmp, ["dropped NVTX rows: 2 with end before start"])
     assert con.execute("SELECT count(*) FROM spans WHERE end_ns < start_ns").fetchone()[0] == 0
 
 
 def test_null_and_out_of_range_times_dropped(tmp_path, private_tmp):
-    source = nsys_copy(tmp_path, f"CREATE TABLE k AS SELECT * FROM {KERNEL}", f"DROP TABLE {KERNEL}",
-                       f"ALTER TABLE k RENAME TO {KERNEL}", first_rows(KERNEL, "start", "NULL", 2),
-                       f'UPDATE {KERNEL} SET "end" = 9200000000000000000 WHERE rowid = (SELECT max(rowid) FROM {KERNEL})',
-                       source=NSYS_NVTX)
+    source = nsys_copy(
+        tmp_path,
+        f"CREATE TABLE k AS SELECT * FROM {KERNEL}",
+        f"DROP TABLE {KERNEL}",
+        f"ALTER TABLE k RENAME TO {KERNEL}",
+        first_rows(KERNEL, "start", "NULL", 2),
+        f'UPDATE {KERNEL} SET "end" = 9200000000000000000 WHERE rowid = (SELECT max(rowid) FROM {KERNEL})',
+        source=NSYS_NVTX,
+    )
     con = converted(source, tmp_path, private_tmp, ["2 with no start or end", "1 with a time out of range"])
     kept = con.execute("SELECT count(*), max(end_ns) FROM spans WHERE kind = 'kernel'").fetchone()
     assert kept[0] == raw_count(NSYS_NVTX, f"SELECT count(*) FROM {KERNEL}") - 3
@@ -357,9 +383,13 @@ def test_null_and_out_of_range_times_dropped(tmp_path, private_tmp):
 
 
 def test_duplicate_string_ids_deduped_before_the_join(tmp_path, private_tmp):
-    source = nsys_copy(tmp_path, "CREATE TABLE s AS SELECT id, value FROM StringIds", "DROP TABLE StringIds",
-                       "ALTER TABLE s RENAME TO StringIds",
-                       "INSERT INTO StringIds SELECT id, value || ' (dup)' FROM StringIds ORDER BY id LIMIT 14")
+    source = nsys_copy(
+        tmp_path,
+        "CREATE TABLE s AS SELECT id, value FROM StringIds",
+        "DROP TABLE StringIds",
+        "ALTER TABLE s RENAME TO StringIds",
+        "INSERT INTO StringIds SELECT id, value || ' (dup)' FROM StringIds ORDER BY id LIMIT 14",
+    )
     con = converted(source, tmp_path, private_tmp, ["14 duplicate id(s) (first value kept)"])
     assert con.execute("SELECT count(*) FROM spans WHERE kind = 'kernel'").fetchone()[0] == raw_count(source, f"SELECT count(*) FROM {KERNEL}")
     assert con.execute("SELECT count(*) FROM spans WHERE name LIKE '% (dup)'").fetchone()[0] == 0
@@ -375,18 +405,21 @@ def test_missing_global_pid_degrades_with_a_warning(tmp_path, private_tmp):
     """A minimal export without globalPid on kernels: converted, kernels take their launch's process."""
     columns = [r[1] for r in sqlite3.connect(NSYS).execute(f"PRAGMA table_info({KERNEL})") if r[1] != "globalPid"]
     cols = ", ".join(f'"{c}"' for c in columns)
-    source = nsys_copy(tmp_path, f"CREATE TABLE k AS SELECT {cols} FROM {KERNEL}", f"DROP TABLE {KERNEL}",
-                       f"ALTER TABLE k RENAME TO {KERNEL}")
+    source = nsys_copy(tmp_path, f"CREATE TABLE k AS SELECT {cols} FROM {KERNEL}", f"DROP TABLE {KERNEL}", f"ALTER TABLE k RENAME TO {KERNEL}")
     con = converted(source, tmp_path, private_tmp, [f"table {KERNEL} lacks column(s) globalPid", "given the process of their CUDA API call"])
     kernels, linked = con.execute(
-        "SELECT count(*), count(l.gpu_span_id) FROM spans s LEFT JOIN launches l ON l.gpu_span_id = s.span_id "
-        "WHERE s.kind = 'kernel'").fetchone()
-    reference = raw_count(NSYS, f"SELECT count(*) FROM {KERNEL} k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r "
-                                "ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24)")
+        "SELECT count(*), count(l.gpu_span_id) FROM spans s LEFT JOIN launches l ON l.gpu_span_id = s.span_id WHERE s.kind = 'kernel'"
+    ).fetchone()
+    reference = raw_count(
+        NSYS,
+        f"SELECT count(*) FROM {KERNEL} k JOIN CUPTI_ACTIVITY_KIND_RUNTIME r "
+        "ON r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24)",
+    )
     assert kernels == raw_count(source, f"SELECT count(*) FROM {KERNEL}") and linked == reference > 0
 
 
 # -- Kineto: repaired with a counted warning -------------------------------------------------------------
+
 
 def test_non_numeric_pid_tid_skipped_with_a_count(tmp_path, private_tmp):
     doc = kineto_doc("cpu")
@@ -416,6 +449,7 @@ def test_base_time_out_of_range_left_unknown(tmp_path, private_tmp):
 
 # -- pipes and process substitution ----------------------------------------------------------------------
 
+
 def test_fifo_input_is_read_as_a_stream(tmp_path, private_tmp):
     fifo = tmp_path / "trace.fifo"
     os.mkfifo(fifo)
@@ -426,8 +460,9 @@ def test_fifo_input_is_read_as_a_stream(tmp_path, private_tmp):
     assert result.exit_code == 0, result.output
     direct = runner.invoke(app, ["convert", str(KINETO["rocm"]), "-o", str(tmp_path / "ref.duckdb"), "-q"])
     assert direct.exit_code == 0
-    counts = [duckdb.connect(str(tmp_path / n), read_only=True).execute("SELECT count(*) FROM spans").fetchone()[0]
-              for n in ("out.duckdb", "ref.duckdb")]
+    counts = [
+        duckdb.connect(str(tmp_path / n), read_only=True).execute("SELECT count(*) FROM spans").fetchone()[0] for n in ("out.duckdb", "ref.duckdb")
+    ]
     assert counts[0] == counts[1] > 0
     assert list(private_tmp.iterdir()) == []
 
@@ -441,8 +476,13 @@ def test_fifo_without_writer_does_not_hang(tmp_path, private_tmp):
 def test_process_substitution(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(tmp_path)}
     out = tmp_path / "out.duckdb"
-    proc = subprocess.run(["bash", "-c", f'"{sys.executable}" -m xsp_trace.cli convert <(cat "{KINETO["cpu"]}") -o "{out}" -q'],
-                          capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run(
+        ["bash", "-c", f'"{sys.executable}" -m xsp_trace.cli convert <(cat "{KINETO["cpu"]}") -o "{out}" -q'],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     with duckdb.connect(str(out), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM spans WHERE kind = 'op'").fetchone()[0] == len(complete_events(kineto_doc("cpu"), "cpu_op"))
@@ -450,6 +490,7 @@ def test_process_substitution(tmp_path):
 
 
 # -- Parquet datasets ----------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory):
@@ -485,14 +526,19 @@ def test_damaged_dataset_is_one_line(case, command, dataset, tmp_path, private_t
 
 # -- outputs that are inputs, query writes ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args", [
-    ["convert", "{src}", "-o", "{src}", "--overwrite", "-q"],
-    ["convert", "{src}", "-o", "{tmp}/o.duckdb", "--perfetto", "{src}", "-q"],
-    ["perfetto", "{db}", "-o", "{db}"],
-    ["analyze", "{db}", "--report", "{db}"],
-    ["query", "{db}", "COPY spans TO '{tmp}/leak.csv'"],
-    ["query", "{db}", "SELECT * FROM read_text('/etc/passwd')"],
-], ids=["convert_over_input", "perfetto_over_input", "perfetto_over_database", "report_over_database", "query_copy", "query_read_text"])
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["convert", "{src}", "-o", "{src}", "--overwrite", "-q"],
+        ["convert", "{src}", "-o", "{tmp}/o.duckdb", "--perfetto", "{src}", "-q"],
+        ["perfetto", "{db}", "-o", "{db}"],
+        ["analyze", "{db}", "--report", "{db}"],
+        ["query", "{db}", "COPY spans TO '{tmp}/leak.csv'"],
+        ["query", "{db}", "SELECT * FROM read_text('/etc/passwd')"],
+    ],
+    ids=["convert_over_input", "perfetto_over_input", "perfetto_over_database", "report_over_database", "query_copy", "query_read_text"],
+)
 def test_misuse_is_refused(args, tmp_path, private_tmp):
     src = tmp_path / "t.json.gz"
     shutil.copyfile(KINETO["rocm"], src)

@@ -27,11 +27,14 @@ def _kineto_names(path: Path) -> list[str]:
 
 
 def test_capture_model_writes_a_run_directory_in_process(tmp_path):
-    manifest = capture_model(build(), make_input, tmp_path / "run", name="tiny", levels=["M", "MLG"],
-                             batch_sizes=[1, 3], iterations=2, warmup=1)
+    manifest = capture_model(build(), make_input, tmp_path / "run", name="tiny", levels=["M", "MLG"], batch_sizes=[1, 3], iterations=2, warmup=1)
     assert manifest["status"] == "complete" and manifest["model"]["name"] == "tiny"
     assert [(r["level"], r["batch_size"], r["status"]) for r in manifest["runs"]] == [
-        ("M", 1, "ok"), ("MLG", 1, "ok"), ("M", 3, "ok"), ("MLG", 3, "ok")]
+        ("M", 1, "ok"),
+        ("MLG", 1, "ok"),
+        ("M", 3, "ok"),
+        ("MLG", 3, "ok"),
+    ]
     on_disk = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert on_disk["runs"] == manifest["runs"]
     for entry in manifest["runs"]:
@@ -58,8 +61,25 @@ def test_the_help_example_runs(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(CHECKOUT), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     out = tmp_path / "tiny-run"
-    result = CliRunner().invoke(app, ["capture", "-q", "--levels", "ML", "--iterations", "2", "--warmup", "1", "-o", str(out),
-                                      "--", sys.executable, "-m", "xsp_trace.capture.examples.tiny_cnn"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "capture",
+            "-q",
+            "--levels",
+            "ML",
+            "--iterations",
+            "2",
+            "--warmup",
+            "1",
+            "-o",
+            str(out),
+            "--",
+            sys.executable,
+            "-m",
+            "xsp_trace.capture.examples.tiny_cnn",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert f"wrote {out} (1 runs: torch-ML-bs1)" in result.output
     manifest = json.loads((out / "manifest.json").read_text())

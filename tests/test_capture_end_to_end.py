@@ -31,8 +31,23 @@ def _capture_and_convert(tmp: Path, *options: str) -> tuple[Path, duckdb.DuckDBP
     os.environ.update(env)
     try:
         run_dir = tmp / "run"
-        result = CliRunner().invoke(app, ["capture", "-q", *options, "--iterations", str(ITERATIONS), "--warmup", "1",
-                                          "-o", str(run_dir), "--", sys.executable, str(SCRIPTS / "tiny_model.py")])
+        result = CliRunner().invoke(
+            app,
+            [
+                "capture",
+                "-q",
+                *options,
+                "--iterations",
+                str(ITERATIONS),
+                "--warmup",
+                "1",
+                "-o",
+                str(run_dir),
+                "--",
+                sys.executable,
+                str(SCRIPTS / "tiny_model.py"),
+            ],
+        )
         assert result.exit_code == 0, result.output
     finally:
         for k, v in saved.items():
@@ -70,10 +85,11 @@ def _check_layer_spans(db, run_id: int) -> None:
     rows = db.execute(
         """SELECT p.iteration, s.name, s.layer_index, p.kind, s.iteration
            FROM spans s JOIN spans p ON p.run_id = s.run_id AND p.span_id = s.parent_id
-           WHERE s.run_id = ? AND s.kind = 'layer' ORDER BY s.start_ns""", [run_id]).fetchall()
+           WHERE s.run_id = ? AND s.kind = 'layer' ORDER BY s.start_ns""",
+        [run_id],
+    ).fetchall()
     assert db.execute("SELECT count(*) FROM spans WHERE run_id = ? AND kind = 'layer'", [run_id]).fetchone()[0] == len(rows)
-    expected = [(i, _range(name), [n for n, _ in TREE_ORDER].index(name), "model", i)
-                for i in range(ITERATIONS) for name in CALL_ORDER]
+    expected = [(i, _range(name), [n for n, _ in TREE_ORDER].index(name), "model", i) for i in range(ITERATIONS) for name in CALL_ORDER]
     assert rows == expected
 
 
@@ -109,8 +125,12 @@ def test_nsys_ranges_match_nsys_stats(nsys_run, tmp_path):
         reference = nsys_stats(run_dir / entry["trace"], "nvtxppsum", tmp_path / entry["key"])
         want = {row["Range"]: (int(row["Instances"]), int(row["Total Time (ns)"])) for row in reference}
         run_id = _runs(db)[(entry["level"], entry["batch_size"])]
-        got = {f"{cat}:{name}": (n, total) for cat, name, n, total in db.execute(
-            "SELECT category, name, count(*), sum(end_ns - start_ns)::BIGINT FROM spans WHERE run_id = ? GROUP BY 1, 2", [run_id]).fetchall()}
+        got = {
+            f"{cat}:{name}": (n, total)
+            for cat, name, n, total in db.execute(
+                "SELECT category, name, count(*), sum(end_ns - start_ns)::BIGINT FROM spans WHERE run_id = ? GROUP BY 1, 2", [run_id]
+            ).fetchall()
+        }
         assert got == want
         assert entry["model_ranges"] == ITERATIONS
 
@@ -137,9 +157,13 @@ def test_torch_mlg_nests_aten_ops_in_layer_spans(torch_run):
     for batch_size in (1, 2):
         run_id = _runs(db)[("MLG", batch_size)]
         # Direct op children of each layer span, per iteration: the op each module's forward starts with.
-        first_ops = dict(db.execute(
-            """SELECT l.name, arg_min(o.name, o.start_ns) FROM spans l JOIN spans o ON o.run_id = l.run_id AND o.parent_id = l.span_id
-               WHERE l.run_id = ? AND l.kind = 'layer' AND o.kind = 'op' AND l.iteration = 0 GROUP BY 1""", [run_id]).fetchall())
+        first_ops = dict(
+            db.execute(
+                """SELECT l.name, arg_min(o.name, o.start_ns) FROM spans l JOIN spans o ON o.run_id = l.run_id AND o.parent_id = l.span_id
+               WHERE l.run_id = ? AND l.kind = 'layer' AND o.kind = 'op' AND l.iteration = 0 GROUP BY 1""",
+                [run_id],
+            ).fetchall()
+        )
         assert first_ops[_range("conv.0")] == "aten::conv2d"
         assert first_ops[_range("proj")] == "aten::linear"
         assert first_ops[_range("conv.1")] == "aten::relu"
@@ -149,10 +173,11 @@ def test_torch_mlg_nests_aten_ops_in_layer_spans(torch_run):
         mismatched = db.execute(
             """SELECT count(*) FROM span_ancestors a JOIN spans o ON o.run_id = a.run_id AND o.span_id = a.span_id
                JOIN spans l ON l.run_id = a.run_id AND l.span_id = a.ancestor_id
-               WHERE a.run_id = ? AND o.kind = 'op' AND l.kind = 'layer' AND o.iteration IS DISTINCT FROM l.iteration""", [run_id]).fetchone()[0]
+               WHERE a.run_id = ? AND o.kind = 'op' AND l.kind = 'layer' AND o.iteration IS DISTINCT FROM l.iteration""",
+            [run_id],
+        ).fetchone()[0]
         assert mismatched == 0
-        outside = db.execute(
-            """SELECT count(*) FROM spans o WHERE o.run_id = ? AND o.kind = 'op' AND o.depth = 0""", [run_id]).fetchone()[0]
+        outside = db.execute("""SELECT count(*) FROM spans o WHERE o.run_id = ? AND o.kind = 'op' AND o.depth = 0""", [run_id]).fetchone()[0]
         assert outside == 0  # the profiler recorded only the profiled loop, all of it inside model spans
 
 
@@ -185,8 +210,10 @@ def _exact_bootstrap_quantiles(plain, timed, probabilities):
     from scipy import stats
 
     n = len(plain)
-    values = sorted(100 * (stats.trim_mean(np.take(timed, idx), 0.2) / stats.trim_mean(np.take(plain, idx), 0.2) - 1)
-                    for idx in itertools.product(range(n), repeat=n))
+    values = sorted(
+        100 * (stats.trim_mean(np.take(timed, idx), 0.2) / stats.trim_mean(np.take(plain, idx), 0.2) - 1)
+        for idx in itertools.product(range(n), repeat=n)
+    )
     return [values[min(len(values) - 1, int(p * len(values)))] for p in probabilities]
 
 

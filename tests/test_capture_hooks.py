@@ -31,15 +31,39 @@ from xsp_trace.capture.session import _UserScopeProfiler  # noqa: E402
 
 # Module tree order of the leaves (by calls) of TinyModel -> the layer index.
 TREE_ORDER = [
-    ("conv.0", "Conv2d"), ("conv.1", "ReLU"), ("conv.2", "Conv2d"), ("conv.3", "ReLU"), ("proj", "Linear"),
-    ("encoder.self_attn", "MultiheadAttention"), ("encoder.linear1", "Linear"), ("encoder.dropout", "Dropout"),
-    ("encoder.linear2", "Linear"), ("encoder.norm1", "LayerNorm"), ("encoder.norm2", "LayerNorm"),
-    ("encoder.dropout1", "Dropout"), ("encoder.dropout2", "Dropout"), ("head", "Linear"),
+    ("conv.0", "Conv2d"),
+    ("conv.1", "ReLU"),
+    ("conv.2", "Conv2d"),
+    ("conv.3", "ReLU"),
+    ("proj", "Linear"),
+    ("encoder.self_attn", "MultiheadAttention"),
+    ("encoder.linear1", "Linear"),
+    ("encoder.dropout", "Dropout"),
+    ("encoder.linear2", "Linear"),
+    ("encoder.norm1", "LayerNorm"),
+    ("encoder.norm2", "LayerNorm"),
+    ("encoder.dropout1", "Dropout"),
+    ("encoder.dropout2", "Dropout"),
+    ("head", "Linear"),
 ]
 # The order one (hooked) forward calls them: TransformerEncoderLayer runs its attention block
 # (self_attn, dropout1, norm1) before its feed-forward block.
-CALL_ORDER = ["conv.0", "conv.1", "conv.2", "conv.3", "proj", "encoder.self_attn", "encoder.dropout1", "encoder.norm1",
-              "encoder.linear1", "encoder.dropout", "encoder.linear2", "encoder.dropout2", "encoder.norm2", "head"]
+CALL_ORDER = [
+    "conv.0",
+    "conv.1",
+    "conv.2",
+    "conv.3",
+    "proj",
+    "encoder.self_attn",
+    "encoder.dropout1",
+    "encoder.norm1",
+    "encoder.linear1",
+    "encoder.dropout",
+    "encoder.linear2",
+    "encoder.dropout2",
+    "encoder.norm2",
+    "head",
+]
 
 
 def _range(name: str) -> str:
@@ -70,8 +94,7 @@ def test_layer_ranges_follow_the_module_tree_and_nest_in_the_model_range(tmp_pat
     models = [e for e in events if e["name"] == "xsp.model:tiny"]
     assert len(models) == 3
     for m in models:
-        inside = [e["name"] for e in events if e["name"].startswith("xsp.layer:")
-                  and m["ts"] <= e["ts"] and e["ts"] + e["dur"] <= m["ts"] + m["dur"]]
+        inside = [e["name"] for e in events if e["name"].startswith("xsp.layer:") and m["ts"] <= e["ts"] and e["ts"] + e["dur"] <= m["ts"] + m["dur"]]
         assert inside == [_range(name) for name in CALL_ORDER]
     assert sum(e["name"].startswith("xsp.layer:") for e in events) == 3 * len(CALL_ORDER)  # none outside a model range
     assert profiler_scope_is_user(events)
@@ -109,9 +132,17 @@ def test_under_a_plain_torch_profiler_ranges_appear_with_the_aten_ops(tmp_path):
 
 
 def _hook_state(model) -> list:
-    return [(name, dict(m._forward_hooks), dict(m._forward_pre_hooks), dict(m._forward_hooks_always_called),
-             dict(m._forward_hooks_with_kwargs), dict(m._forward_pre_hooks_with_kwargs))
-            for name, m in model.named_modules()]
+    return [
+        (
+            name,
+            dict(m._forward_hooks),
+            dict(m._forward_pre_hooks),
+            dict(m._forward_hooks_always_called),
+            dict(m._forward_hooks_with_kwargs),
+            dict(m._forward_pre_hooks_with_kwargs),
+        )
+        for name, m in model.named_modules()
+    ]
 
 
 def test_remove_restores_the_model_exactly():

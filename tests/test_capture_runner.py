@@ -38,8 +38,9 @@ def _error_line(output: str) -> str:
 
 def test_a_failing_script_stops_the_capture_and_keeps_the_runs_before_it(tmp_path):
     out = tmp_path / "run"
-    code, output = _capture("--levels", "M,ML,MLG", "--iterations", "2", "--warmup", "0", "-o", str(out),
-                            "--", sys.executable, str(SCRIPTS / "failing.py"))
+    code, output = _capture(
+        "--levels", "M,ML,MLG", "--iterations", "2", "--warmup", "0", "-o", str(out), "--", sys.executable, str(SCRIPTS / "failing.py")
+    )
     assert code == 2
     line = _error_line(output)
     assert "the command failed (exit 3) in run torch-ML-bs1: model weights are corrupt" in line
@@ -52,19 +53,20 @@ def test_a_failing_script_stops_the_capture_and_keeps_the_runs_before_it(tmp_pat
 
 
 def test_a_script_that_never_hands_over_a_model(tmp_path):
-    code, output = _capture("--levels", "M", "--iterations", "1", "-o", str(tmp_path / "run"),
-                            "--", sys.executable, str(SCRIPTS / "no_model.py"))
+    code, output = _capture("--levels", "M", "--iterations", "1", "-o", str(tmp_path / "run"), "--", sys.executable, str(SCRIPTS / "no_model.py"))
     assert code == 2
     assert "no model found" in _error_line(output) and "xsp_trace.capture.run(model, make_input)" in output
 
 
 def test_missing_profilers_are_reported_before_anything_runs(tmp_path):
     out = tmp_path / "run"
-    code, output = _capture("--tool", "nsys", "--nsys", str(tmp_path / "no-such-nsys"), "-o", str(out),
-                            "--", sys.executable, str(SCRIPTS / "tiny_model.py"))
+    code, output = _capture(
+        "--tool", "nsys", "--nsys", str(tmp_path / "no-such-nsys"), "-o", str(out), "--", sys.executable, str(SCRIPTS / "tiny_model.py")
+    )
     assert code == 2 and "nsys not found" in _error_line(output)
-    code, output = _capture("--metrics", "dram", "--ncu", str(tmp_path / "no-such-ncu"), "-o", str(out),
-                            "--", sys.executable, str(SCRIPTS / "tiny_model.py"))
+    code, output = _capture(
+        "--metrics", "dram", "--ncu", str(tmp_path / "no-such-ncu"), "-o", str(out), "--", sys.executable, str(SCRIPTS / "tiny_model.py")
+    )
     assert code == 2 and "ncu not found" in _error_line(output)
     assert not out.exists()
 
@@ -74,8 +76,7 @@ def test_mlg_through_nsys_needs_a_gpu(tmp_path):
 
     if gpu_present():
         pytest.skip("this machine has a GPU, so nsys can trace CUDA")
-    code, output = _capture("--tool", "nsys", "--levels", "MLG", "-o", str(tmp_path / "run"),
-                            "--", sys.executable, str(SCRIPTS / "tiny_model.py"))
+    code, output = _capture("--tool", "nsys", "--levels", "MLG", "-o", str(tmp_path / "run"), "--", sys.executable, str(SCRIPTS / "tiny_model.py"))
     assert code == 2 and "needs an NVIDIA GPU" in _error_line(output) and "--tool torch" in output
 
 
@@ -94,8 +95,21 @@ def test_bad_options_and_existing_output(tmp_path):
 def test_an_nsys_run_without_ranges_is_an_empty_run(tmp_path):
     require_nsys()
     out = tmp_path / "run"
-    code, output = _capture("--tool", "nsys", "--levels", "M", "--iterations", "2", "--warmup", "0", "-o", str(out),
-                            "--", sys.executable, str(SCRIPTS / "nvtx_silenced.py"))
+    code, output = _capture(
+        "--tool",
+        "nsys",
+        "--levels",
+        "M",
+        "--iterations",
+        "2",
+        "--warmup",
+        "0",
+        "-o",
+        str(out),
+        "--",
+        sys.executable,
+        str(SCRIPTS / "nvtx_silenced.py"),
+    )
     assert code == 2
     line = _error_line(output)
     assert "holds no model range" in line and "NVTX_INJECTION64_PATH" in line
@@ -117,8 +131,9 @@ def test_overwrite_replaces_a_run_directory_but_never_another_folder(tmp_path):
 def test_a_partial_run_directory_converts_its_finished_runs(tmp_path):
     require_nsys()
     out = tmp_path / "run"
-    code, output = _capture("--tool", "nsys", "--levels", "M,ML", "--iterations", "2", "--warmup", "0", "-o", str(out),
-                            "--", sys.executable, str(SCRIPTS / "failing.py"))
+    code, output = _capture(
+        "--tool", "nsys", "--levels", "M,ML", "--iterations", "2", "--warmup", "0", "-o", str(out), "--", sys.executable, str(SCRIPTS / "failing.py")
+    )
     assert code == 2 and "torch" not in _error_line(output) and "nsys-M-bs1" in _error_line(output)
     result = CliRunner().invoke(app, ["convert", "-q", str(out)])
     assert result.exit_code == 0, result.output

@@ -49,8 +49,27 @@ def captured(tmp_path_factory):
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        result = CliRunner().invoke(app, ["capture", "-q", "--tool", "torch", "--levels", "MLG", "--iterations", str(STEPS),
-                                          "--warmup", "1", "-o", str(run_dir), "--", sys.executable, str(EXAMPLE), "--train"])
+        result = CliRunner().invoke(
+            app,
+            [
+                "capture",
+                "-q",
+                "--tool",
+                "torch",
+                "--levels",
+                "MLG",
+                "--iterations",
+                str(STEPS),
+                "--warmup",
+                "1",
+                "-o",
+                str(run_dir),
+                "--",
+                sys.executable,
+                str(EXAMPLE),
+                "--train",
+            ],
+        )
         assert result.exit_code == 0, result.output
     finally:
         for k, v in saved.items():
@@ -63,8 +82,11 @@ def captured(tmp_path_factory):
     manifest = json.loads((run_dir / "manifest.json").read_text())
     (entry,) = manifest["runs"]
     session = json.loads((run_dir / entry["session"]).read_text())
-    events = [e for e in json.loads((run_dir / entry["trace"]).read_text())["traceEvents"]
-              if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation")]
+    events = [
+        e
+        for e in json.loads((run_dir / entry["trace"]).read_text())["traceEvents"]
+        if e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation")
+    ]
     con = open_session(run_dir / "xsp.duckdb", AnalysisOptions())
     return session, events, con
 
@@ -137,7 +159,10 @@ def test_the_capture_is_a_training_step(captured):
     session, events, con = captured
     assert session["step"] == "training" and session["training"] is True
     assert Counter(e["name"] for e in events if e["name"].startswith(("xsp.model:", "Optimizer."))) == {
-        "xsp.model:transformer_2block_train": STEPS, "Optimizer.zero_grad#SGD.zero_grad": STEPS, "Optimizer.step#SGD.step": STEPS}
+        "xsp.model:transformer_2block_train": STEPS,
+        "Optimizer.zero_grad#SGD.zero_grad": STEPS,
+        "Optimizer.step#SGD.step": STEPS,
+    }
     assert con.execute("SELECT count(*), count(DISTINCT iteration) FROM steps").fetchone() == (STEPS, STEPS)
 
 
@@ -163,7 +188,7 @@ def test_backward_nodes_land_on_the_layers_the_model_says(captured):
     for e in events:
         if e["name"].startswith(ENGINE):
             layer = ours[_key(e)][0]
-            by_node[e["name"][len(ENGINE):]][layer.rsplit(":", 1)[1] if layer else None] += 1
+            by_node[e["name"][len(ENGINE) :]][layer.rsplit(":", 1)[1] if layer else None] += 1
     assert by_node["EmbeddingBackward0"] == {"Embedding": STEPS}
     assert by_node["NativeLayerNormBackward0"] == {"LayerNorm": 5 * STEPS}
     assert by_node["GeluBackward0"] == {"GELU": 2 * STEPS}

@@ -44,10 +44,11 @@ def _hta(paths, workdir):
         shutil.copyfile(p, folder / p.name)
     analysis = TraceAnalysis(trace_dir=str(folder), include_last_profiler_step=True)
     overlap = analysis.get_comm_comp_overlap(visualize=False)
-    kinds, _ = analysis.get_gpu_kernel_breakdown(visualize=False, num_kernels=10**9, duration_ratio=1.0,
-                                                 include_memory_kernels=True)
-    split = {"+".join(k.lower() for k in label.split(" overlapping ")): (pct, total_us)
-             for label, pct, total_us in zip(kinds["kernel_type"], kinds["percentage"], kinds["sum"], strict=True)}
+    kinds, _ = analysis.get_gpu_kernel_breakdown(visualize=False, num_kernels=10**9, duration_ratio=1.0, include_memory_kernels=True)
+    split = {
+        "+".join(k.lower() for k in label.split(" overlapping ")): (pct, total_us)
+        for label, pct, total_us in zip(kinds["kernel_type"], kinds["percentage"], kinds["sum"], strict=True)
+    }
     return {int(r): float(p) for r, p in zip(overlap["rank"], overlap["comp_comm_overlap_pctg"], strict=True)}, split
 
 
@@ -56,7 +57,7 @@ def test_overlap_and_split_within_one_point_of_hta(case, converted, tmp_path):
     hta_overlap, hta_split = _hta([KINETO_TRACES[case]], tmp_path)
     con = open_session(_db_path(converted, KINETO_TRACES[case]))
     (row,) = run_analysis(con, "comm_compute_overlap").records()
-    (hta_rank, hta_pct), = hta_overlap.items()
+    ((hta_rank, hta_pct),) = hta_overlap.items()
     assert row["rank"] == hta_rank
     assert 10 < hta_pct < 60  # a real overlap to compare, not 0 = 0
     assert abs(row["overlap_pct"] - hta_pct) <= 1.0, (row["overlap_pct"], hta_pct)
@@ -122,8 +123,13 @@ def test_rank_skew_against_the_raw_steps_and_kernels(converted):
         steps = [e for e in events if e.get("name", "").startswith("ProfilerStep#") and e.get("cat") == "user_annotation"]
         launch_ts = {e["args"]["correlation"]: e["ts"] for e in events if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
         for s in steps:
-            nccl = [e["dur"] for e in events if e.get("cat") == "kernel" and e["name"].startswith("nccl")
-                    and s["ts"] <= launch_ts.get(e["args"]["correlation"], -1) < s["ts"] + s["dur"]]
+            nccl = [
+                e["dur"]
+                for e in events
+                if e.get("cat") == "kernel"
+                and e["name"].startswith("nccl")
+                and s["ts"] <= launch_ts.get(e["args"]["correlation"], -1) < s["ts"] + s["dur"]
+            ]
             expected[(int(s["name"].split("#")[1]), rank)] = (s["dur"] / 1000, len(nccl), sum(nccl) / 1000)
     con = open_session(_db_path(converted, *TWO_RANKS))
     rows = run_analysis(con, "rank_skew").records()

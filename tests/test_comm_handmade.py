@@ -50,27 +50,53 @@ def rows(con, name, columns, run=None):
 
 def test_split_by_classes_running_together(con):
     assert rows(con, "comm_compute_split", ["classes", "time_ns", "time_pct"], run=1) == [
-        ("computation", 50, 31.25), ("computation+communication", 50, 31.25), ("communication", 40, 25.0),
-        ("communication+memory", 10, 6.25), ("memory", 10, 6.25)]
+        ("computation", 50, 31.25),
+        ("computation+communication", 50, 31.25),
+        ("communication", 40, 25.0),
+        ("communication+memory", 10, 6.25),
+        ("memory", 10, 6.25),
+    ]
     assert rows(con, "comm_compute_split", ["device_id", "classes", "time_ns", "time_pct"], run=2) == [(1, "communication", 10, 100.0)]
 
 
 def test_overlap_is_share_of_communication_under_computation(con):
-    assert rows(con, "comm_compute_overlap", ["rank", "computation_ns", "communication_ns", "overlap_ns", "overlap_pct",
-                                              "exposed_communication_ns", "computation_pct", "communication_pct", "memory_ns"]) == [
-        (0, 100, 100, 50, 50.0, 50, 62.5, 62.5, 20),
-        (1, 0, 10, 0, 0.0, 10, 0.0, 100.0, 0)]
+    assert rows(
+        con,
+        "comm_compute_overlap",
+        [
+            "rank",
+            "computation_ns",
+            "communication_ns",
+            "overlap_ns",
+            "overlap_pct",
+            "exposed_communication_ns",
+            "computation_pct",
+            "communication_pct",
+            "memory_ns",
+        ],
+    ) == [(0, 100, 100, 50, 50.0, 50, 62.5, 62.5, 20), (1, 0, 10, 0, 0.0, 10, 0.0, 100.0, 0)]
 
 
 def test_nccl_collectives_sizes_and_bandwidths(con):
-    assert rows(con, "nccl_collectives", ["run_id", "collective", "message_bytes", "group_size", "count", "total_ns",
-                                          "algbw_gb_per_s", "busbw_gb_per_s"]) == [
-        (1, "all_reduce", 4000, 4, 1, 100, 40.0, 60.0),
-        (2, "all_to_all", 100, None, 1, 10, 10.0, None)]
+    assert rows(
+        con, "nccl_collectives", ["run_id", "collective", "message_bytes", "group_size", "count", "total_ns", "algbw_gb_per_s", "busbw_gb_per_s"]
+    ) == [(1, "all_reduce", 4000, 4, 1, 100, 40.0, 60.0), (2, "all_to_all", 100, None, 1, 10, 10.0, None)]
 
 
 def test_rank_skew_straggler_and_wait(con):
-    assert rows(con, "rank_skew", ["iteration", "ranks", "rank", "step_ms", "behind_fastest_ms", "iteration_skew_ms",
-                                   "collectives", "collective_ms", "collective_wait_ms", "straggler"]) == [
-        (5, 2, 0, 1e-3, 0.0, 2e-4, 1, 1e-4, 9e-5, False),
-        (5, 2, 1, 1.2e-3, 2e-4, 2e-4, 1, 1e-5, 0.0, True)]
+    assert rows(
+        con,
+        "rank_skew",
+        [
+            "iteration",
+            "ranks",
+            "rank",
+            "step_ms",
+            "behind_fastest_ms",
+            "iteration_skew_ms",
+            "collectives",
+            "collective_ms",
+            "collective_wait_ms",
+            "straggler",
+        ],
+    ) == [(5, 2, 0, 1e-3, 0.0, 2e-4, 1, 1e-4, 9e-5, False), (5, 2, 1, 1.2e-3, 2e-4, 2e-4, 1, 1e-5, 0.0, True)]

@@ -64,8 +64,7 @@ def _ns(us) -> int:
 def raw_graph_replays(raw: dict) -> tuple[dict, list]:
     """(graph launch events by correlation id, GPU events carrying one of those correlation ids)."""
     xs = [e for e in raw["traceEvents"] if e.get("ph") == "X"]
-    launches = {e["args"]["correlation"]: e for e in xs
-                if e.get("name") in GRAPH_LAUNCH_NAMES and "correlation" in e.get("args", {})}
+    launches = {e["args"]["correlation"]: e for e in xs if e.get("name") in GRAPH_LAUNCH_NAMES and "correlation" in e.get("args", {})}
     replayed = [e for e in xs if e.get("cat") in RAW_GPU_KINDS and e.get("args", {}).get("correlation") in launches]
     return launches, replayed
 
@@ -77,8 +76,21 @@ def raw_replay_rows(raw: dict) -> Counter:
     for e in replayed:
         launch = launches[e["args"]["correlation"]]
         corr = e["args"]["correlation"]
-        rows[(RAW_GPU_KINDS[e["cat"]], e["name"], _ns(e["ts"]), _ns(e["ts"] + e["dur"]), e["args"].get("stream", e["tid"]),
-              corr, launch["name"], _ns(launch["ts"]), launch["pid"], launch["tid"], corr)] += 1
+        rows[
+            (
+                RAW_GPU_KINDS[e["cat"]],
+                e["name"],
+                _ns(e["ts"]),
+                _ns(e["ts"] + e["dur"]),
+                e["args"].get("stream", e["tid"]),
+                corr,
+                launch["name"],
+                _ns(launch["ts"]),
+                launch["pid"],
+                launch["tid"],
+                corr,
+            )
+        ] += 1
     return rows
 
 
@@ -143,7 +155,8 @@ def test_replays_are_charged_to_the_ranges_around_their_launch(case, raws, conve
     for span_id, name, start in db.execute(
         f"""SELECT r.span_id, anc.name, anc.start_ns FROM ({REPLAYS_SQL}) AS r
             JOIN span_ancestors x ON x.run_id = r.run_id AND x.span_id = r.span_id
-            JOIN spans anc ON anc.run_id = x.run_id AND anc.span_id = x.ancestor_id""").fetchall():
+            JOIN spans anc ON anc.run_id = x.run_id AND anc.span_id = x.ancestor_id"""
+    ).fetchall():
         ancestors[span_id].add((name, start))
     replays = db.execute(f"SELECT span_id, correlation_id FROM ({REPLAYS_SQL})").fetchall()
     assert len(replays) == sum(EXPECTED[case][1].values())
@@ -161,15 +174,19 @@ def test_kernel_totals_match_the_json_and_hta(raws, converted, tmp_path):
     raw = raws["kineto_cuda_graphs_v100_2022"]
     db = converted(V100)
     kernels = [e for e in raw["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "kernel"]
-    assert db.execute("SELECT count(*), sum(end_ns - start_ns) FROM spans WHERE kind = 'kernel'").fetchone() == \
-        (len(kernels), sum(_ns(e["dur"]) for e in kernels))
+    assert db.execute("SELECT count(*), sum(end_ns - start_ns) FROM spans WHERE kind = 'kernel'").fetchone() == (
+        len(kernels),
+        sum(_ns(e["dur"]) for e in kernels),
+    )
     launches, replayed = raw_graph_replays(raw)
     per_launch = Counter()
     for e in replayed:
         if e["cat"] == "kernel":
             per_launch[_ns(launches[e["args"]["correlation"]]["ts"])] += _ns(e["dur"])
-    got = dict(db.execute(f"""SELECT launch_start_ns, sum(end_ns - start_ns) FROM ({REPLAYS_SQL})
-                              WHERE kind = 'kernel' GROUP BY launch_start_ns""").fetchall())
+    got = dict(
+        db.execute(f"""SELECT launch_start_ns, sum(end_ns - start_ns) FROM ({REPLAYS_SQL})
+                              WHERE kind = 'kernel' GROUP BY launch_start_ns""").fetchall()
+    )
     assert got == dict(per_launch)
     assert sum(per_launch.values()) == 265_747_000  # a third of the 801.9 ms of kernel time
 
@@ -177,10 +194,14 @@ def test_kernel_totals_match_the_json_and_hta(raws, converted, tmp_path):
     # others were launched before the profiler's window opened), so the same kernels of ours.
     hta = hta_kernel_reference(V100, tmp_path)
     assert not hta["rounds"]
-    ours = {name: (count, total_ns / 1000) for name, count, total_ns in db.execute(
-        """SELECT k.name, count(*), sum(k.end_ns - k.start_ns) FROM spans k
+    ours = {
+        name: (count, total_ns / 1000)
+        for name, count, total_ns in db.execute(
+            """SELECT k.name, count(*), sum(k.end_ns - k.start_ns) FROM spans k
            JOIN launches l ON l.run_id = k.run_id AND l.gpu_span_id = k.span_id
-           WHERE k.kind = 'kernel' GROUP BY k.name""").fetchall()}
+           WHERE k.kind = 'kernel' GROUP BY k.name"""
+        ).fetchall()
+    }
     assert sum(count for count, _ in ours.values()) == sum(count for count, _ in hta["kernels"].values()) == 9330
     assert ours == hta["kernels"]
     for name, total_us in hta["breakdown"].items():
@@ -248,8 +269,7 @@ def test_nsys_graph_node_ids_kept(tmp_path):
     copy.write_bytes(src.read_bytes())
     with sqlite3.connect(copy) as con:
         rows = con.execute("SELECT rowid, start, correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start LIMIT 5").fetchall()
-        assert con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE graphId IS NOT NULL "
-                           "OR graphNodeId IS NOT NULL").fetchone()[0] == 0
+        assert con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE graphId IS NOT NULL OR graphNodeId IS NOT NULL").fetchone()[0] == 0
         for i, (rowid, _, _) in enumerate(rows):
             con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET graphId = 3, graphNodeId = ? WHERE rowid = ?", [100 + i, rowid])
     real = convert(src, tmp_path / "real.duckdb")
@@ -258,6 +278,8 @@ def test_nsys_graph_node_ids_kept(tmp_path):
     got = db.execute("""SELECT s.start_ns, s.correlation_id, a.key, a.value FROM span_args a
                         JOIN spans s ON s.run_id = a.run_id AND s.span_id = a.span_id
                         WHERE a.key IN ('graph id', 'graph node id') ORDER BY ALL""").fetchall()
-    expected = sorted([(start, corr, "graph id", "3") for _, start, corr in rows]
-                      + [(start, corr, "graph node id", str(100 + i)) for i, (_, start, corr) in enumerate(rows)])
+    expected = sorted(
+        [(start, corr, "graph id", "3") for _, start, corr in rows]
+        + [(start, corr, "graph node id", str(100 + i)) for i, (_, start, corr) in enumerate(rows)]
+    )
     assert got == expected

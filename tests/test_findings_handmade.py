@@ -57,8 +57,7 @@ def _plain_trace(path: Path) -> Path:
     one.span("api", "cudaDeviceSynchronize", 1010 * US, 1450 * US, category="cuda_runtime")
     one.gpu("kernel", "ncclKernel_AllReduce_RING_LL_Sum_float", (1450 * US, 1455 * US), (1600 * US, 1900 * US), stream=8)
     one.gpu("kernel", "add", (1455 * US, 1460 * US), (1700 * US, 1800 * US))
-    one.memop("memcpy", (1500 * US, 1600 * US), (1510 * US, 1590 * US), "HtoD", 8_000_000, src="Pageable", dst="Device",
-              api="cudaMemcpy")
+    one.memop("memcpy", (1500 * US, 1600 * US), (1510 * US, 1590 * US), "HtoD", 8_000_000, src="Pageable", dst="Device", api="cudaMemcpy")
     two = Run(2)
     two.device()
     for i in range(3):
@@ -83,8 +82,10 @@ def plain_findings(plain):
 def leveled(tmp_path_factory):
     path = build(tmp_path_factory.mktemp("findings") / "leveled.duckdb")
     con = duckdb.connect(str(path))
-    con.execute("INSERT INTO capture_runs (run_id, tool, level, batch_size, program_changed, program_change_note) "
-                "VALUES (2, 'nsys', 'ML', 2, TRUE, 'nn.TransformerEncoderLayer fused fast path left')")
+    con.execute(
+        "INSERT INTO capture_runs (run_id, tool, level, batch_size, program_changed, program_change_note) "
+        "VALUES (2, 'nsys', 'ML', 2, TRUE, 'nn.TransformerEncoderLayer fused fast path left')"
+    )
     con.close()
     return path
 
@@ -92,31 +93,37 @@ def leveled(tmp_path_factory):
 def test_launch_bound_step(plain_findings):
     f = plain_findings[("launch_bound", 1)]
     assert f.severity == pytest.approx((1000 - 50) / 2000)
-    assert f.text.startswith("1 of 2 steps of run 1 is launch-bound: the CPU spent 600 µs in launch calls while the GPU was "
-                             "busy only 50 µs of their 1 ms (5.0 %)")
+    assert f.text.startswith(
+        "1 of 2 steps of run 1 is launch-bound: the CPU spent 600 µs in launch calls while the GPU was busy only 50 µs of their 1 ms (5.0 %)"
+    )
     assert f.evidence == "step_bound WHERE run_id = 1 AND bound IN ('launch-bound')"
 
 
 def test_sync_bound_step_is_a_host_bound_finding(plain_findings):
     f = plain_findings[("host_bound_steps", 1)]
     assert f.severity == pytest.approx((1000 - 680) / 2000)
-    assert f.text.startswith("1 of 2 steps of run 1 is host-bound (1 of them waiting in synchronising calls): the GPU was "
-                             "busy 680 µs of their 1 ms (68.0 %, under 80 %)")
+    assert f.text.startswith(
+        "1 of 2 steps of run 1 is host-bound (1 of them waiting in synchronising calls): the GPU was busy 680 µs of their 1 ms (68.0 %, under 80 %)"
+    )
 
 
 def test_sync_calls_in_the_loop(plain_findings):
     f = plain_findings[("sync_in_loop", 1)]
     assert f.severity == pytest.approx(540 / 2000)
-    assert f.text.startswith("Run 1 synchronises 2 times inside its 2 steps (cudaDeviceSynchronize x1, cudaMemcpy x1): the CPU "
-                             "waited 540 µs for the GPU, 27.0 % of the steps' 2 ms")
+    assert f.text.startswith(
+        "Run 1 synchronises 2 times inside its 2 steps (cudaDeviceSynchronize x1, cudaMemcpy x1): the CPU "
+        "waited 540 µs for the GPU, 27.0 % of the steps' 2 ms"
+    )
 
 
 def test_long_idle_gap_and_its_cpu_cause(plain_findings):
     f = plain_findings[("idle_gaps", 1)]
     assert f.severity == pytest.approx(190 / 1830)
-    assert f.text == ("GPU 0 of run 1 sat idle 190 µs in 1 gap of 100 µs or longer, 10.4 % of its 1.83 ms active window; 1 of "
-                      "them ended only when the CPU launched the next operation late. Meanwhile the launching thread was in: "
-                      "cudaDeviceSynchronize (explicit synchronisation) (190 µs, 1 gap).")
+    assert f.text == (
+        "GPU 0 of run 1 sat idle 190 µs in 1 gap of 100 µs or longer, 10.4 % of its 1.83 ms active window; 1 of "
+        "them ended only when the CPU launched the next operation late. Meanwhile the launching thread was in: "
+        "cudaDeviceSynchronize (explicit synchronisation) (190 µs, 1 gap)."
+    )
     two = plain_findings[("idle_gaps", 2)]
     assert two.severity == pytest.approx(390 / 405) and "(no CPU span recorded on the launching thread) (390 µs, 2 gaps)" in two.text
 
@@ -124,27 +131,41 @@ def test_long_idle_gap_and_its_cpu_cause(plain_findings):
 def test_exposed_communication(plain_findings):
     f = plain_findings[("exposed_communication", 1)]
     assert f.severity == pytest.approx(200 / 1830)
-    assert f.text.startswith("GPU 0 of run 1: 200 µs of its 300 µs of communication runs with no computation beside it "
-                             "(33.3 % overlapped), 10.9 % of its 1.83 ms active window")
+    assert f.text.startswith(
+        "GPU 0 of run 1: 200 µs of its 300 µs of communication runs with no computation beside it "
+        "(33.3 % overlapped), 10.9 % of its 1.83 ms active window"
+    )
 
 
 def test_pageable_copy(plain_findings):
     f = plain_findings[("pageable_memcpy", 1)]
     assert f.severity == pytest.approx(80 / 1830)
-    assert f.text.startswith("Run 1 copies 8 MB between the GPU and pageable host memory in 1 copy (1 HtoD): 80 µs of GPU "
-                             "time at 100 GB/s, 4.4 % of its GPU's 1.83 ms active window")
+    assert f.text.startswith(
+        "Run 1 copies 8 MB between the GPU and pageable host memory in 1 copy (1 HtoD): 80 µs of GPU "
+        "time at 100 GB/s, 4.4 % of its GPU's 1.83 ms active window"
+    )
 
 
 def test_launch_bound_run_without_steps(plain_findings):
     f = plain_findings[("launch_bound", 2)]
     assert f.analysis == "kernel_launch_stats" and f.severity == pytest.approx(390 / 405)
-    assert f.text == ("Run 2 is launch-bound: its 3 kernel launches took 150 µs of CPU time, more than the 15 µs its GPUs were "
-                      "busy (3.7 % of their 405 µs active window); 3 of the kernels ran shorter than their own launch call.")
+    assert f.text == (
+        "Run 2 is launch-bound: its 3 kernel launches took 150 µs of CPU time, more than the 15 µs its GPUs were "
+        "busy (3.7 % of their 405 µs active window); 3 of the kernels ran shorter than their own launch call."
+    )
 
 
 def test_nothing_else_in_the_plain_trace(plain_findings):
-    assert set(plain_findings) == {("launch_bound", 1), ("host_bound_steps", 1), ("sync_in_loop", 1), ("idle_gaps", 1),
-                                   ("exposed_communication", 1), ("pageable_memcpy", 1), ("launch_bound", 2), ("idle_gaps", 2)}
+    assert set(plain_findings) == {
+        ("launch_bound", 1),
+        ("host_bound_steps", 1),
+        ("sync_in_loop", 1),
+        ("idle_gaps", 1),
+        ("exposed_communication", 1),
+        ("pageable_memcpy", 1),
+        ("launch_bound", 2),
+        ("idle_gaps", 2),
+    }
 
 
 def test_leveled_findings_use_the_corrected_figures(leveled):
@@ -204,8 +225,21 @@ def test_report_shows_the_findings_first_in_headless_chromium(converted, tmp_pat
     assert "host_bound_steps" in html and "exposed_communication" in html
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "report_findings.png"
-    subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1400,1600",
-                    f"--screenshot={shot}", report.as_uri()], check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1400,1600",
+            f"--screenshot={shot}",
+            report.as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     width, bpp, rows = _png_pixels(shot)
     assert width == 1400
     top = rows[:400]  # the findings box is painted right under the title

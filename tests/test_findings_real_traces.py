@@ -18,8 +18,10 @@ from xsp_trace.analyze.findings import DEVICE_BOUND_PCT, LONG_GAP_NS, MIN_SEVERI
 
 # Written out here, not imported: calls that wait for the GPU (CUDA Programming Guide, "Implicit
 # Synchronization"; the *Synchronize calls), and the graph launches that replay many kernels.
-SYNC_CALLS = re.compile(r"^(cuda|cu|hip)(Device|Ctx|Stream|Event)Synchronize$|^(cuda|hip)(Memcpy|Memset)(2D|3D)?$"
-                        r"|^(cuda|hip)(Free|FreeHost|HostRegister|HostUnregister)$")
+SYNC_CALLS = re.compile(
+    r"^(cuda|cu|hip)(Device|Ctx|Stream|Event)Synchronize$|^(cuda|hip)(Memcpy|Memset)(2D|3D)?$"
+    r"|^(cuda|hip)(Free|FreeHost|HostRegister|HostUnregister)$"
+)
 GRAPH_LAUNCH = re.compile(r"GraphLaunch")
 
 _cache: dict[str, tuple] = {}
@@ -62,8 +64,15 @@ def _raw_steps(run):
         launch = sum(c.end - c.start for c in mine if c.is_call and (c.pid, c.correlation) in linked)
         sync = sum(c.end - c.start for c in mine if c.is_call and SYNC_CALLS.match(c.name))
         step = hi - lo
-        verdict = ("device-bound" if 100 * busy / step >= DEVICE_BOUND_PCT else "launch-bound" if launch > busy
-                   else "sync-bound" if sync > step / 2 else "host-bound")
+        verdict = (
+            "device-bound"
+            if 100 * busy / step >= DEVICE_BOUND_PCT
+            else "launch-bound"
+            if launch > busy
+            else "sync-bound"
+            if sync > step / 2
+            else "host-bound"
+        )
         out[iteration] = (step, busy, launch, sync, verdict, len([c for c in mine if c.is_call and SYNC_CALLS.match(c.name)]))
     return out
 
@@ -107,8 +116,7 @@ def test_idle_gap_findings_are_true_of_the_raw_trace(case, converted):
                 for s, e in gaps:
                     mid = (s + e) // 2
                     launches = [run.launch_of(g) for g in run.starting_at(dev, e)]
-                    if any(c and any(x.name == span and x.start <= mid < x.end for x in by_thread[(c.pid, c.tid)])
-                           for c in launches):
+                    if any(c and any(x.name == span and x.start <= mid < x.end for x in by_thread[(c.pid, c.tid)]) for c in launches):
                         inside, count = inside + (e - s), count + 1
                 assert inside >= ns - 3 * n and count >= n, (label, inside, ns)
     assert set(ours) == expected
@@ -160,8 +168,11 @@ def test_pageable_copy_findings_are_true_of_the_raw_trace(case, converted):
 def test_step_findings_are_true_of_the_raw_trace(case, converted):
     """Launch-bound and host-bound steps, and synchronising calls inside the steps."""
     found, _, raw = _findings(case, converted)
-    ours = {(f.kind, f.facts["run_id"]): f for f in found
-            if f.kind in ("host_bound_steps", "sync_in_loop") or (f.kind == "launch_bound" and f.analysis == "step_bound")}
+    ours = {
+        (f.kind, f.facts["run_id"]): f
+        for f in found
+        if f.kind in ("host_bound_steps", "sync_in_loop") or (f.kind == "launch_bound" and f.analysis == "step_bound")
+    }
     expected = set()
     for run_id, run in raw.items():
         if not run.gpu or not run.steps:

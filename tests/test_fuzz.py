@@ -40,8 +40,7 @@ def _outcome(source, out, reader: str):
     except InputError as exc:
         return "error", exc.problem
     with duckdb.connect(str(out), read_only=True) as con:
-        rows = con.execute("SELECT kind, name, start_ns, end_ns, pid, tid, device_id, stream_id, correlation_id "
-                           "FROM spans ORDER BY ALL").fetchall()
+        rows = con.execute("SELECT kind, name, start_ns, end_ns, pid, tid, device_id, stream_id, correlation_id FROM spans ORDER BY ALL").fetchall()
     return "ok", rows
 
 
@@ -59,8 +58,7 @@ def test_both_kineto_readers_accept_and_reject_the_same_inputs(tmp_path, capfd):
             continue
         fast = _outcome(source, folder / "fast.duckdb", "auto")
         slow = _outcome(source, folder / "slow.duckdb", "python")
-        assert fast[0] == slow[0], (seed, source.name, fast[0], fast[1] if fast[0] == "error" else "", slow[0],
-                                    slow[1] if slow[0] == "error" else "")
+        assert fast[0] == slow[0], (seed, source.name, fast[0], fast[1] if fast[0] == "error" else "", slow[0], slow[1] if slow[0] == "error" else "")
         if fast[0] == "ok":
             assert fast[1] == slow[1], (seed, source.name)
         compared += 1

@@ -45,8 +45,11 @@ def rows(con, name, columns):
 
 
 def test_gaps_with_the_cpu_meanwhile(con):
-    assert rows(con, "gpu_idle_gaps", ["gap_start_ns", "gap_ns", "next_gpu_name", "launch_call", "launch_late", "cpu_span",
-                                       "cpu_kind", "sync_call", "sync_kind"]) == [
+    assert rows(
+        con,
+        "gpu_idle_gaps",
+        ["gap_start_ns", "gap_ns", "next_gpu_name", "launch_call", "launch_late", "cpu_span", "cpu_kind", "sync_call", "sync_kind"],
+    ) == [
         (100, 360, "B", "cudaLaunchKernel", True, "aten::mm", "op", None, None),
         (470, 250, "C", "cudaLaunchKernel", True, "cudaDeviceSynchronize", "api", "cudaDeviceSynchronize", "explicit"),
         (900, 20, "Memcpy HtoD", "cudaMemcpy", True, "cudaMemcpy", "api", "cudaMemcpy", "implicit"),
@@ -55,12 +58,16 @@ def test_gaps_with_the_cpu_meanwhile(con):
 
 def test_utilization_bins(con):
     assert rows(con, "gpu_utilization_bins", ["bin", "bin_start_ns", "bin_end_ns", "busy_ns", "busy_pct"]) == [
-        (0, 30, 505, 80, round(100 * 80 / 475, 2)), (1, 505, 980, 240, round(100 * 240 / 475, 2))]
+        (0, 30, 505, 80, round(100 * 80 / 475, 2)),
+        (1, 505, 980, 240, round(100 * 240 / 475, 2)),
+    ]
 
 
 def test_sync_calls_in_the_loop(con):
     assert rows(con, "sync_calls", ["name", "sync_kind", "calls", "calls_in_steps", "total_ns", "max_ns"]) == [
-        ("cudaDeviceSynchronize", "explicit", 1, 1, 150, 150), ("cudaMemcpy", "implicit", 1, 1, 80, 80)]
+        ("cudaDeviceSynchronize", "explicit", 1, 1, 150, 150),
+        ("cudaMemcpy", "implicit", 1, 1, 80, 80),
+    ]
 
 
 def test_pageable_copies(con):
@@ -68,11 +75,14 @@ def test_pageable_copies(con):
 
 
 def test_kernel_launch_stats(con):
-    assert rows(con, "kernel_launch_stats", ["kernel_name", "launches", "api_avg_ns", "queue_avg_ns", "kernel_avg_ns",
-                                             "shorter_than_launch"]) == [
-        ("B", 1, 50.0, 10.0, 10.0, 1), ("A", 1, 10.0, 10.0, 70.0, 0), ("C", 1, 10.0, 10.0, 180.0, 0)]
+    assert rows(con, "kernel_launch_stats", ["kernel_name", "launches", "api_avg_ns", "queue_avg_ns", "kernel_avg_ns", "shorter_than_launch"]) == [
+        ("B", 1, 50.0, 10.0, 10.0, 1),
+        ("A", 1, 10.0, 10.0, 70.0, 0),
+        ("C", 1, 10.0, 10.0, 180.0, 0),
+    ]
 
 
 def test_step_bound(con):
     assert rows(con, "step_bound", ["iteration", "step_ms", "gpu_busy_ms", "gpu_busy_pct", "launch_ms", "sync_ms", "bound"]) == [
-        (1, 1e-3, 3.2e-4, 32.0, 1.5e-4, 2.3e-4, "host-bound")]
+        (1, 1e-3, 3.2e-4, 32.0, 1.5e-4, 2.3e-4, "host-bound")
+    ]

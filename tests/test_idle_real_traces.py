@@ -44,16 +44,54 @@ def _merge(intervals):
 def test_kernel_launch_stats_equal_kernexecsum(case, converted, tmp_path):
     ref = nsys_stats(without_backtrace_rows(NSYS_EXPORTS[case], tmp_path), "kernexecsum", tmp_path)
     assert ref
-    cols = ["Count", "QCount", "AAvg (ns)", "AMed (ns)", "AMin (ns)", "AMax (ns)", "AStdDev (ns)", "QAvg (ns)", "QMed (ns)",
-            "QMin (ns)", "QMax (ns)", "QStdDev (ns)", "KAvg (ns)", "KMed (ns)", "KMin (ns)", "KMax (ns)", "KStdDev (ns)"]
-    theirs = {(int(r["PID"]), int(r["TID"]), int(r["DevId"]), fmt.API_NAME_VERSION_SUFFIX.sub("", r["API Name"]), r["Kernel Name"]):
-              tuple(float(r[c]) if r[c] not in ("", "None") else None for c in cols) for r in ref}
-    ours_cols = ["launches", "queued", "api_avg_ns", "api_med_ns", "api_min_ns", "api_max_ns", "api_stddev_ns", "queue_avg_ns",
-                 "queue_med_ns", "queue_min_ns", "queue_max_ns", "queue_stddev_ns", "kernel_avg_ns", "kernel_med_ns",
-                 "kernel_min_ns", "kernel_max_ns", "kernel_stddev_ns"]
-    ours = {(r["pid"], r["tid"], r["device_id"], r["api_name"], r["kernel_name"]):
-            tuple(None if r[c] is None else float(r[c]) for c in ours_cols)
-            for r in run_analysis(_session(converted, NSYS_EXPORTS[case]), "kernel_launch_stats").records()}
+    cols = [
+        "Count",
+        "QCount",
+        "AAvg (ns)",
+        "AMed (ns)",
+        "AMin (ns)",
+        "AMax (ns)",
+        "AStdDev (ns)",
+        "QAvg (ns)",
+        "QMed (ns)",
+        "QMin (ns)",
+        "QMax (ns)",
+        "QStdDev (ns)",
+        "KAvg (ns)",
+        "KMed (ns)",
+        "KMin (ns)",
+        "KMax (ns)",
+        "KStdDev (ns)",
+    ]
+    theirs = {
+        (int(r["PID"]), int(r["TID"]), int(r["DevId"]), fmt.API_NAME_VERSION_SUFFIX.sub("", r["API Name"]), r["Kernel Name"]): tuple(
+            float(r[c]) if r[c] not in ("", "None") else None for c in cols
+        )
+        for r in ref
+    }
+    ours_cols = [
+        "launches",
+        "queued",
+        "api_avg_ns",
+        "api_med_ns",
+        "api_min_ns",
+        "api_max_ns",
+        "api_stddev_ns",
+        "queue_avg_ns",
+        "queue_med_ns",
+        "queue_min_ns",
+        "queue_max_ns",
+        "queue_stddev_ns",
+        "kernel_avg_ns",
+        "kernel_med_ns",
+        "kernel_min_ns",
+        "kernel_max_ns",
+        "kernel_stddev_ns",
+    ]
+    ours = {
+        (r["pid"], r["tid"], r["device_id"], r["api_name"], r["kernel_name"]): tuple(None if r[c] is None else float(r[c]) for c in ours_cols)
+        for r in run_analysis(_session(converted, NSYS_EXPORTS[case]), "kernel_launch_stats").records()
+    }
     assert ours == theirs
 
 
@@ -64,8 +102,10 @@ def test_idle_gaps_against_the_raw_export(converted):
     acts = []
     for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
         acts += raw.execute(f'SELECT deviceId, start, "end", correlationId, globalPid FROM {table}').fetchall()
-    calls = {(corr, gtid >> 24): (start, strings[name], gtid & 0xFFFFFF)
-             for start, name, corr, gtid in raw.execute("SELECT start, nameId, correlationId, globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME")}
+    calls = {
+        (corr, gtid >> 24): (start, strings[name], gtid & 0xFFFFFF)
+        for start, name, corr, gtid in raw.execute("SELECT start, nameId, correlationId, globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME")
+    }
     expected = {}
     for dev in {a[0] for a in acts}:
         mine = [a for a in acts if a[0] == dev]
@@ -74,10 +114,11 @@ def test_idle_gaps_against_the_raw_export(converted):
             if nxt - end >= 1000:
                 first = min((a for a in mine if a[1] == nxt), key=lambda a: a[3])
                 call = calls.get((first[3], first[4] >> 24))
-                expected[(dev, end)] = (nxt - end, call and fmt.API_NAME_VERSION_SUFFIX.sub("", call[1]),
-                                        call and call[2], call and call[0] > end)
-    ours = {(r["device_id"], r["gap_start_ns"]): (r["gap_ns"], r["launch_call"], r["launch_tid"], r["launch_late"])
-            for r in run_analysis(_session(converted, NSYS_EXPORTS[H100]), "gpu_idle_gaps").records()}
+                expected[(dev, end)] = (nxt - end, call and fmt.API_NAME_VERSION_SUFFIX.sub("", call[1]), call and call[2], call and call[0] > end)
+    ours = {
+        (r["device_id"], r["gap_start_ns"]): (r["gap_ns"], r["launch_call"], r["launch_tid"], r["launch_late"])
+        for r in run_analysis(_session(converted, NSYS_EXPORTS[H100]), "gpu_idle_gaps").records()
+    }
     assert len(expected) > 1000
     assert ours == expected
 
@@ -86,10 +127,14 @@ def test_idle_gap_cpu_span_is_the_innermost_range_at_mid_gap(converted):
     """For every gap with a launch: the shortest NVTX range or runtime call on the launching thread at mid-gap."""
     raw = _raw(H100)
     strings = dict(raw.execute("SELECT id, value FROM StringIds"))
-    cpu = [(s, e, t & 0xFFFFFF, text if text is not None else strings.get(tid_))
-           for s, e, t, text, tid_ in raw.execute('SELECT start, "end", globalTid, text, textId FROM NVTX_EVENTS WHERE eventType = 59')]
-    cpu += [(s, e, t & 0xFFFFFF, fmt.API_NAME_VERSION_SUFFIX.sub("", strings[n]))
-            for s, e, t, n in raw.execute('SELECT start, "end", globalTid, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME')]
+    cpu = [
+        (s, e, t & 0xFFFFFF, text if text is not None else strings.get(tid_))
+        for s, e, t, text, tid_ in raw.execute('SELECT start, "end", globalTid, text, textId FROM NVTX_EVENTS WHERE eventType = 59')
+    ]
+    cpu += [
+        (s, e, t & 0xFFFFFF, fmt.API_NAME_VERSION_SUFFIX.sub("", strings[n]))
+        for s, e, t, n in raw.execute('SELECT start, "end", globalTid, nameId FROM CUPTI_ACTIVITY_KIND_RUNTIME')
+    ]
     by_tid = {}
     for c in cpu:
         by_tid.setdefault(c[2], []).append(c)

@@ -57,12 +57,15 @@ def test_truncated_plain_json(tmp_path):
 
 
 def test_malformed_json(tmp_path):
-    line = convert_fails(_write(tmp_path, "bad.json", b'{"traceEvents": [' + GOOD_EVENT + b',, ]}'), tmp_path)
+    line = convert_fails(_write(tmp_path, "bad.json", b'{"traceEvents": [' + GOOD_EVENT + b",, ]}"), tmp_path)
     assert "is not valid JSON" in line and "near byte" in line
 
 
-@pytest.mark.parametrize("doc", [b'{"hello": "world"}', b'{"schemaVersion": 1, "deviceProperties": []}', b"[1, 2, 3]"],
-                         ids=["other_json", "missing_traceEvents", "list_of_numbers"])
+@pytest.mark.parametrize(
+    "doc",
+    [b'{"hello": "world"}', b'{"schemaVersion": 1, "deviceProperties": []}', b"[1, 2, 3]"],
+    ids=["other_json", "missing_traceEvents", "list_of_numbers"],
+)
 def test_json_that_is_not_a_trace(doc, tmp_path):
     line = convert_fails(_write(tmp_path, "other.json", doc), tmp_path)
     assert "not a trace" in line or "no trace events" in line or "is not a JSON object" in line

@@ -44,12 +44,21 @@ def test_run_metadata_from_head_or_tail(case, version, rank, origin, vendor, con
 def test_every_complete_event_has_exact_integer_ns(case, converted):
     """start/end are the decimal µs text times 1000, rounded half away from zero: no float drift."""
     raw = load_raw(KINETO_TRACES[case])
-    kept = {"cpu_op", "user_annotation", "gpu_user_annotation", "cuda_runtime", "cuda_driver", "kernel",
-            "gpu_memcpy", "gpu_memset", "cuda_sync", "Kernel", "Runtime", "overhead"}
-    expected = sorted(
-        (e["name"], _ns(e["ts"]), _ns(e["ts"] + e["dur"]))
-        for e in raw["traceEvents"] if e.get("ph") == "X" and e.get("cat") in kept
-    )
+    kept = {
+        "cpu_op",
+        "user_annotation",
+        "gpu_user_annotation",
+        "cuda_runtime",
+        "cuda_driver",
+        "kernel",
+        "gpu_memcpy",
+        "gpu_memset",
+        "cuda_sync",
+        "Kernel",
+        "Runtime",
+        "overhead",
+    }
+    expected = sorted((e["name"], _ns(e["ts"]), _ns(e["ts"] + e["dur"])) for e in raw["traceEvents"] if e.get("ph") == "X" and e.get("cat") in kept)
     got = sorted(converted(KINETO_TRACES[case]).execute("SELECT name, start_ns, end_ns FROM spans").fetchall())
     assert got == expected
 
@@ -61,8 +70,15 @@ def _ns(us) -> int:
 def test_kinds_categories_and_gpu_placement(converted):
     db = converted(KINETO_TRACES["kineto_cuda_sync_alexnet"])
     kinds = dict(db.execute("SELECT category, string_agg(DISTINCT kind) FROM spans GROUP BY 1").fetchall())
-    assert kinds == {"user_annotation": "annotation", "cpu_op": "op", "cuda_runtime": "api", "kernel": "kernel",
-                     "gpu_memcpy": "memcpy", "gpu_memset": "memset", "cuda_sync": "sync"}
+    assert kinds == {
+        "user_annotation": "annotation",
+        "cpu_op": "op",
+        "cuda_runtime": "api",
+        "kernel": "kernel",
+        "gpu_memcpy": "memcpy",
+        "gpu_memset": "memset",
+        "cuda_sync": "sync",
+    }
     # GPU spans: no thread, the device and stream, and the host pid (not Kineto's device pid 0).
     bad = db.execute("""SELECT count(*) FROM spans WHERE kind IN ('kernel', 'memcpy', 'memset', 'sync')
                         AND (tid IS NOT NULL OR device_id <> 0 OR pid <> 2869224)""").fetchone()[0]
@@ -81,10 +97,14 @@ def test_kernel_and_memop_details(converted):
     assert row == (132, 1, 1, 384, 1, 1, 168, 231424, 1.0, 12.0, 0.0)
     memcpy = db.execute("SELECT copy_kind, src_kind, dst_kind, bytes FROM memops JOIN spans USING (run_id, span_id) WHERE kind = 'memcpy'").fetchall()
     assert memcpy == [("DtoH", "Device", "Pinned", 1)]
-    assert db.execute("SELECT count(*), sum(bytes) FILTER (WHERE bytes = 4) > 0 FROM memops m JOIN spans s USING (run_id, span_id) WHERE kind = 'memset'").fetchone() == (241, True)
+    assert db.execute(
+        "SELECT count(*), sum(bytes) FILTER (WHERE bytes = 4) > 0 FROM memops m JOIN spans s USING (run_id, span_id) WHERE kind = 'memset'"
+    ).fetchone() == (241, True)
     # Shapes and dtypes of ops stay as span_args, JSON text for lists.
-    args = dict(db.execute("""SELECT key, value FROM span_args WHERE span_id =
-                                  (SELECT arg_min(span_id, start_ns) FROM spans WHERE name = 'aten::embedding')""").fetchall())
+    args = dict(
+        db.execute("""SELECT key, value FROM span_args WHERE span_id =
+                                  (SELECT arg_min(span_id, start_ns) FROM spans WHERE name = 'aten::embedding')""").fetchall()
+    )
     assert args["Input Dims"].startswith("[[151936,1024],[16,559]")
     assert args["Input type"] == '["c10::BFloat16","long int","Scalar","Scalar","Scalar"]'
 
@@ -100,8 +120,11 @@ def test_rocm_launch_configuration_comes_from_the_hip_call(converted):
 
 def test_collective_fields_kept(converted):
     db = converted(KINETO_TRACES["kineto_nccl_collectives"])
-    keys = {k for (k,) in db.execute("""SELECT DISTINCT key FROM span_args a JOIN spans s USING (run_id, span_id)
-                                         WHERE s.kind = 'kernel' AND s.name LIKE 'ncclKernel%'""").fetchall()}
+    keys = {
+        k
+        for (k,) in db.execute("""SELECT DISTINCT key FROM span_args a JOIN spans s USING (run_id, span_id)
+                                         WHERE s.kind = 'kernel' AND s.name LIKE 'ncclKernel%'""").fetchall()
+    }
     assert {"Collective name", "In msg nelems", "Out msg nelems", "Group size", "dtype", "Process Group Ranks"} <= keys
 
 
@@ -110,7 +133,9 @@ def test_profiler_steps_number_iterations(converted):
     steps = db.execute("SELECT name, iteration FROM spans WHERE name LIKE 'ProfilerStep#%' ORDER BY start_ns").fetchall()
     assert steps and all(int(name.split("#")[1]) == it for name, it in steps)
     # Kernels inherit the step their launch ran in.
-    per_step = db.execute("SELECT count(DISTINCT iteration), count(*) FILTER (WHERE iteration IS NULL) FROM spans s JOIN launches l ON l.run_id = s.run_id AND l.gpu_span_id = s.span_id").fetchone()
+    per_step = db.execute(
+        "SELECT count(DISTINCT iteration), count(*) FILTER (WHERE iteration IS NULL) FROM spans s JOIN launches l ON l.run_id = s.run_id AND l.gpu_span_id = s.span_id"
+    ).fetchone()
     assert per_step[0] == len({it for _, it in steps})
 
 

@@ -74,5 +74,6 @@ def test_kernel_inherits_the_ops_its_launch_ran_in(converted):
                JOIN span_ancestors a ON a.run_id = k.run_id AND a.span_id = k.span_id
                JOIN spans anc ON anc.run_id = a.run_id AND anc.span_id = a.ancestor_id
                WHERE k.kind = 'kernel' AND k.start_ns = ? AND k.correlation_id = ?""",
-            [_ns(kernel["ts"]), kernel["args"]["correlation"]]).fetchall()
+            [_ns(kernel["ts"]), kernel["args"]["correlation"]],
+        ).fetchall()
         assert set(got) == expected, kernel["name"]

@@ -28,13 +28,16 @@ ORDER_REJECTED = {
     # The first problem in file order is reported, whichever reader met which first.
     "bad_time_before_non_object": (
         bytes_case(lambda: json.dumps({"traceEvents": [dict(CPU_OP, ts=10**25), 5]}).encode()),
-        "event #1 ('aten::add') has an out-of-range 'ts' (10000000000000000000000000;"),
+        "event #1 ('aten::add') has an out-of-range 'ts' (10000000000000000000000000;",
+    ),
     "non_object_before_bad_time": (
         bytes_case(lambda: json.dumps({"traceEvents": [CPU_OP, [1], dict(CPU_OP, dur="7")]}).encode()),
-        "event #2 is not a JSON object"),
+        "event #2 is not a JSON object",
+    ),
     "end_out_of_range_exact_text": (
         bytes_case(lambda: json.dumps({"traceEvents": [dict(CPU_OP, ts=4 * 10**15, dur=9 * 10**14)]}).encode()),
-        "event #1 ('aten::add') ends out of range (ts + dur = 4900000000000000 us)"),
+        "event #1 ('aten::add') ends out of range (ts + dur = 4900000000000000 us)",
+    ),
 }
 CASES = {**KINETO_REJECTED, **ORDER_REJECTED}
 
@@ -46,8 +49,9 @@ def outcome(source: Path, out: Path, reader: str):
     except InputError as exc:
         return "error", exc.problem
     with duckdb.connect(str(out), read_only=True) as con:
-        return "ok", con.execute("SELECT kind, name, start_ns, end_ns, pid, tid, device_id, stream_id, correlation_id "
-                                 "FROM spans ORDER BY ALL").fetchall()
+        return "ok", con.execute(
+            "SELECT kind, name, start_ns, end_ns, pid, tid, device_id, stream_id, correlation_id FROM spans ORDER BY ALL"
+        ).fetchall()
 
 
 def both(source: Path, folder: Path):
@@ -88,21 +92,22 @@ def test_pid_written_as_a_decimal_is_the_same_process_in_both_readers(tmp_path):
     source.write_text(data)
     fast, slow = both(source, tmp_path)
     assert fast[0] == slow[0] == "ok" and fast[1] == slow[1]
-    assert [s for s in fast[1] if s[4] == 1000] == [("op", op["name"], round(op["ts"] * 1000),
-                                                     round((op["ts"] + op["dur"]) * 1000), 1000, op["tid"], None, None, None)]
+    assert [s for s in fast[1] if s[4] == 1000] == [
+        ("op", op["name"], round(op["ts"] * 1000), round((op["ts"] + op["dur"]) * 1000), 1000, op["tid"], None, None, None)
+    ]
 
 
 def test_flow_with_a_time_out_of_range_is_left_out(tmp_path):
     """A launch flow whose ts is beyond the time limit is skipped (as an unusable flow), not an
     overflow: both readers convert, storing the same spans."""
     doc = json.loads(gzip.open(KINETO["rocm"]).read())
-    flows = [e for e in doc["traceEvents"] if isinstance(e, dict) and e.get("ph") in ("s", "f")
-             and str(e.get("cat")).lower() in kf.LAUNCH_FLOW_CATEGORIES]
+    flows = [
+        e for e in doc["traceEvents"] if isinstance(e, dict) and e.get("ph") in ("s", "f") and str(e.get("cat")).lower() in kf.LAUNCH_FLOW_CATEGORIES
+    ]
     flows[0]["ts"] = 10**25
     fast, slow = both(write(tmp_path, doc), tmp_path)
     assert fast[0] == slow[0] == "ok" and fast[1] == slow[1]
-    assert len([s for s in fast[1] if s[0] == "kernel"]) == len(
-        [e for e in complete_events(doc) if str(e.get("cat")).lower() == "kernel"]) > 0
+    assert len([s for s in fast[1] if s[0] == "kernel"]) == len([e for e in complete_events(doc) if str(e.get("cat")).lower() == "kernel"]) > 0
 
 
 def test_cpu_events_off_track_skipped_alike(tmp_path, capfd):

@@ -34,8 +34,9 @@ def capture(tmp_path_factory):
         seen["counts"] = {e.key: e.count for e in prof.key_averages()}
         seen["pairs"] = Counter((e.name, e.cpu_parent.name if e.cpu_parent is not None else None) for e in prof.events())
 
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=True, on_trace_ready=ready,
-                 schedule=schedule(wait=0, warmup=1, active=2, repeat=1)) as prof:
+    with profile(
+        activities=[ProfilerActivity.CPU], record_shapes=True, on_trace_ready=ready, schedule=schedule(wait=0, warmup=1, active=2, repeat=1)
+    ) as prof:
         for _ in range(4):
             with record_function(model_range_name("tiny_mlp")), torch.no_grad():
                 y = x
@@ -73,11 +74,13 @@ def test_nesting_equals_torch_event_tree(capture):
     seen, db = capture
     expected = seen["pairs"]
     # torch's event list names every step range "ProfilerStep*"; the trace keeps "ProfilerStep#N".
-    got = Counter(db.execute(
-        """SELECT regexp_replace(s.name, '^ProfilerStep#\\d+$', 'ProfilerStep*'),
+    got = Counter(
+        db.execute(
+            """SELECT regexp_replace(s.name, '^ProfilerStep#\\d+$', 'ProfilerStep*'),
                   regexp_replace(p.name, '^ProfilerStep#\\d+$', 'ProfilerStep*')
            FROM spans s LEFT JOIN spans p ON p.run_id = s.run_id AND p.span_id = s.parent_id"""
-    ).fetchall())
+        ).fetchall()
+    )
     assert got == expected
     # And every aten op sits under a layer range of the model range (what XSP needs).
     orphans = db.execute("""

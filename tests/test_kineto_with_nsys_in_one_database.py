@@ -27,7 +27,9 @@ def test_nsys_and_kineto_side_by_side(converted, tmp_path):
     kineto_path = KINETO_TRACES["kineto_cuda_sync_alexnet"]
     db = converted(nsys_path, kineto_path)
     assert db.execute("SELECT run_id, source_kind, tool FROM runs ORDER BY run_id").fetchall() == [
-        (1, "nsys", "nsys"), (2, "kineto", "torch.profiler")]
+        (1, "nsys", "nsys"),
+        (2, "kineto", "torch.profiler"),
+    ]
     rows = db.execute(PER_KERNEL_SQL).fetchall()
     by_source = {"nsys": {}, "kineto": {}}
     for source, name, n, total_ns, linked in rows:
@@ -51,5 +53,7 @@ def test_nsys_and_kineto_side_by_side(converted, tmp_path):
     for source in ("nsys", "kineto"):
         assert all(n == linked for n, _, linked in by_source[source].values()), source
     # Launch links and ancestry never cross runs.
-    assert db.execute("""SELECT count(*) FROM span_ancestors a JOIN spans s ON s.run_id = a.run_id AND s.span_id = a.ancestor_id""").fetchone()[0] \
+    assert (
+        db.execute("""SELECT count(*) FROM span_ancestors a JOIN spans s ON s.run_id = a.run_id AND s.span_id = a.ancestor_id""").fetchone()[0]
         == db.execute("SELECT count(*) FROM span_ancestors").fetchone()[0]
+    )

@@ -28,8 +28,7 @@ def rows(tmp_path_factory):
 def _raw_expectation():
     with gzip.open(TRACE) as f:
         events = json.load(f)["traceEvents"]
-    memory = sorted((e["ts"], e["args"]["Total Allocated"]) for e in events
-                    if e.get("name") == "[memory]" and e["args"].get("Device Id") == 0)
+    memory = sorted((e["ts"], e["args"]["Total Allocated"]) for e in events if e.get("name") == "[memory]" and e["args"].get("Device Id") == 0)
     times = [t for t, _ in memory]
     per_layer: dict[str, list[tuple[float, float]]] = {}
     for e in events:
@@ -42,10 +41,9 @@ def _raw_expectation():
             continue
         start_bytes = memory[before][1]
         last = bisect.bisect_right(times, end) - 1
-        inside = [v for t, v in memory[before + 1:last + 1]]
+        inside = [v for t, v in memory[before + 1 : last + 1]]
         per_layer.setdefault(name, []).append((memory[last][1] - start_bytes, max([start_bytes, *inside]) - start_bytes))
-    return {name: (sum(n for n, _ in calls) / len(calls), sum(p for _, p in calls) / len(calls), len(calls))
-            for name, calls in per_layer.items()}
+    return {name: (sum(n for n, _ in calls) / len(calls), sum(p for _, p in calls) / len(calls), len(calls)) for name, calls in per_layer.items()}
 
 
 def test_layer_allocations_equal_the_raw_memory_events(rows):

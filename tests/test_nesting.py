@@ -40,6 +40,7 @@ def _laminar(rng, n):
                 build(s, e, inner)
                 budget -= inner
             t = e + int(rng.integers(0, 3))
+
     build(0, 10_000, n)
     return spans
 

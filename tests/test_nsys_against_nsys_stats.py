@@ -61,9 +61,7 @@ def test_nvtx_pushpop_summary_equals_nvtxppsum(case, converted, tmp_path):
                WHERE a.key = 'nvtx.range_type' AND a.value = 'push_pop' GROUP BY 1"""
         ).fetchall()
     }
-    theirs = {
-        r["Range"]: (int(r["Instances"]), int(r["Total Time (ns)"]), int(r["Min (ns)"]), int(r["Max (ns)"])) for r in ref
-    }
+    theirs = {r["Range"]: (int(r["Instances"]), int(r["Total Time (ns)"]), int(r["Min (ns)"]), int(r["Max (ns)"])) for r in ref}
     assert len(theirs) > 1
     assert ours == theirs
 
@@ -81,7 +79,11 @@ def test_nvtx_gpu_projection_equals_nvtxgpuproj(case, converted, tmp_path):
         ours[(r["pid"], r["tid"], r["cpu_start_ns"])] = (r["cpu_duration_ns"], r["gpu_start_ns"], r["gpu_duration_ns"], r["gpu_ops"])
     theirs = {
         (int(r["PID"]), int(r["TID"]), int(r["Orig Start (ns)"])): (
-            int(r["Orig Duration (ns)"]), int(r["Projected Start (ns)"]), int(r["Projected Duration (ns)"]), int(r["NumGPUOps"]))
+            int(r["Orig Duration (ns)"]),
+            int(r["Projected Start (ns)"]),
+            int(r["Projected Duration (ns)"]),
+            int(r["NumGPUOps"]),
+        )
         for r in ref
     }
     assert len(theirs) > 0
@@ -122,20 +124,22 @@ def test_every_kernel_with_an_api_call_is_linked(case, converted):
 
 def test_h100_window_has_unlinked_kernels_to_count():
     """The 1 s H100 window is cut from a longer run: some kernels' API calls fall outside it."""
-    unmatched = _raw("nsys_2026_pytorch_2xh100").execute(
-        """SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k WHERE NOT EXISTS (
+    unmatched = (
+        _raw("nsys_2026_pytorch_2xh100")
+        .execute(
+            """SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k WHERE NOT EXISTS (
                SELECT 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME r
                WHERE r.correlationId = k.correlationId AND (r.globalTid >> 24) = (k.globalPid >> 24))"""
-    ).fetchone()[0]
+        )
+        .fetchone()[0]
+    )
     assert unmatched == 1810
 
 
 @pytest.mark.parametrize("case", WITH_NVTX)
 def test_cpu_parent_is_tightest_enclosing_range(case, converted):
     """Parents against an exhaustive containment search (numpy, every pair) on the raw export's rows."""
-    rows = _raw(case).execute(
-        'SELECT rowid, start, "end", globalTid & 16777215 FROM NVTX_EVENTS WHERE eventType = 59'
-    ).fetchall()
+    rows = _raw(case).execute('SELECT rowid, start, "end", globalTid & 16777215 FROM NVTX_EVENTS WHERE eventType = 59').fetchall()
     ids, starts, ends, tids = (np.array(c) for c in zip(*rows, strict=True))
     expected = {}
     for i in range(len(ids)):
@@ -161,9 +165,7 @@ def test_cpu_parent_is_tightest_enclosing_range(case, converted):
 
 def test_devices_use_the_cuda_ordinal(converted):
     db = converted(NSYS_EXPORTS["nsys_2026_mock_rtx3080"])
-    assert db.execute("SELECT device_id, name, sm_count, memory_bytes FROM devices").fetchall() == [
-        (0, "NVIDIA GeForce RTX 3080", 68, 10736893952)
-    ]
+    assert db.execute("SELECT device_id, name, sm_count, memory_bytes FROM devices").fetchall() == [(0, "NVIDIA GeForce RTX 3080", 68, 10736893952)]
     db = converted(NSYS_EXPORTS["nsys_2026_pytorch_2xh100"])
     # No TARGET_INFO_GPU in this export: the two GPUs are known from their activities only.
     assert db.execute("SELECT device_id, name FROM devices ORDER BY 1").fetchall() == [(0, None), (1, None)]
@@ -175,9 +177,10 @@ def test_backtrace_rows_are_not_double_counted(converted):
     calls = raw.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE eventClass IN (0, 1)").fetchone()[0]
     db = converted(NSYS_EXPORTS["nsys_2022_saxpy_mpi_a100"])
     assert db.execute("SELECT count(*) FROM spans WHERE kind = 'api'").fetchone()[0] == calls == 57
-    assert db.execute(
-        "SELECT name, category FROM spans WHERE kind = 'api' AND name LIKE 'cudaLaunch%' LIMIT 1"
-    ).fetchone() == ("cudaLaunchKernel", "cuda_runtime")
+    assert db.execute("SELECT name, category FROM spans WHERE kind = 'api' AND name LIKE 'cudaLaunch%' LIMIT 1").fetchone() == (
+        "cudaLaunchKernel",
+        "cuda_runtime",
+    )
 
 
 def test_versioned_table_names_convert_the_same(converted, tmp_path):

@@ -88,7 +88,7 @@ def test_corrupt_sqlite(tmp_path):
     data = bytearray(NSYS_EXPORTS["nsys_2022_saxpy_mpi_a100"].read_bytes())
     page = 4096
     for start in range(page, len(data), page * 3):  # smash every third page after the header page
-        data[start:start + 64] = b"\xff" * 64
+        data[start : start + 64] = b"\xff" * 64
     corrupt.write_bytes(bytes(data))
     line = convert_fails(corrupt, tmp_path)
     assert "truncated or corrupt" in line
@@ -100,11 +100,12 @@ def test_corrupt_page_met_while_streaming_a_table(tmp_path):
     source = NSYS_EXPORTS["nsys_2026_pytorch_2xh100"]
     with sqlite3.connect(f"file:{source}?mode=ro&immutable=1", uri=True) as con:
         page_size = con.execute("PRAGMA page_size").fetchone()[0]
-        leaves = [r[0] for r in con.execute(
-            "SELECT pageno FROM dbstat WHERE name = 'CUPTI_ACTIVITY_KIND_KERNEL' AND pagetype = 'leaf' ORDER BY pageno")]
+        leaves = [
+            r[0] for r in con.execute("SELECT pageno FROM dbstat WHERE name = 'CUPTI_ACTIVITY_KIND_KERNEL' AND pagetype = 'leaf' ORDER BY pageno")
+        ]
     data = bytearray(source.read_bytes())
     start = (leaves[len(leaves) // 2] - 1) * page_size
-    data[start:start + page_size] = b"\xff" * page_size
+    data[start : start + page_size] = b"\xff" * page_size
     corrupt = tmp_path / "damaged_kernels.sqlite"
     corrupt.write_bytes(bytes(data))
     line = convert_fails(corrupt, tmp_path)

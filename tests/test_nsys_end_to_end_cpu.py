@@ -25,9 +25,21 @@ def profiled(tmp_path_factory):
     work = tmp_path_factory.mktemp("e2e")
     report = work / "nested.nsys-rep"
     proc = subprocess.run(
-        [nsys, "profile", "--trace=nvtx,osrt", "--sample=none", "--cpuctxsw=none", "--force-overwrite=true",
-         "-o", str(report.with_suffix("")), sys.executable, str(PROGRAM)],
-        capture_output=True, text=True, timeout=300,
+        [
+            nsys,
+            "profile",
+            "--trace=nvtx,osrt",
+            "--sample=none",
+            "--cpuctxsw=none",
+            "--force-overwrite=true",
+            "-o",
+            str(report.with_suffix("")),
+            sys.executable,
+            str(PROGRAM),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert report.exists(), proc.stdout + proc.stderr
     digest = hashlib.sha256(report.read_bytes()).hexdigest()
@@ -108,11 +120,31 @@ def test_osrt_sum_equals_nsys_stats_osrtsum(profiled, tmp_path):
     report, db = profiled
     ref = nsys_stats(report, report_name("osrt_sum", nsys_version()), tmp_path)
     assert len(ref) >= 5  # read, open64, clock_nanosleep, sem_wait, mmap64, ...
-    theirs = {r["Name"]: (float(r["Time (%)"]), int(r["Total Time (ns)"]), int(r["Num Calls"]), float(r["Avg (ns)"]),
-                          float(r["Med (ns)"]), int(r["Min (ns)"]), int(r["Max (ns)"]), float(r["StdDev (ns)"]))
-              for r in ref}
+    theirs = {
+        r["Name"]: (
+            float(r["Time (%)"]),
+            int(r["Total Time (ns)"]),
+            int(r["Num Calls"]),
+            float(r["Avg (ns)"]),
+            float(r["Med (ns)"]),
+            int(r["Min (ns)"]),
+            int(r["Max (ns)"]),
+            float(r["StdDev (ns)"]),
+        )
+        for r in ref
+    }
     path = db.execute("PRAGMA database_list").fetchall()[0][2]
-    ours = {r["name"]: (float(r["time_pct"]), r["total_ns"], r["calls"], float(r["avg_ns"]), float(r["med_ns"]), r["min_ns"],
-                        r["max_ns"], float(r["stddev_ns"]))
-            for r in run_analysis(open_session(path), "osrt_sum").records()}
+    ours = {
+        r["name"]: (
+            float(r["time_pct"]),
+            r["total_ns"],
+            r["calls"],
+            float(r["avg_ns"]),
+            float(r["med_ns"]),
+            r["min_ns"],
+            r["max_ns"],
+            float(r["stddev_ns"]),
+        )
+        for r in run_analysis(open_session(path), "osrt_sum").records()
+    }
     assert ours == theirs

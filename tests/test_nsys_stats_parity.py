@@ -44,8 +44,16 @@ def _reference(case, analysis, tmp_path, fmt_spec="csv", source=None):
 
 def _time_stats(r: dict, count_col: str) -> tuple:
     """A reference row's numbers as the analysis returns them."""
-    return (float(r["Time (%)"]), int(r["Total Time (ns)"]), int(r[count_col]), float(r["Avg (ns)"]), float(r["Med (ns)"]),
-            int(r["Min (ns)"]), int(r["Max (ns)"]), float(r["StdDev (ns)"]))
+    return (
+        float(r["Time (%)"]),
+        int(r["Total Time (ns)"]),
+        int(r[count_col]),
+        float(r["Avg (ns)"]),
+        float(r["Med (ns)"]),
+        int(r["Min (ns)"]),
+        int(r["Max (ns)"]),
+        float(r["StdDev (ns)"]),
+    )
 
 
 def _ours(con, analysis, key_cols, count_col) -> dict:
@@ -100,13 +108,19 @@ def test_cuda_gpu_mem_time_sum_equals_nsys(case, sessions, tmp_path):
 def test_cuda_gpu_mem_size_sum_equals_nsys_in_bytes(case, sessions, tmp_path):
     ref = _reference(case, "cuda_gpu_mem_size_sum", tmp_path, "csv:mem=B")
     theirs = {
-        r["Operation"]: (int(r["Total (B)"]), int(r["Count"]), float(r["Avg (B)"]), float(r["Med (B)"]),
-                         int(r["Min (B)"]), int(r["Max (B)"]), float(r["StdDev (B)"]))
+        r["Operation"]: (
+            int(r["Total (B)"]),
+            int(r["Count"]),
+            float(r["Avg (B)"]),
+            float(r["Med (B)"]),
+            int(r["Min (B)"]),
+            int(r["Max (B)"]),
+            float(r["StdDev (B)"]),
+        )
         for r in ref
     }
     ours = {
-        r["operation"]: (r["total_bytes"], r["count"], r["avg_bytes"], r["med_bytes"], r["min_bytes"], r["max_bytes"],
-                         r["stddev_bytes"])
+        r["operation"]: (r["total_bytes"], r["count"], r["avg_bytes"], r["med_bytes"], r["min_bytes"], r["max_bytes"], r["stddev_bytes"])
         for r in run_analysis(sessions(case), "cuda_gpu_mem_size_sum").records()
     }
     assert theirs and ours.keys() == theirs.keys()
@@ -137,4 +151,5 @@ def test_cuda_gpu_kern_sum_equals_nsys(case, sessions, tmp_path):
     assert ours == theirs
     if report != "gpusum":
         assert {(r["Name"],): float(r["Time (%)"]) for r in ref} == {
-            (r["name"],): r["time_pct"] for r in run_analysis(sessions(case), "cuda_gpu_kern_sum").records()}
+            (r["name"],): r["time_pct"] for r in run_analysis(sessions(case), "cuda_gpu_kern_sum").records()
+        }

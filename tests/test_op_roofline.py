@@ -47,9 +47,13 @@ def _raw_events(fixture: str) -> list[dict]:
 @pytest.mark.parametrize("fixture", FIXTURES)
 def test_flops_and_bytes_equal_tracelens(converted, fixture):
     con = _session(converted, fixture)
-    ours = {ext: (name, flops, nbytes) for ext, name, flops, nbytes in con.execute(
-        "SELECT a.value, o.name, o.flops, o.bytes FROM xsp_op_perf AS o "
-        "JOIN span_args AS a ON a.run_id = o.run_id AND a.span_id = o.span_id AND a.key = 'External id'").fetchall()}
+    ours = {
+        ext: (name, flops, nbytes)
+        for ext, name, flops, nbytes in con.execute(
+            "SELECT a.value, o.name, o.flops, o.bytes FROM xsp_op_perf AS o "
+            "JOIN span_args AS a ON a.run_id = o.run_id AND a.span_id = o.span_id AND a.key = 'External id'"
+        ).fetchall()
+    }
     reference = _reference(fixture)
     assert reference, "the reference lists the ops TraceLens models"
     assert set(reference) <= set(ours), "every op TraceLens models has a FLOP count here too"
@@ -69,9 +73,12 @@ def test_kernel_time_per_op_equals_its_kernels_in_the_raw_trace(converted):
     a CPU op nested inside it on its thread (SDPA launches its kernels from inner ops)."""
     fixture = "kineto_2025_all_options_h100"
     con = _session(converted, fixture)
-    ours = dict(con.execute(
-        "SELECT CAST(a.value AS BIGINT), o.kernel_ns FROM xsp_op_perf AS o "
-        "JOIN span_args AS a ON a.run_id = o.run_id AND a.span_id = o.span_id AND a.key = 'External id'").fetchall())
+    ours = dict(
+        con.execute(
+            "SELECT CAST(a.value AS BIGINT), o.kernel_ns FROM xsp_op_perf AS o "
+            "JOIN span_args AS a ON a.run_id = o.run_id AND a.span_id = o.span_id AND a.key = 'External id'"
+        ).fetchall()
+    )
     events = _raw_events(fixture)
     ops = [e for e in events if e.get("cat") == "cpu_op" and e.get("ph") == "X"]
     kernel_us: dict[int, float] = {}
@@ -84,8 +91,11 @@ def test_kernel_time_per_op_equals_its_kernels_in_the_raw_trace(converted):
         ext = op["args"].get("External id")
         if ext not in ours:
             continue
-        inside = {o["args"].get("External id") for o in ops if o["tid"] == op["tid"] and o["pid"] == op["pid"]
-                  and op["ts"] <= o["ts"] and o["ts"] + o["dur"] <= op["ts"] + op["dur"]}
+        inside = {
+            o["args"].get("External id")
+            for o in ops
+            if o["tid"] == op["tid"] and o["pid"] == op["pid"] and op["ts"] <= o["ts"] and o["ts"] + o["dur"] <= op["ts"] + op["dur"]
+        }
         assert ours[ext] == pytest.approx(sum(kernel_us.get(x, 0.0) for x in inside) * 1000, abs=2 * len(inside)), ext
         checked += 1
     assert checked == len(ours) == 558
@@ -97,8 +107,7 @@ def test_mfu_from_tracelens_flops_and_the_raw_step(converted):
     fixture = "kineto_2025_all_options_h100"
     con = _session(converted, fixture)
     (row,) = run_analysis(con, "model_flops_utilization").records()
-    step_us = next(e["dur"] for e in _raw_events(fixture)
-                   if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
+    step_us = next(e["dur"] for e in _raw_events(fixture) if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
     flops = sum(float(r["gflops"]) * 1e9 for r in _reference(fixture).values())
     assert row["steps"] == 1 and row["ops"] == 558 and row["precision"] == "bf16" and row["peak_tflops"] == 989.4
     assert row["gflop_per_step"] == pytest.approx(flops / 1e9, abs=1e-3)

@@ -33,8 +33,9 @@ runner = CliRunner()
 
 def cli(*args, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.Popen([sys.executable, "-m", "xsp_trace.cli", *map(str, args)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+    return subprocess.Popen(
+        [sys.executable, "-m", "xsp_trace.cli", *map(str, args)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs
+    )
 
 
 def digest(path: Path) -> str:
@@ -73,26 +74,46 @@ def small_db(tmp_path_factory):
 
 # -- output = input ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args", [
-    ["convert", "{a}", "-o", "{a}", "--overwrite", "-q"],
-    ["convert", "{a}", "-o", "{link}", "--overwrite", "-q"],
-    ["convert", "{a}", "-o", "{hard}", "--overwrite", "-q"],
-    ["convert", "{a}", "-o", "{db}", "--append", "-q", "--perfetto", "{db}"],
-    ["convert", "{a}", "-o", "{db}", "--append", "-q", "--perfetto", "{a}"],
-    ["perfetto", "{db}", "-o", "{db}"],
-    ["perfetto", "{db}", "-o", "{link_db}"],
-    ["analyze", "{db}", "--report", "{db}"],
-    ["convert", "{a}", "--format", "parquet", "-o", "{folder}", "--overwrite", "-q"],
-], ids=["convert", "convert_symlink", "convert_hardlink", "perfetto_is_output", "perfetto_is_input", "perfetto",
-        "perfetto_symlink", "analyze_report", "parquet_folder_holding_input"])
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["convert", "{a}", "-o", "{a}", "--overwrite", "-q"],
+        ["convert", "{a}", "-o", "{link}", "--overwrite", "-q"],
+        ["convert", "{a}", "-o", "{hard}", "--overwrite", "-q"],
+        ["convert", "{a}", "-o", "{db}", "--append", "-q", "--perfetto", "{db}"],
+        ["convert", "{a}", "-o", "{db}", "--append", "-q", "--perfetto", "{a}"],
+        ["perfetto", "{db}", "-o", "{db}"],
+        ["perfetto", "{db}", "-o", "{link_db}"],
+        ["analyze", "{db}", "--report", "{db}"],
+        ["convert", "{a}", "--format", "parquet", "-o", "{folder}", "--overwrite", "-q"],
+    ],
+    ids=[
+        "convert",
+        "convert_symlink",
+        "convert_hardlink",
+        "perfetto_is_output",
+        "perfetto_is_input",
+        "perfetto",
+        "perfetto_symlink",
+        "analyze_report",
+        "parquet_folder_holding_input",
+    ],
+)
 def test_output_that_is_an_input_is_refused(args, work, small_db):
     db = work / "db.duckdb"
     shutil.copyfile(small_db, db)
     (work / "link.json.gz").symlink_to(work / "a.json.gz")
     os.link(work / "a.json.gz", work / "hard.json.gz")
     (work / "link.duckdb").symlink_to(db)
-    names = {"a": work / "a.json.gz", "link": work / "link.json.gz", "hard": work / "hard.json.gz", "db": db,
-             "link_db": work / "link.duckdb", "folder": work}
+    names = {
+        "a": work / "a.json.gz",
+        "link": work / "link.json.gz",
+        "hard": work / "hard.json.gz",
+        "db": db,
+        "link_db": work / "link.duckdb",
+        "folder": work,
+    }
     before = {p: digest(p) for p in (work / "a.json.gz", db)}
     files_before = listing(work)
     result = runner.invoke(app, [a.format(**names) for a in args])
@@ -104,14 +125,22 @@ def test_output_that_is_an_input_is_refused(args, work, small_db):
 
 @pytest.mark.parametrize("case", ["folder", "under_file", "missing_folder", "name_too_long"])
 def test_output_paths_that_cannot_work(case, work):
-    target = {"folder": work, "under_file": work / "a.json.gz" / "out.duckdb",
-              "missing_folder": work / "nope" / "out.duckdb", "name_too_long": work / ("x" * 260)}[case]
+    target = {
+        "folder": work,
+        "under_file": work / "a.json.gz" / "out.duckdb",
+        "missing_folder": work / "nope" / "out.duckdb",
+        "name_too_long": work / ("x" * 260),
+    }[case]
     files_before = listing(work)
     result = runner.invoke(app, ["convert", str(work / "a.json.gz"), "-o", str(target), "-q"])
     assert result.exit_code == 2, result.output
     line = one_error_line(result.stderr)
-    assert {"folder": "is a folder", "under_file": "which is a file, not a folder",
-            "missing_folder": "folder does not exist", "name_too_long": "longer than 255"}[case] in line
+    assert {
+        "folder": "is a folder",
+        "under_file": "which is a file, not a folder",
+        "missing_folder": "folder does not exist",
+        "name_too_long": "longer than 255",
+    }[case] in line
     assert listing(work) == files_before
 
 
@@ -125,6 +154,7 @@ def test_long_name_whose_temp_name_would_be_too_long(work):
 
 
 # -- concurrent writers --------------------------------------------------------------------------
+
 
 def test_concurrent_appends_are_serialised_not_lost(work):
     db = work / "db.duckdb"
@@ -152,6 +182,7 @@ def test_concurrent_creates_one_wins_the_other_is_told(work):
 
 
 # -- signals ---------------------------------------------------------------------------------
+
 
 def _wait_for_temp(folder: Path, proc: subprocess.Popen, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
@@ -229,6 +260,7 @@ def test_killed_parallel_parent_takes_its_workers_with_it(work):
 
 # -- write errors ------------------------------------------------------------------------------
 
+
 def test_file_size_limit_is_one_line_and_leaves_nothing(work, small_db):
     db = work / "db.duckdb"
 
@@ -246,8 +278,7 @@ def test_disk_full_is_one_line_and_leaves_nothing(work):
     """A real full file system: a 1 MiB tmpfs (needs root to mount; skipped elsewhere)."""
     mount = work / "small"
     mount.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
-                                           capture_output=True).returncode != 0:
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True).returncode != 0:
         pytest.skip("cannot mount a small tmpfs here")
     try:
         proc = cli("convert", work / "a.json.gz", "-o", mount / "db.duckdb", "-q")

@@ -30,8 +30,7 @@ def test_perfetto_command_selects_runs_and_kinds(tmp_path):
     assert result.exit_code == 0, result.output
     assert "wrote" in result.output and "ui.perfetto.dev" in result.output
     con = duckdb.connect(str(database), read_only=True)
-    expected = dict(con.execute(
-        "SELECT kind, count(*) FROM spans WHERE run_id = 2 AND kind IN ('kernel', 'api', 'op') GROUP BY kind").fetchall())
+    expected = dict(con.execute("SELECT kind, count(*) FROM spans WHERE run_id = 2 AND kind IN ('kernel', 'api', 'op') GROUP BY kind").fetchall())
     with WasmTraceProcessor(out) as tp:
         assert tp.problems() == []
         got = {r["category"]: r["n"] for r in tp.query("SELECT category, count(*) AS n FROM slice GROUP BY category")}

@@ -57,9 +57,7 @@ def test_cpu_nesting_depths_match_database(handmade):
     del expected[crossing[0]]
     assert cpu_slices_tp(tp) == expected
     assert assert_cpu_nesting(tp, con) == 1
-    lane = tp.query(
-        "SELECT t.name AS track, s.depth, s.ts, s.dur FROM slice s JOIN track t ON s.track_id = t.id WHERE s.name = 'crossing'"
-    )
+    lane = tp.query("SELECT t.name AS track, s.depth, s.ts, s.dur FROM slice s JOIN track t ON s.track_id = t.id WHERE s.name = 'crossing'")
     assert lane == [{"track": "loader 101 · overlapping ranges 1", "depth": 0, "ts": 14_000, "dur": 10_000}]
 
 
@@ -71,17 +69,20 @@ def test_known_layer_nesting(handmade):
         "WHERE s.name IN ('xsp.layer:0:features.0:Conv2d', 'aten::conv2d') OR (s.name = 'cudaLaunchKernel' AND s.ts = 3000) "
         "ORDER BY s.depth"
     )
-    db_depths = dict(con.execute(
-        "SELECT name, depth FROM spans WHERE run_id = 1 AND name IN ('xsp.layer:0:features.0:Conv2d', 'aten::conv2d')"
-    ).fetchall())
+    db_depths = dict(
+        con.execute("SELECT name, depth FROM spans WHERE run_id = 1 AND name IN ('xsp.layer:0:features.0:Conv2d', 'aten::conv2d')").fetchall()
+    )
     assert rows == [
         {"name": "xsp.layer:0:features.0:Conv2d", "depth": db_depths["xsp.layer:0:features.0:Conv2d"], "parent": "xsp.model:cnn"},
         {"name": "aten::conv2d", "depth": db_depths["aten::conv2d"], "parent": "xsp.layer:0:features.0:Conv2d"},
         {"name": "cudaLaunchKernel", "depth": 3, "parent": "aten::conv2d"},
     ]
-    args = {r["key"]: r["display_value"] for r in tp.query(
-        "SELECT key, display_value FROM args WHERE arg_set_id = "
-        "(SELECT arg_set_id FROM slice WHERE name = 'xsp.layer:0:features.0:Conv2d')")}
+    args = {
+        r["key"]: r["display_value"]
+        for r in tp.query(
+            "SELECT key, display_value FROM args WHERE arg_set_id = (SELECT arg_set_id FROM slice WHERE name = 'xsp.layer:0:features.0:Conv2d')"
+        )
+    }
     assert (args["debug.layer_index"], args["debug.layer_name"], args["debug.layer_type"]) == ("0", "features.0", "Conv2d")
 
 
@@ -95,17 +96,17 @@ def test_gpu_tracks_lanes_and_details(handmade):
         "run 2 · kineto · graphs · GPU 1 · NVIDIA H100 80GB HBM3",
     ]
     # The kernel that overlaps another one on stream 7 goes on a lane of its own, not nested.
-    overlap = tp.query(
-        "SELECT t.name AS track, s.depth FROM slice s JOIN track t ON s.track_id = t.id WHERE s.name = 'late_overlapping_kernel'")
+    overlap = tp.query("SELECT t.name AS track, s.depth FROM slice s JOIN track t ON s.track_id = t.id WHERE s.name = 'late_overlapping_kernel'")
     assert overlap == [{"track": "stream 7 · overlap 1", "depth": 0}]
-    contained = tp.query(
-        "SELECT t.name AS track, s.depth FROM slice s JOIN track t ON s.track_id = t.id WHERE s.name = 'contained_kernel'")
+    contained = tp.query("SELECT t.name AS track, s.depth FROM slice s JOIN track t ON s.track_id = t.id WHERE s.name = 'contained_kernel'")
     assert contained == [{"track": "stream 7 · overlap 1", "depth": 0}]
     # memcpy and memset are visible, with their bytes; kernels carry grid/block.
     args = {}
     for name in ("Memcpy HtoD", "Memset", "implicit_convolve_sgemm", "aten::conv2d"):
-        args[name] = {r["key"]: r["display_value"] for r in tp.query(
-            f"SELECT key, display_value FROM args WHERE arg_set_id = (SELECT arg_set_id FROM slice WHERE name = '{name}')")}
+        args[name] = {
+            r["key"]: r["display_value"]
+            for r in tp.query(f"SELECT key, display_value FROM args WHERE arg_set_id = (SELECT arg_set_id FROM slice WHERE name = '{name}')")
+        }
     assert args["Memcpy HtoD"]["debug.bytes"] == "602112"
     assert args["Memcpy HtoD"]["debug.copy_kind"] == "HtoD"
     assert args["Memset"]["debug.bytes"] == "4096"
@@ -119,7 +120,8 @@ def test_flows_one_api_call_launching_two_kernels(handmade):
     _, _, _, con, tp = handmade
     rows = tp.query(
         "SELECT a.name AS api, g.name AS gpu FROM flow f JOIN slice a ON f.slice_out = a.id "
-        "JOIN slice g ON f.slice_in = g.id WHERE a.name = 'cudaGraphLaunch' ORDER BY g.name")
+        "JOIN slice g ON f.slice_in = g.id WHERE a.name = 'cudaGraphLaunch' ORDER BY g.name"
+    )
     assert rows == [{"api": "cudaGraphLaunch", "gpu": "graph_kernel_a"}, {"api": "cudaGraphLaunch", "gpu": "graph_kernel_b"}]
     assert tp.scalar("SELECT count(*) FROM flow f JOIN slice g ON f.slice_in = g.id WHERE g.name = 'unlaunched_kernel'") == 0
 
@@ -144,11 +146,12 @@ def test_runs_told_apart_and_aligned(handmade):
 
 def test_counters_and_marks(handmade):
     _, _, _, con, tp = handmade
-    rows = tp.query(
-        "SELECT t.name, c.ts, c.value FROM counter c JOIN track t ON c.track_id = t.id ORDER BY t.name, c.ts")
+    rows = tp.query("SELECT t.name, c.ts, c.value FROM counter c JOIN track t ON c.track_id = t.id ORDER BY t.name, c.ts")
     assert [(r["name"], r["ts"], r["value"]) for r in rows] == [
-        ("memory allocated · GPU 0", 1_000, 1.5e6), ("memory allocated · GPU 0", 49_000, 2.5e6),
-        ("sm active", 9_000, 0.75), ("sm active", 29_000, 0.25),
+        ("memory allocated · GPU 0", 1_000, 1.5e6),
+        ("memory allocated · GPU 0", 49_000, 2.5e6),
+        ("sm active", 9_000, 0.75),
+        ("sm active", 29_000, 0.25),
     ]
     marks = tp.query("SELECT name, ts, dur FROM slice WHERE category = 'mark' ORDER BY name")
     assert marks == [{"name": "profiler start", "ts": 0, "dur": 0}, {"name": "step begin", "ts": 500, "dur": 0}]
@@ -161,7 +164,8 @@ def test_window_runs_and_kinds_selection(handmade, tmp_path):
     stats = export_perfetto(database, trace, PerfettoOptions(run_ids=[1], kinds=["api", "kernel"], from_ns=40_000, to_ns=60_000))
     expected = con.execute(
         "SELECT kind, count(*) FROM spans WHERE run_id = 1 AND kind IN ('api', 'kernel') "
-        "AND start_ns < 61000 AND greatest(end_ns, start_ns + 1) > 41000 GROUP BY kind").fetchall()
+        "AND start_ns < 61000 AND greatest(end_ns, start_ns + 1) > 41000 GROUP BY kind"
+    ).fetchall()
     with WasmTraceProcessor(trace) as tp:
         assert tp.problems() == []
         got = tp.query("SELECT category, count(*) AS n FROM slice GROUP BY category")
@@ -224,8 +228,7 @@ def test_nsys_fixture_cpu_nesting(nsys_export):
     """Every NVTX op range and CUDA API call at its database depth on its thread track."""
     _, con, tp = nsys_export
     assert cpu_slices_tp(tp) == cpu_spans_db(con)
-    deepest = con.execute(
-        "SELECT name, depth FROM spans WHERE kind = 'op' ORDER BY depth DESC, start_ns LIMIT 1").fetchone()
+    deepest = con.execute("SELECT name, depth FROM spans WHERE kind = 'op' ORDER BY depth DESC, start_ns LIMIT 1").fetchone()
     assert deepest[1] >= 3
     assert tp.scalar(f"SELECT max(depth) FROM slice WHERE name = '{deepest[0]}'") == deepest[1]
 
@@ -281,7 +284,11 @@ def test_phase_of_training_work_is_a_debug_annotation(tmp_path):
     expected = dict(con.execute("SELECT phase, count(*) FROM attribution WHERE phase IS NOT NULL GROUP BY phase").fetchall())
     assert expected.get("backward", 0) > 0 and expected.get("optimizer", 0) > 0
     with WasmTraceProcessor(trace) as tp:
-        got = {r["phase"]: r["n"] for r in tp.query(
-            "SELECT a.string_value AS phase, count(*) AS n FROM slice s JOIN args a USING (arg_set_id) "
-            "WHERE a.key = 'debug.phase' GROUP BY a.string_value")}
+        got = {
+            r["phase"]: r["n"]
+            for r in tp.query(
+                "SELECT a.string_value AS phase, count(*) AS n FROM slice s JOIN args a USING (arg_set_id) "
+                "WHERE a.key = 'debug.phase' GROUP BY a.string_value"
+            )
+        }
     assert got == expected

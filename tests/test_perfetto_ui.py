@@ -89,7 +89,10 @@ def ui_report(tmp_path_factory):
     with _UiServer(web_dist, trace) as server:
         result = subprocess.run(
             [node_binary(), str(UI_CHECK), server.base_url, server.trace_url, str(screenshot), *SEARCHES],
-            capture_output=True, text=True, timeout=240, cwd=HARNESS_DIR,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            cwd=HARNESS_DIR,
             env={**os.environ, "CHROMIUM": chromium, "UI_TIMEOUT_MS": "90000"},
         )
     assert result.returncode == 0, f"perfetto_ui_check.js failed:\n{result.stderr[-4000:]}"
@@ -111,11 +114,12 @@ def test_ui_loads_the_whole_trace(ui_report):
 def test_ui_shows_gpu_stream_tracks_under_their_device(ui_report):
     report, con, _ = ui_report
     shown = set(report["shownTitles"])
-    groups = {(1, 0): "run 1 · nsys · MLG · cnn · batch 1 · GPU 0 · NVIDIA H100 80GB HBM3",
-              (2, 0): "run 2 · kineto · graphs · GPU 0 · NVIDIA H100 80GB HBM3",
-              (2, 1): "run 2 · kineto · graphs · GPU 1 · NVIDIA H100 80GB HBM3"}
-    streams = con.execute(
-        "SELECT DISTINCT run_id, device_id, stream_id FROM spans WHERE device_id IS NOT NULL ORDER BY ALL").fetchall()
+    groups = {
+        (1, 0): "run 1 · nsys · MLG · cnn · batch 1 · GPU 0 · NVIDIA H100 80GB HBM3",
+        (2, 0): "run 2 · kineto · graphs · GPU 0 · NVIDIA H100 80GB HBM3",
+        (2, 1): "run 2 · kineto · graphs · GPU 1 · NVIDIA H100 80GB HBM3",
+    }
+    streams = con.execute("SELECT DISTINCT run_id, device_id, stream_id FROM spans WHERE device_id IS NOT NULL ORDER BY ALL").fetchall()
     assert len(streams) == 4
     for run, device, stream in streams:
         assert f"{groups[(run, device)]}/stream {stream}" in shown

@@ -31,8 +31,7 @@ def data(tmp_path_factory):
 
 
 def snapshot(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir"
-            for p in sorted(folder.rglob("*"))}
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir" for p in sorted(folder.rglob("*"))}
 
 
 STATEMENTS = {
@@ -53,8 +52,7 @@ STATEMENTS = {
 
 
 # A dataset is an in-memory catalog of views: CREATE TABLE there writes nothing, so it is only tried on a file.
-CASES = [(name, target) for name in STATEMENTS for target in ("db.duckdb", "ds")
-         if not (name == "create_table_in_db" and target == "ds")]
+CASES = [(name, target) for name in STATEMENTS for target in ("db.duckdb", "ds") if not (name == "create_table_in_db" and target == "ds")]
 
 
 @pytest.mark.parametrize("name,target", CASES)
@@ -86,7 +84,8 @@ def test_reading_the_data_still_works(target, data):
 
 def test_allow_external_access_lets_copy_write(data, tmp_path):
     out = tmp_path / "kernels.csv"
-    result = runner.invoke(app, ["query", str(data / "db.duckdb"), "--allow-external-access",
-                                 f"COPY (SELECT name FROM spans WHERE kind = 'kernel') TO '{out}'"])
+    result = runner.invoke(
+        app, ["query", str(data / "db.duckdb"), "--allow-external-access", f"COPY (SELECT name FROM spans WHERE kind = 'kernel') TO '{out}'"]
+    )
     assert result.exit_code == 0, result.output
     assert out.exists() and out.read_text().splitlines()[0] == "name"

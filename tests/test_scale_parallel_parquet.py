@@ -47,7 +47,9 @@ def _tables(con: duckdb.DuckDBPyConnection) -> dict[str, list[str]]:
     catalog = con.execute("SELECT current_database()").fetchone()[0]
     rows = con.execute(
         "SELECT table_name, list(column_name ORDER BY column_index) FROM duckdb_columns() "
-        "WHERE database_name = ? AND schema_name = 'main' GROUP BY table_name", [catalog]).fetchall()
+        "WHERE database_name = ? AND schema_name = 'main' GROUP BY table_name",
+        [catalog],
+    ).fetchall()
     return dict(rows)
 
 
@@ -85,8 +87,7 @@ def test_dataset_kernel_totals_are_nsys_stats_own(outputs, tmp_path):
     """Run 1 of the Parquet dataset is the H100 export: its kernel totals are gpukernsum's."""
     reference = nsys_stats(INPUTS[0], "gpukernsum", tmp_path)
     con = connect(outputs["parquet"])
-    ours = {name: (instances, total) for run, name, instances, total, *rest in con.execute(query_text("analyses/top_kernels")).fetchall()
-            if run == 1}
+    ours = {name: (instances, total) for run, name, instances, total, *rest in con.execute(query_text("analyses/top_kernels")).fetchall() if run == 1}
     theirs: dict[str, tuple[int, int]] = {}
     for r in reference:  # gpukernsum splits a name by launch configuration; add those up
         count, total = theirs.get(r["Name"], (0, 0))
@@ -102,8 +103,9 @@ def test_dataset_layout_is_hive_partitioned_by_run(outputs):
     assert runs == ["run_id=1", "run_id=2", "run_id=3", "run_id=4"]
     # Any engine reading hive partitions sees the same rows (here: plain DuckDB, no xsp-trace view layer).
     plain = duckdb.connect()
-    counts = plain.execute(f"SELECT run_id, count(*) FROM read_parquet('{folder}/spans/**/*.parquet', hive_partitioning = true) "
-                           "GROUP BY run_id ORDER BY run_id").fetchall()
+    counts = plain.execute(
+        f"SELECT run_id, count(*) FROM read_parquet('{folder}/spans/**/*.parquet', hive_partitioning = true) GROUP BY run_id ORDER BY run_id"
+    ).fetchall()
     assert counts == connect(outputs["sequential"]).execute("SELECT run_id, count(*) FROM spans GROUP BY run_id ORDER BY run_id").fetchall()
 
 

@@ -57,27 +57,22 @@ def test_run_ids_follow_the_input_list_after_the_offset(local_ray, converted, tm
     sequential, _ = converted
     out = tmp_path / "offset"
     reversed_inputs = list(reversed(INPUTS))
-    result = runner.invoke(app, ["convert", *map(str, reversed_inputs), "--engine", "ray", "-o", str(out),
-                                 "--run-id-offset", "10", "-q"])
+    result = runner.invoke(app, ["convert", *map(str, reversed_inputs), "--engine", "ray", "-o", str(out), "--run-id-offset", "10", "-q"])
     assert result.exit_code == 0, result.output
     got = dict(open_store(out).execute("SELECT run_id, source_path FROM runs").fetchall())
     assert got == {11 + i: str(Path(p).resolve()) for i, p in enumerate(reversed_inputs)}
     # The same trace under another run id holds the same kernels.
-    first = open_store(sequential).execute(
-        "SELECT count(*), sum(end_ns - start_ns) FROM spans WHERE kind = 'kernel' AND run_id = 4").fetchall()
-    assert open_store(out).execute(
-        "SELECT count(*), sum(end_ns - start_ns) FROM spans WHERE kind = 'kernel' AND run_id = 11").fetchall() == first
+    first = open_store(sequential).execute("SELECT count(*), sum(end_ns - start_ns) FROM spans WHERE kind = 'kernel' AND run_id = 4").fetchall()
+    assert open_store(out).execute("SELECT count(*), sum(end_ns - start_ns) FROM spans WHERE kind = 'kernel' AND run_id = 11").fetchall() == first
 
 
 def test_a_retried_task_leaves_what_one_attempt_leaves(tmp_path):
     row = {"index": 0, "path": str(INPUTS[1]), "part": str(tmp_path / "part000000")}
     first = _convert_task(row, ConvertOptions())
-    files_once = sorted(str(p.relative_to(tmp_path)).split(".parquet")[0].rsplit("/", 1)[0]
-                        for p in tmp_path.rglob("*.parquet"))
+    files_once = sorted(str(p.relative_to(tmp_path)).split(".parquet")[0].rsplit("/", 1)[0] for p in tmp_path.rglob("*.parquet"))
     (tmp_path / "part000000" / "spans" / "run_id=1" / "half-written.parquet").write_bytes(b"PAR1")  # a crashed attempt
     again = _convert_task(row, ConvertOptions())
-    files_twice = sorted(str(p.relative_to(tmp_path)).split(".parquet")[0].rsplit("/", 1)[0]
-                         for p in tmp_path.rglob("*.parquet"))
+    files_twice = sorted(str(p.relative_to(tmp_path)).split(".parquet")[0].rsplit("/", 1)[0] for p in tmp_path.rglob("*.parquet"))
     assert first == again == {"index": 0, "runs": [1], "error": ""}
     assert files_twice == files_once
 
@@ -100,7 +95,11 @@ def test_ray_data_reads_the_dataset(converted):
     kernels["dur"] = kernels["end_ns"] - kernels["start_ns"]
     by_run = kernels.groupby(kernels["run_id"].astype(int))["dur"].agg(["count", "sum"])
     from_ray = {int(r): (int(c), int(s)) for r, (c, s) in by_run.iterrows()}
-    from_duckdb = {r: (c, int(s)) for r, c, s in duckdb.sql(
-        f"SELECT run_id, count(*), sum(end_ns - start_ns) FROM read_parquet('{dataset}/spans/*/*.parquet', "
-        "hive_partitioning = true) WHERE kind = 'kernel' GROUP BY run_id").fetchall()}
+    from_duckdb = {
+        r: (c, int(s))
+        for r, c, s in duckdb.sql(
+            f"SELECT run_id, count(*), sum(end_ns - start_ns) FROM read_parquet('{dataset}/spans/*/*.parquet', "
+            "hive_partitioning = true) WHERE kind = 'kernel' GROUP BY run_id"
+        ).fetchall()
+    }
     assert from_ray == from_duckdb and len(from_ray) == 4

@@ -15,9 +15,7 @@ from conftest import NSYS_EXPORTS
 from xsp_trace.database import SCHEMA_VERSION, create_schema
 
 ROOT = Path(__file__).parent.parent
-REQUIRED_SPAN_COLUMNS = (
-    "run_id span_id parent_id kind name start_ns end_ns pid tid device_id stream_id correlation_id".split()
-)
+REQUIRED_SPAN_COLUMNS = "run_id span_id parent_id kind name start_ns end_ns pid tid device_id stream_id correlation_id".split()
 
 
 def test_every_table_and_column_has_a_comment():
@@ -26,7 +24,9 @@ def test_every_table_and_column_has_a_comment():
     tables = con.execute("SELECT table_name, comment FROM duckdb_tables() WHERE NOT internal").fetchall()
     assert {"spans", "runs", "devices", "threads", "kernels", "launches"} <= {t for t, _ in tables}
     assert [t for t, comment in tables if not comment] == []
-    undocumented = con.execute("SELECT table_name, column_name FROM duckdb_columns() WHERE NOT internal AND (comment IS NULL OR comment = '')").fetchall()
+    undocumented = con.execute(
+        "SELECT table_name, column_name FROM duckdb_columns() WHERE NOT internal AND (comment IS NULL OR comment = '')"
+    ).fetchall()
     assert undocumented == []
     span_columns = [c for (c,) in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = 'spans'").fetchall()]
     assert set(REQUIRED_SPAN_COLUMNS) <= set(span_columns)
@@ -56,18 +56,20 @@ def launched_in_raw_export(path: Path) -> int:
     """GPU activity rows of an nsys export whose correlationId matches a CUDA runtime call, read with sqlite3."""
     con = sqlite3.connect(path)
     tables = {name for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    gpu = ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
-           "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"]
-    return sum(con.execute(f"SELECT count(*) FROM {t} g WHERE g.correlationId IN "
-                           "(SELECT correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME)").fetchone()[0]
-               for t in gpu if t in tables)
+    gpu = ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"]
+    return sum(
+        con.execute(f"SELECT count(*) FROM {t} g WHERE g.correlationId IN (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME)").fetchone()[0]
+        for t in gpu
+        if t in tables
+    )
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(ROOT)],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(ROOT)], check=True, capture_output=True, text=True
+    )
     (built,) = out.glob("xsp_trace-*.whl")
     return built
 
@@ -86,8 +88,12 @@ def test_wheel_ships_sql_and_capture(wheel):
 def test_installed_wheel_converts_outside_the_checkout(wheel, tmp_path):
     """Install the wheel into a fresh folder (no editable checkout on the path) and convert with it."""
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(wheel)],
-                   check=True, capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(wheel)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     script = (
         "import sys; sys.path.insert(0, sys.argv[1]);"
         "import xsp_trace, xsp_trace.resources as r;"
@@ -100,7 +106,10 @@ def test_installed_wheel_converts_outside_the_checkout(wheel, tmp_path):
     )
     out = subprocess.run(
         [sys.executable, "-c", script, str(target), str(NSYS_EXPORTS["nsys_2026_mock_rtx3080"]), str(tmp_path / "o.duckdb")],
-        check=True, capture_output=True, text=True, cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
     )
     assert out.stdout.strip() == "2"
 

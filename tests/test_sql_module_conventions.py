@@ -32,6 +32,8 @@ def _module(path: Path) -> str:
 def test_every_sql_file_sits_in_a_role_folder():
     assert {p.parent.name for p in SQL_FILES} == set(ROLES)
     assert [p.name for p in QUERIES.glob("*.sql")] == []
+
+
 PUBLIC_PREFIXES = ("xsp_", "kineto_", "nsys_", "perfetto_")
 MAX_GROUP = 1  # every output column has its own comment line(s) right above it
 
@@ -80,7 +82,7 @@ def _final_select_list(sql: str) -> str:
             last_select = i
     assert last_select is not None
     start = tokens[last_select][2]
-    stop = next(s for tok, s, _ in tokens[last_select + 1:] if tok == "FROM")
+    stop = next(s for tok, s, _ in tokens[last_select + 1 :] if tok == "FROM")
     return sql[start:stop]
 
 
@@ -93,7 +95,7 @@ def _split_top_level(select_list: str) -> list[str]:
         if ch == "," and depth == 0:
             cuts.append(i)
     bounds = [-1, *cuts, len(select_list)]
-    return [select_list[a + 1:b] for a, b in pairwise(bounds)]
+    return [select_list[a + 1 : b] for a, b in pairwise(bounds)]
 
 
 @pytest.mark.parametrize("path", USER_QUERIES, ids=_module)
@@ -113,7 +115,8 @@ def test_every_output_column_has_a_comment(path):
 @pytest.mark.parametrize("path", SQL_FILES, ids=_module)
 def test_created_names_are_prefixed_or_private(path):
     text = re.sub(r"--.*", "", path.read_text())
-    created = re.findall(r"CREATE\s+(?:OR\s+REPLACE\s+)?TEMP(?:ORARY)?\s+(?:VIEW|TABLE|MACRO)\s+(?:IF\s+NOT\s+EXISTS\s+)?([A-Za-z_][\w]*)",
-                         text, re.IGNORECASE)
+    created = re.findall(
+        r"CREATE\s+(?:OR\s+REPLACE\s+)?TEMP(?:ORARY)?\s+(?:VIEW|TABLE|MACRO)\s+(?:IF\s+NOT\s+EXISTS\s+)?([A-Za-z_][\w]*)", text, re.IGNORECASE
+    )
     bad = [name for name in created if not (name.startswith("_") or name.startswith(PUBLIC_PREFIXES))]
     assert bad == [], f"{path.name}: TEMP names neither public with a module prefix nor private (_): {bad}"

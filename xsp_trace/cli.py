@@ -46,7 +46,7 @@ app = typer.Typer(
         "in one DuckDB schema and one Perfetto timeline.\n\n"
         "Example:\n\n"
         "  xsp-trace convert run.nsys-rep -o run.duckdb\n\n"
-        "  xsp-trace query run.duckdb \"select kind, count(*) from spans group by kind\"\n\n"
+        '  xsp-trace query run.duckdb "select kind, count(*) from spans group by kind"\n\n'
         "  xsp-trace analyze run.duckdb --report report.html"
     ),
     no_args_is_help=True,
@@ -87,8 +87,13 @@ class _ProgressReporter:
 
     def __init__(self, enabled: bool):
         self.progress = Progress(
-            SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-            console=err_console, transient=True, disable=not enabled,
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+            disable=not enabled,
         )
         self.task: TaskID | None = None  # set on entering
 
@@ -110,20 +115,32 @@ class _ProgressReporter:
 
 @app.command()
 def convert(
-    inputs: list[Path] = typer.Argument(..., help="Traces: .nsys-rep, nsys .sqlite exports, PyTorch profiler .json[.gz], or capture run directories."),
+    inputs: list[Path] = typer.Argument(
+        ..., help="Traces: .nsys-rep, nsys .sqlite exports, PyTorch profiler .json[.gz], or capture run directories."
+    ),
     output: Path | None = typer.Option(None, "-o", "--output", help="DuckDB database to write (default: beside the first input, .duckdb)."),
     append: bool = typer.Option(False, "--append", help="Add the runs to an existing database."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing database."),
     nsys: str | None = typer.Option(None, "--nsys", help="nsys binary for .nsys-rep inputs (default: $NSYS, then PATH)."),
     label: str | None = typer.Option(None, "--label", help="Label stored with each run."),
     python_functions: bool = typer.Option(False, "--python-functions", help="Keep Kineto python_function events (off by default, as in HTA)."),
-    perfetto: Path | None = typer.Option(None, "--perfetto", help="Also write every run of the database as a Perfetto trace (.pftrace) for ui.perfetto.dev."),
+    perfetto: Path | None = typer.Option(
+        None, "--perfetto", help="Also write every run of the database as a Perfetto trace (.pftrace) for ui.perfetto.dev."
+    ),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress bar."),
     jobs: int | None = typer.Option(None, "-j", "--jobs", help="Inputs converted at once, one process each (default: one per core)."),
-    out_format: StoreFormat = typer.Option(StoreFormat.duckdb, "--format", help="duckdb (one database file) or parquet (a folder partitioned by run, for many traces)."),
-    engine: Engine = typer.Option(Engine.local, "--engine", help="local: worker processes on this machine (-j); ray: one Ray Data task per trace, into a Parquet dataset."),
-    ray_address: str | None = typer.Option(None, "--ray-address", help="With --engine ray: the cluster to join (default: $RAY_ADDRESS, else a local Ray)."),
-    run_id_offset: int = typer.Option(0, "--run-id-offset", help="With --engine ray: number the runs from OFFSET+1, in input order (several jobs sharing one dataset)."),
+    out_format: StoreFormat = typer.Option(
+        StoreFormat.duckdb, "--format", help="duckdb (one database file) or parquet (a folder partitioned by run, for many traces)."
+    ),
+    engine: Engine = typer.Option(
+        Engine.local, "--engine", help="local: worker processes on this machine (-j); ray: one Ray Data task per trace, into a Parquet dataset."
+    ),
+    ray_address: str | None = typer.Option(
+        None, "--ray-address", help="With --engine ray: the cluster to join (default: $RAY_ADDRESS, else a local Ray)."
+    ),
+    run_id_offset: int = typer.Option(
+        0, "--run-id-offset", help="With --engine ray: number the runs from OFFSET+1, in input order (several jobs sharing one dataset)."
+    ),
 ) -> None:
     """Convert traces into one DuckDB database (one run per trace), or a Parquet dataset.
 
@@ -156,17 +173,18 @@ def convert(
                 from .convert.ray_engine import convert_with_ray
 
                 if append or out_format is not StoreFormat.parquet and output.suffix == ".duckdb":
-                    raise InputError(output, "--engine ray writes a new Parquet dataset folder",
-                                     "pass -o FOLDER (and --format parquet), without --append")
-                run_ids = convert_with_ray(list(inputs), output, options, address=ray_address,
-                                           run_id_offset=run_id_offset, overwrite=overwrite, progress=progress)
+                    raise InputError(
+                        output, "--engine ray writes a new Parquet dataset folder", "pass -o FOLDER (and --format parquet), without --append"
+                    )
+                run_ids = convert_with_ray(
+                    list(inputs), output, options, address=ray_address, run_id_offset=run_id_offset, overwrite=overwrite, progress=progress
+                )
             elif out_format is StoreFormat.parquet:
                 if append:
                     raise InputError(output, "--append works on DuckDB databases only", "convert into a new Parquet folder")
                 run_ids = convert_to_dataset(list(inputs), output, options, jobs=jobs, overwrite=overwrite, progress=progress)
             else:
-                run_ids = convert_files_parallel(list(inputs), output, options, jobs=jobs, append=append,
-                                                 overwrite=overwrite, progress=progress)
+                run_ids = convert_files_parallel(list(inputs), output, options, jobs=jobs, append=append, overwrite=overwrite, progress=progress)
     except (InputError, OSError) as exc:
         fail(exc)
     typer.echo(f"wrote {output} (runs {', '.join(map(str, run_ids))})")
@@ -186,8 +204,9 @@ def comma_list(values: str | list[str] | None, option: str, convert=str, example
             try:
                 out.append(convert(item.strip()))
             except ValueError:
-                fail(InputError(None, f"{option} {item.strip()!r} is not a {'number' if convert is int else 'valid item'}",
-                                f"e.g. {option} {example}"))
+                fail(
+                    InputError(None, f"{option} {item.strip()!r} is not a {'number' if convert is int else 'valid item'}", f"e.g. {option} {example}")
+                )
     return out
 
 
@@ -210,8 +229,14 @@ def perfetto(
     database: Path = typer.Argument(..., help="xsp-trace database written by convert."),
     output: Path = typer.Option(..., "-o", "--output", help="Perfetto trace to write (.pftrace)."),
     runs: str | None = typer.Option(None, "--runs", help="Comma-separated run ids (default: every run)."),
-    kinds: str | None = typer.Option(None, "--kinds", help="Comma-separated span kinds to keep (model, layer, op, annotation, api, kernel, memcpy, memset, sync, other), plus mark and counter. Default: all."),
-    from_ns: int | None = typer.Option(None, "--from-ns", help="Window start: ns after each run's first timestamp. Spans overlapping the window are kept."),
+    kinds: str | None = typer.Option(
+        None,
+        "--kinds",
+        help="Comma-separated span kinds to keep (model, layer, op, annotation, api, kernel, memcpy, memset, sync, other), plus mark and counter. Default: all.",
+    ),
+    from_ns: int | None = typer.Option(
+        None, "--from-ns", help="Window start: ns after each run's first timestamp. Spans overlapping the window are kept."
+    ),
     to_ns: int | None = typer.Option(None, "--to-ns", help="Window end (exclusive): ns after each run's first timestamp."),
     keep_clocks: bool = typer.Option(False, "--keep-clocks", help="Keep each run's own clock instead of starting every run at time 0."),
 ) -> None:
@@ -243,7 +268,7 @@ def perfetto(
     options_metavar="[OPTIONS] -- COMMAND [ARGS]...",
     epilog="The script hands its model to xsp-trace:\n\n"
     "  from xsp_trace.capture import run\n\n"
-    "  run(model.eval(), lambda batch_size: torch.randn(batch_size, 3, 224, 224), name=\"resnet\")\n\n"
+    '  run(model.eval(), lambda batch_size: torch.randn(batch_size, 3, 224, 224), name="resnet")\n\n'
     "The runner launches the command once per (tool, level, batch size) with XSP_LEVEL, XSP_TOOL, "
     "XSP_BATCH_SIZE, XSP_ITERATIONS, XSP_WARMUP, XSP_DEPTH, XSP_LAYER_SYNC and XSP_OUT set; run() measures "
     "that one run: warm-up, then the un-instrumented loop (plain timers) around the instrumented one.",
@@ -251,18 +276,26 @@ def perfetto(
 def capture(
     ctx: typer.Context,
     output: Path = typer.Option(Path("xsp-run"), "-o", "--output", help="Run directory to write."),
-    levels: str = typer.Option("M,ML,MLG", "--levels", help="Comma list of levels: M (model ranges), ML (+ layer ranges), MLG (+ ops/CUDA API/kernels)."),
+    levels: str = typer.Option(
+        "M,ML,MLG", "--levels", help="Comma list of levels: M (model ranges), ML (+ layer ranges), MLG (+ ops/CUDA API/kernels)."
+    ),
     batch_sizes: str = typer.Option("1", "--batch-sizes", help="Comma list of batch sizes (passed to the script's make_input)."),
     iterations: int = typer.Option(100, "--iterations", help="Profiled inferences per run (each paired with an un-instrumented one)."),
     warmup: int = typer.Option(10, "--warmup", help="Un-profiled inferences before them."),
     tool: str = typer.Option("torch", "--tool", help="Who records: torch (torch.profiler in the process), nsys, or a comma list of both."),
     depth: int | None = typer.Option(None, "--depth", help="Layers at this module depth (default: leaf modules)."),
-    layer_sync: str = typer.Option("sync", "--layer-sync", help="ML run on a GPU: none, sync (synchronize at each layer end) or launch-blocking (CUDA_LAUNCH_BLOCKING=1, as the XSP authors)."),
+    layer_sync: str = typer.Option(
+        "sync",
+        "--layer-sync",
+        help="ML run on a GPU: none, sync (synchronize at each layer end) or launch-blocking (CUDA_LAUNCH_BLOCKING=1, as the XSP authors).",
+    ),
     metrics: str = typer.Option("", "--metrics", help="ncu metric runs on a GPU, comma list of: flops, dram, occupancy."),
     metric_iterations: int = typer.Option(1, "--metric-iterations", help="Profiled inferences per metric run (ncu replays every kernel)."),
     nsys: str | None = typer.Option(None, "--nsys", help="nsys binary (default: $NSYS, then PATH)."),
     ncu: str | None = typer.Option(None, "--ncu", help="ncu binary (default: $NCU, then PATH)."),
-    malloc_tuning: bool = typer.Option(True, "--malloc-tuning/--no-malloc-tuning", help="Set MALLOC_MMAP_THRESHOLD_/MALLOC_TRIM_THRESHOLD_ for the runs (less page-fault noise)."),
+    malloc_tuning: bool = typer.Option(
+        True, "--malloc-tuning/--no-malloc-tuning", help="Set MALLOC_MMAP_THRESHOLD_/MALLOC_TRIM_THRESHOLD_ for the runs (less page-fault noise)."
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing run directory."),
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds one run may take."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress lines."),
@@ -280,11 +313,22 @@ def capture(
     from .capture.runner import CaptureRequest, capture_levels
 
     request = CaptureRequest(
-        command=list(ctx.args), out=output, levels=comma_list(levels, "--levels", example="M,ML,MLG") or [],
-        batch_sizes=comma_list(batch_sizes, "--batch-sizes", int, "1,8") or [], iterations=iterations, warmup=warmup,
-        tools=comma_list(tool, "--tool", example="torch") or [], depth=depth, layer_sync=layer_sync,
-        metrics=comma_list(metrics, "--metrics", example="flops,dram") or [], metric_iterations=metric_iterations, nsys=nsys, ncu=ncu,
-        malloc_tuning=malloc_tuning, overwrite=overwrite, timeout_s=timeout,
+        command=list(ctx.args),
+        out=output,
+        levels=comma_list(levels, "--levels", example="M,ML,MLG") or [],
+        batch_sizes=comma_list(batch_sizes, "--batch-sizes", int, "1,8") or [],
+        iterations=iterations,
+        warmup=warmup,
+        tools=comma_list(tool, "--tool", example="torch") or [],
+        depth=depth,
+        layer_sync=layer_sync,
+        metrics=comma_list(metrics, "--metrics", example="flops,dram") or [],
+        metric_iterations=metric_iterations,
+        nsys=nsys,
+        ncu=ncu,
+        malloc_tuning=malloc_tuning,
+        overwrite=overwrite,
+        timeout_s=timeout,
     )
     say = None if quiet else (lambda line: err_console.print(line, markup=False, highlight=False))
     try:
@@ -301,7 +345,11 @@ def query(
     sql: str = typer.Argument(..., help="SQL to run, or @FILE to read it from a file (e.g. @queries/analyses/nvtx_gpu_projection.sql)."),
     limit: int = typer.Option(50, "--limit", help="Rows to print in the table (0 = all)."),
     csv_out: bool = typer.Option(False, "--csv", help="Print CSV instead of a table."),
-    allow_external_access: bool = typer.Option(False, "--allow-external-access", help="Let the SQL read and write other files (COPY ... TO, EXPORT DATABASE, ATTACH, read_csv), change settings and install extensions. Off: the data is opened read-only and nothing else is reachable."),
+    allow_external_access: bool = typer.Option(
+        False,
+        "--allow-external-access",
+        help="Let the SQL read and write other files (COPY ... TO, EXPORT DATABASE, ATTACH, read_csv), change settings and install extensions. Off: the data is opened read-only and nothing else is reachable.",
+    ),
 ) -> None:
     """Run ad-hoc SQL on a converted database (read-only) and print the result.
 
@@ -382,11 +430,21 @@ def analyze(
     compare: str | None = typer.Option(None, "--compare", help="BASE,OTHER run ids for compare_runs (default: the two lowest)."),
     limit: int = typer.Option(30, "--limit", help="Rows per table in every format (0 = all)."),
     list_analyses: bool = typer.Option(False, "--list", help="List the analyses and exit."),
-    layer_ranges: str | None = typer.Option(None, "--layer-ranges", help="Treat the ranges whose name matches this regular expression as layers (group 1 = name, group 2 = type), or a preset: modules (nn.Module events; convert with --python-functions), hash-ranges (## name ## annotations)."),
-    layer_depth: int | None = typer.Option(None, "--layer-depth", help="With --layer-ranges: nesting level among the matching ranges (1 = outermost); default the innermost."),
+    layer_ranges: str | None = typer.Option(
+        None,
+        "--layer-ranges",
+        help="Treat the ranges whose name matches this regular expression as layers (group 1 = name, group 2 = type), or a preset: modules (nn.Module events; convert with --python-functions), hash-ranges (## name ## annotations).",
+    ),
+    layer_depth: int | None = typer.Option(
+        None, "--layer-depth", help="With --layer-ranges: nesting level among the matching ranges (1 = outermost); default the innermost."
+    ),
     iteration: list[str] | None = typer.Option(None, "--iteration", help="Only these iterations (step numbers; repeat, comma-separate or A-B)."),
     window: str | None = typer.Option(None, "--window", help="Only spans starting in START:END (ns on the run clock)."),
-    findings: bool = typer.Option(False, "--findings", help="Print what matters in the trace, ranked, in words, with the analysis rows that show it (then only the -a analyses)."),
+    findings: bool = typer.Option(
+        False,
+        "--findings",
+        help="Print what matters in the trace, ranked, in words, with the analysis rows that show it (then only the -a analyses).",
+    ),
 ) -> None:
     """The XSP analyses, leveled-corrected: model, layer and kernel latency, rooflines, GPU time.
 
@@ -427,9 +485,16 @@ def analyze(
         if report is not None:  # refused before the analyses run, not after
             check_output_path(report)
             refuse_inputs(report, [database], "report")
-        options = AnalysisOptions(runs=comma_list(run, "--run", int), peak_flops=peak_flops, peak_dram_bytes_per_s=peak_dram_bw, compare=pair,
-                                  layer_ranges=layer_ranges, layer_depth=layer_depth, iterations=_iteration_list(iteration),
-                                  window_ns=_window(window))
+        options = AnalysisOptions(
+            runs=comma_list(run, "--run", int),
+            peak_flops=peak_flops,
+            peak_dram_bytes_per_s=peak_dram_bw,
+            compare=pair,
+            layer_ranges=layer_ranges,
+            layer_depth=layer_depth,
+            iterations=_iteration_list(iteration),
+            window_ns=_window(window),
+        )
         con = open_session(database, options)
         if findings:
             from .analyze.findings import find, findings_result

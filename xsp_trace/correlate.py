@@ -66,5 +66,3 @@ def correlate_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     install_phase_rules(con)
     set_variables(con, {"xsp_arg_sequence_number": kf.ARG_SEQUENCE_NUMBER, "xsp_arg_fwd_thread_id": kf.ARG_FWD_THREAD_ID})
     run_script(con, query_text("correlate/attribution"), run_id)
-
-

@@ -42,21 +42,26 @@ def check_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 
 
 @contextmanager
-def atomic_database(output: Path, *, append: bool = False, overwrite: bool = False,
-                    inputs: Iterable[Path] = ()) -> Iterator[duckdb.DuckDBPyConnection]:
+def atomic_database(
+    output: Path, *, append: bool = False, overwrite: bool = False, inputs: Iterable[Path] = ()
+) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection to a temporary copy of `output` that replaces it only if the block succeeds.
 
     A failure (or Ctrl-C/SIGTERM) leaves the previous file, or none, in place -- never a
     half-written one; concurrent appends to one output wait for each other (output_files).
     """
     output = Path(output)
-    with atomic_output(output, replace=append or overwrite, keep_existing=append, inputs=inputs,
-                       exists_fix="pass --append to add runs to it or --overwrite to replace it") as tmp:
+    with atomic_output(
+        output,
+        replace=append or overwrite,
+        keep_existing=append,
+        inputs=inputs,
+        exists_fix="pass --append to add runs to it or --overwrite to replace it",
+    ) as tmp:
         try:
             con = duckdb.connect(str(tmp))
         except duckdb.Error as exc:
-            raise InputError(output, f"cannot be opened as a DuckDB database ({str(exc).splitlines()[0]})",
-                             "choose another output path") from exc
+            raise InputError(output, f"cannot be opened as a DuckDB database ({str(exc).splitlines()[0]})", "choose another output path") from exc
         try:
             if append and output.exists():
                 check_schema(con, output)
@@ -88,8 +93,7 @@ def next_run_id(con: duckdb.DuckDBPyConnection) -> int:
 
 
 RUN_FIELDS = (
-    "source_kind source_path source_format_version tool tool_version level model batch_size rank "
-    "host started_at clock_origin_utc_ns label"
+    "source_kind source_path source_format_version tool tool_version level model batch_size rank host started_at clock_origin_utc_ns label"
 ).split()
 
 

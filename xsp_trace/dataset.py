@@ -66,8 +66,13 @@ def copy_tables_to_parquet(con: duckdb.DuckDBPyConnection, catalog: str, folder:
 def write_dataset(database: Path, output: Path, *, overwrite: bool = False, inputs=()) -> None:
     """Write the xsp-trace database at `database` as a Parquet dataset folder `output`, atomically."""
     output = Path(output)
-    with atomic_output(output, folder=True, replace=overwrite, inputs=[database, *inputs],
-                       exists_fix="pass --overwrite to replace it, or choose another output folder") as tmp:
+    with atomic_output(
+        output,
+        folder=True,
+        replace=overwrite,
+        inputs=[database, *inputs],
+        exists_fix="pass --overwrite to replace it, or choose another output folder",
+    ) as tmp:
         tmp.mkdir()
         write_dataset_folder(database, tmp)
 
@@ -87,8 +92,7 @@ def write_dataset_folder(database: Path, folder: Path) -> None:
 def write_marker(folder: Path, tables: list[str]) -> None:
     """The dataset's marker: format, schema version, tables, and every Parquet file with its size."""
     files = {str(p.relative_to(folder)): p.stat().st_size for p in sorted(folder.rglob("*.parquet"))}
-    (folder / MARKER).write_text(json.dumps({"format": FORMAT_NAME, "schema_version": SCHEMA_VERSION, "tables": tables,
-                                             "files": files}, indent=1))
+    (folder / MARKER).write_text(json.dumps({"format": FORMAT_NAME, "schema_version": SCHEMA_VERSION, "tables": tables, "files": files}, indent=1))
 
 
 def _check_files(folder: Path, marker: dict) -> None:
@@ -107,8 +111,7 @@ def _check_files(folder: Path, marker: dict) -> None:
         raise InputError(folder, f"has {len(changed)} Parquet file(s) of another size than written (e.g. {changed[0]}): truncated?", fix)
     extra = sorted(set(present) - set(listed))
     if extra:
-        raise InputError(folder, f"holds {len(extra)} Parquet file(s) it did not write (e.g. {extra[0]})",
-                         "remove them, or convert the traces again")
+        raise InputError(folder, f"holds {len(extra)} Parquet file(s) it did not write (e.g. {extra[0]})", "remove them, or convert the traces again")
 
 
 def open_dataset(folder: Path) -> duckdb.DuckDBPyConnection:
@@ -117,14 +120,19 @@ def open_dataset(folder: Path) -> duckdb.DuckDBPyConnection:
     try:
         marker = json.loads((folder / MARKER).read_text())
     except (OSError, ValueError) as exc:
-        raise InputError(folder, f"is not an xsp-trace Parquet dataset ({MARKER} unreadable)",
-                         "pass a folder written by xsp-trace convert --format parquet") from exc
+        raise InputError(
+            folder, f"is not an xsp-trace Parquet dataset ({MARKER} unreadable)", "pass a folder written by xsp-trace convert --format parquet"
+        ) from exc
     if not isinstance(marker, dict):
-        raise InputError(folder, f"is not an xsp-trace Parquet dataset ({MARKER} is not an object)",
-                         "pass a folder written by xsp-trace convert --format parquet")
+        raise InputError(
+            folder, f"is not an xsp-trace Parquet dataset ({MARKER} is not an object)", "pass a folder written by xsp-trace convert --format parquet"
+        )
     if marker.get("schema_version") != SCHEMA_VERSION:
-        raise InputError(folder, f"has xsp-trace schema version {marker.get('schema_version')}, this xsp-trace reads "
-                         f"version {SCHEMA_VERSION}", "convert the traces again")
+        raise InputError(
+            folder,
+            f"has xsp-trace schema version {marker.get('schema_version')}, this xsp-trace reads version {SCHEMA_VERSION}",
+            "convert the traces again",
+        )
     _check_files(folder, marker)
     con = duckdb.connect()
     create_schema(con)  # the typed, empty tables; those with files become views below
@@ -146,6 +154,9 @@ def open_dataset(folder: Path) -> duckdb.DuckDBPyConnection:
                 f"hive_partitioning = {str(hive).lower()}, union_by_name = true)"
             )
         except duckdb.Error as exc:
-            raise InputError(folder, f"has an unreadable Parquet file in {table}/ ({str(exc).splitlines()[0][:200]})",
-                             "copy the whole folder again, or convert the traces again") from exc
+            raise InputError(
+                folder,
+                f"has an unreadable Parquet file in {table}/ ({str(exc).splitlines()[0][:200]})",
+                "copy the whole folder again, or convert the traces again",
+            ) from exc
     return con

@@ -32,7 +32,7 @@ def parse_layer_name(name: str) -> tuple[int, str, str] | None:
     match = _LAYER_RE.match(name)
     if not match:
         return None
-    qualified_name, _, type_name = name[match.end():].rpartition(":")
+    qualified_name, _, type_name = name[match.end() :].rpartition(":")
     return int(match.group(1)), qualified_name, type_name
 
 
@@ -73,10 +73,8 @@ def install_name_macros(con) -> None:
         f"""CREATE OR REPLACE TEMP MACRO xsp_model_name(name) AS
             CASE WHEN starts_with(name, '{MODEL_PREFIX}') THEN substr(name, {len(MODEL_PREFIX) + 1}) END"""
     )
-    con.execute(f"CREATE OR REPLACE TEMP MACRO xsp_layer_qualname(name) AS "
-                f"nullif(regexp_extract(name, '^{prefix}\\d+:(.*):[^:]*$', 1), '')")
-    con.execute(f"CREATE OR REPLACE TEMP MACRO xsp_layer_type(name) AS "
-                f"nullif(regexp_extract(name, '^{prefix}\\d+:.*:([^:]*)$', 1), '')")
+    con.execute(f"CREATE OR REPLACE TEMP MACRO xsp_layer_qualname(name) AS nullif(regexp_extract(name, '^{prefix}\\d+:(.*):[^:]*$', 1), '')")
+    con.execute(f"CREATE OR REPLACE TEMP MACRO xsp_layer_type(name) AS nullif(regexp_extract(name, '^{prefix}\\d+:.*:([^:]*)$', 1), '')")
 
 
 def _sql_regex_literal(pattern: str) -> str:
@@ -113,8 +111,7 @@ PHASE_RULES: tuple[tuple[str, str], ...] = (
 def install_phase_rules(con) -> None:
     """TEMP macro xsp_phase_of(name): the phase the first matching PHASE_RULES pattern names, else
     NULL (constant patterns, so DuckDB compiles each once), for queries/correlate/attribution.sql."""
-    cases = " ".join(f"WHEN regexp_matches(name, {_sql_text(pattern)}) THEN {_sql_text(phase)}"
-                     for phase, pattern in PHASE_RULES)
+    cases = " ".join(f"WHEN regexp_matches(name, {_sql_text(pattern)}) THEN {_sql_text(phase)}" for phase, pattern in PHASE_RULES)
     con.execute(f"CREATE OR REPLACE TEMP MACRO xsp_phase_of(name) AS CASE {cases} END")
 
 

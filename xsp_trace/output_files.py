@@ -105,8 +105,7 @@ def refuse_inputs(output: Path, inputs: Iterable[Path], what: str = "output") ->
     for path in inputs:
         path = Path(path)
         if _same(output, path) or (output.is_dir() and _inside(path, output)):
-            raise InputError(output, f"is also an input ({path}); writing the {what} there would destroy it",
-                             f"choose another {what} path")
+            raise InputError(output, f"is also an input ({path}); writing the {what} there would destroy it", f"choose another {what} path")
 
 
 def check_output_path(output: Path, *, folder: bool = False) -> None:
@@ -184,7 +183,7 @@ def remove_stale(output: Path) -> None:
     for entry in entries:
         if not entry.name.startswith(prefix):
             continue
-        rest = entry.name[len(prefix):]
+        rest = entry.name[len(prefix) :]
         pid_text, _, tail = rest.partition(".")
         if not pid_text.isdigit() or not ("." + tail).startswith((TEMP_SUFFIX, PARTS_SUFFIX)):
             continue

@@ -25,8 +25,14 @@ from .errors import InputError
 from .store import open_store
 
 # Statement types the user's SQL may not contain (duckdb.StatementType names).
-REFUSED_STATEMENTS = {"COPY": "COPY", "EXPORT": "EXPORT DATABASE", "ATTACH": "ATTACH", "LOAD": "INSTALL/LOAD",
-                      "SET": "SET/USE", "COPY_DATABASE": "COPY FROM DATABASE"}
+REFUSED_STATEMENTS = {
+    "COPY": "COPY",
+    "EXPORT": "EXPORT DATABASE",
+    "ATTACH": "ATTACH",
+    "LOAD": "INSTALL/LOAD",
+    "SET": "SET/USE",
+    "COPY_DATABASE": "COPY FROM DATABASE",
+}
 _FIX = "query the data only, or pass --allow-external-access to let the SQL use files and extensions"
 
 
@@ -37,8 +43,7 @@ def lock_down(con: duckdb.DuckDBPyConnection, readable_folders: Sequence[Path] =
     locked, external = row
     if locked:  # the same database opened and locked earlier in this process (DuckDB shares the instance)
         if external:
-            raise InputError(None, "the database is open elsewhere in this process with external access allowed",
-                             "close that connection first")
+            raise InputError(None, "the database is open elsewhere in this process with external access allowed", "close that connection first")
         return
     folders = []
     for folder in readable_folders:
@@ -61,8 +66,9 @@ def check_statements(con: duckdb.DuckDBPyConnection, sql: str, path: Path) -> No
     for statement in statements:
         kind = statement.type.name
         if kind in REFUSED_STATEMENTS:
-            raise InputError(path, f"query refused: {REFUSED_STATEMENTS[kind]} statements are not allowed "
-                                   "(xsp-trace query opens the data read-only)", _FIX)
+            raise InputError(
+                path, f"query refused: {REFUSED_STATEMENTS[kind]} statements are not allowed (xsp-trace query opens the data read-only)", _FIX
+            )
 
 
 def open_for_query(path: Path, allow_external_access: bool = False) -> duckdb.DuckDBPyConnection:

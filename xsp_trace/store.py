@@ -21,6 +21,9 @@ def open_store(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
     if path.is_dir():
         if is_dataset(path):
             return open_dataset(path)
-        raise InputError(path, "is a folder, not an xsp-trace database or Parquet dataset",
-                         "pass a .duckdb file or a folder written by xsp-trace convert --format parquet")
+        raise InputError(
+            path,
+            "is a folder, not an xsp-trace database or Parquet dataset",
+            "pass a .duckdb file or a folder written by xsp-trace convert --format parquet",
+        )
     return connect(path, read_only=read_only)

@@ -33,8 +33,7 @@ def wide_console() -> Console:
     return Console(width=max(Console().width, 160))
 
 
-def print_table(console: Console, columns: list[str], rows: list, *, limit: int = 0, title: str | None = None,
-                empty_note: str | None = None) -> None:
+def print_table(console: Console, columns: list[str], rows: list, *, limit: int = 0, title: str | None = None, empty_note: str | None = None) -> None:
     """Rows as a rich table, at most `limit` of them (0 = all), saying how many were left out."""
     table = Table(title=title, title_justify="left", show_lines=False)
     for name in columns:

@@ -55,6 +55,7 @@ def make_input(batch_size: int) -> torch.Tensor:
 
 def train_step(optimizer):
     """One training step on a batch: forward, next-token loss, backward, SGD update."""
+
     def step(model, tokens):
         optimizer.zero_grad(set_to_none=True)
         logits = model(tokens)
@@ -62,6 +63,7 @@ def train_step(optimizer):
         loss.backward()
         optimizer.step()
         return loss
+
     return step
 
 
@@ -70,8 +72,7 @@ def main() -> None:
     model = Transformer2Block()
     if "--train" in sys.argv[1:]:
         model.train()
-        run(model, make_input, name="transformer_2block_train",
-            step=train_step(torch.optim.SGD(model.parameters(), lr=1e-3)))
+        run(model, make_input, name="transformer_2block_train", step=train_step(torch.optim.SGD(model.parameters(), lr=1e-3)))
     else:
         run(model.eval(), make_input, name="transformer_2block")
 

@@ -34,8 +34,7 @@ def db_spans_by_kind(con) -> dict[str, int]:
 def cpu_slices_tp(tp: WasmTraceProcessor) -> Counter:
     """(name, kind, ts, dur, depth) of every slice on a thread track."""
     rows = tp.query(
-        "SELECT s.name, s.category, s.ts, s.dur, s.depth FROM slice s JOIN thread_track t ON s.track_id = t.id "
-        "WHERE s.category != 'mark'"
+        "SELECT s.name, s.category, s.ts, s.dur, s.depth FROM slice s JOIN thread_track t ON s.track_id = t.id WHERE s.category != 'mark'"
     )
     return Counter((r["name"], r["category"], int(r["ts"]), int(r["dur"]), int(r["depth"])) for r in rows)
 
@@ -73,8 +72,9 @@ def gpu_slices_tp(tp: WasmTraceProcessor) -> Counter:
         "FROM slice s JOIN track t ON s.track_id = t.id JOIN track g ON t.parent_id = g.id "
         "WHERE t.name LIKE 'stream %' OR t.name LIKE 'all streams%'"
     )
-    return Counter((r["gpu"], _LANE_SUFFIX.sub("", r["stream"]), r["name"], r["category"], int(r["ts"]), int(r["dur"]), int(r["depth"]))
-                   for r in rows)
+    return Counter(
+        (r["gpu"], _LANE_SUFFIX.sub("", r["stream"]), r["name"], r["category"], int(r["ts"]), int(r["dur"]), int(r["depth"])) for r in rows
+    )
 
 
 def gpu_spans_db(con, group_names: dict) -> Counter:
@@ -83,9 +83,10 @@ def gpu_spans_db(con, group_names: dict) -> Counter:
         "SELECT run_id, device_id, stream_id, name, kind, start_ns, end_ns FROM spans "
         "WHERE tid IS NULL AND (device_id IS NOT NULL OR stream_id IS NOT NULL)"
     ).fetchall()
-    return Counter((group_names[(run, device)], "all streams" if stream is None else f"stream {stream}", name, kind,
-                    start - origins[run], end - start, 0)
-                   for run, device, stream, name, kind, start, end in rows)
+    return Counter(
+        (group_names[(run, device)], "all streams" if stream is None else f"stream {stream}", name, kind, start - origins[run], end - start, 0)
+        for run, device, stream, name, kind, start, end in rows
+    )
 
 
 def gpu_group_names_tp(tp: WasmTraceProcessor, con) -> dict:
@@ -93,8 +94,7 @@ def gpu_group_names_tp(tp: WasmTraceProcessor, con) -> dict:
     names = [r["name"] for r in tp.query("SELECT name FROM track WHERE name LIKE 'run % · %GPU %'")]
     groups = {}
     for run, device in con.execute("SELECT DISTINCT run_id, device_id FROM spans WHERE device_id IS NOT NULL").fetchall():
-        matching = [n for n in names if n.startswith(f"run {run} · ") and f" · GPU {device}" in n
-                    and re.search(rf" · GPU {device}( · |$)", n)]
+        matching = [n for n in names if n.startswith(f"run {run} · ") and f" · GPU {device}" in n and re.search(rf" · GPU {device}( · |$)", n)]
         assert len(matching) == 1, f"run {run} GPU {device}: group tracks {matching} among {names}"
         groups[(run, device)] = matching[0]
     return groups
@@ -137,9 +137,10 @@ def assert_trace_matches_database(tp: WasmTraceProcessor, con: duckdb.DuckDBPyCo
         "SELECT count(*) FROM (SELECT DISTINCT run_id, device_id, stream_id FROM spans "
         "WHERE tid IS NULL AND (device_id IS NOT NULL OR stream_id IS NOT NULL))"
     ).fetchone()[0]
-    assert tp.scalar(
-        "SELECT count(*) FROM track WHERE (name LIKE 'stream %' OR name LIKE 'all streams%') AND name NOT LIKE '% · overlap %'"
-    ) == db_streams
+    assert (
+        tp.scalar("SELECT count(*) FROM track WHERE (name LIKE 'stream %' OR name LIKE 'all streams%') AND name NOT LIKE '% · overlap %'")
+        == db_streams
+    )
     assert tp.scalar("SELECT count(*) FROM counter") == con.execute("SELECT count(*) FROM counters WHERE value IS NOT NULL").fetchone()[0]
 
     # Every GPU span is a depth-0 slice on its device's stream track (or a lane of it), at its time.

@@ -65,12 +65,25 @@ INPUT_DIMS = "[[1, 3, 224, 224], [64, 3, 7, 7]]"
 
 
 def _spans_table(rows, pid):
-    columns = {name: [] for name in (
-        "span_id", "kind", "name", "category", "start_ns", "end_ns", "pid", "tid",
-        "device_id", "stream_id", "correlation_id", "layer_index")}
+    columns = {
+        name: []
+        for name in (
+            "span_id",
+            "kind",
+            "name",
+            "category",
+            "start_ns",
+            "end_ns",
+            "pid",
+            "tid",
+            "device_id",
+            "stream_id",
+            "correlation_id",
+            "layer_index",
+        )
+    }
     for span_id, (kind, name, category, start, end, tid, device, stream, corr) in enumerate(rows, start=1):
-        values = (span_id, kind, name, category, start, end, pid, tid, device, stream, corr,
-                  int(name.split(":")[1]) if kind == "layer" else None)
+        values = (span_id, kind, name, category, start, end, pid, tid, device, stream, corr, int(name.split(":")[1]) if kind == "layer" else None)
         for column, value in zip(columns, values, strict=True):
             columns[column].append(value)
     return pa.table(columns)
@@ -85,8 +98,7 @@ def build(path: Path) -> Path:
         insert_run(con, 1, source_kind="nsys", level="MLG", model="cnn", batch_size=1, tool="nsys")
         insert_run(con, 2, source_kind="kineto", tool="torch.profiler", label="graphs")
         for run, rows in ((1, RUN1_SPANS), (2, RUN2_SPANS)):
-            insert_relation(con, "spans", _spans_table(rows, pid=100).append_column(
-                "run_id", pa.array([run] * len(rows), pa.int32())))
+            insert_relation(con, "spans", _spans_table(rows, pid=100).append_column("run_id", pa.array([run] * len(rows), pa.int32())))
             con.execute("INSERT INTO processes VALUES (?, 100, 'python')", [run])
             con.execute("INSERT INTO threads VALUES (?, 100, 100, 'python')", [run])
             con.execute("INSERT INTO devices (run_id, device_id, name) VALUES (?, 0, 'NVIDIA H100 80GB HBM3')", [run])
@@ -94,24 +106,27 @@ def build(path: Path) -> Path:
                 if kernel_run != run:
                     continue
                 for span_id in span_ids(rows, name):
-                    con.execute("INSERT INTO kernels (run_id, span_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, "
-                                "registers_per_thread) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                                [run, span_id, *grid, *block, registers])
+                    con.execute(
+                        "INSERT INTO kernels (run_id, span_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, "
+                        "registers_per_thread) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [run, span_id, *grid, *block, registers],
+                    )
         con.execute("INSERT INTO threads VALUES (1, 100, 101, 'loader')")
         con.execute("INSERT INTO devices (run_id, device_id, name) VALUES (2, 1, 'NVIDIA H100 80GB HBM3')")
-        memcpy, = span_ids(RUN1_SPANS, "Memcpy HtoD")
-        memset, = span_ids(RUN1_SPANS, "Memset")
-        con.execute("INSERT INTO memops (run_id, span_id, copy_kind, bytes, src_kind, dst_kind) "
-                    "VALUES (1, ?, 'HtoD', 602112, 'Pinned', 'Device')", [memcpy])
+        (memcpy,) = span_ids(RUN1_SPANS, "Memcpy HtoD")
+        (memset,) = span_ids(RUN1_SPANS, "Memset")
+        con.execute(
+            "INSERT INTO memops (run_id, span_id, copy_kind, bytes, src_kind, dst_kind) VALUES (1, ?, 'HtoD', 602112, 'Pinned', 'Device')", [memcpy]
+        )
         con.execute("INSERT INTO memops (run_id, span_id, bytes, fill_value) VALUES (1, ?, 4096, 0)", [memset])
-        conv, = span_ids(RUN1_SPANS, "aten::conv2d")
-        con.execute("INSERT INTO span_args VALUES (1, ?, 'Input Dims', ?), (1, ?, 'Input type', 'float')",
-                    [conv, INPUT_DIMS, conv])
-        con.execute("INSERT INTO marks VALUES (1, 1500, 'step begin', 'xsp', 100, 100), "
-                    "(2, ?, 'profiler start', 'Trace', 100, NULL)", [EPOCH + 500])
-        con.execute("INSERT INTO counters VALUES (1, 'memory allocated', 2000, 1.5e6, 100, 0), "
-                    "(1, 'memory allocated', 50000, 2.5e6, 100, 0), (1, 'sm active', 10000, 0.75, NULL, 0), "
-                    "(1, 'sm active', 30000, 0.25, NULL, 0)")
+        (conv,) = span_ids(RUN1_SPANS, "aten::conv2d")
+        con.execute("INSERT INTO span_args VALUES (1, ?, 'Input Dims', ?), (1, ?, 'Input type', 'float')", [conv, INPUT_DIMS, conv])
+        con.execute("INSERT INTO marks VALUES (1, 1500, 'step begin', 'xsp', 100, 100), (2, ?, 'profiler start', 'Trace', 100, NULL)", [EPOCH + 500])
+        con.execute(
+            "INSERT INTO counters VALUES (1, 'memory allocated', 2000, 1.5e6, 100, 0), "
+            "(1, 'memory allocated', 50000, 2.5e6, 100, 0), (1, 'sm active', 10000, 0.75, NULL, 0), "
+            "(1, 'sm active', 30000, 0.25, NULL, 0)"
+        )
         for run in (1, 2):
             correlate_run(con, run)
     return Path(path)

@@ -103,7 +103,9 @@ class WasmTraceProcessor:
         self.stderr_lines: list[str] = []
         process = subprocess.Popen(
             [node_binary(), str(SHIM), str(web_dist_dir())],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
         self._stderr_thread = threading.Thread(target=self._drain_stderr, args=(process,), daemon=True)
         self._stderr_thread.start()
@@ -159,8 +161,7 @@ class WasmTraceProcessor:
         severities = ", ".join(f"'{s}'" for s in BAD_SEVERITIES)
         names = ", ".join(f"'{n}'" for n in DROP_STATS)
         return self.query(
-            "SELECT name, idx, severity, source, value FROM stats "
-            f"WHERE value != 0 AND (severity IN ({severities}) OR name IN ({names}))"
+            f"SELECT name, idx, severity, source, value FROM stats WHERE value != 0 AND (severity IN ({severities}) OR name IN ({names}))"
         )
 
     def close(self) -> None:

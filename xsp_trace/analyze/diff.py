@@ -34,8 +34,7 @@ def _totals(path: Path) -> dict[tuple[str, str], float]:
         con.close()
 
 
-def diff_databases(base: Path, new: Path, fail_above_pct: float = 5.0, min_share_pct: float = 1.0,
-                   levels: tuple[str, ...] = LEVELS) -> list[DiffRow]:
+def diff_databases(base: Path, new: Path, fail_above_pct: float = 5.0, min_share_pct: float = 1.0, levels: tuple[str, ...] = LEVELS) -> list[DiffRow]:
     """Rows for every (level, name) in either database, biggest absolute change first.
 
     A row is a regression when its time per step grew by more than `fail_above_pct` percent and it

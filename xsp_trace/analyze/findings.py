@@ -50,8 +50,20 @@ PROFILING_OVERHEAD_PCT = 25.0  # ranges cost microseconds per layer call; a leve
 TOP_CAUSES = 2  # CPU causes named per idle-gap finding
 
 # Every analysis the findings read.
-ANALYSES = ("gpu_busy_idle", "gpu_idle_gaps", "step_bound", "kernel_launch_stats", "sync_calls", "comm_compute_overlap",
-            "pageable_memcpy", "kernel_roofline", "layer_gpu_vs_nongpu", "model_info", "level_overhead", "program_changes")
+ANALYSES = (
+    "gpu_busy_idle",
+    "gpu_idle_gaps",
+    "step_bound",
+    "kernel_launch_stats",
+    "sync_calls",
+    "comm_compute_overlap",
+    "pageable_memcpy",
+    "kernel_roofline",
+    "layer_gpu_vs_nongpu",
+    "model_info",
+    "level_overhead",
+    "program_changes",
+)
 
 
 @dataclass(frozen=True)
@@ -111,11 +123,13 @@ def findings_from_results(results: Mapping[str, Result], run_levels: Mapping[int
 def findings_result(findings: list[Finding]) -> Result:
     """The findings as a table (rank, severity, kind, text, evidence) for the printers."""
     rows = [(i, round(100 * f.severity, 1), f.kind, f.text, f.evidence) for i, f in enumerate(findings, 1)]
-    return Result("findings", "Findings, most severe first (severity: % of the time at stake)",
-                  ["rank", "severity_pct", "kind", "finding", "evidence"], rows)
+    return Result(
+        "findings", "Findings, most severe first (severity: % of the time at stake)", ["rank", "severity_pct", "kind", "finding", "evidence"], rows
+    )
 
 
 # -- wording ------------------------------------------------------------------------------------
+
 
 def duration(ns: float) -> str:
     """A duration in the unit people read it in: 1.23 s, 45.6 ms, 7.8 µs, 90 ns."""
@@ -151,6 +165,7 @@ def _ms_to_ns(value) -> float:
 
 # -- the findings -------------------------------------------------------------------------------
 
+
 def _idle_gaps(gaps: list[dict], windows: dict) -> list[Finding]:
     """Long idle gaps per GPU and what the launching thread was doing meanwhile (gpu_idle_gaps)."""
     per_gpu: dict[tuple, list[dict]] = defaultdict(list)
@@ -170,13 +185,29 @@ def _idle_gaps(gaps: list[dict], windows: dict) -> list[Finding]:
             causes[_cause(g)][1] += 1
         top = sorted(causes.items(), key=lambda kv: (-kv[1][0], kv[0][0]))[:TOP_CAUSES]
         named = "; ".join(f"{label} ({duration(ns)}, {_count(n, 'gap')})" for (label, _), (ns, n) in top)
-        text = (f"{_gpu(run_id, device_id)} sat idle {duration(idle)} in {_count(len(mine), 'gap')} of {duration(LONG_GAP_NS)} or longer, "
-                f"{pct(idle / window)} of its {duration(window)} active window; {late} of them ended only when the CPU "
-                f"launched the next operation late. Meanwhile the launching thread was in: {named}.")
-        out.append(Finding("idle_gaps", idle / window, text, "gpu_idle_gaps",
-                           f"run_id = {run_id} AND device_id = {device_id} AND gap_ns >= {LONG_GAP_NS}",
-                           {"run_id": run_id, "device_id": device_id, "window_ns": window, "idle_ns": idle, "gaps": len(mine),
-                            "late": late, "causes": [(label, span, ns, n) for (label, span), (ns, n) in top]}))
+        text = (
+            f"{_gpu(run_id, device_id)} sat idle {duration(idle)} in {_count(len(mine), 'gap')} of {duration(LONG_GAP_NS)} or longer, "
+            f"{pct(idle / window)} of its {duration(window)} active window; {late} of them ended only when the CPU "
+            f"launched the next operation late. Meanwhile the launching thread was in: {named}."
+        )
+        out.append(
+            Finding(
+                "idle_gaps",
+                idle / window,
+                text,
+                "gpu_idle_gaps",
+                f"run_id = {run_id} AND device_id = {device_id} AND gap_ns >= {LONG_GAP_NS}",
+                {
+                    "run_id": run_id,
+                    "device_id": device_id,
+                    "window_ns": window,
+                    "idle_ns": idle,
+                    "gaps": len(mine),
+                    "late": late,
+                    "causes": [(label, span, ns, n) for (label, span), (ns, n) in top],
+                },
+            )
+        )
     return out
 
 
@@ -206,8 +237,7 @@ def _steps(steps: list[dict], windows: dict, levels: Mapping) -> list[Finding]:
         total = sum(_ms_to_ns(s["step_ms"]) for s in mine)
         if not total:
             continue
-        note = (f" (a level-{levels[run_id]} run: its step times include the overhead of profiling that level)"
-                if levels.get(run_id) else "")
+        note = f" (a level-{levels[run_id]} run: its step times include the overhead of profiling that level)" if levels.get(run_id) else ""
         for kind, verdicts in (("launch_bound", ("launch-bound",)), ("host_bound_steps", ("host-bound", "sync-bound"))):
             hit = [s for s in mine if s["bound"] in verdicts]
             if not hit:
@@ -215,22 +245,32 @@ def _steps(steps: list[dict], windows: dict, levels: Mapping) -> list[Finding]:
             step = sum(_ms_to_ns(s["step_ms"]) for s in hit)
             busy = sum(_ms_to_ns(s["gpu_busy_ms"]) for s in hit)
             launch = sum(_ms_to_ns(s["launch_ms"]) for s in hit)
-            facts = {"run_id": run_id, "steps": len(hit), "of_steps": len(mine), "step_ns": step, "gpu_busy_ns": busy,
-                     "launch_ns": launch, "iterations": [s["iteration"] for s in hit]}
+            facts = {
+                "run_id": run_id,
+                "steps": len(hit),
+                "of_steps": len(mine),
+                "step_ns": step,
+                "gpu_busy_ns": busy,
+                "launch_ns": launch,
+                "iterations": [s["iteration"] for s in hit],
+            }
             steps_are = f"{len(hit)} of {len(mine)} steps of run {run_id} {'is' if len(hit) == 1 else 'are'}"
             if kind == "launch_bound":
-                text = (f"{steps_are} launch-bound: the CPU spent {duration(launch)} "
-                        f"in launch calls while the GPU was busy only {duration(busy)} of their {duration(step)} "
-                        f"({pct(busy / step)}); fewer, larger kernels (fusion, CUDA graphs) would help{note}.")
+                text = (
+                    f"{steps_are} launch-bound: the CPU spent {duration(launch)} "
+                    f"in launch calls while the GPU was busy only {duration(busy)} of their {duration(step)} "
+                    f"({pct(busy / step)}); fewer, larger kernels (fusion, CUDA graphs) would help{note}."
+                )
             else:
                 sync = sum(1 for s in hit if s["bound"] == "sync-bound")
-                text = (f"{steps_are} host-bound"
-                        + (f" ({sync} of them waiting in synchronising calls)" if sync else "")
-                        + f": the GPU was busy {duration(busy)} of their {duration(step)} ({pct(busy / step)}, under "
-                        f"{DEVICE_BOUND_PCT:.0f} %); the CPU side sets the pace (gpu_idle_gaps shows what it was doing){note}.")
+                text = (
+                    f"{steps_are} host-bound"
+                    + (f" ({sync} of them waiting in synchronising calls)" if sync else "")
+                    + f": the GPU was busy {duration(busy)} of their {duration(step)} ({pct(busy / step)}, under "
+                    f"{DEVICE_BOUND_PCT:.0f} %); the CPU side sets the pace (gpu_idle_gaps shows what it was doing){note}."
+                )
             verdict_list = ", ".join(f"'{v}'" for v in verdicts)
-            out.append(Finding(kind, (step - busy) / total, text, "step_bound",
-                               f"run_id = {run_id} AND bound IN ({verdict_list})", facts))
+            out.append(Finding(kind, (step - busy) / total, text, "step_bound", f"run_id = {run_id} AND bound IN ({verdict_list})", facts))
     return out
 
 
@@ -251,13 +291,21 @@ def _run_launch_bound(stats: list[dict], steps: list[dict], windows: dict) -> li
         short = sum(r["shorter_than_launch"] for r in mine)
         if not window or launch <= busy or 100 * busy / window >= DEVICE_BOUND_PCT:
             continue
-        text = (f"Run {run_id} is launch-bound: its {launches} kernel launches took {duration(launch)} of CPU time, more than "
-                f"the {duration(busy)} its GPUs were busy ({pct(busy / window)} of their {duration(window)} active window); "
-                f"{short} of the kernels ran shorter than their own launch call.")
-        out.append(Finding("launch_bound", (window - busy) / window, text, "kernel_launch_stats",
-                           f"run_id = {run_id} AND api_name NOT IN ({', '.join(repr(n) for n in sorted(GRAPH_LAUNCH_API_NAMES))})",
-                           {"run_id": run_id, "launches": launches, "launch_ns": launch, "gpu_busy_ns": busy,
-                            "window_ns": window, "shorter_than_launch": short}))
+        text = (
+            f"Run {run_id} is launch-bound: its {launches} kernel launches took {duration(launch)} of CPU time, more than "
+            f"the {duration(busy)} its GPUs were busy ({pct(busy / window)} of their {duration(window)} active window); "
+            f"{short} of the kernels ran shorter than their own launch call."
+        )
+        out.append(
+            Finding(
+                "launch_bound",
+                (window - busy) / window,
+                text,
+                "kernel_launch_stats",
+                f"run_id = {run_id} AND api_name NOT IN ({', '.join(repr(n) for n in sorted(GRAPH_LAUNCH_API_NAMES))})",
+                {"run_id": run_id, "launches": launches, "launch_ns": launch, "gpu_busy_ns": busy, "window_ns": window, "shorter_than_launch": short},
+            )
+        )
     return out
 
 
@@ -276,13 +324,27 @@ def _sync_in_loop(syncs: list[dict], steps: list[dict]) -> list[Finding]:
             continue
         calls = sum(r["calls_in_steps"] for r in mine)
         names = ", ".join(f"{r['name']} x{r['calls_in_steps']}" for r in sorted(mine, key=lambda r: (-r["calls_in_steps"], r["name"])))
-        text = (f"Run {run_id} synchronises {_count(calls, 'time')} inside its {_count(len(run_steps), 'step')} ({names}): the CPU waited "
-                f"{duration(sync)} for the GPU, {pct(sync / step)} of the steps' {duration(step)}, and each wait empties "
-                f"the GPU's queue so the next kernels start only after new launches.")
-        out.append(Finding("sync_in_loop", sync / step, text, "sync_calls",
-                           f"run_id = {run_id} AND calls_in_steps > 0 AND sync_kind IN ('explicit', 'implicit')",
-                           {"run_id": run_id, "calls_in_steps": calls, "sync_ns": sync, "step_ns": step,
-                            "names": {r["name"]: r["calls_in_steps"] for r in mine}}))
+        text = (
+            f"Run {run_id} synchronises {_count(calls, 'time')} inside its {_count(len(run_steps), 'step')} ({names}): the CPU waited "
+            f"{duration(sync)} for the GPU, {pct(sync / step)} of the steps' {duration(step)}, and each wait empties "
+            f"the GPU's queue so the next kernels start only after new launches."
+        )
+        out.append(
+            Finding(
+                "sync_in_loop",
+                sync / step,
+                text,
+                "sync_calls",
+                f"run_id = {run_id} AND calls_in_steps > 0 AND sync_kind IN ('explicit', 'implicit')",
+                {
+                    "run_id": run_id,
+                    "calls_in_steps": calls,
+                    "sync_ns": sync,
+                    "step_ns": step,
+                    "names": {r["name"]: r["calls_in_steps"] for r in mine},
+                },
+            )
+        )
     return out
 
 
@@ -294,13 +356,28 @@ def _exposed_communication(rows: list[dict], windows: dict) -> list[Finding]:
         comm, exposed = r["communication_ns"], r["exposed_communication_ns"]
         if not comm or not window:
             continue
-        text = (f"{_gpu(r['run_id'], r['device_id'], r['rank'])}: {duration(exposed)} of its {duration(comm)} of communication "
-                f"runs with no computation beside it ({r['overlap_pct']:.1f} % overlapped), {pct(exposed / window)} of its "
-                f"{duration(window)} active window; overlapping it (bucketing, prefetch, async collectives) would hide it.")
-        out.append(Finding("exposed_communication", exposed / window, text, "comm_compute_overlap",
-                           f"run_id = {r['run_id']} AND device_id = {r['device_id']}",
-                           {"run_id": r["run_id"], "device_id": r["device_id"], "communication_ns": comm,
-                            "overlap_ns": r["overlap_ns"], "exposed_ns": exposed, "window_ns": window}))
+        text = (
+            f"{_gpu(r['run_id'], r['device_id'], r['rank'])}: {duration(exposed)} of its {duration(comm)} of communication "
+            f"runs with no computation beside it ({r['overlap_pct']:.1f} % overlapped), {pct(exposed / window)} of its "
+            f"{duration(window)} active window; overlapping it (bucketing, prefetch, async collectives) would hide it."
+        )
+        out.append(
+            Finding(
+                "exposed_communication",
+                exposed / window,
+                text,
+                "comm_compute_overlap",
+                f"run_id = {r['run_id']} AND device_id = {r['device_id']}",
+                {
+                    "run_id": r["run_id"],
+                    "device_id": r["device_id"],
+                    "communication_ns": comm,
+                    "overlap_ns": r["overlap_ns"],
+                    "exposed_ns": exposed,
+                    "window_ns": window,
+                },
+            )
+        )
     return out
 
 
@@ -318,11 +395,21 @@ def _pageable(rows: list[dict], windows: dict) -> list[Finding]:
         nbytes = sum(r["bytes"] or 0 for r in mine)
         ns = sum(r["total_ns"] for r in mine)
         kinds = ", ".join(f"{r['copies']} {r['copy_kind']}" for r in mine)
-        text = (f"Run {run_id} copies {_size(nbytes)} between the GPU and pageable host memory in {copies} cop{'y' if copies == 1 else 'ies'} ({kinds}): "
-                f"{duration(ns)} of GPU time at {nbytes / ns if ns else 0:.3g} GB/s, {pct(ns / window)} of its GPU's "
-                f"{duration(window)} active window; pinned memory (pin_memory=True) copies faster and lets Async copies overlap.")
-        out.append(Finding("pageable_memcpy", ns / window, text, "pageable_memcpy", f"run_id = {run_id}",
-                           {"run_id": run_id, "copies": copies, "bytes": nbytes, "total_ns": ns, "window_ns": window}))
+        text = (
+            f"Run {run_id} copies {_size(nbytes)} between the GPU and pageable host memory in {copies} cop{'y' if copies == 1 else 'ies'} ({kinds}): "
+            f"{duration(ns)} of GPU time at {nbytes / ns if ns else 0:.3g} GB/s, {pct(ns / window)} of its GPU's "
+            f"{duration(window)} active window; pinned memory (pin_memory=True) copies faster and lets Async copies overlap."
+        )
+        out.append(
+            Finding(
+                "pageable_memcpy",
+                ns / window,
+                text,
+                "pageable_memcpy",
+                f"run_id = {run_id}",
+                {"run_id": run_id, "copies": copies, "bytes": nbytes, "total_ns": ns, "window_ns": window},
+            )
+        )
     return out
 
 
@@ -342,14 +429,28 @@ def _memory_bound(rows: list[dict]) -> list[Finding]:
         # At stake: the time these kernels would save running at their attainable (memory) roof.
         stake = sum(_ms_to_ns(r["latency_ms"]) * (1 - min(float(r["roof_pct"] or 0), 100) / 100) for r in bound)
         big = max(bound, key=lambda r: r["latency_ms"])
-        text = (f"{exp}: {len(bound)} of {len(mine)} kernels with metrics are memory-bound (arithmetic intensity below "
-                f"the ridge point, {float(big['ideal_intensity']):.3g} FLOP/B), {pct(mb / total)} of their kernel time; the "
-                f"longest, {big['name']}, runs at {float(big['arithmetic_intensity']):.3g} FLOP/B and reaches "
-                f"{float(big['roof_pct']):.1f} % of the FLOP/s its bandwidth allows.")
-        out.append(Finding("memory_bound_kernels", stake / total, text, "kernel_roofline",
-                           f"experiment = '{_sql(exp)}' AND memory_bound",
-                           {"experiment": exp, "kernels": len(mine), "memory_bound": sorted(r["name"] for r in bound),
-                            "memory_bound_ns": mb, "kernel_ns": total}))
+        text = (
+            f"{exp}: {len(bound)} of {len(mine)} kernels with metrics are memory-bound (arithmetic intensity below "
+            f"the ridge point, {float(big['ideal_intensity']):.3g} FLOP/B), {pct(mb / total)} of their kernel time; the "
+            f"longest, {big['name']}, runs at {float(big['arithmetic_intensity']):.3g} FLOP/B and reaches "
+            f"{float(big['roof_pct']):.1f} % of the FLOP/s its bandwidth allows."
+        )
+        out.append(
+            Finding(
+                "memory_bound_kernels",
+                stake / total,
+                text,
+                "kernel_roofline",
+                f"experiment = '{_sql(exp)}' AND memory_bound",
+                {
+                    "experiment": exp,
+                    "kernels": len(mine),
+                    "memory_bound": sorted(r["name"] for r in bound),
+                    "memory_bound_ns": mb,
+                    "kernel_ns": total,
+                },
+            )
+        )
     return out
 
 
@@ -368,16 +469,27 @@ def _non_gpu_layers(layers: list[dict], models: list[dict]) -> list[Finding]:
         non_gpu = sum(_ms_to_ns(r["non_gpu_latency_ms"]) for r in hit)
         worst = max(hit, key=lambda r: r["non_gpu_latency_ms"])
         corrected = all(r["corrected"] for r in hit)
-        source = ("corrected: layer latency from the ML run, kernel latency from the MLG run" if corrected
-                  else "uncorrected: these figures include profiling overhead")
-        text = (f"{exp}: {len(hit)} of {len(mine)} layers spend most of their latency off the GPU (kernels under "
-                f"{NON_GPU_LAYER_PCT:.0f} % of it): {duration(non_gpu)} of non-GPU time per inference, {pct(non_gpu / model)} "
-                f"of the {duration(model)} model latency; most in layer {worst['layer_index']} {worst['layer_name']} "
-                f"({duration(_ms_to_ns(worst['non_gpu_latency_ms']))}, GPU {float(worst['gpu_pct']):.1f} %) ({source}).")
-        out.append(Finding("non_gpu_layers", min(non_gpu / model, 1.0), text, "layer_gpu_vs_nongpu",
-                           f"experiment = '{_sql(exp)}' AND gpu_pct < {NON_GPU_LAYER_PCT}",
-                           {"experiment": exp, "layers": [r["layer_index"] for r in hit], "non_gpu_ns": non_gpu,
-                            "model_ns": model, "corrected": corrected}))
+        source = (
+            "corrected: layer latency from the ML run, kernel latency from the MLG run"
+            if corrected
+            else "uncorrected: these figures include profiling overhead"
+        )
+        text = (
+            f"{exp}: {len(hit)} of {len(mine)} layers spend most of their latency off the GPU (kernels under "
+            f"{NON_GPU_LAYER_PCT:.0f} % of it): {duration(non_gpu)} of non-GPU time per inference, {pct(non_gpu / model)} "
+            f"of the {duration(model)} model latency; most in layer {worst['layer_index']} {worst['layer_name']} "
+            f"({duration(_ms_to_ns(worst['non_gpu_latency_ms']))}, GPU {float(worst['gpu_pct']):.1f} %) ({source})."
+        )
+        out.append(
+            Finding(
+                "non_gpu_layers",
+                min(non_gpu / model, 1.0),
+                text,
+                "layer_gpu_vs_nongpu",
+                f"experiment = '{_sql(exp)}' AND gpu_pct < {NON_GPU_LAYER_PCT}",
+                {"experiment": exp, "layers": [r["layer_index"] for r in hit], "non_gpu_ns": non_gpu, "model_ns": model, "corrected": corrected},
+            )
+        )
     return out
 
 
@@ -393,30 +505,57 @@ def _profiling(overheads: list[dict], changes: list[dict]) -> list[Finding]:
             continue
         share = max(_ms_to_ns(r["overhead_ms"]), 0) / _ms_to_ns(r["instrumented_ms"])
         change = changed.pop((r["experiment"], r["level"]), None)
-        interval = ("" if r["overhead_pct_low"] is None else
-                    f", 95 % interval {float(r['overhead_pct_low']):.1f} to {float(r['overhead_pct_high']):.1f} %")
-        head = (f"{r['experiment']}: profiling at level {r['level']} adds {duration(_ms_to_ns(r['overhead_ms']))} "
-                f"({float(r['overhead_pct']):.1f} %{interval}) to the run's own un-instrumented inferences "
-                f"({duration(_ms_to_ns(r['uninstrumented_ms']))})")
+        interval = (
+            "" if r["overhead_pct_low"] is None else f", 95 % interval {float(r['overhead_pct_low']):.1f} to {float(r['overhead_pct_high']):.1f} %"
+        )
+        head = (
+            f"{r['experiment']}: profiling at level {r['level']} adds {duration(_ms_to_ns(r['overhead_ms']))} "
+            f"({float(r['overhead_pct']):.1f} %{interval}) to the run's own un-instrumented inferences "
+            f"({duration(_ms_to_ns(r['uninstrumented_ms']))})"
+        )
         if change is not None:
-            text = (f"{head}, and the capture recorded that it changed the program: {change['change']}; that run measures "
-                    f"another program than the un-instrumented one.")
-            out.append(Finding("program_changed", max(share, MIN_SEVERITY), text, "program_changes",
-                               f"experiment = '{_sql(r['experiment'])}' AND level = '{_sql(r['level'])}'",
-                               {"experiment": r["experiment"], "level": r["level"], "overhead_share": share}))
+            text = (
+                f"{head}, and the capture recorded that it changed the program: {change['change']}; that run measures "
+                f"another program than the un-instrumented one."
+            )
+            out.append(
+                Finding(
+                    "program_changed",
+                    max(share, MIN_SEVERITY),
+                    text,
+                    "program_changes",
+                    f"experiment = '{_sql(r['experiment'])}' AND level = '{_sql(r['level'])}'",
+                    {"experiment": r["experiment"], "level": r["level"], "overhead_share": share},
+                )
+            )
         elif float(r["overhead_pct"]) >= PROFILING_OVERHEAD_PCT:
-            text = (f"{head}, over the {PROFILING_OVERHEAD_PCT:.0f} % that ranges alone should cost: the layers are very short "
-                    f"or a fast path is switched off under profiling (the corrected figures take each level from the run "
-                    f"that profiled nothing below it).")
-            out.append(Finding("profiling_overhead", share, text, "level_overhead",
-                               f"experiment = '{_sql(r['experiment'])}' AND level = '{_sql(r['level'])}'",
-                               {"experiment": r["experiment"], "level": r["level"], "overhead_share": share,
-                                "overhead_pct": float(r["overhead_pct"])}))
+            text = (
+                f"{head}, over the {PROFILING_OVERHEAD_PCT:.0f} % that ranges alone should cost: the layers are very short "
+                f"or a fast path is switched off under profiling (the corrected figures take each level from the run "
+                f"that profiled nothing below it)."
+            )
+            out.append(
+                Finding(
+                    "profiling_overhead",
+                    share,
+                    text,
+                    "level_overhead",
+                    f"experiment = '{_sql(r['experiment'])}' AND level = '{_sql(r['level'])}'",
+                    {"experiment": r["experiment"], "level": r["level"], "overhead_share": share, "overhead_pct": float(r["overhead_pct"])},
+                )
+            )
     for r in changed.values():  # a change in an experiment without overhead figures
         text = f"{r['experiment']}: the level-{r['level']} run measured a changed program: {r['change']}."
-        out.append(Finding("program_changed", MIN_SEVERITY, text, "program_changes",
-                           f"experiment = '{_sql(r['experiment'])}' AND level = '{_sql(r['level'])}'",
-                           {"experiment": r["experiment"], "level": r["level"], "overhead_share": None}))
+        out.append(
+            Finding(
+                "program_changed",
+                MIN_SEVERITY,
+                text,
+                "program_changes",
+                f"experiment = '{_sql(r['experiment'])}' AND level = '{_sql(r['level'])}'",
+                {"experiment": r["experiment"], "level": r["level"], "overhead_share": None},
+            )
+        )
     return out
 
 

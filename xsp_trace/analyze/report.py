@@ -40,8 +40,7 @@ def _table_html(result: Result) -> str:
     head = "".join(f"<th>{escape(c)}</th>" for c in result.columns)
     body = []
     for row in result.rows[:TABLE_ROWS]:
-        cells = "".join(
-            f'<td class="{"text" if isinstance(v, str) else "num"}">{escape(_cell(v))}</td>' for v in row)
+        cells = "".join(f'<td class="{"text" if isinstance(v, str) else "num"}">{escape(_cell(v))}</td>' for v in row)
         body.append(f"<tr>{cells}</tr>")
     more = f"<p>({len(result.rows) - TABLE_ROWS:,} more rows: xsp-trace analyze --format csv)</p>" if len(result.rows) > TABLE_ROWS else ""
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}"
@@ -68,15 +67,25 @@ def _plots(results: dict[str, Result]) -> str:
         plots = []
         layers = layer_latency.get(exp, [])
         if layers:
-            plots.append(svg.bars([(f"{r['layer_index']} {r['layer_name'] or ''}", r["latency_ms"]) for r in layers],
-                                  "Layer latency (trimmed mean per inference)", "ms"))
+            plots.append(
+                svg.bars(
+                    [(f"{r['layer_index']} {r['layer_name'] or ''}", r["latency_ms"]) for r in layers],
+                    "Layer latency (trimmed mean per inference)",
+                    "ms",
+                )
+            )
         shares = type_share.get(exp, [])
         if shares:
             plots.append(svg.bars([(r["layer_type"] or "?", r["latency_pct"]) for r in shares], "Layer type latency share", "%"))
         split = gpu_split.get(exp, [])
         if split:
-            plots.append(svg.stacked_bars([(f"{r['layer_index']} {r['layer_name'] or ''}", r["gpu_latency_ms"], r["non_gpu_latency_ms"])
-                                           for r in split], "Layer GPU vs non-GPU latency", "ms"))
+            plots.append(
+                svg.stacked_bars(
+                    [(f"{r['layer_index']} {r['layer_name'] or ''}", r["gpu_latency_ms"], r["non_gpu_latency_ms"]) for r in split],
+                    "Layer GPU vs non-GPU latency",
+                    "ms",
+                )
+            )
         points = kernel_roof.get(exp, [])
         if points:
             first = points[0]
@@ -84,13 +93,16 @@ def _plots(results: dict[str, Result]) -> str:
             pts = [(r["name"], r["arithmetic_intensity"], r["flops_per_s"]) for r in points]
             if model:
                 pts.append(("whole model", model["arithmetic_intensity"], model["flops_per_s"]))
-            plots.append(svg.roofline(pts, first["peak_flops"], first["peak_dram_bytes_per_s"],
-                                      f"Kernel roofline ({first['device_name'] or 'device'})"))
+            plots.append(
+                svg.roofline(pts, first["peak_flops"], first["peak_dram_bytes_per_s"], f"Kernel roofline ({first['device_name'] or 'device'})")
+            )
         elif kernels.get(exp):
             top = sorted(kernels[exp], key=lambda r: -(r["latency_ms"] or 0))[:15]
-            plots.append(svg.bars([(r["name"], r["latency_ms"]) for r in top], "Top kernels (latency per inference; no metrics for a roofline)", "ms"))
+            plots.append(
+                svg.bars([(r["name"], r["latency_ms"]) for r in top], "Top kernels (latency per inference; no metrics for a roofline)", "ms")
+            )
         if plots:
-            parts.append(f"<h3>{escape(exp)}</h3><div class=\"plots\">{''.join(plots)}</div>")
+            parts.append(f'<h3>{escape(exp)}</h3><div class="plots">{"".join(plots)}</div>')
     return "".join(parts)
 
 
@@ -100,12 +112,16 @@ def _findings_html(findings: list[Finding] | None) -> str:
     if not findings:
         body = "<p>Nothing stands out: no finding puts 1 % or more of its time at stake.</p>"
     else:
-        items = [f'<li><span class="sev">{100 * f.severity:.1f} %</span> <b>{escape(f.kind)}</b>: {escape(f.text)}<br>'
-                 f'<code><a href="#{escape(f.analysis)}">{escape(f.analysis)}</a> WHERE {escape(f.where)}</code></li>'
-                 for f in findings]
+        items = [
+            f'<li><span class="sev">{100 * f.severity:.1f} %</span> <b>{escape(f.kind)}</b>: {escape(f.text)}<br>'
+            f'<code><a href="#{escape(f.analysis)}">{escape(f.analysis)}</a> WHERE {escape(f.where)}</code></li>'
+            for f in findings
+        ]
         body = f"<ol>{''.join(items)}</ol>"
-    return ('<section id="findings" class="findings"><h2>Findings</h2><p>Ranked by severity: the share of the time '
-            f"each is measured against that is at stake; each names the analysis rows that show it.</p>{body}</section>")
+    return (
+        '<section id="findings" class="findings"><h2>Findings</h2><p>Ranked by severity: the share of the time '
+        f"each is measured against that is at stake; each names the analysis rows that show it.</p>{body}</section>"
+    )
 
 
 def _gpu_plots(results: dict[str, Result]) -> str:
@@ -116,45 +132,52 @@ def _gpu_plots(results: dict[str, Result]) -> str:
         bins.setdefault((r["run_id"], r["device_id"]), []).append(r)
     for (run, dev), rows in sorted(bins.items()):
         span = (rows[-1]["bin_end_ns"] - rows[0]["bin_start_ns"]) / 1e6
-        plots.append(svg.strip([r["busy_pct"] for r in rows], f"GPU {dev} of run {run}: busy % over time",
-                               f"{len(rows)} bins over {span:.4g} ms"))
+        plots.append(svg.strip([r["busy_pct"] for r in rows], f"GPU {dev} of run {run}: busy % over time", f"{len(rows)} bins over {span:.4g} ms"))
     steps: dict[int, list] = {}
     for r in results["step_bound"].records() if "step_bound" in results else []:
         steps.setdefault(r["run_id"], []).append(r)
     for run, rows in sorted(steps.items()):
-        plots.append(svg.stacked_bars([(f"step {r['iteration']} ({r['bound']})", r["gpu_busy_ms"] or 0,
-                                        (r["step_ms"] or 0) - (r["gpu_busy_ms"] or 0)) for r in rows[:40]],
-                                      f"Run {run}: GPU busy vs not, per step", "ms"))
+        plots.append(
+            svg.stacked_bars(
+                [(f"step {r['iteration']} ({r['bound']})", r["gpu_busy_ms"] or 0, (r["step_ms"] or 0) - (r["gpu_busy_ms"] or 0)) for r in rows[:40]],
+                f"Run {run}: GPU busy vs not, per step",
+                "ms",
+            )
+        )
     split: dict[tuple, list] = {}
     for r in results["comm_compute_split"].records() if "comm_compute_split" in results else []:
         split.setdefault((r["run_id"], r["device_id"]), []).append(r)
     for (run, dev), rows in sorted(split.items()):
         if any("communication" in r["classes"] for r in rows):
-            plots.append(svg.bars([(r["classes"], r["time_pct"]) for r in rows],
-                                  f"GPU {dev} of run {run}: busy time by classes running", "%"))
-    return f"<h3>GPUs</h3><div class=\"plots\">{''.join(plots)}</div>" if plots else ""
+            plots.append(svg.bars([(r["classes"], r["time_pct"]) for r in rows], f"GPU {dev} of run {run}: busy time by classes running", "%"))
+    return f'<h3>GPUs</h3><div class="plots">{"".join(plots)}</div>' if plots else ""
 
 
 def render_report(database: Path, results: dict[str, Result], findings: list[Finding] | None = None) -> str:
-    notes = [f"{r['experiment']}: {r['measured']} level {r['note']}"
-             for r in results["level_sources"].records() if not r["corrected"] and r.get("note")]
+    notes = [
+        f"{r['experiment']}: {r['measured']} level {r['note']}" for r in results["level_sources"].records() if not r["corrected"] and r.get("note")
+    ]
     sections = []
     for analysis in ANALYSES:
         result = results.get(analysis.name)
         if result is None:
             continue
-        sections.append(f'<h2 id="{analysis.name}">{escape(analysis.title)}</h2>'
-                        f"<p><code>queries/{escape(analysis.query)}.sql</code></p>{_table_html(result)}")
+        sections.append(
+            f'<h2 id="{analysis.name}">{escape(analysis.title)}</h2><p><code>queries/{escape(analysis.query)}.sql</code></p>{_table_html(result)}'
+        )
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return (
-        "<!DOCTYPE html><html><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html><html><head><meta charset="utf-8">'
         f"<title>xsp-trace report: {escape(Path(database).name)}</title><style>{_STYLE}</style></head><body>"
         f"<h1>xsp-trace report: {escape(str(database))}</h1>"
         f"<p>xsp-trace {escape(__version__)}, {stamp}. Latencies are leveled-corrected where the runs allow "
         "(model from M, layer from ML, kernel from MLG runs).</p>"
         + _findings_html(findings)
         + "".join(f'<p class="note">uncorrected: {escape(n)}</p>' for n in notes)
-        + "<h2>Plots</h2>" + (_plots(results) + _gpu_plots(results) or "<p>(nothing to plot)</p>") + "".join(sections) + "</body></html>"
+        + "<h2>Plots</h2>"
+        + (_plots(results) + _gpu_plots(results) or "<p>(nothing to plot)</p>")
+        + "".join(sections)
+        + "</body></html>"
     )
 
 

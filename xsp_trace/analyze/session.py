@@ -26,11 +26,10 @@ from .catalog import BY_NAME, PRELUDES
 # Tables the capture side adds; databases converted without it get empty TEMP stand-ins.
 _OPTIONAL_TABLES = {
     "layers": "run_id INTEGER, model VARCHAR, layer_index INTEGER, name VARCHAR, type VARCHAR, depth INTEGER, "
-              "range_name VARCHAR, input_shapes VARCHAR, output_shapes VARCHAR, parameter_bytes BIGINT, "
-              "buffer_bytes BIGINT, calls_per_inference INTEGER",
+    "range_name VARCHAR, input_shapes VARCHAR, output_shapes VARCHAR, parameter_bytes BIGINT, "
+    "buffer_bytes BIGINT, calls_per_inference INTEGER",
     "capture_latencies": "run_id INTEGER, loop VARCHAR, iteration INTEGER, phase VARCHAR, latency_ns BIGINT",
-    "capture_runs": "run_id INTEGER, tool VARCHAR, level VARCHAR, batch_size INTEGER, program_changed BOOLEAN, "
-                    "program_change_note VARCHAR",
+    "capture_runs": "run_id INTEGER, tool VARCHAR, level VARCHAR, batch_size INTEGER, program_changed BOOLEAN, program_change_note VARCHAR",
 }
 
 
@@ -75,13 +74,16 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
         known = {r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()}
         missing = sorted(set(options.runs) - known)
         if missing:
-            raise InputError(path, f"has no run {', '.join(map(str, missing))} (runs: {', '.join(map(str, sorted(known)))})",
-                             "pass --run with existing run ids")
+            raise InputError(
+                path, f"has no run {', '.join(map(str, missing))} (runs: {', '.join(map(str, sorted(known)))})", "pass --run with existing run ids"
+            )
         selected = ", ".join(str(int(r)) for r in options.runs)
         for table, cols in tables.items():
             if "run_id" in cols and table != "devices":
-                con.execute(f"CREATE OR REPLACE TEMP VIEW {_quote(table)} AS SELECT * FROM "
-                            f"{_quote(catalog)}.main.{_quote(table)} WHERE run_id IN ({selected})")
+                con.execute(
+                    f"CREATE OR REPLACE TEMP VIEW {_quote(table)} AS SELECT * FROM "
+                    f"{_quote(catalog)}.main.{_quote(table)} WHERE run_id IN ({selected})"
+                )
     for table, ddl in _OPTIONAL_TABLES.items():
         if table not in tables:
             con.execute(f"CREATE OR REPLACE TEMP TABLE {table} ({ddl})")
@@ -89,8 +91,7 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
         _narrow_spans(con, catalog, options)
     _fill_device_peaks(con, catalog, options)
     _load_format_tables(con)
-    numbers = {"xsp_peak_flops": options.peak_flops, "xsp_peak_dram_bytes_per_s": options.peak_dram_bytes_per_s,
-               "xsp_trim": options.trim}
+    numbers = {"xsp_peak_flops": options.peak_flops, "xsp_peak_dram_bytes_per_s": options.peak_dram_bytes_per_s, "xsp_trim": options.trim}
     set_variables(con, {name: float(value) for name, value in numbers.items() if value is not None})
     if options.layer_ranges is not None:
         _set_layer_view(con, options.layer_ranges, options.layer_depth)
@@ -98,9 +99,15 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
         a, b = options.compare
         set_variables(con, {"xsp_compare_runs": [int(a), int(b)]})
     install_name_macros(con)
-    set_variables(con, {"xsp_metric_flops": ncu_metrics.FLOPS, "xsp_metric_dram_read_bytes": ncu_metrics.DRAM_READ_BYTES,
-                        "xsp_metric_dram_write_bytes": ncu_metrics.DRAM_WRITE_BYTES,
-                        "xsp_metric_achieved_occupancy": ncu_metrics.ACHIEVED_OCCUPANCY})
+    set_variables(
+        con,
+        {
+            "xsp_metric_flops": ncu_metrics.FLOPS,
+            "xsp_metric_dram_read_bytes": ncu_metrics.DRAM_READ_BYTES,
+            "xsp_metric_dram_write_bytes": ncu_metrics.DRAM_WRITE_BYTES,
+            "xsp_metric_achieved_occupancy": ncu_metrics.ACHIEVED_OCCUPANCY,
+        },
+    )
     for prelude in PRELUDES:
         con.execute(query_text(prelude))
 
@@ -112,12 +119,16 @@ def _set_layer_view(con: duckdb.DuckDBPyConnection, text: str, depth: int | None
         con.execute("SELECT regexp_matches('', ?)", [pattern]).fetchall()
         groups = re.compile(pattern).groups
     except (duckdb.Error, re.error) as exc:
-        raise InputError(None, f"--layer-ranges {text!r} is not a valid regular expression ({exc})",
-                         "pass a preset (" + ", ".join(LAYER_RANGE_PRESETS) + ") or an RE2 pattern") from None
+        raise InputError(
+            None,
+            f"--layer-ranges {text!r} is not a valid regular expression ({exc})",
+            "pass a preset (" + ", ".join(LAYER_RANGE_PRESETS) + ") or an RE2 pattern",
+        ) from None
     if depth is not None and depth < 1:
         raise InputError(None, f"--layer-depth {depth} is below 1", "1 is the outermost matching range")
-    set_variables(con, {"xsp_layer_pattern": pattern, "xsp_layer_name_group": 1 if groups >= 1 else 0,
-                        "xsp_layer_type_group": 2 if groups >= 2 else 0})
+    set_variables(
+        con, {"xsp_layer_pattern": pattern, "xsp_layer_name_group": 1 if groups >= 1 else 0, "xsp_layer_type_group": 2 if groups >= 2 else 0}
+    )
     if depth is not None:
         set_variables(con, {"xsp_layer_depth": int(depth)})
 
@@ -136,9 +147,11 @@ def _narrow_spans(con: duckdb.DuckDBPyConnection, catalog: str, options: Analysi
     span_where, step_where = [], []
     if options.iterations:
         its = ", ".join(str(int(i)) for i in options.iterations)
-        span_where.append(f"coalesce(s.iteration, (SELECT st.iteration FROM {source['attribution']} AS att "
-                          f"JOIN {source['steps']} AS st ON st.run_id = att.run_id AND st.step_span_id = att.step_span_id "
-                          f"WHERE att.run_id = s.run_id AND att.span_id = s.span_id)) IN ({its})")
+        span_where.append(
+            f"coalesce(s.iteration, (SELECT st.iteration FROM {source['attribution']} AS att "
+            f"JOIN {source['steps']} AS st ON st.run_id = att.run_id AND st.step_span_id = att.step_span_id "
+            f"WHERE att.run_id = s.run_id AND att.span_id = s.span_id)) IN ({its})"
+        )
         step_where.append(f"iteration IN ({its})")
     if options.window_ns:
         lo, hi = (int(v) for v in options.window_ns)
@@ -155,29 +168,43 @@ def _load_format_tables(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("CREATE OR REPLACE TEMP TABLE _xsp_memop_operations (kind VARCHAR, copy_kind VARCHAR, operation VARCHAR)")
     rows = [("memcpy", k, v) for k, v in nsys_stats.MEMCPY_OPERATIONS.items()] + [("memset", None, nsys_stats.MEMSET_OPERATION)]
     con.executemany("INSERT INTO _xsp_memop_operations VALUES (?, ?, ?)", rows)
-    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_collective_names (name_key VARCHAR, collective VARCHAR, "
-                "busbw_scale DOUBLE, busbw_offset DOUBLE)")
-    con.executemany("INSERT INTO _xsp_collective_names VALUES (?, ?, ?, ?)",
-                    [(k, c, *collectives.BUSBW_FACTORS[c]) for k, c in collectives.COLLECTIVES.items()])
+    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_collective_names (name_key VARCHAR, collective VARCHAR, busbw_scale DOUBLE, busbw_offset DOUBLE)")
+    con.executemany(
+        "INSERT INTO _xsp_collective_names VALUES (?, ?, ?, ?)", [(k, c, *collectives.BUSBW_FACTORS[c]) for k, c in collectives.COLLECTIVES.items()]
+    )
     con.execute("CREATE OR REPLACE TEMP TABLE _xsp_dtype_bytes (dtype_key VARCHAR, bytes INTEGER, precision VARCHAR)")
-    con.executemany("INSERT INTO _xsp_dtype_bytes VALUES (?, ?, ?)",
-                    [(k, b, torch_dtypes.DTYPE_PRECISION.get(k)) for k, b in torch_dtypes.DTYPE_BYTES.items()])
-    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_op_models (op_name VARCHAR, model VARCHAR, a_arg INTEGER, b_arg INTEGER, "
-                "bias_arg INTEGER, batched BOOLEAN, causal_arg INTEGER)")
-    con.executemany("INSERT INTO _xsp_op_models VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    [(name, *model) for name, model in aten_perf_models.OP_MODELS.items()])
-    set_variables(con, dict((("xsp_comm_kernel_pattern", collectives.COMM_KERNEL_PATTERN),
-                        ("xsp_not_compute_kernel_pattern", collectives.NOT_COMPUTE_KERNEL_PATTERN),
-                        ("xsp_collective_from_kernel", collectives.COLLECTIVE_FROM_KERNEL),
-                        ("xsp_collective_from_range", collectives.COLLECTIVE_FROM_RANGE),
-                        ("xsp_arg_collective", collectives.ARG_COLLECTIVE), ("xsp_arg_in_nelems", collectives.ARG_IN_NELEMS),
-                        ("xsp_arg_out_nelems", collectives.ARG_OUT_NELEMS), ("xsp_arg_dtype", collectives.ARG_DTYPE),
-                        ("xsp_arg_group_size", collectives.ARG_GROUP_SIZE), ("xsp_arg_input_dims", kineto_fields.ARG_INPUT_DIMS),
-                        ("xsp_arg_input_type", kineto_fields.ARG_INPUT_TYPE),
-                        ("xsp_arg_concrete_inputs", kineto_fields.ARG_CONCRETE_INPUTS),
-                        ("xsp_counter_allocated", kineto_fields.MEMORY_ALLOCATED),
-                        ("xsp_explicit_sync_api", cuda_api.EXPLICIT_SYNC_API), ("xsp_implicit_sync_api", cuda_api.IMPLICIT_SYNC_API),
-                        ("xsp_pageable", cuda_api.PAGEABLE), ("xsp_osrt_category", nsys_export.OSRT_CATEGORY))))
+    con.executemany(
+        "INSERT INTO _xsp_dtype_bytes VALUES (?, ?, ?)", [(k, b, torch_dtypes.DTYPE_PRECISION.get(k)) for k, b in torch_dtypes.DTYPE_BYTES.items()]
+    )
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE _xsp_op_models (op_name VARCHAR, model VARCHAR, a_arg INTEGER, b_arg INTEGER, "
+        "bias_arg INTEGER, batched BOOLEAN, causal_arg INTEGER)"
+    )
+    con.executemany("INSERT INTO _xsp_op_models VALUES (?, ?, ?, ?, ?, ?, ?)", [(name, *model) for name, model in aten_perf_models.OP_MODELS.items()])
+    set_variables(
+        con,
+        dict(
+            (
+                ("xsp_comm_kernel_pattern", collectives.COMM_KERNEL_PATTERN),
+                ("xsp_not_compute_kernel_pattern", collectives.NOT_COMPUTE_KERNEL_PATTERN),
+                ("xsp_collective_from_kernel", collectives.COLLECTIVE_FROM_KERNEL),
+                ("xsp_collective_from_range", collectives.COLLECTIVE_FROM_RANGE),
+                ("xsp_arg_collective", collectives.ARG_COLLECTIVE),
+                ("xsp_arg_in_nelems", collectives.ARG_IN_NELEMS),
+                ("xsp_arg_out_nelems", collectives.ARG_OUT_NELEMS),
+                ("xsp_arg_dtype", collectives.ARG_DTYPE),
+                ("xsp_arg_group_size", collectives.ARG_GROUP_SIZE),
+                ("xsp_arg_input_dims", kineto_fields.ARG_INPUT_DIMS),
+                ("xsp_arg_input_type", kineto_fields.ARG_INPUT_TYPE),
+                ("xsp_arg_concrete_inputs", kineto_fields.ARG_CONCRETE_INPUTS),
+                ("xsp_counter_allocated", kineto_fields.MEMORY_ALLOCATED),
+                ("xsp_explicit_sync_api", cuda_api.EXPLICIT_SYNC_API),
+                ("xsp_implicit_sync_api", cuda_api.IMPLICIT_SYNC_API),
+                ("xsp_pageable", cuda_api.PAGEABLE),
+                ("xsp_osrt_category", nsys_export.OSRT_CATEGORY),
+            )
+        ),
+    )
 
 
 def _fill_device_peaks(con: duckdb.DuckDBPyConnection, catalog: str, options: AnalysisOptions) -> None:
@@ -190,8 +217,7 @@ def _fill_device_peaks(con: duckdb.DuckDBPyConnection, catalog: str, options: An
         if peak is None:
             continue
         con.execute(
-            "UPDATE devices SET peak_flops = coalesce(peak_flops, ?), "
-            "peak_dram_bytes_per_s = coalesce(peak_dram_bytes_per_s, ?) WHERE name = ?",
+            "UPDATE devices SET peak_flops = coalesce(peak_flops, ?), peak_dram_bytes_per_s = coalesce(peak_dram_bytes_per_s, ?) WHERE name = ?",
             [peak.peak_flops, peak.peak_dram_bytes_per_s, name],
         )
     # Dense matrix peaks per precision, for the shape-based rooflines (queries/analyses/prelude_op_perf.sql).
@@ -200,11 +226,15 @@ def _fill_device_peaks(con: duckdb.DuckDBPyConnection, catalog: str, options: An
     for run_id, device_id, name in con.execute("SELECT run_id, device_id, name FROM devices WHERE name IS NOT NULL").fetchall():
         peak = lookup_peak(name)
         if peak is not None:
-            con.executemany("INSERT INTO _xsp_matrix_peaks VALUES (?, ?, ?, ?)",
-                            [(run_id, device_id, p, peak.matrix_peak(p)) for p in precisions if peak.matrix_peak(p)])
+            con.executemany(
+                "INSERT INTO _xsp_matrix_peaks VALUES (?, ?, ?, ?)",
+                [(run_id, device_id, p, peak.matrix_peak(p)) for p in precisions if peak.matrix_peak(p)],
+            )
     # A device the table does not know still has the bandwidth its trace reports.
-    con.execute("UPDATE devices SET peak_dram_bytes_per_s = memory_bandwidth_bytes_per_s "
-                "WHERE peak_dram_bytes_per_s IS NULL AND memory_bandwidth_bytes_per_s IS NOT NULL")
+    con.execute(
+        "UPDATE devices SET peak_dram_bytes_per_s = memory_bandwidth_bytes_per_s "
+        "WHERE peak_dram_bytes_per_s IS NULL AND memory_bandwidth_bytes_per_s IS NOT NULL"
+    )
 
 
 def open_session(database: Path, options: AnalysisOptions | None = None) -> duckdb.DuckDBPyConnection:

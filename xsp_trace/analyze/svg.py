@@ -25,11 +25,12 @@ def _fmt(value: float) -> str:
 
 
 def _log_ticks(lo: float, hi: float) -> list[float]:
-    return [10.0 ** e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)]
+    return [10.0**e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)]
 
 
-def roofline(points: list[tuple[str, float, float]], peak_flops: float | None, peak_bytes_per_s: float | None,
-             title: str, width: int = 640, height: int = 420) -> str:
+def roofline(
+    points: list[tuple[str, float, float]], peak_flops: float | None, peak_bytes_per_s: float | None, title: str, width: int = 640, height: int = 420
+) -> str:
     """Log-log scatter of (label, intensity FLOP/B, FLOP/s) under the roof min(peak, intensity * bandwidth)."""
     pts = [(label, x, y) for label, x, y in points if x and y and x > 0 and y > 0]
     xs = [x for _, x, _ in pts] or [1.0]
@@ -49,32 +50,44 @@ def roofline(points: list[tuple[str, float, float]], peak_flops: float | None, p
     def sy(y: float) -> float:
         return top + ph * (1 - (math.log10(y) - math.log10(y_lo)) / (math.log10(y_hi) - math.log10(y_lo)))
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" class="plot roofline">',
-           f'<text x="{left}" y="18" {FONT} font-weight="bold">{escape(title)}</text>',
-           f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" class="plot roofline">',
+        f'<text x="{left}" y="18" {FONT} font-weight="bold">{escape(title)}</text>',
+        f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#999"/>',
+    ]
     for t in _log_ticks(x_lo, x_hi):
         if x_lo <= t <= x_hi:
-            out.append(f'<line x1="{sx(t):.1f}" y1="{top}" x2="{sx(t):.1f}" y2="{top + ph}" stroke="#eee"/>'
-                       f'<text x="{sx(t):.1f}" y="{top + ph + 14}" {FONT} text-anchor="middle">{_fmt(t)}</text>')
+            out.append(
+                f'<line x1="{sx(t):.1f}" y1="{top}" x2="{sx(t):.1f}" y2="{top + ph}" stroke="#eee"/>'
+                f'<text x="{sx(t):.1f}" y="{top + ph + 14}" {FONT} text-anchor="middle">{_fmt(t)}</text>'
+            )
     for t in _log_ticks(y_lo, y_hi):
         if y_lo <= t <= y_hi:
-            out.append(f'<line x1="{left}" y1="{sy(t):.1f}" x2="{left + pw}" y2="{sy(t):.1f}" stroke="#eee"/>'
-                       f'<text x="{left - 4}" y="{sy(t) + 4:.1f}" {FONT} text-anchor="end">{_fmt(t)}</text>')
+            out.append(
+                f'<line x1="{left}" y1="{sy(t):.1f}" x2="{left + pw}" y2="{sy(t):.1f}" stroke="#eee"/>'
+                f'<text x="{left - 4}" y="{sy(t) + 4:.1f}" {FONT} text-anchor="end">{_fmt(t)}</text>'
+            )
     out.append(f'<text x="{left + pw / 2}" y="{height - 8}" {FONT} text-anchor="middle">arithmetic intensity (FLOP/byte)</text>')
     out.append(f'<text x="14" y="{top + ph / 2}" {FONT} text-anchor="middle" transform="rotate(-90 14 {top + ph / 2})">FLOP/s</text>')
     if peak_flops and peak_bytes_per_s:
         ridge = peak_flops / peak_bytes_per_s
         x0 = x_lo
         y0 = x0 * peak_bytes_per_s
-        out.append(f'<polyline class="roof" fill="none" stroke="{ROOF_COLOR}" stroke-width="3" points="'
-                   f'{sx(x0):.1f},{sy(max(y0, y_lo)):.1f} {sx(ridge):.1f},{sy(peak_flops):.1f} {sx(x_hi):.1f},{sy(peak_flops):.1f}"/>')
-        out.append(f'<text x="{sx(ridge):.1f}" y="{sy(peak_flops) - 6:.1f}" {FONT} fill="{ROOF_COLOR}">'
-                   f'peak {_fmt(peak_flops)}FLOP/s, {_fmt(peak_bytes_per_s)}B/s</text>')
+        out.append(
+            f'<polyline class="roof" fill="none" stroke="{ROOF_COLOR}" stroke-width="3" points="'
+            f'{sx(x0):.1f},{sy(max(y0, y_lo)):.1f} {sx(ridge):.1f},{sy(peak_flops):.1f} {sx(x_hi):.1f},{sy(peak_flops):.1f}"/>'
+        )
+        out.append(
+            f'<text x="{sx(ridge):.1f}" y="{sy(peak_flops) - 6:.1f}" {FONT} fill="{ROOF_COLOR}">'
+            f"peak {_fmt(peak_flops)}FLOP/s, {_fmt(peak_bytes_per_s)}B/s</text>"
+        )
     else:
         out.append(f'<text x="{left + 8}" y="{top + 16}" {FONT} fill="#666">no device peaks: pass --peak-flops and --peak-dram-bw</text>')
     for label, x, y in pts:
-        out.append(f'<circle class="point" cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="5" fill="{POINT_COLOR}" fill-opacity="0.7">'
-                   f'<title>{escape(label)}: {x:.4g} FLOP/B, {_fmt(y)}FLOP/s</title></circle>')
+        out.append(
+            f'<circle class="point" cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="5" fill="{POINT_COLOR}" fill-opacity="0.7">'
+            f"<title>{escape(label)}: {x:.4g} FLOP/B, {_fmt(y)}FLOP/s</title></circle>"
+        )
     out.append("</svg>")
     return "".join(out)
 
@@ -85,14 +98,18 @@ def bars(items: list[tuple[str, float]], title: str, unit: str, width: int = 640
     height = top + row * len(items) + 10
     vmax = max((v for _, v in items), default=0) or 1.0
     pw = width - left - 90
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" class="plot bars">',
-           f'<text x="4" y="16" {FONT} font-weight="bold">{escape(title)}</text>']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" class="plot bars">',
+        f'<text x="4" y="16" {FONT} font-weight="bold">{escape(title)}</text>',
+    ]
     for i, (label, value) in enumerate(items):
         y = top + i * row
         w = max(pw * value / vmax, 0)
-        out.append(f'<text x="{left - 6}" y="{y + 12}" {FONT} text-anchor="end">{escape(label[:40])}</text>'
-                   f'<rect class="bar" x="{left}" y="{y + 2}" width="{w:.1f}" height="{row - 5}" fill="{BAR_COLOR}"/>'
-                   f'<text x="{left + w + 4:.1f}" y="{y + 12}" {FONT}>{value:.4g} {escape(unit)}</text>')
+        out.append(
+            f'<text x="{left - 6}" y="{y + 12}" {FONT} text-anchor="end">{escape(label[:40])}</text>'
+            f'<rect class="bar" x="{left}" y="{y + 2}" width="{w:.1f}" height="{row - 5}" fill="{BAR_COLOR}"/>'
+            f'<text x="{left + w + 4:.1f}" y="{y + 12}" {FONT}>{value:.4g} {escape(unit)}</text>'
+        )
     out.append("</svg>")
     return "".join(out)
 
@@ -103,18 +120,22 @@ def stacked_bars(items: list[tuple[str, float, float]], title: str, unit: str, w
     height = top + row * len(items) + 10
     vmax = max((a + max(b, 0) for _, a, b in items), default=0) or 1.0
     pw = width - left - 90
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" class="plot stacked">',
-           f'<text x="4" y="16" {FONT} font-weight="bold">{escape(title)}</text>',
-           f'<rect x="{left}" y="24" width="10" height="10" fill="{GPU_COLOR}"/><text x="{left + 14}" y="33" {FONT}>GPU</text>',
-           f'<rect x="{left + 60}" y="24" width="10" height="10" fill="{NON_GPU_COLOR}"/><text x="{left + 74}" y="33" {FONT}>non-GPU</text>']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" class="plot stacked">',
+        f'<text x="4" y="16" {FONT} font-weight="bold">{escape(title)}</text>',
+        f'<rect x="{left}" y="24" width="10" height="10" fill="{GPU_COLOR}"/><text x="{left + 14}" y="33" {FONT}>GPU</text>',
+        f'<rect x="{left + 60}" y="24" width="10" height="10" fill="{NON_GPU_COLOR}"/><text x="{left + 74}" y="33" {FONT}>non-GPU</text>',
+    ]
     for i, (label, gpu, other) in enumerate(items):
         y = top + i * row
         wg = pw * max(gpu, 0) / vmax
         wo = pw * max(other, 0) / vmax
-        out.append(f'<text x="{left - 6}" y="{y + 12}" {FONT} text-anchor="end">{escape(label[:40])}</text>'
-                   f'<rect x="{left}" y="{y + 2}" width="{wg:.1f}" height="{row - 5}" fill="{GPU_COLOR}"/>'
-                   f'<rect x="{left + wg:.1f}" y="{y + 2}" width="{wo:.1f}" height="{row - 5}" fill="{NON_GPU_COLOR}"/>'
-                   f'<text x="{left + wg + wo + 4:.1f}" y="{y + 12}" {FONT}>{gpu + other:.4g} {escape(unit)}</text>')
+        out.append(
+            f'<text x="{left - 6}" y="{y + 12}" {FONT} text-anchor="end">{escape(label[:40])}</text>'
+            f'<rect x="{left}" y="{y + 2}" width="{wg:.1f}" height="{row - 5}" fill="{GPU_COLOR}"/>'
+            f'<rect x="{left + wg:.1f}" y="{y + 2}" width="{wo:.1f}" height="{row - 5}" fill="{NON_GPU_COLOR}"/>'
+            f'<text x="{left + wg + wo + 4:.1f}" y="{y + 12}" {FONT}>{gpu + other:.4g} {escape(unit)}</text>'
+        )
     out.append("</svg>")
     return "".join(out)
 
@@ -125,13 +146,17 @@ def strip(values: list[float], title: str, note: str = "", width: int = 640, hei
     left, top, ph = 4, 22, height - 34
     pw = width - 2 * left
     n = max(len(values), 1)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" class="plot strip">',
-           f'<text x="{left}" y="15" {FONT} font-weight="bold">{escape(title)}</text>',
-           f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="#f4f4f4" stroke="#999"/>']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" class="plot strip">',
+        f'<text x="{left}" y="15" {FONT} font-weight="bold">{escape(title)}</text>',
+        f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="#f4f4f4" stroke="#999"/>',
+    ]
     for i, value in enumerate(values):
         h = ph * max(min(float(value or 0), 100.0), 0.0) / 100
-        out.append(f'<rect class="bin" x="{left + pw * i / n:.1f}" y="{top + ph - h:.1f}" width="{pw / n:.1f}" height="{h:.1f}" '
-                   f'fill="{UTIL_COLOR}"><title>bin {i}: {float(value or 0):.1f} % busy</title></rect>')
+        out.append(
+            f'<rect class="bin" x="{left + pw * i / n:.1f}" y="{top + ph - h:.1f}" width="{pw / n:.1f}" height="{h:.1f}" '
+            f'fill="{UTIL_COLOR}"><title>bin {i}: {float(value or 0):.1f} % busy</title></rect>'
+        )
     out.append(f'<text x="{left}" y="{height - 2}" {FONT} fill="#555">{escape(note)}</text>')
     out.append("</svg>")
     return "".join(out)

@@ -33,8 +33,20 @@ from .common import (
 from .dispatch import convert_trace
 
 __all__ = [
-    "GZIP_MAGIC", "NSYS_REPORT_MAGIC", "SQLITE_MAGIC", "ConvertOptions", "Progress",
-    "convert_files", "convert_into", "convert_trace", "default_output", "detect_source", "no_progress", "register_run", "restore_stream_names", "spooled",
+    "GZIP_MAGIC",
+    "NSYS_REPORT_MAGIC",
+    "SQLITE_MAGIC",
+    "ConvertOptions",
+    "Progress",
+    "convert_files",
+    "convert_into",
+    "convert_trace",
+    "default_output",
+    "detect_source",
+    "no_progress",
+    "register_run",
+    "restore_stream_names",
+    "spooled",
 ]
 
 

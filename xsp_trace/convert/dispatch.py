@@ -21,8 +21,11 @@ def convert_trace(con: duckdb.DuckDBPyConnection, path: Path, options: ConvertOp
     """Convert the trace file at `path` as one new run, correlate it, and return [its run id]."""
     source = detect_source(path)
     if source not in ("nsys-rep", "nsys-sqlite", "kineto"):
-        raise InputError(path, f"is a {'folder' if source == 'run-dir' else 'pipe or device'}, not a trace file",
-                         "pass an nsys report or export, or a PyTorch profiler trace")
+        raise InputError(
+            path,
+            f"is a {'folder' if source == 'run-dir' else 'pipe or device'}, not a trace file",
+            "pass an nsys report or export, or a PyTorch profiler trace",
+        )
     run_id = next_run_id(con)
     with reading_errors(path):
         if source in ("nsys-rep", "nsys-sqlite"):

@@ -140,17 +140,31 @@ def _map_events(con: duckdb.DuckDBPyConnection, run_id: int, path: Path) -> dict
 
 
 def _insert_processes_and_threads(con: duckdb.DuckDBPyConnection, run_id: int, names: dict[str, dict]) -> None:
-    pids = [r[0] for r in con.execute(
-        "SELECT DISTINCT pid FROM spans WHERE run_id = ? AND tid IS NOT NULL ORDER BY pid", [run_id]).fetchall()]
-    threads = con.execute(
-        "SELECT DISTINCT pid, tid FROM spans WHERE run_id = ? AND tid IS NOT NULL ORDER BY pid, tid", [run_id]).fetchall()
-    insert_relation(con, "processes", pa.table({
-        "run_id": pa.array([run_id] * len(pids), _I32), "pid": pa.array(pids, _I64),
-        "name": pa.array([names["process_name"].get(p) for p in pids], _STR)}))
-    insert_relation(con, "threads", pa.table({
-        "run_id": pa.array([run_id] * len(threads), _I32),
-        "pid": pa.array([t[0] for t in threads], _I64), "tid": pa.array([t[1] for t in threads], _I64),
-        "name": pa.array([names["thread_name"].get(t) for t in threads], _STR)}))
+    pids = [r[0] for r in con.execute("SELECT DISTINCT pid FROM spans WHERE run_id = ? AND tid IS NOT NULL ORDER BY pid", [run_id]).fetchall()]
+    threads = con.execute("SELECT DISTINCT pid, tid FROM spans WHERE run_id = ? AND tid IS NOT NULL ORDER BY pid, tid", [run_id]).fetchall()
+    insert_relation(
+        con,
+        "processes",
+        pa.table(
+            {
+                "run_id": pa.array([run_id] * len(pids), _I32),
+                "pid": pa.array(pids, _I64),
+                "name": pa.array([names["process_name"].get(p) for p in pids], _STR),
+            }
+        ),
+    )
+    insert_relation(
+        con,
+        "threads",
+        pa.table(
+            {
+                "run_id": pa.array([run_id] * len(threads), _I32),
+                "pid": pa.array([t[0] for t in threads], _I64),
+                "tid": pa.array([t[1] for t in threads], _I64),
+                "name": pa.array([names["thread_name"].get(t) for t in threads], _STR),
+            }
+        ),
+    )
 
 
 def _device_rows(run_id: int, properties, used_ids: list[int], amd: bool) -> pa.Table:
@@ -164,9 +178,11 @@ def _device_rows(run_id: int, properties, used_ids: list[int], amd: bool) -> pa.
         clock_khz = _as_int(prop.get(kf.DEVICE_CLOCK_RATE_KHZ))
         is_amd = amd or (isinstance(name, str) and any(m in name for m in kf.AMD_DEVICE_MARKERS))
         rows[device] = {
-            "name": name if isinstance(name, str) else None, "vendor": "amd" if is_amd else "nvidia",
+            "name": name if isinstance(name, str) else None,
+            "vendor": "amd" if is_amd else "nvidia",
             "uuid": prop.get(kf.DEVICE_UUID) if isinstance(prop.get(kf.DEVICE_UUID), str) else None,
-            "sm_count": sm_count, "memory_bytes": _as_int(prop.get(kf.DEVICE_MEMORY)),
+            "sm_count": sm_count,
+            "memory_bytes": _as_int(prop.get(kf.DEVICE_MEMORY)),
             "clock_rate_hz": None if clock_khz is None else clock_khz * 1000,
             "compute_major": _as_int(prop.get(kf.DEVICE_COMPUTE_MAJOR)),
             "compute_minor": _as_int(prop.get(kf.DEVICE_COMPUTE_MINOR)),
@@ -175,8 +191,16 @@ def _device_rows(run_id: int, properties, used_ids: list[int], amd: bool) -> pa.
         rows.setdefault(device_id, {"vendor": "amd" if amd else "nvidia"})
     ids = sorted(rows)
     columns = {"run_id": pa.array([run_id] * len(ids), _I32), "device_id": pa.array(ids, _I32)}
-    for col, typ in [("name", _STR), ("vendor", _STR), ("uuid", _STR), ("sm_count", _I32), ("memory_bytes", _I64),
-                     ("clock_rate_hz", _I64), ("compute_major", _I32), ("compute_minor", _I32)]:
+    for col, typ in [
+        ("name", _STR),
+        ("vendor", _STR),
+        ("uuid", _STR),
+        ("sm_count", _I32),
+        ("memory_bytes", _I64),
+        ("clock_rate_hz", _I64),
+        ("compute_major", _I32),
+        ("compute_minor", _I32),
+    ]:
         columns[col] = pa.array([rows[i].get(col) for i in ids], typ)
     return pa.table(columns)
 
@@ -233,11 +257,10 @@ def convert_kineto(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, opti
     run_script(con, query_text("ingest/kineto_link"), run_id)
     con.execute(_STAGING_DROP)
     _insert_processes_and_threads(con, run_id, names)
-    first_start, has_hip = one_row(con,
-        "SELECT min(start_ns), bool_or(kind = 'api' AND starts_with(name, ?)) FROM spans WHERE run_id = ?",
-        [kf.AMD_API_PREFIX, run_id])
-    used_devices = [r[0] for r in con.execute(
-        "SELECT DISTINCT device_id FROM spans WHERE run_id = ? AND device_id IS NOT NULL", [run_id]).fetchall()]
+    first_start, has_hip = one_row(
+        con, "SELECT min(start_ns), bool_or(kind = 'api' AND starts_with(name, ?)) FROM spans WHERE run_id = ?", [kf.AMD_API_PREFIX, run_id]
+    )
+    used_devices = [r[0] for r in con.execute("SELECT DISTINCT device_id FROM spans WHERE run_id = ? AND device_id IS NOT NULL", [run_id]).fetchall()]
     insert_relation(con, "devices", _device_rows(run_id, meta.get(kf.DEVICE_PROPERTIES_KEY), used_devices, bool(has_hip)))
     base = meta.get(kf.BASE_TIME_NS_KEY)
     base_ns = _as_int(base) if base is not None else None
@@ -254,12 +277,16 @@ def convert_kineto(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, opti
     dist = meta.get(kf.DISTRIBUTED_INFO_KEY)
     schema_version = meta.get(kf.SCHEMA_VERSION_KEY)
     register_run(
-        con, run_id, options,
-        source_kind="kineto", source_path=str(path),
+        con,
+        run_id,
+        options,
+        source_kind="kineto",
+        source_path=str(path),
         source_format_version=None if schema_version is None else str(schema_version),
         tool="torch.profiler",
         tool_version=next((str(meta[k]) for k in kf.TOOL_VERSION_KEYS if k in meta), None),
         rank=_as_int(dist.get("rank")) if isinstance(dist, dict) else None,
         host=next((str(meta[k]) for k in kf.HOST_NAME_KEYS if k in meta), None),
-        started_at=started_at, clock_origin_utc_ns=origin,
+        started_at=started_at,
+        clock_origin_utc_ns=origin,
     )

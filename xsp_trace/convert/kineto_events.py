@@ -27,19 +27,30 @@ from .validate import TIME_LIMIT_US
 
 RAW_COLUMNS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "args")
 # read_json's column types (kineto_fast) and the table the Python reader fills: the same.
-READ_JSON_COLUMNS = ("{ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', "
-                     "ts: 'DECIMAL(38,9)', dur: 'DECIMAL(38,9)', id: 'VARCHAR', args: 'MAP(VARCHAR, JSON)'}")
+READ_JSON_COLUMNS = (
+    "{ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', "
+    "ts: 'DECIMAL(38,9)', dur: 'DECIMAL(38,9)', id: 'VARCHAR', args: 'MAP(VARCHAR, JSON)'}"
+)
 RAW_DDL = """CREATE OR REPLACE TEMP TABLE _kineto_events (ph VARCHAR, cat VARCHAR, name VARCHAR, pid VARCHAR,
     tid VARCHAR, ts DECIMAL(38,9), dur DECIMAL(38,9), id VARCHAR, args MAP(VARCHAR, JSON))"""
 FIX_EVENT = "export the trace again with torch.profiler, or repair the event"
 
 _DECIMAL = pa.decimal128(38, 9)
-_ARROW = pa.schema([("ph", pa.string()), ("cat", pa.string()), ("name", pa.string()), ("pid", pa.string()),
-                    ("tid", pa.string()), ("ts", _DECIMAL), ("dur", _DECIMAL), ("id", pa.string()),
-                    ("args", pa.map_(pa.string(), pa.string()))])
+_ARROW = pa.schema(
+    [
+        ("ph", pa.string()),
+        ("cat", pa.string()),
+        ("name", pa.string()),
+        ("pid", pa.string()),
+        ("tid", pa.string()),
+        ("ts", _DECIMAL),
+        ("dur", _DECIMAL),
+        ("id", pa.string()),
+        ("args", pa.map_(pa.string(), pa.string())),
+    ]
+)
 _NANO = Decimal("1e-9")
-_ENCODE = json.JSONEncoder(default=lambda v: float(v) if isinstance(v, Decimal) else str(v),
-                           ensure_ascii=False, separators=(",", ":")).encode
+_ENCODE = json.JSONEncoder(default=lambda v: float(v) if isinstance(v, Decimal) else str(v), ensure_ascii=False, separators=(",", ":")).encode
 
 
 def _number_text(value: Decimal) -> str:
@@ -107,8 +118,7 @@ class PythonEventLoader:
             return None
         magnitude: Any = abs(value)  # int or Decimal; typeshed cannot compare the union with an int
         if magnitude >= _STORABLE_CHECK and not _storable(value):
-            self.unstored[(index, key)] = ("non-finite" if isinstance(value, Decimal) and not value.is_finite()
-                                           else "out-of-range", value)
+            self.unstored[(index, key)] = ("non-finite" if isinstance(value, Decimal) and not value.is_finite() else "out-of-range", value)
             return None
         return value
 
@@ -148,8 +158,7 @@ class PythonEventLoader:
 
     def _decimals(self, values: list) -> pa.Array:
         """Times with more than 9 decimals, rounded half away from zero as DuckDB's reader does."""
-        return pa.array([None if v is None else Decimal(v).quantize(_NANO, ROUND_HALF_UP, _WIDE) for v in values],
-                        _DECIMAL)
+        return pa.array([None if v is None else Decimal(v).quantize(_NANO, ROUND_HALF_UP, _WIDE) for v in values], _DECIMAL)
 
 
 # DECIMAL(38,9) holds times below 10^29 us once rounded to 9 decimals; beneath _STORABLE_CHECK
@@ -224,8 +233,7 @@ def check_events(con: duckdb.DuckDBPyConnection, path, loader: PythonEventLoader
     if why == "non-finite":
         raise InputError(path, f"{what} has a non-finite '{key}' ({raw})", FIX_EVENT)
     if why == "out-of-range":
-        raise InputError(path, f"{what} has an out-of-range '{key}' ({str(raw)[:30]}; more than {TIME_LIMIT_US} us)",
-                         FIX_EVENT)
+        raise InputError(path, f"{what} has an out-of-range '{key}' ({str(raw)[:30]}; more than {TIME_LIMIT_US} us)", FIX_EVENT)
     raise InputError(path, f"{what} has no '{key}'", FIX_EVENT)
 
 
@@ -246,4 +254,3 @@ def load_with_python(con: duckdb.DuckDBPyConnection, trace, progress: Callable[[
     if pending:
         loader.add(pending)
     return loader
-

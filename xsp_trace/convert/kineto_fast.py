@@ -111,7 +111,7 @@ def _check_times(carry: bytes, chunk: bytes) -> bytes:
     end = len(chunk)
     while end and chunk[end - 1] in b" \t\r\n\f\v":
         end -= 1
-    return (carry + _WHITESPACE.sub(b"", chunk[max(0, end - _WINDOW):end]))[-_CARRY:]
+    return (carry + _WHITESPACE.sub(b"", chunk[max(0, end - _WINDOW) : end]))[-_CARRY:]
 
 
 def _skip_ws(text: str, pos: int) -> int:
@@ -191,9 +191,12 @@ def read_events(con: duckdb.DuckDBPyConnection, path: Path) -> dict | None:
             events_file.unlink(missing_ok=True)
         # A `null` element of traceEvents reads as a row of NULLs (an empty object `{}` too): the
         # streaming reader tells them apart (null is not an event: one line).
-        empty = scalar(con, """SELECT count(*) FROM (SELECT 1 FROM _kineto_events WHERE ph IS NULL AND cat IS NULL
+        empty = scalar(
+            con,
+            """SELECT count(*) FROM (SELECT 1 FROM _kineto_events WHERE ph IS NULL AND cat IS NULL
             AND name IS NULL AND pid IS NULL AND tid IS NULL AND ts IS NULL AND dur IS NULL AND id IS NULL
-            AND args IS NULL LIMIT 1)""")
+            AND args IS NULL LIMIT 1)""",
+        )
         if empty or not scalar(con, "SELECT count(*) FROM _kineto_events"):
             con.execute("DROP TABLE _kineto_events")
             return None

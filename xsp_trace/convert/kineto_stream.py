@@ -112,8 +112,11 @@ class _Source:
         data = np.frombuffer(chunk, np.uint8)
         step = (np.isin(data, _OPENERS).astype(np.int32) - np.isin(data, _CLOSERS).astype(np.int32)).cumsum()
         if self.depth + int(step.max()) > MAX_NESTING:
-            raise InputError(self.path, f"nests JSON more than {MAX_NESTING} levels deep near byte {self.bytes_read}",
-                             "pass a PyTorch profiler trace (its events nest a few levels)")
+            raise InputError(
+                self.path,
+                f"nests JSON more than {MAX_NESTING} levels deep near byte {self.bytes_read}",
+                "pass a PyTorch profiler trace (its events nest a few levels)",
+            )
         self.depth += int(step[-1])
 
     def mark(self) -> None:

@@ -73,8 +73,9 @@ def _csv_rows(text: str, path: Path) -> list[list[str]]:
     for start, line in enumerate(lines):
         if line.startswith(f'"{nm.ID_COLUMN}",') or line.startswith(f"{nm.ID_COLUMN},"):
             return list(csv.reader(io.StringIO("\n".join(lines[start:]))))
-    raise InputError(path, "has no ncu CSV header (a line starting with \"ID\",)",
-                     "write it with: ncu --import REPORT.ncu-rep --csv --page raw > metrics.csv")
+    raise InputError(
+        path, 'has no ncu CSV header (a line starting with "ID",)', "write it with: ncu --import REPORT.ncu-rep --csv --page raw > metrics.csv"
+    )
 
 
 def parse_ncu_csv(text: str, path: Path) -> list[NcuLaunch]:
@@ -82,7 +83,7 @@ def parse_ncu_csv(text: str, path: Path) -> list[NcuLaunch]:
     rows = _csv_rows(text, path)
     header = rows[0]
     if nm.KERNEL_NAME_COLUMN not in header:
-        raise InputError(path, f"has no \"{nm.KERNEL_NAME_COLUMN}\" column", "export it with ncu --csv --page raw")
+        raise InputError(path, f'has no "{nm.KERNEL_NAME_COLUMN}" column', "export it with ncu --csv --page raw")
     col = {name: i for i, name in enumerate(header)}
     launches: dict[int, NcuLaunch] = {}
     if nm.DETAILS_METRIC_NAME in col:  # long form: one row per (launch, metric)
@@ -139,8 +140,11 @@ def read_ncu_file(path: Path, ncu: str | None = None) -> str:
     if path.suffix == ".ncu-rep":
         binary = ncu or shutil.which("ncu")
         if binary is None:
-            raise InputError(path, "is an Nsight Compute report and ncu is not installed",
-                             "export it where ncu is: ncu --import REPORT.ncu-rep --csv --page raw > metrics.csv")
+            raise InputError(
+                path,
+                "is an Nsight Compute report and ncu is not installed",
+                "export it where ncu is: ncu --import REPORT.ncu-rep --csv --page raw > metrics.csv",
+            )
         done = subprocess.run([binary, "--import", str(path), "--csv", "--page", "raw"], capture_output=True, text=True)
         if done.returncode != 0:
             raise InputError(path, f"ncu --import failed: {done.stderr.strip().splitlines()[-1:]}", "check the report")
@@ -214,8 +218,7 @@ def default_target_run(con: duckdb.DuckDBPyConnection, path: Path) -> int:
     return runs[0][0]
 
 
-def import_ncu_metrics(con: duckdb.DuckDBPyConnection, path: Path, run_id: int | None = None,
-                       ncu: str | None = None) -> MetricsImport:
+def import_ncu_metrics(con: duckdb.DuckDBPyConnection, path: Path, run_id: int | None = None, ncu: str | None = None) -> MetricsImport:
     """Match an ncu CSV/report to the kernels of `run_id` and append metrics rows."""
     path = Path(path)
     launches = parse_ncu_csv(read_ncu_file(path, ncu), path)
@@ -227,8 +230,7 @@ def import_ncu_metrics(con: duckdb.DuckDBPyConnection, path: Path, run_id: int |
         raise InputError(path, f"cannot be matched: the database has no run {run_id}", "pass --run with an existing run id")
     name_column, matched = match_launches(launches, _target_kernels(con, run_id))
     if not matched:
-        raise InputError(path, f"matches no kernel of run {run_id} by name",
-                         "pass --run with the traced run of the same model and batch size")
+        raise InputError(path, f"matches no kernel of run {run_id} by name", "pass --run with the traced run of the same model and batch size")
     rows: dict[str, list] = {"run_id": [], "span_id": [], "metric": [], "value": [], "unit": []}
     for launch in launches:
         span_id = matched.get(launch.launch_id)
@@ -240,8 +242,10 @@ def import_ncu_metrics(con: duckdb.DuckDBPyConnection, path: Path, run_id: int |
             rows["metric"].append(metric)
             rows["value"].append(value)
             rows["unit"].append(unit)
-    table = pa.table(rows, schema=pa.schema([("run_id", pa.int32()), ("span_id", pa.int64()), ("metric", pa.string()),
-                                             ("value", pa.float64()), ("unit", pa.string())]))
+    table = pa.table(
+        rows,
+        schema=pa.schema([("run_id", pa.int32()), ("span_id", pa.int64()), ("metric", pa.string()), ("value", pa.float64()), ("unit", pa.string())]),
+    )
     insert_relation(con, "metrics", table)
     unmatched = sorted({launch.kernel_name for launch in launches if launch.launch_id not in matched})
     return MetricsImport(run_id, len(launches), len(matched), name_column, unmatched)

@@ -76,8 +76,11 @@ class _Export:
                 warn(path, f"table {fmt.resolve_table(names, base)} is empty: read {name} instead")
         self.meta_table = next((t for t in fmt.META_TABLES if t in names), None)
         if self.meta_table is None and fmt.STRING_IDS not in names:
-            raise InputError(path, "is a SQLite file but not an Nsight Systems export (no export metadata or StringIds table)",
-                             "pass a file written by `nsys export --type sqlite`")
+            raise InputError(
+                path,
+                "is a SQLite file but not an Nsight Systems export (no export metadata or StringIds table)",
+                "pass a file written by `nsys export --type sqlite`",
+            )
         self._columns: dict[str, set[str]] = {}
 
     def _has_rows(self, name: str) -> bool:
@@ -152,13 +155,26 @@ class _Export:
         return dict(self.execute(f'SELECT name, value FROM "{self.meta_table}"').fetchall())
 
     def optional(self, base: str, column: str, alias: str, default: str = "NULL") -> str:
-        return f'{column} AS {alias}' if column in self.columns(base) else f"{default} AS {alias}"
+        return f"{column} AS {alias}" if column in self.columns(base) else f"{default} AS {alias}"
 
 
 _ALL_TABLES = (
-    fmt.KERNEL, fmt.RUNTIME, fmt.MEMCPY, fmt.MEMSET, fmt.SYNCHRONIZATION, fmt.OSRT_API, fmt.NVTX_EVENTS, fmt.STRING_IDS,
-    fmt.THREAD_NAMES, fmt.PROCESSES, fmt.TARGET_INFO_GPU, fmt.TARGET_INFO_CUDA_DEVICE, fmt.SESSION_START,
-    fmt.ENUM_MEMCPY_OPER, fmt.ENUM_MEM_KIND, fmt.ENUM_SYNC_TYPE,
+    fmt.KERNEL,
+    fmt.RUNTIME,
+    fmt.MEMCPY,
+    fmt.MEMSET,
+    fmt.SYNCHRONIZATION,
+    fmt.OSRT_API,
+    fmt.NVTX_EVENTS,
+    fmt.STRING_IDS,
+    fmt.THREAD_NAMES,
+    fmt.PROCESSES,
+    fmt.TARGET_INFO_GPU,
+    fmt.TARGET_INFO_CUDA_DEVICE,
+    fmt.SESSION_START,
+    fmt.ENUM_MEMCPY_OPER,
+    fmt.ENUM_MEM_KIND,
+    fmt.ENUM_SYNC_TYPE,
 )
 
 
@@ -187,8 +203,7 @@ class _Stager:
         with self.export.arrow_batches(f"SELECT 1 AS {_TYPE_ROW}, {typed} UNION ALL SELECT 0, * FROM ({sql})") as reader:
             return self._insert(table, reader, schema, full, with_span_ids, what)
 
-    def _insert(self, table: str, reader: pa.RecordBatchReader, schema: pa.Schema, full: pa.Schema,
-                with_span_ids: bool, what: str) -> int:
+    def _insert(self, table: str, reader: pa.RecordBatchReader, schema: pa.Schema, full: pa.Schema, with_span_ids: bool, what: str) -> int:
         counted: list[int] = [0]
         failure: list[BaseException] = []
 
@@ -226,7 +241,6 @@ class _Stager:
         finally:
             self.con.unregister("_xsp_batches")
         return counted[0]
-
 
     def _cast(self, column: pa.Array, field: pa.Field, what: str, failure: list) -> pa.Array:
         """A column as its staging type; a value that does not convert exactly (text, blob, 1.5 in an
@@ -289,7 +303,9 @@ def _register(con, export: _Export, source: Path, run_id: int, options: ConvertO
             origin = int(row[0])
             started_at = datetime.fromtimestamp(origin / 1e9, tz=timezone.utc).replace(tzinfo=None)
     register_run(
-        con, run_id, options,
+        con,
+        run_id,
+        options,
         source_kind="nsys",
         source_path=str(source),
         source_format_version=meta.get(fmt.META_SCHEMA_VERSION),
@@ -302,8 +318,19 @@ def _register(con, export: _Export, source: Path, run_id: int, options: ConvertO
 
 
 _STAGING_TABLES = (
-    "_nsys_strings", "_nsys_nvtx", "_nsys_api", "_nsys_osrt", "_nsys_kernel", "_nsys_memcpy", "_nsys_memset", "_nsys_sync",
-    "_nsys_enums", "_nsys_threads", "_nsys_processes", "_nsys_gpus", "_nsys_cuda_devices",
+    "_nsys_strings",
+    "_nsys_nvtx",
+    "_nsys_api",
+    "_nsys_osrt",
+    "_nsys_kernel",
+    "_nsys_memcpy",
+    "_nsys_memset",
+    "_nsys_sync",
+    "_nsys_enums",
+    "_nsys_threads",
+    "_nsys_processes",
+    "_nsys_gpus",
+    "_nsys_cuda_devices",
 )
 
 
@@ -314,123 +341,170 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
     s = _Stager(export, con, progress)
     t = export.table
 
-    s.stage("_nsys_strings", f'SELECT id, value FROM "{t(fmt.STRING_IDS)}"' if t(fmt.STRING_IDS) else None,
-            _schema("id", "value", strings=("value",)), what="strings")
+    s.stage(
+        "_nsys_strings",
+        f'SELECT id, value FROM "{t(fmt.STRING_IDS)}"' if t(fmt.STRING_IDS) else None,
+        _schema("id", "value", strings=("value",)),
+        what="strings",
+    )
 
     nvtx = fmt.NVTX_EVENTS
     wanted = (*fmt.NVTX_RANGE_TYPES, *fmt.NVTX_MARK_TYPES, fmt.NvtxEventType.DOMAIN_CREATE)
     s.stage(
         "_nsys_nvtx",
-        t(nvtx) and f"""SELECT start, "end", eventType, {export.optional(nvtx, 'text', 'text')},
-                {export.optional(nvtx, 'textId', 'text_id')}, {export.optional(nvtx, 'domainId', 'domain_id', '0')},
-                {_pid('globalTid')}, {_tid('globalTid')},
-                {_tid('endGlobalTid') if 'endGlobalTid' in export.columns(nvtx) else 'NULL'}
-            FROM "{t(nvtx)}" WHERE eventType IN ({', '.join(map(str, wanted))})""",
+        t(nvtx)
+        and f"""SELECT start, "end", eventType, {export.optional(nvtx, "text", "text")},
+                {export.optional(nvtx, "textId", "text_id")}, {export.optional(nvtx, "domainId", "domain_id", "0")},
+                {_pid("globalTid")}, {_tid("globalTid")},
+                {_tid("endGlobalTid") if "endGlobalTid" in export.columns(nvtx) else "NULL"}
+            FROM "{t(nvtx)}" WHERE eventType IN ({", ".join(map(str, wanted))})""",
         _schema("start_ns", "end_ns", "event_type", "text", "text_id", "domain_id", "pid", "tid", "end_tid", strings=("text",)),
-        with_span_ids=True, what="NVTX events",
+        with_span_ids=True,
+        what="NVTX events",
     )
 
     rt = fmt.RUNTIME
-    class_filter = (
-        f"WHERE eventClass IN ({', '.join(map(str, fmt.API_CLASSES))})" if "eventClass" in export.columns(rt) else ""
-    )
+    class_filter = f"WHERE eventClass IN ({', '.join(map(str, fmt.API_CLASSES))})" if "eventClass" in export.columns(rt) else ""
     s.stage(
         "_nsys_api",
-        t(rt) and f"""SELECT start, "end", {export.optional(rt, 'eventClass', 'event_class', str(fmt.ApiEventClass.CUDA_RUNTIME))},
-                {_pid('globalTid')}, {_tid('globalTid')}, correlationId, nameId
+        t(rt)
+        and f"""SELECT start, "end", {export.optional(rt, "eventClass", "event_class", str(fmt.ApiEventClass.CUDA_RUNTIME))},
+                {_pid("globalTid")}, {_tid("globalTid")}, correlationId, nameId
             FROM "{t(rt)}" {class_filter}""",
         _schema("start_ns", "end_ns", "event_class", "pid", "tid", "correlation_id", "name_id"),
-        with_span_ids=True, what="CUDA API calls",
+        with_span_ids=True,
+        what="CUDA API calls",
     )
 
     os_rt = fmt.OSRT_API
     s.stage(
         "_nsys_osrt",
-        t(os_rt) and f"""SELECT start, "end", {_pid('globalTid')}, {_tid('globalTid')}, nameId
+        t(os_rt)
+        and f"""SELECT start, "end", {_pid("globalTid")}, {_tid("globalTid")}, nameId
             FROM "{t(os_rt)}" WHERE eventClass = {fmt.OsrtEventClass.CALL}""",
         _schema("start_ns", "end_ns", "pid", "tid", "name_id"),
-        with_span_ids=True, what="OS runtime calls",
+        with_span_ids=True,
+        what="OS runtime calls",
     )
 
     k = fmt.KERNEL
     s.stage(
         "_nsys_kernel",
-        t(k) and f"""SELECT start, "end", deviceId, streamId, correlationId, {export.gpu_pid(k)}, demangledName,
-                {export.optional(k, 'shortName', 'short_id')}, {export.optional(k, 'mangledName', 'mangled_id')},
+        t(k)
+        and f"""SELECT start, "end", deviceId, streamId, correlationId, {export.gpu_pid(k)}, demangledName,
+                {export.optional(k, "shortName", "short_id")}, {export.optional(k, "mangledName", "mangled_id")},
                 gridX, gridY, gridZ, blockX, blockY, blockZ,
-                {export.optional(k, 'registersPerThread', 'regs')}, {export.optional(k, 'staticSharedMemory', 'smem_static')},
-                {export.optional(k, 'dynamicSharedMemory', 'smem_dynamic')}, {export.optional(k, 'localMemoryPerThread', 'lmem')},
+                {export.optional(k, "registersPerThread", "regs")}, {export.optional(k, "staticSharedMemory", "smem_static")},
+                {export.optional(k, "dynamicSharedMemory", "smem_dynamic")}, {export.optional(k, "localMemoryPerThread", "lmem")},
                 {_graph_columns(export, k)}
             FROM "{t(k)}" """,
-        _schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "name_id", "short_id",
-                "mangled_id", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread",
-                "shared_mem_static_bytes", "shared_mem_dynamic_bytes", "local_mem_per_thread_bytes", *_GRAPH_FIELDS),
-        with_span_ids=True, what="kernels",
+        _schema(
+            "start_ns",
+            "end_ns",
+            "device_id",
+            "stream_id",
+            "correlation_id",
+            "pid",
+            "name_id",
+            "short_id",
+            "mangled_id",
+            "grid_x",
+            "grid_y",
+            "grid_z",
+            "block_x",
+            "block_y",
+            "block_z",
+            "registers_per_thread",
+            "shared_mem_static_bytes",
+            "shared_mem_dynamic_bytes",
+            "local_mem_per_thread_bytes",
+            *_GRAPH_FIELDS,
+        ),
+        with_span_ids=True,
+        what="kernels",
     )
 
     m = fmt.MEMCPY
     s.stage(
         "_nsys_memcpy",
-        t(m) and f"""SELECT start, "end", deviceId, streamId, correlationId, {export.gpu_pid(m)}, bytes, copyKind,
-                {export.optional(m, 'srcKind', 'src_kind')}, {export.optional(m, 'dstKind', 'dst_kind')},
+        t(m)
+        and f"""SELECT start, "end", deviceId, streamId, correlationId, {export.gpu_pid(m)}, bytes, copyKind,
+                {export.optional(m, "srcKind", "src_kind")}, {export.optional(m, "dstKind", "dst_kind")},
                 {_graph_columns(export, m)}
             FROM "{t(m)}" """,
-        _schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "bytes", "copy_kind", "src_kind",
-                "dst_kind", *_GRAPH_FIELDS),
-        with_span_ids=True, what="memory copies",
+        _schema(
+            "start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "bytes", "copy_kind", "src_kind", "dst_kind", *_GRAPH_FIELDS
+        ),
+        with_span_ids=True,
+        what="memory copies",
     )
 
     ms = fmt.MEMSET
     s.stage(
         "_nsys_memset",
-        t(ms) and f"""SELECT start, "end", deviceId, streamId, correlationId, {export.gpu_pid(ms)}, bytes,
-                {export.optional(ms, 'value', 'fill_value')}, {export.optional(ms, 'memKind', 'mem_kind')},
+        t(ms)
+        and f"""SELECT start, "end", deviceId, streamId, correlationId, {export.gpu_pid(ms)}, bytes,
+                {export.optional(ms, "value", "fill_value")}, {export.optional(ms, "memKind", "mem_kind")},
                 {_graph_columns(export, ms)}
             FROM "{t(ms)}" """,
-        _schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "bytes", "fill_value", "mem_kind",
-                *_GRAPH_FIELDS),
-        with_span_ids=True, what="memsets",
+        _schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "bytes", "fill_value", "mem_kind", *_GRAPH_FIELDS),
+        with_span_ids=True,
+        what="memsets",
     )
 
     sy = fmt.SYNCHRONIZATION
     s.stage(
         "_nsys_sync",
-        t(sy) and f"""SELECT start, "end", {export.optional(sy, 'deviceId', 'device_id')}, streamId, correlationId,
-                {export.gpu_pid(sy)}, {export.optional(sy, 'syncType', 'sync_type')}
+        t(sy)
+        and f"""SELECT start, "end", {export.optional(sy, "deviceId", "device_id")}, streamId, correlationId,
+                {export.gpu_pid(sy)}, {export.optional(sy, "syncType", "sync_type")}
             FROM "{t(sy)}" """,
         _schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "sync_type"),
-        with_span_ids=True, what="synchronizations",
+        with_span_ids=True,
+        what="synchronizations",
     )
 
     _stage_enums(export, con)
 
     tn = fmt.THREAD_NAMES
-    s.stage("_nsys_threads", t(tn) and f'SELECT {_pid("globalTid")}, {_tid("globalTid")}, nameId FROM "{t(tn)}"',
-            _schema("pid", "tid", "name_id"), what="thread names")
+    s.stage(
+        "_nsys_threads",
+        t(tn) and f'SELECT {_pid("globalTid")}, {_tid("globalTid")}, nameId FROM "{t(tn)}"',
+        _schema("pid", "tid", "name_id"),
+        what="thread names",
+    )
     pr = fmt.PROCESSES
-    s.stage("_nsys_processes", t(pr) and f'SELECT pid, name FROM "{t(pr)}"', _schema("pid", "name", strings=("name",)),
-            what="processes")
+    s.stage("_nsys_processes", t(pr) and f'SELECT pid, name FROM "{t(pr)}"', _schema("pid", "name", strings=("name",)), what="processes")
 
     g = fmt.TARGET_INFO_GPU
     s.stage(
         "_nsys_gpus",
-        t(g) and f"""SELECT id, {export.optional(g, 'cuDevice', 'cu_device')}, name, {export.optional(g, 'uuid', 'uuid')},
-                {export.optional(g, 'busLocation', 'bus_location')}, {export.optional(g, 'smCount', 'sm_count')},
-                {export.optional(g, 'totalMemory', 'memory_bytes')}, {export.optional(g, 'memoryBandwidth', 'memory_bandwidth')},
-                {export.optional(g, 'clockRate', 'clock_rate')}, {export.optional(g, 'computeMajor', 'compute_major')},
-                {export.optional(g, 'computeMinor', 'compute_minor')}
+        t(g)
+        and f"""SELECT id, {export.optional(g, "cuDevice", "cu_device")}, name, {export.optional(g, "uuid", "uuid")},
+                {export.optional(g, "busLocation", "bus_location")}, {export.optional(g, "smCount", "sm_count")},
+                {export.optional(g, "totalMemory", "memory_bytes")}, {export.optional(g, "memoryBandwidth", "memory_bandwidth")},
+                {export.optional(g, "clockRate", "clock_rate")}, {export.optional(g, "computeMajor", "compute_major")},
+                {export.optional(g, "computeMinor", "compute_minor")}
             FROM "{t(g)}" """,
-        pa.schema([
-            pa.field("gpu_id", pa.int64()), pa.field("cu_device", pa.int64()), pa.field("name", pa.string()),
-            pa.field("uuid", pa.string()), pa.field("bus_location", pa.string()), pa.field("sm_count", pa.int64()),
-            pa.field("memory_bytes", pa.int64()), pa.field("memory_bandwidth", pa.float64()),
-            pa.field("clock_rate", pa.int64()), pa.field("compute_major", pa.int64()), pa.field("compute_minor", pa.int64()),
-        ]),
+        pa.schema(
+            [
+                pa.field("gpu_id", pa.int64()),
+                pa.field("cu_device", pa.int64()),
+                pa.field("name", pa.string()),
+                pa.field("uuid", pa.string()),
+                pa.field("bus_location", pa.string()),
+                pa.field("sm_count", pa.int64()),
+                pa.field("memory_bytes", pa.int64()),
+                pa.field("memory_bandwidth", pa.float64()),
+                pa.field("clock_rate", pa.int64()),
+                pa.field("compute_major", pa.int64()),
+                pa.field("compute_minor", pa.int64()),
+            ]
+        ),
         what="GPUs",
     )
     cd = fmt.TARGET_INFO_CUDA_DEVICE
-    s.stage("_nsys_cuda_devices", t(cd) and f'SELECT gpuId, cudaId, pid FROM "{t(cd)}"', _schema("gpu_id", "cuda_id", "pid"),
-            what="CUDA devices")
+    s.stage("_nsys_cuda_devices", t(cd) and f'SELECT gpuId, cudaId, pid FROM "{t(cd)}"', _schema("gpu_id", "cuda_id", "pid"), what="CUDA devices")
 
 
 _GRAPH_FIELDS = ("graph_id", "graph_node_id")
@@ -438,8 +512,7 @@ _GRAPH_FIELDS = ("graph_id", "graph_node_id")
 
 def _graph_columns(export: _Export, base: str) -> str:
     """The graph and graph node ids of GPU activities replayed by a graph launch (columns of newer exports)."""
-    return (f"{export.optional(base, fmt.GRAPH_ID_COLUMN, 'graph_id')}, "
-            f"{export.optional(base, fmt.GRAPH_NODE_ID_COLUMN, 'graph_node_id')}")
+    return f"{export.optional(base, fmt.GRAPH_ID_COLUMN, 'graph_id')}, {export.optional(base, fmt.GRAPH_NODE_ID_COLUMN, 'graph_node_id')}"
 
 
 def _nvtx_max_ts(export: _Export) -> int | None:
@@ -462,8 +535,7 @@ def _stage_enums(export: _Export, con: duckdb.DuckDBPyConnection) -> None:
         labels = dict(fallback)
         if table and {"id", "label"} <= export.columns(base):
             labels.update(dict(export.execute(f'SELECT id, label FROM "{table}"').fetchall()))
-        rows += [(enum, code, label, fmt.MEMCPY_KIND_SHORT.get(code) if enum == "memcpy_kind" else None)
-                 for code, label in labels.items()]
+        rows += [(enum, code, label, fmt.MEMCPY_KIND_SHORT.get(code) if enum == "memcpy_kind" else None) for code, label in labels.items()]
     con.execute("CREATE OR REPLACE TEMP TABLE _nsys_enums (enum VARCHAR, code BIGINT, label VARCHAR, short VARCHAR)")
     con.executemany("INSERT INTO _nsys_enums VALUES (?, ?, ?, ?)", rows)
 

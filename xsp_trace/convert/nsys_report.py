@@ -83,9 +83,23 @@ def exported_sqlite(report: Path, nsys_hint: str | None) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="xsp-nsys-") as tmp:
         target = Path(tmp) / "export.sqlite"
         proc = subprocess.run(
-            [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "--lazy", "false",
-             "--quiet", "true", "--output", str(target), str(report)],
-            capture_output=True, text=True,
+            [
+                nsys,
+                "export",
+                "--type",
+                "sqlite",
+                "--force-overwrite",
+                "true",
+                "--lazy",
+                "false",
+                "--quiet",
+                "true",
+                "--output",
+                str(target),
+                str(report),
+            ],
+            capture_output=True,
+            text=True,
         )
         if proc.returncode != 0 or not target.exists():
             _raise_export_failure(report, nsys, proc.stdout + proc.stderr)

@@ -93,11 +93,18 @@ def merge_part(con: duckdb.DuckDBPyConnection, part: Path) -> list[int]:
     try:
         offset = next_run_id(con) - 1
         part_runs = [r[0] for r in con.execute("SELECT run_id FROM _xsp_part.main.runs ORDER BY run_id").fetchall()]
-        columns = dict(con.execute(
-            "SELECT table_name, list(column_name ORDER BY column_index) FROM duckdb_columns() "
-            "WHERE database_name = '_xsp_part' AND schema_name = 'main' GROUP BY table_name").fetchall())
-        mine = {r[0] for r in con.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main'").fetchall()}
+        columns = dict(
+            con.execute(
+                "SELECT table_name, list(column_name ORDER BY column_index) FROM duckdb_columns() "
+                "WHERE database_name = '_xsp_part' AND schema_name = 'main' GROUP BY table_name"
+            ).fetchall()
+        )
+        mine = {
+            r[0]
+            for r in con.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main'"
+            ).fetchall()
+        }
         # runs first: the other tables refer to it.
         for table in sorted(columns, key=lambda t: (t != "runs", t)):
             if "run_id" not in columns[table]:
@@ -145,8 +152,9 @@ def convert_files_parallel(
         parts_dir.mkdir()
         try:
             # spawn: this process holds DuckDB threads, which a fork would copy half-way.
-            pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                                       initializer=_worker_start, initargs=(os.getpid(),))
+            pool = ProcessPoolExecutor(
+                max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_start, initargs=(os.getpid(),)
+            )
             try:
                 parts = [parts_dir / f"part{i:05d}.duckdb" for i in range(len(inputs))]
                 futures: list[Future] = [
@@ -180,8 +188,9 @@ def convert_to_dataset(
     from ..dataset import write_dataset_folder
 
     output = Path(output)
-    with atomic_output(output, folder=True, replace=overwrite, inputs=inputs,
-                       exists_fix="pass --overwrite to replace it, or choose another output folder") as tmp:
+    with atomic_output(
+        output, folder=True, replace=overwrite, inputs=inputs, exists_fix="pass --overwrite to replace it, or choose another output folder"
+    ) as tmp:
         tmp.mkdir()
         staging = tmp / ".staging.duckdb"
         run_ids = convert_files_parallel(inputs, staging, options, jobs=jobs, overwrite=True, progress=progress)

@@ -68,7 +68,7 @@ def _convert_task(row: dict, options: ConvertOptions) -> dict:
         convert_to_dataset([Path(row["path"])], part, options, jobs=1, overwrite=True)
     except InputError as exc:
         return {"index": row["index"], "runs": [], "error": str(exc)}
-    runs = sorted(int(p.name[len(RUN_PARTITION):]) for p in (part / "runs").iterdir() if p.name.startswith(RUN_PARTITION))
+    runs = sorted(int(p.name[len(RUN_PARTITION) :]) for p in (part / "runs").iterdir() if p.name.startswith(RUN_PARTITION))
     return {"index": row["index"], "runs": runs, "error": ""}
 
 
@@ -91,8 +91,9 @@ def convert_with_ray(
     if run_id_offset < 0:
         raise InputError(None, f"--run-id-offset {run_id_offset} is negative", "pass 0 or more")
     ray = _ray()
-    with atomic_output(output, folder=True, replace=overwrite, inputs=inputs,
-                       exists_fix="pass --overwrite to replace it, or choose another output folder") as final:
+    with atomic_output(
+        output, folder=True, replace=overwrite, inputs=inputs, exists_fix="pass --overwrite to replace it, or choose another output folder"
+    ) as final:
         staging = parts_path(output)
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
@@ -105,8 +106,7 @@ def convert_with_ray(
             with _quiet_ray_data(ray):
                 results = (
                     ray.data.from_items(items, override_num_blocks=len(items))
-                    .map(_convert_task, fn_kwargs={"options": options}, num_cpus=1,
-                         ray_remote_args_fn=lambda: {"max_retries": max_retries})
+                    .map(_convert_task, fn_kwargs={"options": options}, num_cpus=1, ray_remote_args_fn=lambda: {"max_retries": max_retries})
                     .take_all()
                 )
             results.sort(key=lambda r: r["index"])
@@ -141,7 +141,7 @@ def _merge_parts(staging: Path, final: Path, results: list[dict], run_id_offset:
             target.mkdir(exist_ok=True)
             for child in source.iterdir():
                 if child.name.startswith(RUN_PARTITION):
-                    local = int(child.name[len(RUN_PARTITION):])
+                    local = int(child.name[len(RUN_PARTITION) :])
                     os.replace(child, target / f"{RUN_PARTITION}{mapping[local]}")
                 elif not (target / child.name).exists():  # a table without runs (schema_info): the first part's copy
                     os.replace(child, target / child.name)

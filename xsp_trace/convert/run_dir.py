@@ -36,12 +36,16 @@ def _read_json(path: Path, what: str) -> dict:
 def read_run_manifest(run_dir: Path) -> dict:
     path = run_dir / MANIFEST_NAME
     if not path.exists():
-        raise InputError(run_dir, f"is a folder without {MANIFEST_NAME}, not a capture run directory",
-                         "pass a run directory written by xsp-trace capture, or the trace files themselves")
+        raise InputError(
+            run_dir,
+            f"is a folder without {MANIFEST_NAME}, not a capture run directory",
+            "pass a run directory written by xsp-trace capture, or the trace files themselves",
+        )
     manifest = _read_json(path, "the run manifest")
     if manifest.get("format") != MANIFEST_FORMAT:
-        raise InputError(path, f"is not an xsp-trace capture manifest (format {manifest.get('format')!r})",
-                         "pass a run directory written by xsp-trace capture")
+        raise InputError(
+            path, f"is not an xsp-trace capture manifest (format {manifest.get('format')!r})", "pass a run directory written by xsp-trace capture"
+        )
     return manifest
 
 
@@ -50,15 +54,25 @@ def _capture_row(run_id: int, run_dir: Path, entry: dict, session: dict) -> dict
     device = session.get("device") or {}
     faults = session.get("minor_faults") or {}
     return {
-        "run_id": run_id, "run_dir": str(run_dir), "run_key": entry["key"], "tool": entry["tool"],
-        "level": entry["level"], "batch_size": entry["batch_size"], "iterations": session.get("iterations"),
-        "warmup": session.get("warmup"), "depth": session.get("depth"), "layer_sync": session.get("layer_sync"),
-        "device": device.get("name") or device.get("type"), "threads": session.get("threads"),
-        "torch_version": session.get("torch_version"), "nvtx_version": session.get("nvtx_version"),
+        "run_id": run_id,
+        "run_dir": str(run_dir),
+        "run_key": entry["key"],
+        "tool": entry["tool"],
+        "level": entry["level"],
+        "batch_size": entry["batch_size"],
+        "iterations": session.get("iterations"),
+        "warmup": session.get("warmup"),
+        "depth": session.get("depth"),
+        "layer_sync": session.get("layer_sync"),
+        "device": device.get("name") or device.get("type"),
+        "threads": session.get("threads"),
+        "torch_version": session.get("torch_version"),
+        "nvtx_version": session.get("nvtx_version"),
         "profiler_scope": session.get("profiler_scope"),
         "program_changed": change.get("changed") if session.get("program_change") is not None else None,
         "program_change_note": _change_note(change),
-        "minor_faults_uninstrumented": faults.get("uninstrumented"), "minor_faults_instrumented": faults.get("instrumented"),
+        "minor_faults_uninstrumented": faults.get("uninstrumented"),
+        "minor_faults_instrumented": faults.get("instrumented"),
         "wall_s": entry.get("wall_s"),
     }
 
@@ -105,8 +119,9 @@ def _layer_rows(run_id: int, session: dict) -> dict:
     }
 
 
-_LATENCY_SCHEMA = pa.schema([("run_id", pa.int32()), ("loop", pa.string()), ("iteration", pa.int32()),
-                             ("phase", pa.string()), ("latency_ns", pa.int64())])
+_LATENCY_SCHEMA = pa.schema(
+    [("run_id", pa.int32()), ("loop", pa.string()), ("iteration", pa.int32()), ("phase", pa.string()), ("latency_ns", pa.int64())]
+)
 
 
 def convert_run_dir(con: duckdb.DuckDBPyConnection, run_dir: Path, options: ConvertOptions, progress: Progress) -> list[int]:
@@ -116,21 +131,24 @@ def convert_run_dir(con: duckdb.DuckDBPyConnection, run_dir: Path, options: Conv
     runs = [r for r in manifest.get("runs", []) if r.get("status") == "ok" and r.get("trace")]
     convertible = [r for r in runs if not r["level"].startswith(METRICS_LEVEL_PREFIX)]
     if not convertible:
-        raise InputError(run_dir, "holds no finished run to convert (see the status of each run in manifest.json)",
-                         "capture again with xsp-trace capture")
+        raise InputError(
+            run_dir, "holds no finished run to convert (see the status of each run in manifest.json)", "capture again with xsp-trace capture"
+        )
     model = (manifest.get("model") or {}).get("name")
     added: list[int] = []
     targets: dict = {}  # (level, batch size) -> [(tool, run_id)]
     for number, entry in enumerate(convertible, 1):
         progress(f"{entry['key']} ({number}/{len(convertible)})", None)
         session = _read_json(run_dir / entry["session"], "the session record")
-        fields = {**options.run_fields, "level": entry["level"], "model": session.get("model") or model,
-                  "batch_size": entry["batch_size"]}
+        fields = {**options.run_fields, "level": entry["level"], "model": session.get("model") or model, "batch_size": entry["batch_size"]}
         run_ids = convert_trace(con, run_dir / entry["trace"], replace(options, run_fields=fields), progress)
         for run_id in run_ids:
-            con.execute("INSERT INTO capture_runs BY NAME SELECT * FROM (SELECT " + ", ".join(
-                f"? AS {k}" for k in _capture_row(run_id, run_dir, entry, session)) + ")",
-                list(_capture_row(run_id, run_dir, entry, session).values()))
+            con.execute(
+                "INSERT INTO capture_runs BY NAME SELECT * FROM (SELECT "
+                + ", ".join(f"? AS {k}" for k in _capture_row(run_id, run_dir, entry, session))
+                + ")",
+                list(_capture_row(run_id, run_dir, entry, session).values()),
+            )
             insert_relation(con, "capture_latencies", pa.table(_latency_rows(run_id, session), schema=_LATENCY_SCHEMA))
             layers = _layer_rows(run_id, session)
             if layers["layer_index"]:
@@ -150,8 +168,11 @@ def _import_metrics(con, run_dir: Path, entry: dict, targets: dict) -> None:
 
     candidates = sorted(targets.get(("MLG", entry["batch_size"]), []), key=lambda t: t[0] != "nsys")  # nsys first
     if not candidates:
-        raise InputError(run_dir / entry["dir"], f"metric run {entry['key']} has no finished MLG run of batch size "
-                         f"{entry['batch_size']} to attach its kernels to", "capture MLG together with --metrics")
+        raise InputError(
+            run_dir / entry["dir"],
+            f"metric run {entry['key']} has no finished MLG run of batch size {entry['batch_size']} to attach its kernels to",
+            "capture MLG together with --metrics",
+        )
     report = run_dir / entry["trace"]
     csv = report.with_suffix(".csv")
     import_ncu_metrics(con, csv if csv.exists() else report, candidates[0][1])  # a .ncu-rep needs ncu on PATH

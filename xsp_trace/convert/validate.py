@@ -37,11 +37,25 @@ TIME_LIMIT_NS = 2**62
 TIME_LIMIT_US = TIME_LIMIT_NS // 1000
 
 # Staged tables with start/end, and whether a NULL end is allowed (an NVTX range never closed, a mark).
-_TIMED = {"_nsys_nvtx": True, "_nsys_api": False, "_nsys_osrt": False, "_nsys_kernel": False, "_nsys_memcpy": False,
-          "_nsys_memset": False, "_nsys_sync": False}
+_TIMED = {
+    "_nsys_nvtx": True,
+    "_nsys_api": False,
+    "_nsys_osrt": False,
+    "_nsys_kernel": False,
+    "_nsys_memcpy": False,
+    "_nsys_memset": False,
+    "_nsys_sync": False,
+}
 _GPU_TABLES = ("_nsys_kernel", "_nsys_memcpy", "_nsys_memset", "_nsys_sync")
-_WHAT = {"_nsys_nvtx": "NVTX", "_nsys_api": "CUDA API", "_nsys_osrt": "OS runtime", "_nsys_kernel": "kernel", "_nsys_memcpy": "memcpy",
-         "_nsys_memset": "memset", "_nsys_sync": "synchronization"}
+_WHAT = {
+    "_nsys_nvtx": "NVTX",
+    "_nsys_api": "CUDA API",
+    "_nsys_osrt": "OS runtime",
+    "_nsys_kernel": "kernel",
+    "_nsys_memcpy": "memcpy",
+    "_nsys_memset": "memset",
+    "_nsys_sync": "synchronization",
+}
 
 
 def warn(path, message: str) -> None:
@@ -55,8 +69,7 @@ def _exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
 
 
 def _columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
-    return {r[0] for r in con.execute(
-        "SELECT column_name FROM duckdb_columns() WHERE table_name = ? AND database_name = 'temp'", [table]).fetchall()}
+    return {r[0] for r in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = ? AND database_name = 'temp'", [table]).fetchall()}
 
 
 def validate_nsys_staging(con: duckdb.DuckDBPyConnection, path: Path) -> None:
@@ -66,17 +79,23 @@ def validate_nsys_staging(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         if not _exists(con, table):
             continue
         end_null = "" if end_may_be_null else " OR end_ns IS NULL"
-        bad_null, bad_range, bad_order = one_row(con, f"""
+        bad_null, bad_range, bad_order = one_row(
+            con,
+            f"""
             SELECT count(*) FILTER (WHERE start_ns IS NULL{end_null}),
                    count(*) FILTER (WHERE start_ns NOT BETWEEN -{limit} AND {limit} OR end_ns NOT BETWEEN -{limit} AND {limit}),
                    count(*) FILTER (WHERE end_ns < start_ns)
-            FROM {table}""")
+            FROM {table}""",
+        )
         if bad_null or bad_range or bad_order:
             con.execute(f"""DELETE FROM {table} WHERE start_ns IS NULL{end_null}
                 OR start_ns NOT BETWEEN -{limit} AND {limit} OR end_ns NOT BETWEEN -{limit} AND {limit}
                 OR end_ns < start_ns""")
-            parts = [f"{n} with {why}" for n, why in ((bad_null, "no start or end"), (bad_range, "a time out of range"),
-                                                      (bad_order, "end before start")) if n]
+            parts = [
+                f"{n} with {why}"
+                for n, why in ((bad_null, "no start or end"), (bad_range, "a time out of range"), (bad_order, "end before start"))
+                if n
+            ]
             warn(path, f"dropped {_WHAT[table]} rows: {', '.join(parts)}")
     _dedupe_strings(con, path)
     _fill_gpu_pids(con, path)
@@ -86,8 +105,7 @@ def validate_nsys_staging(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 def _dedupe_strings(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     if not _exists(con, "_nsys_strings"):
         return
-    rows, ids, null_ids = one_row(con,
-        "SELECT count(*), count(DISTINCT id), count(*) FILTER (WHERE id IS NULL) FROM _nsys_strings")
+    rows, ids, null_ids = one_row(con, "SELECT count(*), count(DISTINCT id), count(*) FILTER (WHERE id IS NULL) FROM _nsys_strings")
     duplicates = rows - null_ids - ids
     if duplicates or null_ids:
         con.execute("""CREATE OR REPLACE TEMP TABLE _nsys_strings AS
@@ -111,8 +129,11 @@ def _fill_gpu_pids(con: duckdb.DuckDBPyConnection, path: Path) -> None:
                   GROUP BY correlation_id HAVING count(DISTINCT pid) = 1) AS owner
             WHERE g.pid IS NULL AND g.correlation_id = owner.correlation_id""")
         left = scalar(con, f"SELECT count(*) FROM {table} WHERE pid IS NULL")
-        warn(path, f"{missing} {_WHAT[table]} row(s) without a process id: {missing - left} given the process of "
-                   f"their CUDA API call (same correlation id), {left} left without one")
+        warn(
+            path,
+            f"{missing} {_WHAT[table]} row(s) without a process id: {missing - left} given the process of "
+            f"their CUDA API call (same correlation id), {left} left without one",
+        )
 
 
 def _check_nvtx_end(con: duckdb.DuckDBPyConnection, path: Path) -> None:
@@ -122,8 +143,7 @@ def _check_nvtx_end(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         return
     if value is None or (isinstance(value, int) and -TIME_LIMIT_NS <= value <= TIME_LIMIT_NS):
         return
-    fixed = scalar(con, "SELECT max(greatest(start_ns, coalesce(end_ns, start_ns))) FROM _nsys_nvtx") \
-        if _exists(con, "_nsys_nvtx") else None
+    fixed = scalar(con, "SELECT max(greatest(start_ns, coalesce(end_ns, start_ns))) FROM _nsys_nvtx") if _exists(con, "_nsys_nvtx") else None
     con.execute("SET VARIABLE nsys_nvtx_max_ts = ?", [fixed])
     warn(path, "the last NVTX time of the export is out of range: unclosed ranges end at the last valid NVTX time")
 

@@ -41,6 +41,5 @@ OP_MODELS: dict[str, OpModel] = {
     "aten::_scaled_dot_product_efficient_attention": OpModel("sdpa", 0, 1, None, False, 6),
     # (query, key, value, attn_bias, compute_log_sumexp, dropout_p, is_causal, return_debug_mask, *, scale)
     "aten::_scaled_dot_product_cudnn_attention": OpModel("sdpa", 0, 1, None, False, 6),
-    **{f"aten::{op}{suffix}": OpModel("binary", 0, 1, None, False, None)
-       for op in ("add", "sub", "mul", "div") for suffix in ("", "_")},
+    **{f"aten::{op}{suffix}": OpModel("binary", 0, 1, None, False, None) for op in ("add", "sub", "mul", "div") for suffix in ("", "_")},
 }

@@ -29,11 +29,22 @@ ARG_GROUP_SIZE = "Group size"
 # ncclKernel_<Name>_..., ncclDevKernel_<Name>_..., nccl:<name> ranges), keyed by the name lower-cased
 # with everything but letters removed -> the nccl-tests collective.
 COLLECTIVES = {
-    "allreduce": "all_reduce", "allgather": "all_gather", "allgatherbase": "all_gather",
-    "allgatherintocoalesced": "all_gather", "reducescatter": "reduce_scatter",
-    "reducescatterbase": "reduce_scatter", "reducescattertensorcoalesced": "reduce_scatter",
-    "broadcast": "broadcast", "reduce": "reduce", "alltoall": "all_to_all", "alltoallbase": "all_to_all",
-    "sendrecv": "send_recv", "send": "send_recv", "recv": "send_recv", "gather": "gather", "scatter": "scatter",
+    "allreduce": "all_reduce",
+    "allgather": "all_gather",
+    "allgatherbase": "all_gather",
+    "allgatherintocoalesced": "all_gather",
+    "reducescatter": "reduce_scatter",
+    "reducescatterbase": "reduce_scatter",
+    "reducescattertensorcoalesced": "reduce_scatter",
+    "broadcast": "broadcast",
+    "reduce": "reduce",
+    "alltoall": "all_to_all",
+    "alltoallbase": "all_to_all",
+    "sendrecv": "send_recv",
+    "send": "send_recv",
+    "recv": "send_recv",
+    "gather": "gather",
+    "scatter": "scatter",
 }
 # Patterns whose group 1 names the collective: the range PyTorch wraps around a collective
 # (nccl:all_to_all -- more telling than the kernel: all_to_all runs as SendRecv kernels), and the
@@ -47,11 +58,17 @@ COLLECTIVE_FROM_KERNEL = r"^nccl(?:Dev)?Kernel_([A-Za-z]+)"
 # message bytes / time, the message being the larger of the input and output buffers (all_gather:
 # the gathered output; reduce_scatter: the input).
 BUSBW_FACTORS = {  # collective -> (scale, offset)
-    "all_reduce": (2, 1), "all_gather": (1, 1), "reduce_scatter": (1, 1), "all_to_all": (1, 1),
-    "broadcast": (1, 0), "reduce": (1, 0), "send_recv": (1, 0), "gather": (1, 0), "scatter": (1, 0),
+    "all_reduce": (2, 1),
+    "all_gather": (1, 1),
+    "reduce_scatter": (1, 1),
+    "all_to_all": (1, 1),
+    "broadcast": (1, 0),
+    "reduce": (1, 0),
+    "send_recv": (1, 0),
+    "gather": (1, 0),
+    "scatter": (1, 0),
 }
 
 # Bytes per element of the dtypes collectives name (PyTorch ScalarType names in "dtype", C++ type
 # names in "Input type"), keyed lower-case.
 # Bytes per element by dtype name: the one table is xsp_trace/formats/torch_dtypes.py.
-

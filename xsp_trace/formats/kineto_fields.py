@@ -65,8 +65,7 @@ LAUNCH_FLOW_CATEGORIES = frozenset({"ac2g", "async_gpu", "async_cpu_to_gpu"})
 # 2022-07, hipGraphLaunch since 2026-03). Since 2026-02 (CUDA 12+) Kineto also writes the graph
 # and node ids on every GPU activity, 0 for work launched outside a graph.
 GRAPH_LAUNCH_API_NAMES = frozenset(
-    {"cudaGraphLaunch", "cudaGraphLaunch_ptsz", "cuGraphLaunch", "cuGraphLaunch_ptsz",
-     "hipGraphLaunch", "hipGraphLaunch_spt"}
+    {"cudaGraphLaunch", "cudaGraphLaunch_ptsz", "cuGraphLaunch", "cuGraphLaunch_ptsz", "hipGraphLaunch", "hipGraphLaunch_spt"}
 )
 ARG_GRAPH_ID = "graph id"
 ARG_GRAPH_NODE_ID = "graph node id"
@@ -113,12 +112,33 @@ NO_STREAM_VALUES = frozenset({-1, 4294967295})
 
 # Args stored in typed columns (not repeated in span_args) and args of no use after conversion.
 TYPED_ARGS = frozenset(
-    {ARG_CORRELATION, ARG_DEVICE, ARG_STREAM, ARG_GRID, ARG_BLOCK, ARG_REGISTERS, ARG_SHARED_MEMORY,
-     ARG_BLOCKS_PER_SM, ARG_WARPS_PER_SM, ARG_OCCUPANCY_PERCENT, ARG_BYTES}
+    {
+        ARG_CORRELATION,
+        ARG_DEVICE,
+        ARG_STREAM,
+        ARG_GRID,
+        ARG_BLOCK,
+        ARG_REGISTERS,
+        ARG_SHARED_MEMORY,
+        ARG_BLOCKS_PER_SM,
+        ARG_WARPS_PER_SM,
+        ARG_OCCUPANCY_PERCENT,
+        ARG_BYTES,
+    }
 )
 DROPPED_ARGS = frozenset(
-    {"Ev Idx", "Profiler Event Index", "Trace name", "Trace iteration", "Record function id",
-     "Python id", "Python parent id", "Python module id", "queued", "context"}
+    {
+        "Ev Idx",
+        "Profiler Event Index",
+        "Trace name",
+        "Trace iteration",
+        "Record function id",
+        "Python id",
+        "Python parent id",
+        "Python module id",
+        "queued",
+        "context",
+    }
 )
 # (Typed args are taken out of span_args on GPU spans only: a cpu_op "stream" arg, e.g. of a
 # Triton launch, stays in span_args.)

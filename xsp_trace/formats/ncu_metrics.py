@@ -17,21 +17,29 @@ from __future__ import annotations
 ID_COLUMN = "ID"
 KERNEL_NAME_COLUMN = "Kernel Name"
 IDENTIFICATION_COLUMNS = (
-    "ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Kernel Time", "Context", "Stream",
-    "Block Size", "Grid Size", "Device", "CC",
+    "ID",
+    "Process ID",
+    "Process Name",
+    "Host Name",
+    "Kernel Name",
+    "Kernel Time",
+    "Context",
+    "Stream",
+    "Block Size",
+    "Grid Size",
+    "Device",
+    "CC",
 )
 # Long form (--page details).
 DETAILS_METRIC_NAME = "Metric Name"
 DETAILS_METRIC_UNIT = "Metric Unit"
 DETAILS_METRIC_VALUE = "Metric Value"
-DETAILS_EXTRA_COLUMNS = ("Section Name", "Rule Name", "Rule Type", "Rule Description",
-                         "Estimated Speedup Type", "Estimated Speedup")
+DETAILS_EXTRA_COLUMNS = ("Section Name", "Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type", "Estimated Speedup")
 
 # Unit prefixes ncu uses when it scales (--print-units auto): decimal SI.
 UNIT_PREFIXES = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 # Base units and the factor to the unit xsp-trace stores (bytes, counts, ns, fraction).
-TIME_UNITS_TO_NS = {"nsecond": 1.0, "ns": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6,
-                    "second": 1e9, "s": 1e9}
+TIME_UNITS_TO_NS = {"nsecond": 1.0, "ns": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6, "second": 1e9, "s": 1e9}
 BASE_UNITS = ("byte", "inst", "cycle", "warp", "block", "thread", "register", "sector", "request", "hz")
 
 # Derived metrics the analyses read (metrics.metric values written by xsp-trace next to the raw ones).

@@ -96,22 +96,54 @@ API_NAME_VERSION_SUFFIX = re.compile(r"_v\d+$")
 
 # Labels used when an export has no ENUM_* table (same values as the ENUM tables of newer exports).
 MEMCPY_KIND_LABELS = {
-    0: "Unknown", 1: "Host-to-Device", 2: "Device-to-Host", 3: "Host-to-Array", 4: "Array-to-Host",
-    5: "Array-to-Array", 6: "Array-to-Device", 7: "Device-to-Array", 8: "Device-to-Device",
-    9: "Host-to-Host", 10: "Peer-to-Peer", 11: "Unified Host-to-Device", 12: "Unified Device-to-Host",
+    0: "Unknown",
+    1: "Host-to-Device",
+    2: "Device-to-Host",
+    3: "Host-to-Array",
+    4: "Array-to-Host",
+    5: "Array-to-Array",
+    6: "Array-to-Device",
+    7: "Device-to-Array",
+    8: "Device-to-Device",
+    9: "Host-to-Host",
+    10: "Peer-to-Peer",
+    11: "Unified Host-to-Device",
+    12: "Unified Device-to-Host",
     13: "Unified Device-to-Device",
 }
 # Short direction codes for memops.copy_kind, keyed by the same copyKind values.
 MEMCPY_KIND_SHORT = {
-    0: "Unknown", 1: "HtoD", 2: "DtoH", 3: "HtoA", 4: "AtoH", 5: "AtoA", 6: "AtoD", 7: "DtoA",
-    8: "DtoD", 9: "HtoH", 10: "PtoP", 11: "UvmHtoD", 12: "UvmDtoH", 13: "UvmDtoD",
+    0: "Unknown",
+    1: "HtoD",
+    2: "DtoH",
+    3: "HtoA",
+    4: "AtoH",
+    5: "AtoA",
+    6: "AtoD",
+    7: "DtoA",
+    8: "DtoD",
+    9: "HtoH",
+    10: "PtoP",
+    11: "UvmHtoD",
+    12: "UvmDtoH",
+    13: "UvmDtoD",
 }
 MEM_KIND_LABELS = {
-    0: "Pageable", 1: "Pinned", 2: "Device", 3: "Array", 4: "Managed", 5: "Device Static",
-    6: "Managed Static", 7: "Unknown",
+    0: "Pageable",
+    1: "Pinned",
+    2: "Device",
+    3: "Array",
+    4: "Managed",
+    5: "Device Static",
+    6: "Managed Static",
+    7: "Unknown",
 }
 SYNC_TYPE_LABELS = {
-    0: "Unknown", 1: "Event sync", 2: "Stream wait sync", 3: "Stream sync", 4: "Context sync",
+    0: "Unknown",
+    1: "Event sync",
+    2: "Stream wait sync",
+    3: "Stream sync",
+    4: "Context sync",
 }
 
 # CUDA graphs. With `--cuda-graph-trace=node`, every node a graph launch replays is its own
@@ -151,14 +183,12 @@ REQUIRED_COLUMNS = {
 # globalPid of GPU activities: their process is then that of the CUDA API call with the same
 # correlation id (xsp_trace.convert.validate).
 GPU_PID_COLUMN = "globalPid"
-DEGRADABLE_COLUMNS = {KERNEL: (GPU_PID_COLUMN,), MEMCPY: (GPU_PID_COLUMN,), MEMSET: (GPU_PID_COLUMN,),
-                      SYNCHRONIZATION: (GPU_PID_COLUMN,)}
+DEGRADABLE_COLUMNS = {KERNEL: (GPU_PID_COLUMN,), MEMCPY: (GPU_PID_COLUMN,), MEMSET: (GPU_PID_COLUMN,), SYNCHRONIZATION: (GPU_PID_COLUMN,)}
 
 
 def resolve_table_with_rows(existing: set[str], base: str, has_rows) -> str | None:
     """As resolve_table, but an empty `_V<n>` variant does not win over a lower one that has rows."""
-    variants = sorted((int(m.group("n")), name) for name in existing
-                      if (m := _VERSIONED.match(name)) and m.group("base") == base)
+    variants = sorted((int(m.group("n")), name) for name in existing if (m := _VERSIONED.match(name)) and m.group("base") == base)
     candidates = [name for _, name in reversed(variants)] + ([base] if base in existing else [])
     return next((name for name in candidates if has_rows(name)), candidates[0] if candidates else None)
 

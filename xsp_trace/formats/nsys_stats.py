@@ -44,10 +44,18 @@ def report_name(analysis: str, nsys_version: str) -> str:
 # has no copy kind. Loaded into the analysis session as the table _xsp_memop_operations.
 MEMSET_OPERATION = "[CUDA memset]"
 MEMCPY_OPERATIONS: dict[str, str] = {
-    "Unknown": "[CUDA memcpy Unknown]", "HtoD": "[CUDA memcpy HtoD]", "DtoH": "[CUDA memcpy DtoH]",
-    "HtoA": "[CUDA memcpy HtoA]", "AtoH": "[CUDA memcpy AtoH]", "AtoA": "[CUDA memcpy AtoA]",
-    "AtoD": "[CUDA memcpy AtoD]", "DtoA": "[CUDA memcpy DtoA]", "DtoD": "[CUDA memcpy DtoD]",
-    "HtoH": "[CUDA memcpy HtoH]", "PtoP": "[CUDA memcpy PtoP]",
-    "UvmHtoD": "[CUDA Unified Memory memcpy HtoD]", "UvmDtoH": "[CUDA Unified Memory memcpy DtoH]",
+    "Unknown": "[CUDA memcpy Unknown]",
+    "HtoD": "[CUDA memcpy HtoD]",
+    "DtoH": "[CUDA memcpy DtoH]",
+    "HtoA": "[CUDA memcpy HtoA]",
+    "AtoH": "[CUDA memcpy AtoH]",
+    "AtoA": "[CUDA memcpy AtoA]",
+    "AtoD": "[CUDA memcpy AtoD]",
+    "DtoA": "[CUDA memcpy DtoA]",
+    "DtoD": "[CUDA memcpy DtoD]",
+    "HtoH": "[CUDA memcpy HtoH]",
+    "PtoP": "[CUDA memcpy PtoP]",
+    "UvmHtoD": "[CUDA Unified Memory memcpy HtoD]",
+    "UvmDtoH": "[CUDA Unified Memory memcpy DtoH]",
     "UvmDtoD": "[CUDA Unified Memory memcpy DtoD]",
 }

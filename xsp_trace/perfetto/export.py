@@ -29,8 +29,14 @@ MARK_CATEGORY = "mark"
 
 # Columns of perfetto_slices written as debug annotations, by value type.
 INT_ANNOTATIONS = (
-    "span_id", "correlation_id", "iteration", "layer_index", "registers_per_thread",
-    "shared_mem_static_bytes", "shared_mem_dynamic_bytes", "bytes",
+    "span_id",
+    "correlation_id",
+    "iteration",
+    "layer_index",
+    "registers_per_thread",
+    "shared_mem_static_bytes",
+    "shared_mem_dynamic_bytes",
+    "bytes",
 )
 STR_ANNOTATIONS = ("category", "phase", "grid", "block", "copy_kind", "src_kind", "dst_kind")
 FLOAT_ANNOTATIONS = ("occupancy_estimate",)
@@ -71,19 +77,18 @@ def _check_options(con: duckdb.DuckDBPyConnection, database: Path | None, option
     if options.kinds is not None:
         unknown = sorted(set(options.kinds) - set(SPAN_KINDS) - set(EXTRA_KINDS))
         if unknown:
-            raise InputError(None, f"unknown kind(s) {', '.join(unknown)}",
-                             f"choose from {', '.join(SPAN_KINDS + EXTRA_KINDS)}")
+            raise InputError(None, f"unknown kind(s) {', '.join(unknown)}", f"choose from {', '.join(SPAN_KINDS + EXTRA_KINDS)}")
     if options.from_ns is not None and options.to_ns is not None and options.from_ns >= options.to_ns:
-        raise InputError(None, f"the window start {options.from_ns} ns is not before its end {options.to_ns} ns",
-                         "give --from-ns smaller than --to-ns")
+        raise InputError(
+            None, f"the window start {options.from_ns} ns is not before its end {options.to_ns} ns", "give --from-ns smaller than --to-ns"
+        )
     known = {r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()}
     if not known:
         raise InputError(database, "holds no runs", "convert a trace into it first")
     if options.run_ids is not None:
         missing = sorted(set(options.run_ids) - known)
         if missing:
-            raise InputError(database, f"has no run {', '.join(map(str, missing))}",
-                             f"pick from runs {', '.join(map(str, sorted(known)))}")
+            raise InputError(database, f"has no run {', '.join(map(str, missing))}", f"pick from runs {', '.join(map(str, sorted(known)))}")
 
 
 def _select(con: duckdb.DuckDBPyConnection, options: PerfettoOptions) -> None:
@@ -103,8 +108,9 @@ def _batches(con: duckdb.DuckDBPyConnection, query: str, batch_rows: int, skip_n
     With skip_null_columns, columns that are NULL throughout the batch are left out."""
     for batch in con.sql(query_text(query)).to_arrow_reader(batch_rows):
         if skip_null_columns:
-            yield {name: column.to_pylist() for name, column in zip(batch.schema.names, batch.columns, strict=True)
-                   if column.null_count < batch.num_rows}
+            yield {
+                name: column.to_pylist() for name, column in zip(batch.schema.names, batch.columns, strict=True) if column.null_count < batch.num_rows
+            }
         else:
             yield batch.to_pydict()
 
@@ -129,8 +135,17 @@ def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: Per
         int_cols = [(k, cols[k]) for k in INT_ANNOTATIONS if k in cols]
         str_cols = [(k, cols[k]) for k in STR_ANNOTATIONS if k in cols]
         float_cols = [(k, cols[k]) for k in FLOAT_ANNOTATIONS if k in cols]
-        rows = zip(keys, cols["ts"], cols["end_ts"], cols["name"], cols["kind"], cols.get("args", nulls),
-                   cols.get("flow_ids", nulls), cols.get("terminating_flow_id", nulls), strict=True)
+        rows = zip(
+            keys,
+            cols["ts"],
+            cols["end_ts"],
+            cols["name"],
+            cols["kind"],
+            cols.get("args", nulls),
+            cols.get("flow_ids", nulls),
+            cols.get("terminating_flow_id", nulls),
+            strict=True,
+        )
         for i, (key, ts, end, name, kind, args, flow_ids, terminating) in enumerate(rows):
             if key != current_key:
                 if lanes is not None:
@@ -148,8 +163,7 @@ def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: Per
                     str_args += [("layer_name", parsed[1]), ("layer_type", parsed[2])]
             if args:
                 str_args += [(a["key"], a["value"]) for a in args if a["value"] is not None]
-            begin(uuid, ts, name, kind, int_args, str_args, float_args,
-                  flow_ids or (), () if terminating is None else (terminating,))
+            begin(uuid, ts, name, kind, int_args, str_args, float_args, flow_ids or (), () if terminating is None else (terminating,))
             stats.slices += 1
             if flow_ids:
                 stats.flows += len(flow_ids)

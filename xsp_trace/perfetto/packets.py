@@ -39,8 +39,7 @@ _TABLES = (_EVENT_NAMES, _CATEGORIES, _ANNOTATION_NAMES, _STRING_VALUES)
 class PacketWriter:
     """Writes TracePackets of one trusted sequence to a binary file, interning strings."""
 
-    def __init__(self, out: BinaryIO, sequence_id: int = 2, descriptor_sequence_id: int = 1,
-                 max_interned: int = 200_000, chunk_packets: int = 4096):
+    def __init__(self, out: BinaryIO, sequence_id: int = 2, descriptor_sequence_id: int = 1, max_interned: int = 200_000, chunk_packets: int = 4096):
         self.out = out
         self.sequence_id = sequence_id
         # Track descriptors go on a sequence of their own: a thread descriptor would otherwise
@@ -163,8 +162,7 @@ class PacketWriter:
         if terminating_flow_ids:
             event.terminating_flow_ids.extend(terminating_flow_ids)
 
-    def instant(self, track_uuid: int, ts: int, name: str, category: str,
-                str_args: Iterable[tuple[str, str]] = ()) -> None:
+    def instant(self, track_uuid: int, ts: int, name: str, category: str, str_args: Iterable[tuple[str, str]] = ()) -> None:
         self.slice_begin(track_uuid, ts, name, category, str_args=str_args, event_type=INSTANT)
 
     def slice_end(self, track_uuid: int, ts: int) -> None:

@@ -147,8 +147,11 @@ class TrackRegistry:
             group = self.gpu_group(run, device_id)
             uuid = self._uuid()
             descriptor = pb.TrackDescriptor(
-                uuid=uuid, parent_uuid=group, name=_stream_name(stream_id),
-                sibling_order_rank=ordinal * LANE_RANKS, sibling_merge_behavior=NO_MERGE,
+                uuid=uuid,
+                parent_uuid=group,
+                name=_stream_name(stream_id),
+                sibling_order_rank=ordinal * LANE_RANKS,
+                sibling_merge_behavior=NO_MERGE,
             )
             self.writer.track_descriptor(descriptor)
             self.streams[key] = uuid
@@ -167,8 +170,7 @@ class TrackRegistry:
     def lane(self, base_uuid: int, lane: int) -> int:
         """A sibling (or child) track of `base_uuid` for slices that cannot go on it."""
         uuid = self._uuid()
-        descriptor = pb.TrackDescriptor(uuid=uuid, parent_uuid=self._parents[base_uuid],
-                                        sibling_merge_behavior=NO_MERGE)
+        descriptor = pb.TrackDescriptor(uuid=uuid, parent_uuid=self._parents[base_uuid], sibling_merge_behavior=NO_MERGE)
         if base_uuid in self._stream_ordinals:
             stream = next(k[2] for k, v in self.streams.items() if v == base_uuid)
             descriptor.name = f"{_stream_name(stream)} · overlap {lane}"
