@@ -283,7 +283,7 @@ def convert_nsys(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, option
         export = _Export(Path(sqlite_path))
         with closing(export):
             _register(con, export, path, run_id, options)
-            _stage_all(export, con, progress)
+            _stage_all(export, con, progress, include_os_runtime=options.include_os_runtime)
             progress("building spans", None)
             _set_format_variables(con)
             con.execute("SET VARIABLE nsys_nvtx_max_ts = ?", [_nvtx_max_ts(export)])
@@ -334,7 +334,7 @@ _STAGING_TABLES = (
 )
 
 
-def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progress) -> None:
+def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progress, include_os_runtime: bool = True) -> None:
     for base in fmt.REQUIRED_COLUMNS:
         if export.table(base):
             export.check_required(base)
@@ -379,7 +379,7 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
     os_rt = fmt.OSRT_API
     s.stage(
         "_nsys_osrt",
-        t(os_rt)
+        (t(os_rt) if include_os_runtime else None)
         and f"""SELECT start, "end", {_pid("globalTid")}, {_tid("globalTid")}, nameId
             FROM "{t(os_rt)}" WHERE eventClass = {fmt.OsrtEventClass.CALL}""",
         _schema("start_ns", "end_ns", "pid", "tid", "name_id"),
