@@ -91,7 +91,8 @@ def test_ray_data_reads_the_dataset(converted):
     """The query side with Ray itself: kernel count and time per run from ray.data equal DuckDB's."""
     _, dataset = converted
     spans = ray.data.read_parquet(str(dataset / "spans"))  # hive partitions (run_id=N) by default
-    kernels = spans.filter(expr="kind == 'kernel'").to_pandas()
+    frame = spans.select_columns(["run_id", "kind", "start_ns", "end_ns"]).to_pandas()
+    kernels = frame[frame["kind"] == "kernel"].copy()
     kernels["dur"] = kernels["end_ns"] - kernels["start_ns"]
     by_run = kernels.groupby(kernels["run_id"].astype(int))["dur"].agg(["count", "sum"])
     from_ray = {int(r): (int(c), int(s)) for r, (c, s) in by_run.iterrows()}
