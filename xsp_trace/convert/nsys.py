@@ -178,6 +178,10 @@ _ALL_TABLES = (
 )
 
 
+# DuckDB's message for string data that is not UTF-8 (ADBC's SQLite driver hands text bytes over as they are).
+_DUCKDB_INVALID_UTF8 = "Invalid unicode"
+
+
 class _Stager:
     """Streams SQLite query results into DuckDB staging tables, assigning span ids on the way.
 
@@ -234,9 +238,11 @@ class _Stager:
         self.con.register("_xsp_batches", stream)
         try:
             self.con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _xsp_batches")
-        except duckdb.Error:
+        except duckdb.Error as exc:
             if failure:  # DuckDB reports the stream's exception as its own, unchained
                 raise failure[0] from None
+            if _DUCKDB_INVALID_UTF8 in str(exc):  # the SQLite driver passes text bytes through unchecked
+                raise InputError(self.export.path, f"holds text that is not valid UTF-8 in its {what or table}", _FIX_VALUES) from None
             raise
         finally:
             self.con.unregister("_xsp_batches")
