@@ -4,40 +4,26 @@ from __future__ import annotations
 
 import signal
 import sys
-from enum import Enum
 from pathlib import Path
-from typing import NoReturn
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from . import __version__
+from .cli_options import (
+    Engine,
+    OutputFormat,
+    ProgressReporter,
+    StoreFormat,
+    comma_list,
+    err_console,
+    fail,
+    iteration_list,
+    percent,
+    state,
+    time_window,
+)
 from .errors import InputError
 from .output_files import Interrupted, check_output_path, install_signal_handlers, received_signal, refuse_inputs
-
-
-class StoreFormat(str, Enum):
-    """What `convert` writes."""
-
-    duckdb = "duckdb"
-    parquet = "parquet"
-
-
-class Engine(str, Enum):
-    """Where `convert` runs the per-trace conversions."""
-
-    local = "local"
-    ray = "ray"
-
-
-class OutputFormat(str, Enum):
-    """How `analyze` prints its tables."""
-
-    table = "table"
-    csv = "csv"
-    json = "json"
-
 
 app = typer.Typer(
     name="xsp-trace",
@@ -54,9 +40,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-_state = {"debug": False}
-err_console = Console(stderr=True)
-
 
 def _version(value: bool) -> None:
     if value:
@@ -69,48 +52,7 @@ def _main(
     debug: bool = typer.Option(False, "--debug", help="Show the full traceback on errors."),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
 ) -> None:
-    _state["debug"] = debug
-
-
-def fail(exc: InputError | OSError) -> NoReturn:
-    """One clear line on stderr and exit code 2 (the traceback only with --debug)."""
-    if _state["debug"]:
-        raise exc
-    if isinstance(exc, OSError):  # the environment, not xsp-trace: a file vanished, a permission...
-        exc = InputError(exc.filename, f"{exc.strerror or exc}", "check the path and its permissions")
-    err_console.print(f"xsp-trace: error: {exc.line()}", markup=False, highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
-
-
-class _ProgressReporter:
-    """A rich progress bar on stderr, shown only for conversions that take more than a moment."""
-
-    def __init__(self, enabled: bool):
-        self.progress = Progress(
-            SpinnerColumn(),
-            TextColumn("{task.description}"),
-            BarColumn(),
-            TimeElapsedColumn(),
-            console=err_console,
-            transient=True,
-            disable=not enabled,
-        )
-        self.task: TaskID | None = None  # set on entering
-
-    def __enter__(self):
-        self.progress.__enter__()
-        self.task = self.progress.add_task("starting", total=None)
-        return self
-
-    def __exit__(self, *exc):
-        return self.progress.__exit__(*exc)
-
-    def __call__(self, what: str, fraction: float | None) -> None:
-        assert self.task is not None, "progress reported outside the with block"
-        if fraction is None:
-            self.progress.update(self.task, description=what, total=None)
-        else:
-            self.progress.update(self.task, description=what, total=1.0, completed=fraction)
+    state["debug"] = debug
 
 
 @app.command()
@@ -168,7 +110,7 @@ def convert(
         if perfetto is not None:  # refused before converting, not after
             check_output_path(perfetto)
             refuse_inputs(perfetto, [*inputs, output])
-        with _ProgressReporter(enabled=not quiet and sys.stderr.isatty()) as progress:
+        with ProgressReporter(enabled=not quiet and sys.stderr.isatty()) as progress:
             if engine is Engine.ray:
                 from .convert.ray_engine import convert_with_ray
 
@@ -190,24 +132,6 @@ def convert(
     typer.echo(f"wrote {output} (runs {', '.join(map(str, run_ids))})")
     if perfetto is not None:
         _write_perfetto(output, perfetto, None)
-
-
-def comma_list(values: str | list[str] | None, option: str, convert=str, example: str = "1,2") -> list | None:
-    """The items of a comma-separated option (given once or repeated), converted; None when absent.
-    One line and exit 2 when an item does not convert. The one list parser of the CLI."""
-    if not values:
-        return None
-    text = values if isinstance(values, str) else ",".join(values)
-    out = []
-    for item in text.split(","):
-        if item.strip():
-            try:
-                out.append(convert(item.strip()))
-            except ValueError:
-                fail(
-                    InputError(None, f"{option} {item.strip()!r} is not a {'number' if convert is int else 'valid item'}", f"e.g. {option} {example}")
-                )
-    return out
 
 
 def _write_perfetto(database: Path, output: Path, options) -> None:
@@ -389,35 +313,6 @@ def query(
         fail(exc)
 
 
-def _iteration_list(values: list[str] | None) -> list[int] | None:
-    if not values:
-        return None
-    out: list[int] = []
-    for part in ",".join(values).split(","):
-        part = part.strip()
-        try:
-            if "-" in part[1:]:
-                lo, hi = part.split("-", 1) if not part.startswith("-") else part[1:].split("-", 1)
-                out.extend(range(int(lo), int(hi) + 1))
-            elif part:
-                out.append(int(part))
-        except ValueError:
-            raise InputError(None, f"--iteration {part!r} is not an iteration number or range", "e.g. --iteration 3,5-7") from None
-    return out
-
-
-def _window(text: str | None) -> tuple | None:
-    if text is None:
-        return None
-    try:
-        lo, hi = (int(v) for v in text.split(":"))
-    except ValueError:
-        raise InputError(None, f"--window {text!r} is not START:END in ns", "e.g. --window 1000000:2000000") from None
-    if hi <= lo:
-        raise InputError(None, f"--window {text!r} ends before it starts", "END must be above START")
-    return (lo, hi)
-
-
 @app.command()
 def analyze(
     database: Path | None = typer.Argument(None, help="An xsp-trace DuckDB database (from convert); not needed with --list."),
@@ -492,8 +387,8 @@ def analyze(
             compare=pair,
             layer_ranges=layer_ranges,
             layer_depth=layer_depth,
-            iterations=_iteration_list(iteration),
-            window_ns=_window(window),
+            iterations=iteration_list(iteration),
+            window_ns=time_window(window),
         )
         con = open_session(database, options)
         if findings:
@@ -517,13 +412,6 @@ def analyze(
             err_console.print(f"wrote {report}", markup=False, highlight=False)
     except (InputError, OSError) as exc:
         fail(exc)
-
-
-def _percent(text: str, what: str) -> float:
-    try:
-        return float(text.strip().rstrip("%"))
-    except ValueError:
-        raise InputError(None, f"{what} {text!r} is not a percentage", "e.g. 5% or 5") from None
 
 
 @app.command()
@@ -553,7 +441,7 @@ def diff(
         unknown = [lvl for lvl in levels if lvl not in LEVELS]
         if unknown:
             raise InputError(None, f"--level {', '.join(unknown)} is not one of {', '.join(LEVELS)}", "pick kernel, op or layer")
-        rows = diff_databases(base, new, _percent(fail_above, "--fail-above"), _percent(min_share, "--min-share"), levels)
+        rows = diff_databases(base, new, percent(fail_above, "--fail-above"), percent(min_share, "--min-share"), levels)
     except InputError as exc:
         fail(exc)
     shown = [r for i, r in enumerate(rows) if r.regression or limit <= 0 or i < limit]

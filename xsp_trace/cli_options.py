@@ -1,0 +1,134 @@
+"""Option types and parsers of the `xsp-trace` command line, and its one-line failure: what the
+commands in xsp_trace/cli.py share (enums typer checks, the one comma-list parser, the progress bar)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import NoReturn
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+
+from .errors import InputError
+
+
+class StoreFormat(str, Enum):
+    """What `convert` writes."""
+
+    duckdb = "duckdb"
+    parquet = "parquet"
+
+
+class Engine(str, Enum):
+    """Where `convert` runs the per-trace conversions."""
+
+    local = "local"
+    ray = "ray"
+
+
+class OutputFormat(str, Enum):
+    """How `analyze` prints its tables."""
+
+    table = "table"
+    csv = "csv"
+    json = "json"
+
+
+state = {"debug": False}  # set by the --debug callback of the CLI
+err_console = Console(stderr=True)
+
+
+def fail(exc: InputError | OSError) -> NoReturn:
+    """One clear line on stderr and exit code 2 (the traceback only with --debug)."""
+    if state["debug"]:
+        raise exc
+    if isinstance(exc, OSError):  # the environment, not xsp-trace: a file vanished, a permission...
+        exc = InputError(exc.filename, f"{exc.strerror or exc}", "check the path and its permissions")
+    err_console.print(f"xsp-trace: error: {exc.line()}", markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+class ProgressReporter:
+    """A rich progress bar on stderr, shown only for conversions that take more than a moment."""
+
+    def __init__(self, enabled: bool):
+        self.progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+            disable=not enabled,
+        )
+        self.task: TaskID | None = None  # set on entering
+
+    def __enter__(self):
+        self.progress.__enter__()
+        self.task = self.progress.add_task("starting", total=None)
+        return self
+
+    def __exit__(self, *exc):
+        return self.progress.__exit__(*exc)
+
+    def __call__(self, what: str, fraction: float | None) -> None:
+        assert self.task is not None, "progress reported outside the with block"
+        if fraction is None:
+            self.progress.update(self.task, description=what, total=None)
+        else:
+            self.progress.update(self.task, description=what, total=1.0, completed=fraction)
+
+
+def comma_list(values: str | list[str] | None, option: str, convert=str, example: str = "1,2") -> list | None:
+    """The items of a comma-separated option (given once or repeated), converted; None when absent.
+    One line and exit 2 when an item does not convert. The one list parser of the CLI."""
+    if not values:
+        return None
+    text = values if isinstance(values, str) else ",".join(values)
+    out = []
+    for item in text.split(","):
+        if item.strip():
+            try:
+                out.append(convert(item.strip()))
+            except ValueError:
+                fail(
+                    InputError(None, f"{option} {item.strip()!r} is not a {'number' if convert is int else 'valid item'}", f"e.g. {option} {example}")
+                )
+    return out
+
+
+def iteration_list(values: list[str] | None) -> list[int] | None:
+    if not values:
+        return None
+    out: list[int] = []
+    for part in ",".join(values).split(","):
+        part = part.strip()
+        try:
+            if "-" in part[1:]:
+                lo, hi = part.split("-", 1) if not part.startswith("-") else part[1:].split("-", 1)
+                out.extend(range(int(lo), int(hi) + 1))
+            elif part:
+                out.append(int(part))
+        except ValueError:
+            raise InputError(None, f"--iteration {part!r} is not an iteration number or range", "e.g. --iteration 3,5-7") from None
+    return out
+
+
+def time_window(text: str | None) -> tuple | None:
+    if text is None:
+        return None
+    try:
+        lo, hi = (int(v) for v in text.split(":"))
+    except ValueError:
+        raise InputError(None, f"--window {text!r} is not START:END in ns", "e.g. --window 1000000:2000000") from None
+    if hi <= lo:
+        raise InputError(None, f"--window {text!r} ends before it starts", "END must be above START")
+    return (lo, hi)
+
+
+def percent(text: str, what: str) -> float:
+    try:
+        return float(text.strip().rstrip("%"))
+    except ValueError:
+        raise InputError(None, f"{what} {text!r} is not a percentage", "e.g. 5% or 5") from None
