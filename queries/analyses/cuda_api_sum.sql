@@ -2,17 +2,10 @@
 -- `nsys stats --report cuda_api_sum` (nsys 2022.4: cudaapisum) prints, to the nanosecond.
 --
 -- From: spans of kind 'api' (runtime and driver calls; nsys's CUPTI_ACTIVITY_KIND_RUNTIME rows,
--- Kineto's cuda_runtime / cuda_driver events). Statistics as nsys computes them
+-- Kineto's cuda_runtime / cuda_driver events). Statistics from the prelude's _xsp_call_stats, as nsys computes them
 -- (xsp_trace/formats/nsys_stats.py): median of an even count = mean of the two middle values,
 -- sample standard deviation, averages rounded to 0.1 ns.
-WITH calls AS (
-    SELECT run_id, name, end_ns - start_ns AS duration_ns FROM spans WHERE kind = 'api'
-), summary AS (
-    SELECT run_id, name, sum(duration_ns) AS total_ns, count(*) AS calls, avg(duration_ns) AS avg_ns,
-           median(duration_ns) AS med_ns, min(duration_ns) AS min_ns, max(duration_ns) AS max_ns,
-           coalesce(stddev_samp(duration_ns), 0) AS stddev_ns
-    FROM calls GROUP BY run_id, name
-)
+WITH summary AS (SELECT * FROM _xsp_call_stats WHERE family = 'api')
 SELECT
     -- Run of the calls.
     run_id,

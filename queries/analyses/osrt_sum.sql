@@ -4,17 +4,9 @@
 --
 -- From: spans of kind 'other' whose category is the OS-runtime one (nsys OSRT_API calls, recorded
 -- with --trace=osrt; the category name is a variable set from xsp_trace/formats/nsys_export.py).
--- Statistics as nsys computes them (xsp_trace/formats/nsys_stats.py): median of an even count =
+-- Statistics from the prelude's _xsp_call_stats, as nsys computes them: median of an even count =
 -- mean of the two middle values, sample standard deviation, averages rounded to 0.1 ns.
-WITH calls AS (
-    SELECT run_id, name, end_ns - start_ns AS duration_ns
-    FROM spans WHERE kind = 'other' AND category = getvariable('xsp_osrt_category')
-), summary AS (
-    SELECT run_id, name, sum(duration_ns) AS total_ns, count(*) AS calls, avg(duration_ns) AS avg_ns,
-           median(duration_ns) AS med_ns, min(duration_ns) AS min_ns, max(duration_ns) AS max_ns,
-           coalesce(stddev_samp(duration_ns), 0) AS stddev_ns
-    FROM calls GROUP BY run_id, name
-)
+WITH summary AS (SELECT * FROM _xsp_call_stats WHERE family = 'osrt')
 SELECT
     -- Run of the calls.
     run_id,
