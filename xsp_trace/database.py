@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -16,6 +17,17 @@ from .resources import schema_text
 from .sql import scalar
 
 SCHEMA_VERSION = "2"
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (its CPU affinity: taskset, a container's cpuset)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def duckdb_connect(path: Path | str = ":memory:", read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """The one way xsp-trace opens DuckDB: its threads = the usable cores (DuckDB alone counts every
+    core of the machine, so under taskset or a cpuset it would run more threads than it has cores)."""
+    return duckdb.connect(str(path), read_only=read_only, config={"threads": usable_cores()})
 
 
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:
@@ -59,7 +71,7 @@ def atomic_database(
         exists_fix="pass --append to add runs to it or --overwrite to replace it",
     ) as tmp:
         try:
-            con = duckdb.connect(str(tmp))
+            con = duckdb_connect(tmp)
         except duckdb.Error as exc:
             raise InputError(output, f"cannot be opened as a DuckDB database ({str(exc).splitlines()[0]})", "choose another output path") from exc
         try:
@@ -81,7 +93,7 @@ def connect(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
     if not path.exists():
         raise InputError(path, "does not exist", "convert a trace first: xsp-trace convert TRACE -o " + path.name)
     try:
-        con = duckdb.connect(str(path), read_only=read_only)
+        con = duckdb_connect(path, read_only=read_only)
     except duckdb.Error as exc:
         raise InputError(path, f"is not a readable DuckDB database ({exc})", "pass a database written by xsp-trace convert") from exc
     check_schema(con, path)

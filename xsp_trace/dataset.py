@@ -19,7 +19,7 @@ from pathlib import Path
 
 import duckdb
 
-from .database import SCHEMA_VERSION, connect, create_schema
+from .database import SCHEMA_VERSION, connect, create_schema, duckdb_connect
 from .errors import InputError
 from .output_files import atomic_output
 from .sql import quote_identifier as _quote
@@ -134,7 +134,7 @@ def open_dataset(folder: Path) -> duckdb.DuckDBPyConnection:
             "convert the traces again",
         )
     _check_files(folder, marker)
-    con = duckdb.connect()
+    con = duckdb_connect()
     create_schema(con)  # the typed, empty tables; those with files become views below
     schema = _tables(con, "memory")
     tables = marker.get("tables")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import duckdb
 
-from ..database import atomic_database, next_run_id
+from ..database import atomic_database, next_run_id, usable_cores
 from ..output_files import atomic_output, install_signal_handlers, parts_path, remove_temp
 from . import convert_files, convert_into, restore_stream_names, spooled
 from .common import ConvertOptions, Progress, detect_source, no_progress
@@ -34,8 +34,8 @@ WORKER_STOP_S = 10.0  # after SIGTERM, a worker gets this long to remove its par
 
 
 def default_jobs() -> int:
-    """Worker processes when the caller does not say: one per core."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    """Worker processes when the caller does not say: one per usable core."""
+    return usable_cores()
 
 
 def _worker_start(parent_pid: int) -> None:

@@ -1,0 +1,31 @@
+"""DuckDB runs as many threads as the process may use cores: under taskset or a cpuset, not every core of the machine."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity is Linux-only")
+
+_CHILD = """
+import os, sys
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+from xsp_trace.database import duckdb_connect
+print(duckdb_connect().execute("SELECT current_setting('threads')").fetchall()[0][0])
+"""
+
+
+def test_pinned_to_one_core_duckdb_uses_one_thread():
+    out = subprocess.run([sys.executable, "-c", _CHILD], check=True, capture_output=True, text=True).stdout
+    assert int(out) == 1
+
+
+def test_unpinned_duckdb_uses_every_usable_core(tmp_path):
+    from xsp_trace.database import atomic_database
+
+    with atomic_database(tmp_path / "t.duckdb") as con:
+        threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
+    assert threads == len(os.sched_getaffinity(0))
