@@ -1,8 +1,9 @@
 """The benchmark table of BENCHMARKS.md: xsp-trace against the tools users would otherwise run,
 side by side in one run, on the same files, each measurement a fresh process.
 
-    python bench/run.py                       # default sizes: Kineto 100M,500M,1G; nsys x30,x290
-    python bench/run.py --sizes 100M --nsys-copies 30 --no-write   # quick look
+    python bench/run.py        # Kineto 100M,1G,3G (HTA on 100M,1G); nsys x30,x290,x870; cores; ~20 min
+    python bench/run.py --sizes 100M --nsys-copies 30 --summaries-copies 30 --cores-nsys-copies 30 \
+        --cores-kineto-size 100M --no-write                              # quick look
 
 Inputs come from bench/scaled_inputs.py (cached in bench/data/). Wall time is measured around
 the child process, peak RSS is the child's ru_maxrss (os.wait4), so interpreter start-up and
@@ -69,24 +70,32 @@ with gzip.open(sys.argv[1], 'rb') as f:
 
 XSP_NSYS = XSP_KINETO  # the same: convert, then the kernel summary
 
-# A later summary on the converted database: the query alone, timed inside the process (the
-# database is already there; nsys stats, the peer, re-reads its export on every report).
+# A later summary on the converted database: what `xsp-trace analyze -a NAME` does (open the
+# database read-only, load the prelude, run the analysis), timed inside the process in two parts;
+# the whole process is measured around it like nsys stats, which re-reads its export every report.
 XSP_SUMMARY = (
     PRELUDE
     + """
 import json, time
 from pathlib import Path
-from xsp_trace.database import connect
-from xsp_trace.resources import query_text
-con = connect(Path(sys.argv[1]))
-sql = query_text(sys.argv[2])
 start = time.perf_counter()
-rows = con.execute(sql).fetchall()
-print(json.dumps({"query_seconds": round(time.perf_counter() - start, 4), "rows": len(rows)}))
+from xsp_trace.analyze.session import open_session, run_analysis
+con = open_session(Path(sys.argv[1]))
+opened = time.perf_counter()
+rows = run_analysis(con, sys.argv[2]).rows
+done = time.perf_counter()
+print(json.dumps({"session_seconds": round(opened - start, 4), "query_seconds": round(done - opened, 4), "rows": len(rows)}))
 """
 )
-# Summaries with a module here and a matching `nsys stats` report: (query module, report).
-NSYS_SUMMARIES = (("kernel_summary", "gpukernsum"), ("nvtx_gpu_projection", "nvtxgpuproj"))
+# Summaries with an analysis here and the matching `nsys stats` report: (analysis, report).
+NSYS_SUMMARIES = (
+    ("cuda_gpu_kern_sum", "gpukernsum"),
+    ("cuda_api_sum", "cudaapisum"),
+    ("nvtx_sum", "nvtxsum"),
+    ("cuda_gpu_mem_time_sum", "gpumemtimesum"),
+    ("cuda_gpu_mem_size_sum", "gpumemsizesum"),
+    ("nvtx_gpu_projection", "nvtxgpuproj"),
+)
 SUMMARY_TIMEOUT_S = 180  # nsys stats nvtxgpuproj runs for many minutes on large exports; a stopped run is a lower bound
 
 MANY = (
@@ -141,7 +150,7 @@ def log(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def kineto_rows(sizes: list[int], skip_hta: bool) -> list[dict]:
+def kineto_rows(sizes: list[int], hta_sizes: set[int]) -> list[dict]:
     rows = []
     for size in sizes:
         path = scaled_kineto(size)
@@ -155,7 +164,7 @@ def kineto_rows(sizes: list[int], skip_hta: bool) -> list[dict]:
         row["xsp"] = measure(python_script(XSP_KINETO, path, out))
         row["spans"] = _count_spans(out)
         out.unlink(missing_ok=True)
-        if not skip_hta:
+        if size in hta_sizes:
             log(f"{row['input']}: HTA")
             row["hta"] = measure(python_script(HTA, path))
         rows.append(row)
@@ -169,7 +178,7 @@ def _count_spans(database: Path) -> int:
         return con.execute("SELECT count(*) FROM spans").fetchone()[0]
 
 
-def nsys_rows(copies_list: list[int]) -> list[dict]:
+def nsys_rows(copies_list: list[int], summaries_for: set[int]) -> list[dict]:
     nsys = shutil.which("nsys")
     rows = []
     for copies in copies_list:
@@ -186,24 +195,58 @@ def nsys_rows(copies_list: list[int]) -> list[dict]:
         row["database"] = str(out)
         if nsys:
             log(f"{row['input']}: nsys stats")
-            row["nsys_stats"] = measure([nsys, "stats", "--report", "gpukernsum", "--format", "csv", "--force-export", "false", str(path)])
-        row["summaries"] = summary_rows(path, out, nsys)
+            row["nsys_stats"] = measure(nsys_stats(nsys, "gpukernsum", path))
+        row["summaries"] = summary_rows(path, out, nsys) if copies in summaries_for else []
         rows.append(row)
     return rows
 
 
+def nsys_stats(nsys: str, report: str, export: Path) -> list[str]:
+    """The peer's command: one report of `nsys stats` on an existing SQLite export (not re-exported)."""
+    return [nsys, "stats", "--report", report, "--format", "csv", "--force-export", "false", str(export)]
+
+
 def summary_rows(export: Path, database: Path, nsys: str | None) -> list[dict]:
-    """Each later summary: the query on the converted database vs the matching nsys stats report."""
+    """Each later summary: `xsp-trace analyze -a NAME` on the converted database (whole process, and
+    the analysis's own query time) vs the matching nsys stats report (whole process)."""
     rows = []
     for module, report in NSYS_SUMMARIES:
         log(f"{export.name}: {module} vs nsys stats {report}")
-        proc = subprocess.run(python_script(XSP_SUMMARY, database, module), check=True, capture_output=True, text=True)
-        row = {"module": module, "report": report, **json.loads(proc.stdout.strip().splitlines()[-1])}
+        argv = python_script(XSP_SUMMARY, database, module)
+        whole = measure(argv)
+        proc = subprocess.run(argv, check=True, capture_output=True, text=True)  # again, for the inner timings
+        row = {"module": module, "report": report, "xsp": whole, **json.loads(proc.stdout.strip().splitlines()[-1])}
         if nsys:
-            row["nsys_stats"] = measure(
-                [nsys, "stats", "--report", report, "--format", "csv", "--force-export", "false", str(export)], timeout=SUMMARY_TIMEOUT_S
-            )
+            row["nsys_stats"] = measure(nsys_stats(nsys, report, export), timeout=SUMMARY_TIMEOUT_S)
         rows.append(row)
+    return rows
+
+
+def cores_rows(nsys_copies: int | None, kineto_size: int | None) -> list[dict]:
+    """The same conversions pinned to 1 core and to every core (taskset; xsp-trace gives DuckDB as
+    many threads as it may use), with nsys stats pinned alike: how the ratio moves with cores."""
+    cores = sorted(os.sched_getaffinity(0))
+    nsys = shutil.which("nsys")
+    rows = []
+    for count in sorted({1, len(cores)}):
+        pin = ["taskset", "-c", ",".join(map(str, cores[:count]))]
+        if nsys_copies:
+            path = scaled_nsys(nsys_copies)
+            out = DATA / "_bench_cores.duckdb"
+            log(f"cores={count}: nsys x{nsys_copies}")
+            row = {"input": f"nsys H100 x{nsys_copies}", "cores": count, "xsp": measure(pin + python_script(XSP_NSYS, path, out))}
+            if nsys:
+                row["peer"], row["peer_name"] = measure(pin + nsys_stats(nsys, "gpukernsum", path)), "nsys stats gpukernsum"
+            out.unlink(missing_ok=True)
+            rows.append(row)
+        if kineto_size:
+            path = scaled_kineto(kineto_size)
+            out = DATA / "_bench_cores.duckdb"
+            log(f"cores={count}: Kineto {size_label(kineto_size)}")
+            rows.append(
+                {"input": f"Kineto A100 {size_label(kineto_size)}", "cores": count, "xsp": measure(pin + python_script(XSP_KINETO, path, out))}
+            )
+            out.unlink(missing_ok=True)
     return rows
 
 
@@ -317,20 +360,40 @@ def markdown(result: dict) -> str:
         out.append("")
         if any(r.get("summaries") for r in n):
             out += [
-                "Later summaries on the converted database (query time) vs the matching `nsys stats` report (whole process):",
+                "Later summaries on the converted database: `xsp-trace analyze -a NAME` as a whole process (open, prelude, "
+                "query; the query alone in brackets) vs the matching `nsys stats` report as a whole process (it re-reads the export):",
                 "",
-                "| input | summary | rows | xsp-trace query s | nsys stats report | nsys stats s | nsys stats / xsp (time) |",
-                "| --- | --- | ---: | ---: | --- | ---: | ---: |",
+                "| input | analysis | rows | xsp-trace s (query s) | nsys stats report | nsys stats s | nsys stats / xsp (whole) | nsys stats / xsp (query) |",
+                "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: |",
             ]
             for r in n:
                 for q in r.get("summaries", []):
                     s = q.get("nsys_stats")
                     more = ">" if s and s.get("timed_out") else ""
                     out.append(
-                        f"| {r['input']} | {q['module']} | {q['rows']:,} | {q['query_seconds']:.3f} | {q['report']} | "
-                        f"{more}{s['seconds'] if s else '-'} | {more}{_r(s['seconds'], q['query_seconds']) if s else '-'} |"
+                        f"| {r['input']} | {q['module']} | {q['rows']:,} | {q['xsp']['seconds']:.2f} ({q['query_seconds']:.3f}) | "
+                        f"{q['report']} | {more}{s['seconds'] if s else '-'} | {more}{_r(s['seconds'], q['xsp']['seconds']) if s else '-'} | "
+                        f"{more}{_r(s['seconds'], q['query_seconds']) if s else '-'} |"
                     )
             out.append("")
+    c = result.get("cores")
+    if c:
+        out += [
+            "### Cores: the same conversion pinned to 1 core and to all cores (taskset; the peer pinned alike)",
+            "",
+            "| input | cores | xsp-trace s | xsp-trace peak MiB | peer | peer s | xsp / peer (time) | speed-up vs 1 core |",
+            "| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: |",
+        ]
+        for r in c:
+            one = next(o for o in c if o["input"] == r["input"] and o["cores"] == 1)
+            peer = r.get("peer")
+            out.append(
+                f"| {r['input']} | {r['cores']} | {r['xsp']['seconds']:.1f} | {r['xsp']['peak_mib']:.0f} | {r.get('peer_name', '-')} | "
+                f"{peer['seconds'] if peer else '-'} | {_r(r['xsp']['seconds'], peer['seconds']) if peer else '-'} | "
+                f"{_r(one['xsp']['seconds'], r['xsp']['seconds'])} |"
+            )
+        out.append("")
+    out += targets(result)
     p = result["perfetto"]
     if p:
         out += [
@@ -362,6 +425,86 @@ def markdown(result: dict) -> str:
     return "\n".join(out)
 
 
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def targets(result: dict) -> list[str]:
+    """Issue 12's targets, each with the figure of this run it is judged on."""
+    rows = []
+    n = [r for r in result["nsys"] if r.get("nsys_stats")]
+    if n:
+        million = min(n, key=lambda r: abs(r["kernels"] - 1_000_000))
+        ratio = million["xsp"]["seconds"] / million["nsys_stats"]["seconds"]
+        rows.append(
+            (
+                f"nsys {million['kernels']:,} kernels -> DuckDB + kernel summary <= 3x `nsys stats gpukernsum` (stretch <= 2x)",
+                f"{ratio:.2f}x ({million['xsp']['seconds']:.1f} s vs {million['nsys_stats']['seconds']:.1f} s)",
+                _verdict(ratio <= 3) + (" (stretch met)" if ratio <= 2 else ""),
+            )
+        )
+        for q in million.get("summaries", []):
+            s = q.get("nsys_stats")
+            if not s:
+                continue
+            query, whole = s["seconds"] / q["query_seconds"], s["seconds"] / q["xsp"]["seconds"]
+            more = ">" if s.get("timed_out") else ""
+            rows.append(
+                (
+                    f"later summary `{q['module']}` >= 20x faster than `nsys stats {q['report']}`",
+                    f"query {more}{query:.0f}x; whole process {more}{whole:.1f}x",
+                    _verdict(query >= 20) + " (query)" + ("" if whole >= 20 else "; whole process below 20x"),
+                )
+            )
+    big = [r for r in result["nsys"] if r["kernels"] >= 900_000]
+    if len(big) > 1:
+        low, high = big[0]["xsp"]["peak_mib"], big[-1]["xsp"]["peak_mib"]
+        rows.append(
+            (
+                f"nsys peak RSS flat from {big[0]['kernels']:,} to {big[-1]['kernels']:,} kernels (+-20 %)",
+                f"{low:.0f} -> {high:.0f} MiB ({(high / low - 1) * 100:+.0f} %)",
+                _verdict(abs(high / low - 1) <= 0.2),
+            )
+        )
+    k = result["kineto"]
+    with_hta = [r for r in k if r.get("hta")]
+    if with_hta:
+        gb = max(with_hta, key=lambda r: r["json_bytes"])
+        speed = gb["hta"]["seconds"] / gb["xsp"]["seconds"]
+        rss = gb["xsp"]["peak_mib"] / gb["hta"]["peak_mib"]
+        rows.append(
+            (
+                f"Kineto {gb['input'].split()[-1]}: >= 10x faster than HTA load + kernel breakdown",
+                f"{speed:.1f}x ({gb['xsp']['seconds']:.1f} s vs {gb['hta']['seconds']:.1f} s)",
+                _verdict(speed >= 10),
+            )
+        )
+        rows.append(
+            (
+                f"Kineto {gb['input'].split()[-1]}: peak RSS <= 1/5 of HTA's and <= 1.2 GB",
+                f"{rss:.2f}x, {gb['xsp']['peak_mib']:.0f} MiB vs {gb['hta']['peak_mib']:.0f} MiB",
+                _verdict(rss <= 0.2 and gb["xsp"]["peak_mib"] * 2**20 <= 1.2e9),
+            )
+        )
+    if len(k) > 1:
+        low = k[0]["xsp"]["peak_mib"]
+        spread = ", ".join(f"{r['input'].split()[-1]} {r['xsp']['peak_mib']:.0f} MiB ({(r['xsp']['peak_mib'] / low - 1) * 100:+.0f} %)" for r in k)
+        rows.append(
+            (
+                f"Kineto peak RSS flat (+-20 %) from {k[0]['input'].split()[-1]} up",
+                spread,
+                _verdict(all(abs(r["xsp"]["peak_mib"] / low - 1) <= 0.2 for r in k)),
+            )
+        )
+    if not rows:
+        return []
+    return (
+        ["### Targets of issue 12, judged on this run", "", "| target | this run | verdict |", "| --- | --- | --- |"]
+        + [f"| {t} | {m} | {v} |" for t, m, v in rows]
+        + [""]
+    )
+
+
 def write_benchmarks(section: str) -> None:
     path = ROOT / "BENCHMARKS.md"
     text = path.read_text()
@@ -376,8 +519,12 @@ def write_benchmarks(section: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="100M,500M,1G", help="Kineto JSON sizes")
-    parser.add_argument("--nsys-copies", default="30,290", help="growth factors of the H100 nsys export")
+    parser.add_argument("--sizes", default="100M,1G,3G", help="Kineto JSON sizes")
+    parser.add_argument("--hta-sizes", default="100M,1G", help="the Kineto sizes HTA is run on too (HTA needs ~6 GB per GB of JSON)")
+    parser.add_argument("--nsys-copies", default="30,290,870", help="growth factors of the H100 nsys export (x290 = 1 M kernels)")
+    parser.add_argument("--summaries-copies", default="290", help="the nsys sizes the later summaries are compared on")
+    parser.add_argument("--cores-nsys-copies", type=int, default=290, help="nsys size for the cores table (0: none)")
+    parser.add_argument("--cores-kineto-size", default="1G", help="Kineto size for the cores table ('' : none)")
     parser.add_argument("--skip-hta", action="store_true")
     parser.add_argument("--no-write", action="store_true", help="do not update BENCHMARKS.md")
     args = parser.parse_args()
@@ -387,8 +534,9 @@ def main() -> None:
     result = {"command": "python bench/run.py " + " ".join(sys.argv[1:]), "date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine()}
     sizes = [parse_size(s) for s in args.sizes.split(",") if s]
     copies = [int(c) for c in args.nsys_copies.split(",") if c]
-    result["kineto"] = kineto_rows(sizes, args.skip_hta)
-    result["nsys"] = nsys_rows(copies)
+    hta_sizes = set() if args.skip_hta else {parse_size(s) for s in args.hta_sizes.split(",") if s}
+    result["kineto"] = kineto_rows(sizes, hta_sizes)
+    result["nsys"] = nsys_rows(copies, {int(c) for c in args.summaries_copies.split(",") if c})
     result["perfetto"], result["perfetto_input"] = [], None
     if result["nsys"]:
         smallest = Path(result["nsys"][0]["database"])
@@ -400,6 +548,8 @@ def main() -> None:
     result["many"] = many_rows(many_inputs) if len(many_inputs) > 1 else []
     for r in result["nsys"]:
         Path(r.pop("database")).unlink(missing_ok=True)
+    cores_kineto = parse_size(args.cores_kineto_size) if args.cores_kineto_size else None
+    result["cores"] = cores_rows(args.cores_nsys_copies or None, cores_kineto) if len(os.sched_getaffinity(0)) > 1 else []
     result["total_seconds"] = round(time.perf_counter() - t0, 1)
     result["load_after"] = os.getloadavg()
     stamp = time.strftime("%Y%m%d-%H%M%S")
