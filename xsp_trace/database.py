@@ -26,8 +26,11 @@ def usable_cores() -> int:
 
 def duckdb_connect(path: Path | str = ":memory:", read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """The one way xsp-trace opens DuckDB: its threads = the usable cores (DuckDB alone counts every
-    core of the machine, so under taskset or a cpuset it would run more threads than it has cores)."""
-    return duckdb.connect(str(path), read_only=read_only, config={"threads": usable_cores()})
+    core of the machine, so under taskset or a cpuset it would run more threads than it has cores),
+    and no DuckDB progress bar (it would print into the caller's output; the CLI draws its own)."""
+    con = duckdb.connect(str(path), read_only=read_only, config={"threads": usable_cores()})
+    con.execute("SET enable_progress_bar = false")  # a session option only
+    return con
 
 
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:
