@@ -11,8 +11,10 @@ the facts in xsp_trace.formats.nsys_export.
 
 from __future__ import annotations
 
+import queue
 import re
 import sqlite3
+import threading
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import closing, contextmanager, nullcontext
@@ -38,6 +40,10 @@ from .nsys_report import exported_sqlite
 from .validate import validate_nsys_staging, warn
 
 BATCH_ROWS = 65_536
+# Batches read ahead of DuckDB by a reader thread (ADBC's SQLite driver releases the GIL), so
+# SQLite's scan overlaps DuckDB's insert; a few batches keep the overlap at a bounded memory
+# (4 x 65,536 rows, a few tens of MB); more would only hold more rows: the reader is the slower side.
+PREFETCH_BATCHES = 4
 # SQLite's >> and & turn any operand into an integer (1.5 -> 1, '7x' -> 7): only integers are
 # decoded; anything else passes through unchanged, so the Arrow step rejects it (wrong type).
 _PID = f"CASE WHEN typeof({{col}}) = 'integer' THEN (({{col}} >> {fmt.PID_SHIFT}) & {fmt.ID_MASK}) ELSE {{col}} END"
@@ -214,7 +220,7 @@ class _Stager:
         def batches():
             first = True
             try:
-                for batch in reader:
+                for batch in _read_ahead(reader):
                     if first:
                         if batch.num_rows == 0 or batch.column(0)[0].as_py() != 1:
                             raise RuntimeError(f"SQLite returned the type row of {table} out of place")
@@ -234,7 +240,8 @@ class _Stager:
                     failure.append(self.export.corrupt(exc))
                 raise
 
-        stream = pa.RecordBatchReader.from_batches(full, batches())
+        source = batches()
+        stream = pa.RecordBatchReader.from_batches(full, source)
         self.con.register("_xsp_batches", stream)
         try:
             self.con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _xsp_batches")
@@ -246,6 +253,7 @@ class _Stager:
             raise
         finally:
             self.con.unregister("_xsp_batches")
+            source.close()  # stops the reader thread before the cursor it reads closes
         return counted[0]
 
     def _cast(self, column: pa.Array, field: pa.Field, what: str, failure: list) -> pa.Array:
@@ -258,6 +266,51 @@ class _Stager:
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
             failure.append(self.export.wrong_type(what, f"{field.name}: {str(exc).splitlines()[0][:120]}"))
             raise
+
+
+_END_OF_BATCHES = object()
+
+
+def _read_ahead(reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
+    """The reader's batches, read up to PREFETCH_BATCHES ahead by a thread; its error is raised here."""
+    ready: queue.Queue = queue.Queue(maxsize=PREFETCH_BATCHES)
+    stop = threading.Event()
+
+    def hand_over(item: object) -> bool:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=_HAND_OVER_POLL_S)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def read() -> None:
+        try:
+            for batch in reader:
+                if not hand_over(batch):
+                    return
+        except BaseException as exc:  # handed to the consumer, raised there
+            hand_over(exc)
+            return
+        hand_over(_END_OF_BATCHES)
+
+    thread = threading.Thread(target=read, name="xsp-nsys-read", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = ready.get()
+            if item is _END_OF_BATCHES:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+
+
+_HAND_OVER_POLL_S = 0.1  # how often a reader waiting on a full queue checks whether the consumer stopped
 
 
 def _column_named(message: str, schema: pa.Schema) -> str:
