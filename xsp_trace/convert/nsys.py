@@ -11,7 +11,6 @@ the facts in xsp_trace.formats.nsys_export.
 
 from __future__ import annotations
 
-import copy
 import sqlite3
 import urllib.parse
 from collections.abc import Iterator
@@ -34,7 +33,7 @@ from ..naming import install_sql_macros
 from ..resources import query_text
 from .common import ConvertOptions, Progress, register_run
 from .nsys_report import exported_sqlite
-from .nsys_staging import FIX_VALUES, Plan, schema, stage_concurrently
+from .nsys_staging import FIX_VALUES, Plan, schema, stage_in_order
 from .validate import validate_nsys_staging, warn
 
 BATCH_ROWS = 65_536
@@ -128,20 +127,9 @@ class _Export:
                 raise self.corrupt(exc) from exc
             yield reader
 
-    def another_reader(self) -> _Export:
-        """The same export for another thread: its own ADBC connection, opened on first use (only
-        arrow_batches and the error helpers may be used there; the sqlite3 connection is this thread's)."""
-        other = copy.copy(self)
-        other._arrow = None
-        return other
-
-    def close_reader(self) -> None:
+    def close(self) -> None:
         if self._arrow is not None:
             self._arrow.close()
-            self._arrow = None
-
-    def close(self) -> None:
-        self.close_reader()
         self.con.close()
 
     def check_required(self, base: str) -> None:
@@ -416,22 +404,7 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
     )
     cd = fmt.TARGET_INFO_CUDA_DEVICE
     s.stage("_nsys_cuda_devices", t(cd) and f'SELECT gpuId, cudaId, pid FROM "{t(cd)}"', schema("gpu_id", "cuda_id", "pid"), what="CUDA devices")
-    side = export.another_reader()
-    with _closing_reader(side):
-        stage_concurrently(s, _SIDE_TABLES, (export, con), side, progress)
-
-
-# Staged by a second thread while the converting one stages the NVTX events (about as many rows
-# as these together in the exports measured): BENCHMARKS.md (nsys: convert speed).
-_SIDE_TABLES = frozenset({"_nsys_api", "_nsys_osrt", "_nsys_kernel", "_nsys_memcpy", "_nsys_memset", "_nsys_sync"})
-
-
-@contextmanager
-def _closing_reader(export: _Export) -> Iterator[_Export]:
-    try:
-        yield export
-    finally:
-        export.close_reader()
+    stage_in_order(s, export, con, progress)
 
 
 _GRAPH_FIELDS = ("graph_id", "graph_node_id")

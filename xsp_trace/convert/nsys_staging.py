@@ -4,9 +4,8 @@ xsp_trace.convert.nsys decides what to read (one SQLite query per staging table,
 export's own tables and columns); this module moves the rows: ADBC's SQLite driver (native code,
 the GIL released while it reads) yields Arrow batches, a reader thread keeps a few batches ahead,
 and DuckDB inserts them -- no Python rows. Span ids are assigned on the way, in the order the
-tables are listed. The big tables are staged in two groups at once (the NVTX events, and the CUDA
-API calls with the GPU activities), each by its own thread, SQLite connection and DuckDB
-connection; why and what it saves: BENCHMARKS.md (nsys: convert speed).
+tables are listed. Staging two groups of tables at once (own threads and connections) was
+measured and not kept: BENCHMARKS.md (nsys: convert speed).
 """
 
 from __future__ import annotations
@@ -42,10 +41,6 @@ _DUCKDB_INVALID_UTF8 = "Invalid unicode"
 _TYPE_ROW = "_xsp_type_row"
 _TYPED_LITERALS = {pa.int64(): "0", pa.string(): "''", pa.float64(): "0.0"}
 _DUCK_TYPES = {pa.int64(): "BIGINT", pa.string(): "VARCHAR", pa.float64(): "DOUBLE"}
-
-# The in-memory database the second group is staged into (TEMP tables belong to one connection);
-# its tables are copied into TEMP tables of the converting connection, span ids shifted.
-_SIDE_DATABASE = "_xsp_nsys_side"
 
 
 class Source(Protocol):
@@ -86,55 +81,11 @@ class Plan:
         self.items.append(Staging(table, sql, schema, with_span_ids, what))
 
 
-def stage_concurrently(
-    plan: Plan,
-    side_tables: frozenset[str],
-    main: tuple[Source, duckdb.DuckDBPyConnection],
-    side_source: Source,
-    progress: Progress,
-) -> None:
-    """Stage the plan's tables; those in `side_tables` by a second thread meanwhile (own SQLite and
-    DuckDB connections), numbered after the others. Only the span-id tables that come last in the
-    plan may be side tables, so the span ids are those of staging everything in order."""
-    source, con = main
-    side = [item for item in plan.items if item.table in side_tables]
-    here = [item for item in plan.items if item.table not in side_tables]
-    first_side = min((i for i, item in enumerate(plan.items) if item.table in side_tables), default=len(plan.items))
-    if any(item.with_span_ids for item in plan.items[first_side:] if item.table not in side_tables):
-        raise ValueError("span-id tables staged by the converting thread must come before the side tables")
-    con.execute(f"ATTACH ':memory:' AS {_SIDE_DATABASE}")
-    try:
-        side_con = con.cursor()
-        side_stager = _Stager(side_source, side_con, progress, schema_prefix=f"{_SIDE_DATABASE}.main.")
-        failure: list[BaseException] = []
-
-        def run_side() -> None:
-            try:
-                for item in side:
-                    side_stager.stage(item)
-            except BaseException as exc:  # raised in the converting thread
-                failure.append(exc)
-
-        worker = threading.Thread(target=run_side, name="xsp-nsys-stage", daemon=True)
-        worker.start()
-        stager = _Stager(source, con, progress)
-        try:
-            for item in here:
-                stager.stage(item)
-        except BaseException:
-            side_con.interrupt()
-            raise
-        finally:
-            worker.join()
-            side_con.close()
-        if failure:
-            raise failure[0]
-        offset = stager.next_span_id - 1
-        for item in side:
-            shift = f" REPLACE (span_id + {offset} AS span_id)" if item.with_span_ids else ""
-            con.execute(f"CREATE OR REPLACE TEMP TABLE {item.table} AS SELECT *{shift} FROM {_SIDE_DATABASE}.main.{item.table}")
-    finally:
-        con.execute(f"DETACH DATABASE IF EXISTS {_SIDE_DATABASE}")
+def stage_in_order(plan: Plan, source: Source, con: duckdb.DuckDBPyConnection, progress: Progress) -> None:
+    """Stage the plan's tables one after the other, span ids in the plan's order."""
+    stager = _Stager(source, con, progress)
+    for item in plan.items:
+        stager.stage(item)
 
 
 class _Stager:
@@ -145,25 +96,22 @@ class _Stager:
     typed row (marked by _TYPE_ROW) that fixes the types; that row is dropped here.
     """
 
-    def __init__(self, export: Source, con: duckdb.DuckDBPyConnection, progress: Progress, schema_prefix: str = ""):
+    def __init__(self, export: Source, con: duckdb.DuckDBPyConnection, progress: Progress):
         self.export = export
         self.con = con
         self.progress = progress
         self.next_span_id = 1
-        # TEMP tables of this connection, or tables of another database ("db.main.").
-        self.prefix = schema_prefix
-        self.create = f"CREATE OR REPLACE TABLE {schema_prefix}" if schema_prefix else "CREATE OR REPLACE TEMP TABLE "
 
     def stage(self, item: Staging) -> int:
         fields = ([pa.field("span_id", pa.int64())] if item.with_span_ids else []) + list(item.schema)
         full = pa.schema(fields)
         cols = ", ".join(f"{f.name} {_DUCK_TYPES[f.type]}" for f in full)
-        self.con.execute(f"{self.create}{item.table} ({cols})")
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {item.table} ({cols})")
         if item.sql is None:
             return 0
         typed = ", ".join(f"{_TYPED_LITERALS[f.type]} AS {f.name}" for f in item.schema)
         with self.export.arrow_batches(f"SELECT 1 AS {_TYPE_ROW}, {typed} UNION ALL SELECT 0, * FROM ({item.sql})") as reader:
-            return self._insert(self.prefix + item.table, reader, item.schema, full, item.with_span_ids, item.what or item.table)
+            return self._insert(item.table, reader, item.schema, full, item.with_span_ids, item.what or item.table)
 
     def _insert(self, table: str, reader: pa.RecordBatchReader, schema: pa.Schema, full: pa.Schema, with_span_ids: bool, what: str) -> int:
         counted: list[int] = [0]
