@@ -1,19 +1,15 @@
 """Staging of an Nsight Systems export: SQLite query results streamed into DuckDB tables.
 
 xsp_trace.convert.nsys decides what to read (one SQLite query per staging table, from the
-export's own tables and columns); this module moves the rows: ADBC's SQLite driver (native code,
-the GIL released while it reads) yields Arrow batches, a reader thread keeps a few batches ahead,
-and DuckDB inserts them -- no Python rows. Span ids are assigned on the way, in the order the
-tables are listed. Staging two groups of tables at once (own threads and connections) was
-measured and not kept: BENCHMARKS.md (nsys: convert speed).
+export's own tables and columns); this module moves the rows: ADBC's SQLite driver (native code)
+yields Arrow batches and DuckDB inserts them -- no Python rows. Span ids are assigned on the way,
+in the order the tables are listed. Reading ahead by a thread, and staging two groups of tables
+at once, were measured and not kept: BENCHMARKS.md (nsys: convert speed).
 """
 
 from __future__ import annotations
 
-import queue
 import re
-import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -24,12 +20,6 @@ import pyarrow as pa
 
 from ..errors import InputError
 from .common import Progress
-
-# Batches read ahead of DuckDB by a reader thread (ADBC's SQLite driver releases the GIL), so
-# SQLite's scan overlaps DuckDB's insert; a few batches keep the overlap at a bounded memory
-# (4 x 65,536 rows, a few tens of MB); more would only hold more rows: the reader is the slower side.
-PREFETCH_BATCHES = 4
-_HAND_OVER_POLL_S = 0.1  # how often a reader waiting on a full queue checks whether the consumer stopped
 
 # ADBC's SQLite driver reports a value whose SQLite type differs from its column's Arrow type
 # (fixed by the first batch) as "[SQLite] Type mismatch in column N: ..." (c/driver/sqlite).
@@ -120,7 +110,7 @@ class _Stager:
         def batches():
             first = True
             try:
-                for batch in _read_ahead(reader):
+                for batch in reader:
                     if first:
                         if batch.num_rows == 0 or batch.column(0)[0].as_py() != 1:
                             raise RuntimeError(f"SQLite returned the type row of {table} out of place")
@@ -153,7 +143,7 @@ class _Stager:
             raise
         finally:
             self.con.unregister("_xsp_batches")
-            source.close()  # stops the reader thread before the cursor it reads closes
+            source.close()
         return counted[0]
 
     def _cast(self, column: pa.Array, field: pa.Field, what: str, failure: list) -> pa.Array:
@@ -166,48 +156,6 @@ class _Stager:
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
             failure.append(self.export.wrong_type(what, f"{field.name}: {str(exc).splitlines()[0][:120]}"))
             raise
-
-
-_END_OF_BATCHES = object()
-
-
-def _read_ahead(reader: pa.RecordBatchReader) -> Iterator[pa.RecordBatch]:
-    """The reader's batches, read up to PREFETCH_BATCHES ahead by a thread; its error is raised here."""
-    ready: queue.Queue = queue.Queue(maxsize=PREFETCH_BATCHES)
-    stop = threading.Event()
-
-    def hand_over(item: object) -> bool:
-        while not stop.is_set():
-            try:
-                ready.put(item, timeout=_HAND_OVER_POLL_S)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def read() -> None:
-        try:
-            for batch in reader:
-                if not hand_over(batch):
-                    return
-        except BaseException as exc:  # handed to the consumer, raised there
-            hand_over(exc)
-            return
-        hand_over(_END_OF_BATCHES)
-
-    thread = threading.Thread(target=read, name="xsp-nsys-read", daemon=True)
-    thread.start()
-    try:
-        while True:
-            item = ready.get()
-            if item is _END_OF_BATCHES:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        thread.join()
 
 
 def _column_named(message: str, schema: pa.Schema) -> str:
