@@ -52,15 +52,18 @@ def install_sql_macros(con) -> None:
     """DuckDB macros xsp_range_kind(name) and xsp_layer_index(name), equivalent to classify_range,
     for converters that classify inside SQL."""
     ops = " OR ".join(f"starts_with(name, '{p}')" for p in OP_PREFIXES)
+    # The layer pattern is anchored at LAYER_PREFIX: the prefix test first spares the regular
+    # expression the millions of other names (same result, a fraction of the time).
     con.execute(
         f"""CREATE OR REPLACE TEMP MACRO xsp_range_kind(name) AS
             CASE WHEN starts_with(name, '{MODEL_PREFIX}') THEN 'model'
-                 WHEN regexp_matches(name, '{_LAYER_RE.pattern}') THEN 'layer'
+                 WHEN starts_with(name, '{LAYER_PREFIX}') AND regexp_matches(name, '{_LAYER_RE.pattern}') THEN 'layer'
                  WHEN {ops} THEN 'op' ELSE 'annotation' END"""
     )
     con.execute(
         f"""CREATE OR REPLACE TEMP MACRO xsp_layer_index(name) AS
-            TRY_CAST(nullif(regexp_extract(name, '{_LAYER_RE.pattern}', 1), '') AS INTEGER)"""
+            CASE WHEN starts_with(name, '{LAYER_PREFIX}')
+                 THEN TRY_CAST(nullif(regexp_extract(name, '{_LAYER_RE.pattern}', 1), '') AS INTEGER) END"""
     )
 
 

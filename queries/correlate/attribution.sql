@@ -56,18 +56,28 @@ JOIN steps AS st ON st.run_id = getvariable('xsp_run_id') AND st.step_span_id = 
 WHERE spans.run_id = getvariable('xsp_run_id') AND spans.span_id = s.span_id
   AND spans.iteration IS NULL;
 
+-- The phase each distinct CPU span name names, if any: the patterns run once per name (a run
+-- repeats a few thousand names millions of times), in a table of its own so that DuckDB does
+-- not push the pattern filter below the DISTINCT, back onto every span.
+CREATE OR REPLACE TEMP TABLE _xsp_phase_names AS
+SELECT name, xsp_phase_of(name) AS phase
+FROM (SELECT DISTINCT name FROM spans WHERE run_id = getvariable('xsp_run_id') AND tid IS NOT NULL);
+
 -- Ranges and ops that name a phase; autograd backward ops by their Fwd thread id arg too.
 CREATE OR REPLACE TEMP TABLE _xsp_phase_marks AS
 WITH backward_ops AS (
     SELECT DISTINCT span_id FROM span_args
     WHERE run_id = getvariable('xsp_run_id') AND key = getvariable('xsp_arg_fwd_thread_id')
       AND TRY_CAST(value AS BIGINT) > 0
+), named_phases AS (
+    SELECT name, phase FROM _xsp_phase_names WHERE phase IS NOT NULL
 )
-SELECT s.span_id, coalesce(xsp_phase_of(s.name), CASE WHEN b.span_id IS NOT NULL THEN 'backward' END) AS phase
+SELECT s.span_id, coalesce(n.phase, CASE WHEN b.span_id IS NOT NULL THEN 'backward' END) AS phase
 FROM spans AS s
+LEFT JOIN named_phases AS n ON n.name = s.name
 LEFT JOIN backward_ops AS b ON b.span_id = s.span_id
 WHERE s.run_id = getvariable('xsp_run_id') AND s.tid IS NOT NULL
-  AND (b.span_id IS NOT NULL OR xsp_phase_of(s.name) IS NOT NULL);
+  AND (b.span_id IS NOT NULL OR n.phase IS NOT NULL);
 
 -- Every span with itself (distance 0) and its ancestors: GPU spans reach their launch this way.
 CREATE OR REPLACE TEMP VIEW _xsp_self_and_ancestors AS
@@ -122,6 +132,7 @@ LEFT JOIN _xsp_span_forward AS f ON f.span_id = s.span_id
 WHERE s.run_id = getvariable('xsp_run_id');
 
 DROP TABLE _xsp_span_step;
+DROP TABLE _xsp_phase_names;
 DROP TABLE _xsp_phase_marks;
 DROP TABLE _xsp_span_phase;
 DROP TABLE _xsp_backward_forward;

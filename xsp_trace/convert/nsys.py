@@ -11,7 +11,6 @@ the facts in xsp_trace.formats.nsys_export.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import urllib.parse
 from collections.abc import Iterator
@@ -24,7 +23,6 @@ import adbc_driver_manager
 import adbc_driver_sqlite
 import adbc_driver_sqlite.dbapi as adbc_sqlite
 import duckdb
-import numpy as np
 import pyarrow as pa
 
 from ..database import run_script
@@ -35,6 +33,7 @@ from ..naming import install_sql_macros
 from ..resources import query_text
 from .common import ConvertOptions, Progress, register_run
 from .nsys_report import exported_sqlite
+from .nsys_staging import FIX_VALUES, Plan, schema, stage_in_order
 from .validate import validate_nsys_staging, warn
 
 BATCH_ROWS = 65_536
@@ -42,10 +41,6 @@ BATCH_ROWS = 65_536
 # decoded; anything else passes through unchanged, so the Arrow step rejects it (wrong type).
 _PID = f"CASE WHEN typeof({{col}}) = 'integer' THEN (({{col}} >> {fmt.PID_SHIFT}) & {fmt.ID_MASK}) ELSE {{col}} END"
 _TID = f"CASE WHEN typeof({{col}}) = 'integer' THEN ({{col}} & {fmt.ID_MASK}) ELSE {{col}} END"
-# ADBC's SQLite driver reports a value whose SQLite type differs from its column's Arrow type
-# (fixed by the first batch) as "[SQLite] Type mismatch in column N: ..." (c/driver/sqlite).
-_ADBC_TYPE_MISMATCH = "Type mismatch"
-_FIX_VALUES = "export the report again with `nsys export --type sqlite`, or repair the file"
 
 
 def _pid(col: str) -> str:
@@ -95,7 +90,7 @@ class _Export:
 
     def wrong_type(self, what: str, detail: str) -> InputError:
         """A value of the wrong type (text, blob, a fraction, a number beyond 64 bits) in a numeric column."""
-        return InputError(self.path, f"holds a value of the wrong type or size in its {what} ({detail})", _FIX_VALUES)
+        return InputError(self.path, f"holds a value of the wrong type or size in its {what} ({detail})", FIX_VALUES)
 
     def table(self, base: str) -> str | None:
         return self.tables.get(base)
@@ -178,106 +173,6 @@ _ALL_TABLES = (
 )
 
 
-# DuckDB's message for string data that is not UTF-8 (ADBC's SQLite driver hands text bytes over as they are).
-_DUCKDB_INVALID_UTF8 = "Invalid unicode"
-
-
-class _Stager:
-    """Streams SQLite query results into DuckDB staging tables, assigning span ids on the way.
-
-    ADBC's SQLite driver infers each column's Arrow type from the first batch (an all-NULL text
-    column would become int64 and fail on its first string), so every query is prefixed with one
-    typed row (marked by _TYPE_ROW) that fixes the types; that row is dropped here.
-    """
-
-    def __init__(self, export: _Export, con: duckdb.DuckDBPyConnection, progress: Progress):
-        self.export = export
-        self.con = con
-        self.progress = progress
-        self.next_span_id = 1
-
-    def stage(self, table: str, sql: str | None, schema: pa.Schema, with_span_ids: bool = False, what: str = "") -> int:
-        fields = ([pa.field("span_id", pa.int64())] if with_span_ids else []) + list(schema)
-        full = pa.schema(fields)
-        cols = ", ".join(f"{f.name} {_DUCK_TYPES[f.type]}" for f in full)
-        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {table} ({cols})")
-        if sql is None:
-            return 0
-        typed = ", ".join(f"{_TYPED_LITERALS[f.type]} AS {f.name}" for f in schema)
-        with self.export.arrow_batches(f"SELECT 1 AS {_TYPE_ROW}, {typed} UNION ALL SELECT 0, * FROM ({sql})") as reader:
-            return self._insert(table, reader, schema, full, with_span_ids, what)
-
-    def _insert(self, table: str, reader: pa.RecordBatchReader, schema: pa.Schema, full: pa.Schema, with_span_ids: bool, what: str) -> int:
-        counted: list[int] = [0]
-        failure: list[BaseException] = []
-
-        def batches():
-            first = True
-            try:
-                for batch in reader:
-                    if first:
-                        if batch.num_rows == 0 or batch.column(0)[0].as_py() != 1:
-                            raise RuntimeError(f"SQLite returned the type row of {table} out of place")
-                        batch, first = batch.slice(1), False
-                    n = batch.num_rows
-                    arrays = [self._cast(batch.column(i + 1), f, what or table, failure) for i, f in enumerate(schema)]
-                    if with_span_ids:
-                        arrays.insert(0, pa.array(np.arange(self.next_span_id, self.next_span_id + n, dtype=np.int64)))
-                        self.next_span_id += n
-                    counted[0] += n
-                    self.progress(f"reading {what or table}: {counted[0]:,} rows", None)
-                    yield pa.RecordBatch.from_arrays(arrays, schema=full)
-            except (adbc_driver_manager.Error, OSError) as exc:  # the driver's errors while streaming are OSErrors
-                if _ADBC_TYPE_MISMATCH in str(exc):
-                    failure.append(self.export.wrong_type(what or table, _column_named(str(exc), schema)))
-                else:
-                    failure.append(self.export.corrupt(exc))
-                raise
-
-        stream = pa.RecordBatchReader.from_batches(full, batches())
-        self.con.register("_xsp_batches", stream)
-        try:
-            self.con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _xsp_batches")
-        except duckdb.Error as exc:
-            if failure:  # DuckDB reports the stream's exception as its own, unchained
-                raise failure[0] from None
-            if _DUCKDB_INVALID_UTF8 in str(exc):  # the SQLite driver passes text bytes through unchecked
-                raise InputError(self.export.path, f"holds text that is not valid UTF-8 in its {what or table}", _FIX_VALUES) from None
-            raise
-        finally:
-            self.con.unregister("_xsp_batches")
-        return counted[0]
-
-    def _cast(self, column: pa.Array, field: pa.Field, what: str, failure: list) -> pa.Array:
-        """A column as its staging type; a value that does not convert exactly (text, blob, 1.5 in an
-        integer column, a number beyond int64) is the wrong-type error, never a truncated value."""
-        if column.type == field.type:
-            return column
-        try:
-            return column.cast(field.type)  # safe cast: refuses fractions and overflow
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-            failure.append(self.export.wrong_type(what, f"{field.name}: {str(exc).splitlines()[0][:120]}"))
-            raise
-
-
-def _column_named(message: str, schema: pa.Schema) -> str:
-    """The driver's type-mismatch message with the staging column it names (its column 0 is the type row)."""
-    first = message.strip().splitlines()[0] if message.strip() else message
-    found = re.search(r"column (\d+)", first)
-    if found and 1 <= int(found.group(1)) <= len(schema):
-        return f"{schema[int(found.group(1)) - 1].name}: {first[:160]}"
-    return first[:200]
-
-
-_TYPE_ROW = "_xsp_type_row"
-_TYPED_LITERALS = {pa.int64(): "0", pa.string(): "''", pa.float64(): "0.0"}
-_DUCK_TYPES = {pa.int64(): "BIGINT", pa.string(): "VARCHAR", pa.float64(): "DOUBLE"}
-
-
-def _schema(*names: str, strings: tuple[str, ...] = ()) -> pa.Schema:
-    return pa.schema([pa.field(n, pa.string() if n in strings else pa.int64()) for n in names])
-
-
 def convert_nsys(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, options: ConvertOptions, progress: Progress) -> None:
     path = Path(path)
     with open(path, "rb") as f:
@@ -344,13 +239,13 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
     for base in fmt.REQUIRED_COLUMNS:
         if export.table(base):
             export.check_required(base)
-    s = _Stager(export, con, progress)
+    s = Plan()
     t = export.table
 
     s.stage(
         "_nsys_strings",
         f'SELECT id, value FROM "{t(fmt.STRING_IDS)}"' if t(fmt.STRING_IDS) else None,
-        _schema("id", "value", strings=("value",)),
+        schema("id", "value", strings=("value",)),
         what="strings",
     )
 
@@ -364,7 +259,7 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
                 {_pid("globalTid")}, {_tid("globalTid")},
                 {_tid("endGlobalTid") if "endGlobalTid" in export.columns(nvtx) else "NULL"}
             FROM "{t(nvtx)}" WHERE eventType IN ({", ".join(map(str, wanted))})""",
-        _schema("start_ns", "end_ns", "event_type", "text", "text_id", "domain_id", "pid", "tid", "end_tid", strings=("text",)),
+        schema("start_ns", "end_ns", "event_type", "text", "text_id", "domain_id", "pid", "tid", "end_tid", strings=("text",)),
         with_span_ids=True,
         what="NVTX events",
     )
@@ -377,7 +272,7 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
         and f"""SELECT start, "end", {export.optional(rt, "eventClass", "event_class", str(fmt.ApiEventClass.CUDA_RUNTIME))},
                 {_pid("globalTid")}, {_tid("globalTid")}, correlationId, nameId
             FROM "{t(rt)}" {class_filter}""",
-        _schema("start_ns", "end_ns", "event_class", "pid", "tid", "correlation_id", "name_id"),
+        schema("start_ns", "end_ns", "event_class", "pid", "tid", "correlation_id", "name_id"),
         with_span_ids=True,
         what="CUDA API calls",
     )
@@ -388,7 +283,7 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
         (t(os_rt) if include_os_runtime else None)
         and f"""SELECT start, "end", {_pid("globalTid")}, {_tid("globalTid")}, nameId
             FROM "{t(os_rt)}" WHERE eventClass = {fmt.OsrtEventClass.CALL}""",
-        _schema("start_ns", "end_ns", "pid", "tid", "name_id"),
+        schema("start_ns", "end_ns", "pid", "tid", "name_id"),
         with_span_ids=True,
         what="OS runtime calls",
     )
@@ -404,7 +299,7 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
                 {export.optional(k, "dynamicSharedMemory", "smem_dynamic")}, {export.optional(k, "localMemoryPerThread", "lmem")},
                 {_graph_columns(export, k)}
             FROM "{t(k)}" """,
-        _schema(
+        schema(
             "start_ns",
             "end_ns",
             "device_id",
@@ -438,9 +333,7 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
                 {export.optional(m, "srcKind", "src_kind")}, {export.optional(m, "dstKind", "dst_kind")},
                 {_graph_columns(export, m)}
             FROM "{t(m)}" """,
-        _schema(
-            "start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "bytes", "copy_kind", "src_kind", "dst_kind", *_GRAPH_FIELDS
-        ),
+        schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "bytes", "copy_kind", "src_kind", "dst_kind", *_GRAPH_FIELDS),
         with_span_ids=True,
         what="memory copies",
     )
@@ -453,7 +346,7 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
                 {export.optional(ms, "value", "fill_value")}, {export.optional(ms, "memKind", "mem_kind")},
                 {_graph_columns(export, ms)}
             FROM "{t(ms)}" """,
-        _schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "bytes", "fill_value", "mem_kind", *_GRAPH_FIELDS),
+        schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "bytes", "fill_value", "mem_kind", *_GRAPH_FIELDS),
         with_span_ids=True,
         what="memsets",
     )
@@ -465,7 +358,7 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
         and f"""SELECT start, "end", {export.optional(sy, "deviceId", "device_id")}, streamId, correlationId,
                 {export.gpu_pid(sy)}, {export.optional(sy, "syncType", "sync_type")}
             FROM "{t(sy)}" """,
-        _schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "sync_type"),
+        schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "sync_type"),
         with_span_ids=True,
         what="synchronizations",
     )
@@ -476,11 +369,11 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
     s.stage(
         "_nsys_threads",
         t(tn) and f'SELECT {_pid("globalTid")}, {_tid("globalTid")}, nameId FROM "{t(tn)}"',
-        _schema("pid", "tid", "name_id"),
+        schema("pid", "tid", "name_id"),
         what="thread names",
     )
     pr = fmt.PROCESSES
-    s.stage("_nsys_processes", t(pr) and f'SELECT pid, name FROM "{t(pr)}"', _schema("pid", "name", strings=("name",)), what="processes")
+    s.stage("_nsys_processes", t(pr) and f'SELECT pid, name FROM "{t(pr)}"', schema("pid", "name", strings=("name",)), what="processes")
 
     g = fmt.TARGET_INFO_GPU
     s.stage(
@@ -510,7 +403,8 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
         what="GPUs",
     )
     cd = fmt.TARGET_INFO_CUDA_DEVICE
-    s.stage("_nsys_cuda_devices", t(cd) and f'SELECT gpuId, cudaId, pid FROM "{t(cd)}"', _schema("gpu_id", "cuda_id", "pid"), what="CUDA devices")
+    s.stage("_nsys_cuda_devices", t(cd) and f'SELECT gpuId, cudaId, pid FROM "{t(cd)}"', schema("gpu_id", "cuda_id", "pid"), what="CUDA devices")
+    stage_in_order(s, export, con, progress)
 
 
 _GRAPH_FIELDS = ("graph_id", "graph_node_id")
