@@ -106,14 +106,16 @@ def test_nesting_streamed_in_batches_matches_nesting_each_thread_whole(batch, mo
     ]:
         rows += [(pid, tid, s, e) for s, e in spans]
     con = duckdb.connect()
-    con.execute("CREATE TABLE spans (run_id INTEGER, span_id BIGINT, kind VARCHAR, pid BIGINT, tid BIGINT, start_ns BIGINT, end_ns BIGINT, parent_id BIGINT, depth INTEGER)")
+    con.execute(
+        "CREATE TABLE spans (run_id INTEGER, span_id BIGINT, kind VARCHAR, pid BIGINT, tid BIGINT, start_ns BIGINT, end_ns BIGINT, parent_id BIGINT, depth INTEGER)"
+    )
     con.executemany("INSERT INTO spans VALUES (1, ?, 'op', ?, ?, ?, ?, NULL, NULL)", [(i + 1, *r) for i, r in enumerate(rows)])
     monkeypatch.setattr(correlate, "NEST_BATCH_SPANS", batch)
     correlate.nest_cpu_spans(con, 1)
     got = con.execute("SELECT span_id, parent_id, depth FROM spans ORDER BY span_id").fetchall()
 
     expected = {}
-    for (pid, tid), group in _group_threads(rows).items():
+    for group in _group_threads(rows).values():
         order = sorted(group, key=lambda r: (r[1], -r[2], r[0]))
         parent, depth = nest(np.zeros(len(order), dtype=np.int64), np.array([r[1] for r in order]), np.array([r[2] for r in order]))
         for k, (span_id, _, _) in enumerate(order):
