@@ -39,9 +39,11 @@ from .validate import TIME_LIMIT_NS, TIME_LIMIT_US, warn
 
 # DuckDB's buffer pool while a Kineto trace is read, mapped and linked (convert_kineto; the
 # correlation afterwards runs under the connection's own limit): beyond it DuckDB spills to its
-# temp directory. Measured (BENCHMARKS.md,
-# "Kineto: bounded memory"): 2GB let peak RSS grow to ~2.1 GiB at 1 GB of JSON; 500MB keeps it
-# under 1 GiB from 100 MB to 3 GB of JSON.
+# temp directory. Measured (BENCHMARKS.md, "Kineto: bounded memory"): with 2GB these phases
+# peaked at ~2.1 GiB RSS at 1 GB of JSON; with 500MB at ~0.7 GiB from 1 GB to 3 GB of JSON
+# (the raw events table spills; 100 MB never reaches the cap); 600MB: ~0.75 GiB. 500MB is the
+# lowest cap measured; the correlation afterwards, not this cap, now sets the peak at 1 GB and up
+# (it cannot run under it: at 3 GB it ran out of memory with 500MB and 750MB).
 MEMORY_LIMIT = "500MB"
 
 _STAGING_DDL = """
