@@ -86,3 +86,46 @@ def test_identical_intervals_nest_in_order():
     parent, depth = nest(np.zeros(4, dtype=np.int64), start, end)
     assert parent.tolist() == [-1, 0, 1, 2]
     assert depth.tolist() == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("batch", [1, 3, 17, 10_000])
+def test_nesting_streamed_in_batches_matches_nesting_each_thread_whole(batch, monkeypatch):
+    """nest_cpu_spans fetches the spans in batches and cuts them where nothing is open: any batch
+    size gives what nest() gives on each whole thread (laminar and crossing threads, a NULL pid)."""
+    import duckdb
+
+    from xsp_trace import correlate
+
+    rng = np.random.default_rng(7)
+    rows = []
+    for pid, tid, spans in [
+        (1, 1, _laminar(rng, 80)),
+        (1, 2, [(int(s), int(s + rng.integers(0, 300))) for s in rng.integers(0, 1000, 60)]),
+        (None, 2, _laminar(rng, 30)),
+        (-1, 2, _laminar(rng, 30)),
+    ]:
+        rows += [(pid, tid, s, e) for s, e in spans]
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE spans (run_id INTEGER, span_id BIGINT, kind VARCHAR, pid BIGINT, tid BIGINT, start_ns BIGINT, end_ns BIGINT, parent_id BIGINT, depth INTEGER)"
+    )
+    con.executemany("INSERT INTO spans VALUES (1, ?, 'op', ?, ?, ?, ?, NULL, NULL)", [(i + 1, *r) for i, r in enumerate(rows)])
+    monkeypatch.setattr(correlate, "NEST_BATCH_SPANS", batch)
+    correlate.nest_cpu_spans(con, 1)
+    got = con.execute("SELECT span_id, parent_id, depth FROM spans ORDER BY span_id").fetchall()
+
+    expected = {}
+    for group in _group_threads(rows).values():
+        order = sorted(group, key=lambda r: (r[1], -r[2], r[0]))
+        parent, depth = nest(np.zeros(len(order), dtype=np.int64), np.array([r[1] for r in order]), np.array([r[2] for r in order]))
+        for k, (span_id, _, _) in enumerate(order):
+            expected[span_id] = (order[parent[k]][0] if parent[k] >= 0 else None, int(depth[k]))
+    assert got == [(i, *expected[i]) for i in sorted(expected)]
+    assert any(p is not None for _, p, _ in got) and any(d >= 2 for _, _, d in got)
+
+
+def _group_threads(rows):
+    groups: dict = {}
+    for i, (pid, tid, s, e) in enumerate(rows):
+        groups.setdefault((pid, tid), []).append((i + 1, s, e))
+    return groups

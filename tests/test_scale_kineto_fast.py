@@ -56,3 +56,26 @@ def test_a_number_after_a_time_key_at_a_chunk_end_stays_on_the_duckdb_reader(tmp
 def test_a_non_numeric_time_across_a_chunk_end_goes_to_the_streaming_reader(tmp_path):
     for spaces in (0, 1, 40, 200):
         assert extract_events(_trace_with_time_at_chunk_end(tmp_path, b"true", spaces), tmp_path / "e.json") is None, spaces
+
+
+def test_extracting_keeps_no_earlier_chunk_and_takes_events_past_the_first_event_limit(tmp_path, monkeypatch):
+    """The source of extract_events keeps only the chunk in hand (it once kept every chunk: the
+    whole decompressed file in memory, and past 64 MiB of events 'has no trace events' on a good file)."""
+    from xsp_trace.convert import kineto_fast, kineto_stream
+
+    monkeypatch.setattr(kineto_fast, "CHUNK_BYTES", 1 << 10)
+    monkeypatch.setattr(kineto_stream, "MAX_BYTES_BEFORE_FIRST_EVENT", 8 * kineto_stream.CHUNK_BYTES)  # reached after 8 reads
+    event = '{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": %d, "dur": 1}'
+    trace = tmp_path / "t.json"
+    trace.write_text('{"traceEvents": [' + ", ".join(event % (10 * i) for i in range(1000)) + '], "schemaVersion": 1}')
+    held: list[int] = []
+    read = kineto_stream._Source.read
+
+    def counting_read(self, size):
+        chunk = read(self, size)
+        held.append(sum(map(len, self.recent)))
+        return chunk
+
+    monkeypatch.setattr(kineto_stream._Source, "read", counting_read)
+    assert extract_events(trace, tmp_path / "e.json") == {"schemaVersion": 1}
+    assert len(held) > 64 and max(held[2:]) <= 2 * kineto_fast.CHUNK_BYTES

@@ -13,6 +13,8 @@ Converters insert a run's spans with parent_id/depth NULL; `correlate_run` then 
 
 from __future__ import annotations
 
+import itertools
+
 import duckdb
 import numpy as np
 import pyarrow as pa
@@ -27,30 +29,54 @@ from .sql import set_variables
 _RANK_CASE = "CASE kind " + " ".join(f"WHEN '{k}' THEN {r}" for k, r in KIND_NESTING_RANK.items()) + " ELSE 9 END"
 
 
+# CPU spans fetched from DuckDB per batch for nesting. A thread's spans are cut where nothing
+# before is still open (a span that starts at or after every earlier end), so what is held at once
+# is about one batch plus the open run of spans, whatever the trace size (BENCHMARKS.md, "Kineto:
+# bounded memory": all 6.5 M CPU spans of a 3 GB trace at once peaked at 1.2 GiB).
+NEST_BATCH_SPANS = 500_000
+
+
+def _open_run_start(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> int:
+    """The first row of the trailing rows that may still be nested in one another or in rows yet
+    to come: the rows before it are complete (threads ended, or nothing open when a row starts)."""
+    last = int(np.flatnonzero(np.diff(thread))[-1]) + 1 if len(thread) > 1 and thread[-1] != thread[0] else 0
+    open_until = np.maximum.accumulate(end[last:])
+    cuts = np.flatnonzero(start[last + 1 :] >= open_until[:-1])
+    return last + 1 + int(cuts[-1]) if len(cuts) else last
+
+
 def nest_cpu_spans(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
-    cols = con.execute(
-        f"""SELECT span_id, pid, tid, start_ns, end_ns FROM spans
-            WHERE run_id = ? AND tid IS NOT NULL
-            ORDER BY pid, tid, start_ns, end_ns DESC, {_RANK_CASE}, span_id""",
-        [run_id],
-    ).fetchnumpy()
-    span_ids = np.asarray(cols["span_id"], dtype=np.int64)
-    if len(span_ids) == 0:
-        return
-    # Thread number of each row from the sorted (pid, tid): a window over the spans would sort them again.
-    pid = np.asarray(cols["pid"].filled(-1) if np.ma.isMaskedArray(cols["pid"]) else cols["pid"], dtype=np.int64)
-    tid = np.asarray(cols["tid"], dtype=np.int64)
-    thread = np.r_[0, np.cumsum((np.diff(pid) != 0) | (np.diff(tid) != 0))]
-    parent_index, depth = nest(
-        thread,
-        np.asarray(cols["start_ns"], dtype=np.int64),
-        np.asarray(cols["end_ns"], dtype=np.int64),
-    )
-    has_parent = parent_index >= 0
-    parent_ids = pa.array(span_ids[np.where(has_parent, parent_index, 0)], pa.int64(), mask=~has_parent)
-    table = pa.table({"span_id": pa.array(span_ids), "parent_id": parent_ids, "depth": pa.array(depth)})
+    """parent_id and depth of the run's CPU spans, streamed from DuckDB in batches (see NEST_BATCH_SPANS)."""
     con.execute("CREATE OR REPLACE TEMP TABLE _xsp_nesting (span_id BIGINT, parent_id BIGINT, depth INTEGER)")
-    insert_relation(con, "_xsp_nesting", table)
+    reader = con.cursor()  # streams the sorted spans while `con` stores the results
+    try:
+        batches = reader.sql(
+            f"""SELECT span_id, coalesce(pid, -1) AS pid_key, tid, start_ns, end_ns FROM spans
+                WHERE run_id = ? AND tid IS NOT NULL
+                ORDER BY pid, tid, start_ns, end_ns DESC, {_RANK_CASE}, span_id""",
+            params=[run_id],
+        ).to_arrow_reader(NEST_BATCH_SPANS)
+        held = batches.schema.empty_table()
+        for batch in itertools.chain(batches, [None]):  # None: the end, all that is held is complete
+            if batch is not None:
+                held = pa.concat_tables([held, pa.Table.from_batches([batch])]).combine_chunks()
+            if held.num_rows == 0:
+                continue
+            pid, tid = held["pid_key"].to_numpy(), held["tid"].to_numpy()
+            start, end = held["start_ns"].to_numpy(), held["end_ns"].to_numpy()
+            # Thread number of each row from the sorted (pid, tid): a window over the spans would sort them again.
+            thread = np.r_[0, np.cumsum((np.diff(pid) != 0) | (np.diff(tid) != 0))]
+            done = held.num_rows if batch is None else _open_run_start(thread, start, end)
+            if done == 0:
+                continue
+            span_ids = held["span_id"].to_numpy()[:done]
+            parent_index, depth = nest(thread[:done], start[:done], end[:done])
+            has_parent = parent_index >= 0
+            parent_ids = pa.array(span_ids[np.where(has_parent, parent_index, 0)], pa.int64(), mask=~has_parent)
+            insert_relation(con, "_xsp_nesting", pa.table({"span_id": pa.array(span_ids), "parent_id": parent_ids, "depth": pa.array(depth)}))
+            held = held.slice(done)
+    finally:
+        reader.close()
     con.execute(
         """UPDATE spans SET parent_id = n.parent_id, depth = n.depth
            FROM _xsp_nesting n WHERE spans.run_id = ? AND spans.span_id = n.span_id""",

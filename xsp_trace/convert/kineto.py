@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 import re
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from decimal import Decimal
@@ -36,9 +37,14 @@ from .kineto_events import check_events, load_with_python
 from .kineto_stream import KinetoTrace
 from .validate import TIME_LIMIT_NS, TIME_LIMIT_US, warn
 
-# DuckDB's buffer pool while the events are read and mapped: beyond it, DuckDB spills to disk
-# (see BENCHMARKS.md for what each limit cost in time and peak RSS).
-MEMORY_LIMIT = "2GB"
+# DuckDB's buffer pool while a Kineto trace is read, mapped and linked (convert_kineto; the
+# correlation afterwards runs under the connection's own limit): beyond it DuckDB spills to its
+# temp directory. Measured (BENCHMARKS.md, "Kineto: bounded memory"): with 2GB these phases
+# peaked at ~2.1 GiB RSS at 1 GB of JSON; with 500MB at ~0.7 GiB from 1 GB to 3 GB of JSON
+# (the raw events table spills; 100 MB never reaches the cap); 600MB: ~0.75 GiB. 500MB is the
+# lowest cap measured; the correlation afterwards, not this cap, now sets the peak at 1 GB and up
+# (it cannot run under it: at 3 GB it ran out of memory with 500MB and 750MB).
+MEMORY_LIMIT = "500MB"
 
 _STAGING_DDL = """
 CREATE OR REPLACE TEMP TABLE _kineto_spans (
@@ -216,6 +222,17 @@ def _clock_origin(meta: dict, first_start_ns: int | None) -> int | None:
 
 
 @contextmanager
+def bounded_memory(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """DuckDB's memory limit at MEMORY_LIMIT for the block, the connection's own afterwards."""
+    previous_limit = scalar(con, "SELECT current_setting('memory_limit')")
+    con.execute("SET memory_limit = ?", [MEMORY_LIMIT])
+    try:
+        yield
+    finally:
+        con.execute("SET memory_limit = ?", [previous_limit])
+
+
+@contextmanager
 def _no_cyclic_gc():
     """Millions of short-lived event dicts and row tuples (none in a reference cycle) make the
     cyclic collector rescan the growing row buffers over and over; reference counting frees them."""
@@ -229,29 +246,28 @@ def _no_cyclic_gc():
 
 
 def convert_kineto(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, options: ConvertOptions, progress: Progress) -> None:
-    path = Path(path)
+    with bounded_memory(con):
+        _convert_kineto(con, Path(path), run_id, options, progress)
+
+
+def _convert_kineto(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, options: ConvertOptions, progress: Progress) -> None:
     con.execute(_STAGING_DDL)
     _set_variables(con, run_id, options.include_python_functions)
-    previous_limit = scalar(con, "SELECT current_setting('memory_limit')")
-    con.execute("SET memory_limit = ?", [MEMORY_LIMIT])
-    try:
-        meta, loader = None, None
-        if options.kineto_reader != "python":
-            from .kineto_fast import read_events
+    meta, loader = None, None
+    if options.kineto_reader != "python":
+        from .kineto_fast import read_events
 
-            progress(f"reading {path.name} (DuckDB JSON reader)", None)
-            meta = read_events(con, path)
-        if meta is None:
-            trace = KinetoTrace(path)
-            label = f"reading {path.name}"
-            with _no_cyclic_gc():
-                loader = load_with_python(con, trace, lambda fraction: progress(label, fraction))
-            meta = trace.metadata
-        check_events(con, path, loader)
-        progress("mapping events", None)
-        names = _map_events(con, run_id, path)
-    finally:
-        con.execute("SET memory_limit = ?", [previous_limit])
+        progress(f"reading {path.name} (DuckDB JSON reader)", None)
+        meta = read_events(con, path)
+    if meta is None:
+        trace = KinetoTrace(path)
+        label = f"reading {path.name}"
+        with _no_cyclic_gc():
+            loader = load_with_python(con, trace, lambda fraction: progress(label, fraction))
+        meta = trace.metadata
+    check_events(con, path, loader)
+    progress("mapping events", None)
+    names = _map_events(con, run_id, path)
     progress("linking GPU activities", None)
     con.execute("SET VARIABLE kineto_graph_launch_apis = ?", [sorted(kf.GRAPH_LAUNCH_API_NAMES)])
     run_script(con, query_text("ingest/kineto_link"), run_id)

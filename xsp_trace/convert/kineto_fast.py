@@ -147,6 +147,7 @@ def extract_events(path: Path, target: Path) -> dict | None:
             written += len(first)
             tail += first
             while chunk := source.read(CHUNK_BYTES):
+                source.mark()  # the source keeps no earlier chunk (it would hold the whole file)
                 carry = _check_times(carry, chunk)
                 out.write(chunk)
                 written += len(chunk)
