@@ -29,3 +29,20 @@ def test_unpinned_duckdb_uses_every_usable_core(tmp_path):
     with atomic_database(tmp_path / "t.duckdb") as con:
         threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
     assert threads == len(os.sched_getaffinity(0))
+
+
+def test_database_already_open_by_the_caller_can_be_opened_again(tmp_path):
+    """A notebook holding its own duckdb.connect(path) must still be able to use xsp-trace on the file."""
+    import duckdb
+
+    from xsp_trace.database import atomic_database, connect
+
+    path = tmp_path / "t.duckdb"
+    with atomic_database(path):
+        pass
+    mine = duckdb.connect(str(path))
+    try:
+        con = connect(path, read_only=False)
+        assert con.execute("SELECT value FROM schema_info WHERE key = 'schema_version'").fetchall() == [("2",)]
+    finally:
+        mine.close()

@@ -28,8 +28,11 @@ def duckdb_connect(path: Path | str = ":memory:", read_only: bool = False) -> du
     """The one way xsp-trace opens DuckDB: its threads = the usable cores (DuckDB alone counts every
     core of the machine, so under taskset or a cpuset it would run more threads than it has cores),
     and no DuckDB progress bar (it would print into the caller's output; the CLI draws its own)."""
-    con = duckdb.connect(str(path), read_only=read_only, config={"threads": usable_cores()})
-    con.execute("SET enable_progress_bar = false")  # a session option only
+    # Set after connecting, not as connect(config=...): DuckDB refuses a second connection to a file
+    # already open in this process (a caller's own duckdb.connect) with a different configuration.
+    con = duckdb.connect(str(path), read_only=read_only)
+    con.execute(f"SET threads = {usable_cores()}")
+    con.execute("SET enable_progress_bar = false")
     return con
 
 
