@@ -136,7 +136,10 @@ def measure(argv: list[str], stdout=subprocess.DEVNULL, timeout: float | None = 
     err = proc.stderr.read().decode(errors="replace")
     if status != 0:
         raise SystemExit(f"failed: {' '.join(argv[:3])}...\n{err[-3000:]}")
-    return {"seconds": round(seconds, 3), "peak_mib": round(usage.ru_maxrss / 1024, 1)}
+    result = {"seconds": round(seconds, 3), "peak_mib": round(usage.ru_maxrss / 1024, 1)}
+    if stdout == subprocess.PIPE:  # a child that reports one short line (read after it ended: it cannot fill the pipe)
+        result["stdout"] = proc.stdout.read().decode(errors="replace")
+    return result
 
 
 def python_script(code: str, *args) -> list[str]:
@@ -212,10 +215,9 @@ def summary_rows(export: Path, database: Path, nsys: str | None) -> list[dict]:
     rows = []
     for module, report in NSYS_SUMMARIES:
         log(f"{export.name}: {module} vs nsys stats {report}")
-        argv = python_script(XSP_SUMMARY, database, module)
-        whole = measure(argv)
-        proc = subprocess.run(argv, check=True, capture_output=True, text=True)  # again, for the inner timings
-        row = {"module": module, "report": report, "xsp": whole, **json.loads(proc.stdout.strip().splitlines()[-1])}
+        whole = measure(python_script(XSP_SUMMARY, database, module), stdout=subprocess.PIPE)
+        inner = json.loads(whole.pop("stdout").strip().splitlines()[-1])
+        row = {"module": module, "report": report, "xsp": whole, **inner}
         if nsys:
             row["nsys_stats"] = measure(nsys_stats(nsys, report, export), timeout=SUMMARY_TIMEOUT_S)
         rows.append(row)
@@ -227,12 +229,12 @@ def cores_rows(nsys_copies: int | None, kineto_size: int | None) -> list[dict]:
     many threads as it may use), with nsys stats pinned alike: how the ratio moves with cores."""
     cores = sorted(os.sched_getaffinity(0))
     nsys = shutil.which("nsys")
+    out = DATA / "_bench_cores.duckdb"
     rows = []
     for count in sorted({1, len(cores)}):
         pin = ["taskset", "-c", ",".join(map(str, cores[:count]))]
         if nsys_copies:
             path = scaled_nsys(nsys_copies)
-            out = DATA / "_bench_cores.duckdb"
             log(f"cores={count}: nsys x{nsys_copies}")
             row = {"input": f"nsys H100 x{nsys_copies}", "cores": count, "xsp": measure(pin + python_script(XSP_NSYS, path, out))}
             if nsys:
@@ -241,7 +243,6 @@ def cores_rows(nsys_copies: int | None, kineto_size: int | None) -> list[dict]:
             rows.append(row)
         if kineto_size:
             path = scaled_kineto(kineto_size)
-            out = DATA / "_bench_cores.duckdb"
             log(f"cores={count}: Kineto {size_label(kineto_size)}")
             rows.append(
                 {"input": f"Kineto A100 {size_label(kineto_size)}", "cores": count, "xsp": measure(pin + python_script(XSP_KINETO, path, out))}
