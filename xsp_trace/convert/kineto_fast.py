@@ -125,7 +125,7 @@ def extract_events(path: Path, target: Path) -> dict | None:
     or None when the file is not a plain Kineto trace object (the Python path handles those)."""
     from .kineto_stream import _Source
 
-    source = _Source(path)
+    source = _Source(path, keep_chunks=False)  # bytes are copied through, never parsed back
     try:
         head = b""
         found = None
@@ -138,6 +138,7 @@ def extract_events(path: Path, target: Path) -> dict | None:
             if found is None and len(head) > MAX_HEAD_BYTES:
                 return None
         start, meta = found
+        source.mark()  # the events begin: past here, no limit on bytes before the first event
         tail = bytearray()
         written = 0
         with open(target, "wb") as out:
@@ -147,7 +148,6 @@ def extract_events(path: Path, target: Path) -> dict | None:
             written += len(first)
             tail += first
             while chunk := source.read(CHUNK_BYTES):
-                source.mark()  # the source keeps no earlier chunk (it would hold the whole file)
                 carry = _check_times(carry, chunk)
                 out.write(chunk)
                 written += len(chunk)

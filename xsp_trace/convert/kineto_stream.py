@@ -76,9 +76,11 @@ _OPENERS, _CLOSERS = (ord("["), ord("{")), (ord("]"), ord("}"))
 class _Source:
     """The decompressed byte stream ijson reads, remembering the chunks the metadata may be in."""
 
-    def __init__(self, path: Path, check_nesting: bool = False):
+    def __init__(self, path: Path, check_nesting: bool = False, keep_chunks: bool = True):
         self.path = path
         self.check_nesting = check_nesting
+        self.keep_chunks = keep_chunks  # False: a reader that needs no chunk back (kineto_fast)
+        self.marked = False  # events reached: the 64 MiB limit before the first event no longer applies
         self.depth = 0
         self.raw = open(path, "rb")
         self.size = max(path.stat().st_size, 1)
@@ -101,8 +103,9 @@ class _Source:
             self._check_nesting(chunk)
         self.bytes_read += len(chunk)
         self.reads += 1
-        self.recent.append(chunk)
-        if self.reads * CHUNK_BYTES > MAX_BYTES_BEFORE_FIRST_EVENT and len(self.recent) == self.reads:
+        if self.keep_chunks:
+            self.recent.append(chunk)
+        if self.reads * CHUNK_BYTES > MAX_BYTES_BEFORE_FIRST_EVENT and not self.marked:
             raise InputError(self.path, "has no trace events in its first 64 MiB", "pass a PyTorch profiler trace (a JSON object with traceEvents)")
         return chunk
 
@@ -121,6 +124,7 @@ class _Source:
 
     def mark(self) -> None:
         """An event just completed: only the chunk being parsed can still hold what follows it."""
+        self.marked = True
         del self.recent[:-1]
 
     def fraction(self) -> float:
