@@ -25,7 +25,7 @@ import adbc_driver_sqlite.dbapi as adbc_sqlite
 import duckdb
 import pyarrow as pa
 
-from ..database import run_script
+from ..database import run_script, usable_cores
 from ..errors import InputError
 from ..formats import nsys_export as fmt
 from ..formats.file_magic import NSYS_REPORT_MAGIC
@@ -34,6 +34,7 @@ from ..resources import query_text
 from .common import ConvertOptions, Progress, register_run
 from .nsys_report import exported_sqlite
 from .nsys_staging import FIX_VALUES, Plan, schema, stage_in_order
+from .nsys_staging_parallel import drop_pieces, stage_with_readers
 from .validate import validate_nsys_staging, warn
 
 BATCH_ROWS = 65_536
@@ -110,15 +111,21 @@ class _Export:
             raise self.corrupt(exc) from exc
 
     @contextmanager
-    def arrow_batches(self, sql: str) -> Iterator[pa.RecordBatchReader]:
-        """The rows of one query as Arrow batches, read by ADBC's SQLite driver (native code)."""
+    def arrow_batches(self, sql: str, own_connection: bool = False) -> Iterator[pa.RecordBatchReader]:
+        """The rows of one query as Arrow batches, read by ADBC's SQLite driver (native code); over a
+        connection of its own (closed afterwards) for a reader thread."""
+        connection = None
         try:
-            if self._arrow is None:
+            if own_connection:
+                connection = adbc_sqlite.connect(self.uri)
+            elif self._arrow is None:
                 self._arrow = adbc_sqlite.connect(self.uri)
-            cursor = self._arrow.cursor()
+            cursor = (connection or self._arrow).cursor()
         except adbc_driver_manager.Error as exc:
+            if connection is not None:
+                connection.close()
             raise self.corrupt(exc) from exc
-        with closing(cursor):
+        with closing(connection) if connection is not None else nullcontext(), closing(cursor):
             try:
                 cursor.adbc_statement.set_options(**{adbc_driver_sqlite.StatementOptions.BATCH_ROWS.value: str(BATCH_ROWS)})
                 cursor.execute(sql)
@@ -126,6 +133,14 @@ class _Export:
             except adbc_driver_manager.Error as exc:
                 raise self.corrupt(exc) from exc
             yield reader
+
+    def rowid_bounds(self, table: str) -> tuple[int, int] | None:
+        """The lowest and highest rowid of a table; None for an empty table or one without rowids."""
+        try:
+            low, high = self.con.execute(f'SELECT min(rowid), max(rowid) FROM "{table}"').fetchone()
+        except sqlite3.DatabaseError:
+            return None
+        return (low, high) if isinstance(low, int) and isinstance(high, int) else None
 
     def close(self) -> None:
         if self._arrow is not None:
@@ -184,15 +199,16 @@ def convert_nsys(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, option
         export = _Export(Path(sqlite_path))
         with closing(export):
             _register(con, export, path, run_id, options)
-            _stage_all(export, con, progress, include_os_runtime=options.include_os_runtime)
-            progress("building spans", None)
-            _set_format_variables(con)
-            con.execute("SET VARIABLE nsys_nvtx_max_ts = ?", [_nvtx_max_ts(export)])
-            validate_nsys_staging(con, path)
-            install_sql_macros(con)
-            run_script(con, query_text("ingest/nsys"), run_id)
-            for table in _STAGING_TABLES:
-                con.execute(f"DROP TABLE IF EXISTS {table}")
+            try:
+                _stage_all(export, con, progress, include_os_runtime=options.include_os_runtime)
+                progress("building spans", None)
+                _set_format_variables(con)
+                con.execute("SET VARIABLE nsys_nvtx_max_ts = ?", [_nvtx_max_ts(export)])
+                validate_nsys_staging(con, path)
+                install_sql_macros(con)
+                run_script(con, query_text("ingest/nsys"), run_id)
+            finally:
+                drop_pieces(con, _STAGING_TABLES)
 
 
 def _register(con, export: _Export, source: Path, run_id: int, options: ConvertOptions) -> None:
@@ -235,7 +251,11 @@ _STAGING_TABLES = (
 )
 
 
-def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progress, include_os_runtime: bool = True) -> None:
+def _stage_all(
+    export: _Export, con: duckdb.DuckDBPyConnection, progress: Progress, include_os_runtime: bool = True, readers: int | None = None
+) -> None:
+    """Read the export's tables into the `_nsys_*` staging tables: with one reader thread per usable
+    core (`readers`, default usable_cores()), or one table after the other with one."""
     for base in fmt.REQUIRED_COLUMNS:
         if export.table(base):
             export.check_required(base)
@@ -262,6 +282,7 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
         schema("start_ns", "end_ns", "event_type", "text", "text_id", "domain_id", "pid", "tid", "end_tid", strings=("text",)),
         with_span_ids=True,
         what="NVTX events",
+        split_table=t(nvtx),
     )
 
     rt = fmt.RUNTIME
@@ -275,6 +296,7 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
         schema("start_ns", "end_ns", "event_class", "pid", "tid", "correlation_id", "name_id"),
         with_span_ids=True,
         what="CUDA API calls",
+        split_table=t(rt),
     )
 
     os_rt = fmt.OSRT_API
@@ -286,6 +308,7 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
         schema("start_ns", "end_ns", "pid", "tid", "name_id"),
         with_span_ids=True,
         what="OS runtime calls",
+        split_table=t(os_rt),
     )
 
     k = fmt.KERNEL
@@ -323,6 +346,7 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
         ),
         with_span_ids=True,
         what="kernels",
+        split_table=t(k),
     )
 
     m = fmt.MEMCPY
@@ -336,6 +360,7 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
         schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "bytes", "copy_kind", "src_kind", "dst_kind", *_GRAPH_FIELDS),
         with_span_ids=True,
         what="memory copies",
+        split_table=t(m),
     )
 
     ms = fmt.MEMSET
@@ -349,6 +374,7 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
         schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "bytes", "fill_value", "mem_kind", *_GRAPH_FIELDS),
         with_span_ids=True,
         what="memsets",
+        split_table=t(ms),
     )
 
     sy = fmt.SYNCHRONIZATION
@@ -361,6 +387,7 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
         schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "sync_type"),
         with_span_ids=True,
         what="synchronizations",
+        split_table=t(sy),
     )
 
     _stage_enums(export, con)
@@ -404,7 +431,11 @@ def _stage_all(export: _Export, con: duckdb.DuckDBPyConnection, progress: Progre
     )
     cd = fmt.TARGET_INFO_CUDA_DEVICE
     s.stage("_nsys_cuda_devices", t(cd) and f'SELECT gpuId, cudaId, pid FROM "{t(cd)}"', schema("gpu_id", "cuda_id", "pid"), what="CUDA devices")
-    stage_in_order(s, export, con, progress)
+    readers = usable_cores() if readers is None else readers
+    if readers > 1:
+        stage_with_readers(s, export, con, progress, readers)
+    else:
+        stage_in_order(s, export, con, progress)
 
 
 _GRAPH_FIELDS = ("graph_id", "graph_node_id")

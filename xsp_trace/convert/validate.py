@@ -65,7 +65,23 @@ def warn(path, message: str) -> None:
 
 
 def _exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    return bool(scalar(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND temporary", [table]))
+    """A staging table, or the view a multi-threaded staging leaves in its place."""
+    return bool(
+        scalar(
+            con,
+            """SELECT count(*) FROM (SELECT table_name AS name FROM duckdb_tables() WHERE temporary
+                                    UNION ALL SELECT view_name FROM duckdb_views() WHERE temporary) WHERE name = ?""",
+            [table],
+        )
+    )
+
+
+def _writable(con: duckdb.DuckDBPyConnection, table: str) -> None:
+    """A staging view (nsys_staging_parallel: pieces read side by side) as a table, before rows change."""
+    if scalar(con, "SELECT count(*) FROM duckdb_views() WHERE view_name = ? AND temporary", [table]):
+        con.execute(f"CREATE TEMP TABLE {table}__rows AS SELECT * FROM {table}")
+        con.execute(f"DROP VIEW {table}")
+        con.execute(f"ALTER TABLE {table}__rows RENAME TO {table}")
 
 
 def _columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
@@ -88,6 +104,7 @@ def validate_nsys_staging(con: duckdb.DuckDBPyConnection, path: Path) -> None:
             FROM {table}""",
         )
         if bad_null or bad_range or bad_order:
+            _writable(con, table)
             con.execute(f"""DELETE FROM {table} WHERE start_ns IS NULL{end_null}
                 OR start_ns NOT BETWEEN -{limit} AND {limit} OR end_ns NOT BETWEEN -{limit} AND {limit}
                 OR end_ns < start_ns""")
@@ -108,6 +125,7 @@ def _dedupe_strings(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     rows, ids, null_ids = one_row(con, "SELECT count(*), count(DISTINCT id), count(*) FILTER (WHERE id IS NULL) FROM _nsys_strings")
     duplicates = rows - null_ids - ids
     if duplicates or null_ids:
+        _writable(con, "_nsys_strings")
         con.execute("""CREATE OR REPLACE TEMP TABLE _nsys_strings AS
             SELECT id, arg_min(value, rowid) AS value FROM _nsys_strings WHERE id IS NOT NULL GROUP BY id""")
         warn(path, f"string table: {duplicates} duplicate id(s) (first value kept), {null_ids} row(s) without an id dropped")
@@ -122,6 +140,7 @@ def _fill_gpu_pids(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         missing = scalar(con, f"SELECT count(*) FROM {table} WHERE pid IS NULL")
         if not missing:
             continue
+        _writable(con, table)
         con.execute(f"""
             UPDATE {table} AS g SET pid = owner.pid
             FROM (SELECT correlation_id, any_value(pid) AS pid FROM _nsys_api
