@@ -33,7 +33,7 @@ H100 = "nsys_2026_pytorch_2xh100"
 
 def convert_with(monkeypatch, source: Path, out: Path, readers: int, piece_rows: int) -> list[int]:
     """Convert with `readers` reader threads; returns how many pieces each staging read took."""
-    monkeypatch.setattr(nsys_module, "usable_cores", lambda: readers)
+    monkeypatch.setattr(nsys_module, "reader_threads", lambda con: readers)
     monkeypatch.setattr(parallel, "PIECE_ROWS", piece_rows)
     counts: list[int] = []
     original = parallel._pieces
@@ -100,7 +100,7 @@ def bad_copy(folder: Path, statement: str) -> Path:
 
 
 def cli_convert(monkeypatch, source: Path, out: Path, readers: int):
-    monkeypatch.setattr(nsys_module, "usable_cores", lambda: readers)
+    monkeypatch.setattr(nsys_module, "reader_threads", lambda con: readers)
     monkeypatch.setattr(parallel, "PIECE_ROWS", PIECE_ROWS[H100])
     return runner.invoke(app, ["convert", str(source), "-o", str(out), "-q"])
 

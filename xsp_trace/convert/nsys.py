@@ -25,12 +25,13 @@ import adbc_driver_sqlite.dbapi as adbc_sqlite
 import duckdb
 import pyarrow as pa
 
-from ..database import run_script, usable_cores
+from ..database import run_script
 from ..errors import InputError
 from ..formats import nsys_export as fmt
 from ..formats.file_magic import NSYS_REPORT_MAGIC
 from ..naming import install_sql_macros
 from ..resources import query_text
+from ..sql import scalar
 from .common import ConvertOptions, Progress, register_run
 from .nsys_report import exported_sqlite
 from .nsys_staging import FIX_VALUES, Plan, schema, stage_in_order
@@ -254,8 +255,8 @@ _STAGING_TABLES = (
 def _stage_all(
     export: _Export, con: duckdb.DuckDBPyConnection, progress: Progress, include_os_runtime: bool = True, readers: int | None = None
 ) -> None:
-    """Read the export's tables into the `_nsys_*` staging tables: with one reader thread per usable
-    core (`readers`, default usable_cores()), or one table after the other with one."""
+    """Read the export's tables into the `_nsys_*` staging tables: with `readers` reader threads
+    (default reader_threads(con)), or one table after the other with one."""
     for base in fmt.REQUIRED_COLUMNS:
         if export.table(base):
             export.check_required(base)
@@ -431,7 +432,7 @@ def _stage_all(
     )
     cd = fmt.TARGET_INFO_CUDA_DEVICE
     s.stage("_nsys_cuda_devices", t(cd) and f'SELECT gpuId, cudaId, pid FROM "{t(cd)}"', schema("gpu_id", "cuda_id", "pid"), what="CUDA devices")
-    readers = usable_cores() if readers is None else readers
+    readers = reader_threads(con) if readers is None else readers
     if readers > 1:
         stage_with_readers(s, export, con, progress, readers)
     else:
@@ -439,6 +440,12 @@ def _stage_all(
 
 
 _GRAPH_FIELDS = ("graph_id", "graph_node_id")
+
+
+def reader_threads(con: duckdb.DuckDBPyConnection) -> int:
+    """As many SQLite readers as the connection has DuckDB threads: the cores this process may use
+    (database.duckdb_connect), or its share of them under `convert -j`."""
+    return max(1, int(scalar(con, "SELECT current_setting('threads')")))
 
 
 def _graph_columns(export: _Export, base: str) -> str:
