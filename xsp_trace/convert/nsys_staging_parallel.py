@@ -64,7 +64,11 @@ def _pieces(plan: Plan, source: Source) -> list[_Piece]:
 
 def _read_pieces(source: Source, con: duckdb.DuckDBPyConnection, work: queue.SimpleQueue, done: queue.SimpleQueue, stop: threading.Event) -> None:
     """A reader thread: piece after piece into its table, each reported as (piece, None or the exception)."""
-    cursor = con.cursor()
+    try:
+        cursor = con.cursor()
+    except BaseException as exc:  # reported, or the calling thread would wait for pieces forever
+        done.put((None, exc))
+        return
     try:
         while not stop.is_set():
             try:
