@@ -209,10 +209,12 @@ def _plain(value: Decimal) -> str:
     return text[:30]
 
 
-def check_events(con: duckdb.DuckDBPyConnection, path, loader: PythonEventLoader | None = None) -> None:
+def check_events(con: duckdb.DuckDBPyConnection, path, loader: PythonEventLoader | None = None, offset: int = 0) -> None:
     """InputError for the first event (file order) that is not an object, or that the mapping needs
-    a time of and whose time is missing, not a number or out of range (kineto_* variables set)."""
-    rows = con.execute(_BAD_TIMES).fetchall()
+    a time of and whose time is missing, not a number or out of range (kineto_* variables set).
+    `offset`: the events before the relation (it holds one piece of the trace, the pieces before
+    it checked already), so the line names the event's place in the whole trace."""
+    rows = [(row[0] + offset, *row[1:]) for row in con.execute(_BAD_TIMES).fetchall()]
     first_non_object = loader.first_non_object if loader is not None else None
     if first_non_object is not None and (not rows or first_non_object < rows[0][0]):
         raise InputError(path, f"event #{first_non_object + 1} is not a JSON object", FIX_EVENT)
