@@ -188,8 +188,12 @@ SELECT count(*), count(*) FILTER (WHERE ph IS NULL AND cat IS NULL AND name IS N
 FROM _kineto_events
 """
 
-# JSON bytes per piece. Measured (BENCHMARKS.md, "Kineto: mapping in pieces"): see PIECE_BYTES_WHY.
-PIECE_BYTES = 64 << 20
+# JSON bytes per piece. Measured at 1 GB of JSON on 2 busy cores (BENCHMARKS.md, "Kineto: mapping
+# in pieces"), read+map+link phase: 32 MB 68 s / 470 MiB, 64 MB 63-68 s / ~600 MiB, 128 MB 61 s /
+# 615 MiB, 256 MB 56-62 s / 630 MiB; each piece runs the whole mapping script once (fixed cost),
+# larger pieces bring little past 128 MB and hold more raw events at once. At 128 MB a trace of
+# 100 MB is one piece, as before (no cost for small traces).
+PIECE_BYTES = 128 << 20
 
 
 def read_events(con: duckdb.DuckDBPyConnection, path: Path, map_piece: Callable[[int], None]) -> dict | None:
