@@ -1,8 +1,9 @@
 """`convert_kineto`: a PyTorch profiler (Kineto) trace.json[.gz] into the unified schema.
 
 One mapping, in SQL: a reader fills the raw event relation `_kineto_events` (kineto_events.py)
--- DuckDB's JSON reader (kineto_fast.py), or, for files it does not take, the streaming ijson
-reader (kineto_stream.py) -- and queries/ingest/kineto_map.sql maps it into the staging tables (spans
+-- DuckDB's JSON reader (kineto_fast.py), one piece of ~128 MB of JSON at a time, or, for files it
+does not take, the streaming ijson reader (kineto_stream.py), all at once -- and
+queries/ingest/kineto_map.sql maps it (piece after piece, `_PieceMapper`) into the staging tables (spans
 with their raw track and External id, launch flows, launch configurations) and the side tables
 (kernels, memops, span_args, marks, counters). queries/ingest/kineto_link.sql then fills missing
 correlation ids (flows, then External id), gives GPU spans the pid of the host process that
@@ -42,7 +43,8 @@ from .validate import TIME_LIMIT_NS, TIME_LIMIT_US, warn
 # correlation afterwards runs under the connection's own limit): beyond it DuckDB spills to its
 # temp directory. Measured (BENCHMARKS.md, "Kineto: bounded memory"): with 2GB these phases
 # peaked at ~2.1 GiB RSS at 1 GB of JSON; with 500MB at ~0.7 GiB from 1 GB to 3 GB of JSON
-# (the raw events table spills; 100 MB never reaches the cap); 600MB: ~0.75 GiB. 500MB is the
+# (the raw events table spilled; since it is read in pieces, only the staging tables grow with
+# the trace; 300MB made them spill: 10-20 % slower, "Kineto: mapping in pieces"); 600MB: ~0.75 GiB. 500MB is the
 # lowest cap measured; the correlation afterwards, not this cap, now sets the peak at 1 GB and up
 # (it cannot run under it: at 3 GB it ran out of memory with 500MB and 750MB).
 MEMORY_LIMIT = "500MB"

@@ -4,7 +4,8 @@
 ph, cat, name, pid, tid and id as text (JSON numbers as their text), ts and dur as DECIMAL(38,9)
 microseconds (exact), args as MAP(VARCHAR, JSON). DuckDB's JSON reader writes it directly
 (kineto_fast.py); the streaming ijson reader (kineto_stream.py), for files DuckDB's reader does
-not take, writes the same columns here. queries/kineto_map.sql then maps the relation once.
+not take, writes the same columns here. queries/ingest/kineto_map.sql then maps the relation
+(the DuckDB reader fills it with one piece of the trace at a time, mapped before the next).
 
 `check_events` is the one check of the relation before the mapping, whichever reader filled it:
 the first event (in file order) that is not an object, or whose time the mapping needs and that

@@ -113,7 +113,7 @@ class PieceWriter:
 
     def _open(self) -> None:
         self.path = self.folder / f"piece-{self.pieces:06d}.json"
-        self.out = open(self.path, "wb")  # noqa: SIM115 -- closed in _close
+        self.out = open(self.path, "wb")  # closed in _close (or discard)
         self.size = 0
         if self.pieces:
             self._put(b"[")
