@@ -5,8 +5,16 @@ from __future__ import annotations
 
 import duckdb
 
-from xsp_trace.convert import ConvertOptions, convert_files
+from xsp_trace.convert import ConvertOptions, convert_files, kineto_fast
 from xsp_trace.convert.kineto_fast import extract_events
+from xsp_trace.convert.kineto_pieces import PieceWriter
+
+
+def extract(trace, folder, piece_bytes: int = 1 << 40):
+    """(metadata, the pieces' bytes) of extract_events on `trace`."""
+    pieces: list[bytes] = []
+    writer = PieceWriter(folder, piece_bytes, 2 * kineto_fast.TAIL_BYTES, lambda piece: pieces.append(piece.read_bytes()))
+    return extract_events(trace, writer), pieces
 
 
 def test_events_array_is_cut_exactly_with_metadata_on_both_sides(tmp_path):
@@ -16,10 +24,9 @@ def test_events_array_is_cut_exactly_with_metadata_on_both_sides(tmp_path):
         '{"ph": "X", "name": "a]}", "pid": 1, "tid": 1, "ts": 1.5, "dur": 2, "args": {"grid": [1, 2, 3]}}\n'
         '], "traceName": "n]", "baseTimeNanoseconds": 1700000000000000000}\n'
     )
-    events = tmp_path / "events.json"
-    meta = extract_events(trace, events)
+    meta, pieces = extract(trace, tmp_path)
     assert meta == {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "x]"}], "traceName": "n]", "baseTimeNanoseconds": 1700000000000000000}
-    assert events.read_text().strip().startswith("[") and events.read_text().rstrip().endswith("}\n]")
+    assert len(pieces) == 1 and pieces[0].strip().startswith(b"[") and pieces[0].rstrip().endswith(b"}\n]")
 
 
 def test_files_the_fast_path_does_not_take_still_convert(tmp_path):
@@ -38,8 +45,6 @@ def test_files_the_fast_path_does_not_take_still_convert(tmp_path):
 def _trace_with_time_at_chunk_end(tmp_path, value: bytes, spaces: int):
     """A trace whose second event's `"ts":` ends exactly at the first chunk's end (after `spaces`
     blanks), its value starting the next chunk."""
-    from xsp_trace.convert import kineto_fast
-
     head = b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {"p": "'
     rest = b'"}}, {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "dur": 1, "ts":' + b" " * spaces
     pad = kineto_fast.CHUNK_BYTES - len(head) - len(rest)
@@ -50,18 +55,18 @@ def _trace_with_time_at_chunk_end(tmp_path, value: bytes, spaces: int):
 
 def test_a_number_after_a_time_key_at_a_chunk_end_stays_on_the_duckdb_reader(tmp_path):
     for spaces in (0, 1, 40, 200):
-        assert extract_events(_trace_with_time_at_chunk_end(tmp_path, b"12", spaces), tmp_path / "e.json") == {}, spaces
+        assert extract(_trace_with_time_at_chunk_end(tmp_path, b"12", spaces), tmp_path)[0] == {}, spaces
 
 
 def test_a_non_numeric_time_across_a_chunk_end_goes_to_the_streaming_reader(tmp_path):
     for spaces in (0, 1, 40, 200):
-        assert extract_events(_trace_with_time_at_chunk_end(tmp_path, b"true", spaces), tmp_path / "e.json") is None, spaces
+        assert extract(_trace_with_time_at_chunk_end(tmp_path, b"true", spaces), tmp_path)[0] is None, spaces
 
 
 def test_extracting_keeps_no_earlier_chunk_and_takes_events_past_the_first_event_limit(tmp_path, monkeypatch):
     """The source of extract_events keeps only the chunk in hand (it once kept every chunk: the
     whole decompressed file in memory, and past 64 MiB of events 'has no trace events' on a good file)."""
-    from xsp_trace.convert import kineto_fast, kineto_stream
+    from xsp_trace.convert import kineto_stream
 
     monkeypatch.setattr(kineto_fast, "CHUNK_BYTES", 1 << 10)
     monkeypatch.setattr(kineto_stream, "MAX_BYTES_BEFORE_FIRST_EVENT", 8 * kineto_stream.CHUNK_BYTES)  # reached after 8 reads
@@ -77,5 +82,5 @@ def test_extracting_keeps_no_earlier_chunk_and_takes_events_past_the_first_event
         return chunk
 
     monkeypatch.setattr(kineto_stream._Source, "read", counting_read)
-    assert extract_events(trace, tmp_path / "e.json") == {"schemaVersion": 1}
+    assert extract(trace, tmp_path)[0] == {"schemaVersion": 1}
     assert len(held) > 64 and max(held[2:]) <= 2 * kineto_fast.CHUNK_BYTES

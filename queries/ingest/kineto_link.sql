@@ -6,7 +6,9 @@
 --                          External id (0 = none is already NULL);
 --   _kineto_flows          launch flow events: 's' on the CPU launch, 'f' on the GPU activity,
 --                          their id being the correlation id;
---   _kineto_launch_config  grid/block of launch API calls (ROCm writes them there, not on the kernel).
+--   _kineto_launch_config  grid/block of launch API calls (ROCm writes them there, not on the kernel);
+--   _kineto_name_events    metadata events naming processes and threads, by event index.
+-- Writes spans, updates kernels, and _kineto_names: the name of each process and thread.
 -- Rules for spans whose event had no args.correlation (older traces), in this order:
 --   1. API call: the id of the 's' launch flow on its thread at its start (Kineto writes it there).
 --   2. GPU span: the id of the 'f' launch flow on its (device pid, stream) track at its start;
@@ -140,3 +142,10 @@ FROM (
     GROUP BY g.span_id
 ) AS c
 WHERE kernels.run_id = getvariable('xsp_run_id') AND kernels.span_id = c.span_id AND kernels.grid_x IS NULL;
+
+-- Names from metadata events: the last one in the file wins, as in the trace viewer (kineto_map.sql
+-- collected them piece by piece).
+CREATE OR REPLACE TEMP TABLE _kineto_names AS
+SELECT what, pid, tid, arg_max(value, event_index) AS value
+FROM _kineto_name_events
+GROUP BY ALL;

@@ -5,10 +5,15 @@
 -- element of traceEvents in file order (rowid = position; ts/dur DECIMAL microseconds; cat, name,
 -- pid, tid, id as text; args a MAP of JSON values), and variables kineto_* holding the facts of
 -- xsp_trace.formats.kineto_fields (set by xsp_trace/convert/kineto.py).
+-- In pieces: the relation may hold one piece of traceEvents (xsp_trace/convert/kineto_fast.py);
+-- the script then runs once per piece, in file order, with getvariable('kineto_event_offset')
+-- the events and getvariable('kineto_span_offset') the spans of the pieces before (0 and 0 for
+-- the whole trace). Everything it writes is appended, so the pieces give what the whole would.
 -- Writes: _kineto_spans, _kineto_flows, _kineto_launch_config (then queries/ingest/kineto_link.sql runs),
--- kernels, memops, span_args, marks, counters of run getvariable('xsp_run_id'), _kineto_names
--- (process and thread names from metadata events) and _kineto_skipped (CPU events not mapped
--- because their pid or tid is not an integer: the caller warns with the count).
+-- kernels, memops, span_args, marks, counters of run getvariable('xsp_run_id'), _kineto_name_events
+-- (the metadata events naming processes and threads, by event index: kineto_link.sql keeps the
+-- last of each) and _kineto_skipped (CPU events of this piece not mapped because their pid or tid
+-- is not an integer: the caller sums them and warns with the count).
 -- Times were checked before (xsp_trace/convert/kineto_events.py check_events): every time used
 -- here lies within +-getvariable('kineto_time_limit_us'); flows outside it are left out.
 -- Rules: ns = round half away from zero of us * 1000, an end from ts + dur; integers are JSON
@@ -60,7 +65,8 @@ WITH
         SELECT *, on_gpu OR (track_pid IS NOT NULL AND track_tid IS NOT NULL) AS kept FROM classified
     )
 SELECT
-    CASE WHEN kept THEN row_number() OVER (PARTITION BY kept ORDER BY event_index) END AS span_id, kept,
+    CASE WHEN kept THEN row_number() OVER (PARTITION BY kept ORDER BY event_index) + getvariable('kineto_span_offset') END AS span_id,
+    kept,
     event_index, lower_cat, a, on_gpu, track_pid, track_tid, span_name AS name,
     CASE WHEN NOT on_gpu AND list_contains(getvariable('kineto_user_annotation_categories'), lower_cat)
          THEN xsp_range_kind(span_name) ELSE kind0 END AS kind,
@@ -89,7 +95,7 @@ DELETE FROM _kineto_complete WHERE NOT kept;
 
 INSERT INTO _kineto_spans BY NAME
 SELECT
-    -- Span id in event order.
+    -- Span id in event order (over all pieces).
     span_id,
     -- Kind from the category; user annotations classified by name.
     kind,
@@ -214,18 +220,19 @@ SELECT
 FROM (SELECT *, unnest(map_entries(args)) AS k FROM _kineto_events WHERE ph = getvariable('kineto_phase_counter')) AS e
 WHERE _kineto_float(k.value) IS NOT NULL;
 
--- Names from metadata events (the last one wins, as in the trace viewer).
-CREATE OR REPLACE TEMP TABLE _kineto_names AS
+-- Metadata events naming processes and threads (kineto_link.sql keeps the last of each, as the
+-- trace viewer does).
+INSERT INTO _kineto_name_events BY NAME
 SELECT name AS what, _kineto_int_text(pid) AS pid,
        CASE WHEN name = 'thread_name' THEN _kineto_int_text(tid) END AS tid,
-       arg_max(CASE WHEN name = 'process_labels' THEN _kineto_str(args['labels'])
-                    WHEN name = 'thread_name' THEN trim(_kineto_str(args['name']), ' ')
-                    ELSE _kineto_str(args['name']) END, rowid) AS value
+       CASE WHEN name = 'process_labels' THEN _kineto_str(args['labels'])
+            WHEN name = 'thread_name' THEN trim(_kineto_str(args['name']), ' ')
+            ELSE _kineto_str(args['name']) END AS value,
+       rowid + getvariable('kineto_event_offset') AS event_index
 FROM _kineto_events
 WHERE ph = getvariable('kineto_phase_metadata') AND _kineto_int_text(pid) IS NOT NULL
   AND (  (name = 'process_name' AND _kineto_str(args['name']) IS NOT NULL)
       OR (name = 'process_labels' AND _kineto_str(args['labels']) IS NOT NULL)
-      OR (name = 'thread_name' AND _kineto_int_text(tid) IS NOT NULL AND _kineto_str(args['name']) IS NOT NULL))
-GROUP BY ALL;
+      OR (name = 'thread_name' AND _kineto_int_text(tid) IS NOT NULL AND _kineto_str(args['name']) IS NOT NULL));
 
 DROP TABLE _kineto_complete;

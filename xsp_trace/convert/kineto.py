@@ -1,8 +1,9 @@
 """`convert_kineto`: a PyTorch profiler (Kineto) trace.json[.gz] into the unified schema.
 
 One mapping, in SQL: a reader fills the raw event relation `_kineto_events` (kineto_events.py)
--- DuckDB's JSON reader (kineto_fast.py), or, for files it does not take, the streaming ijson
-reader (kineto_stream.py) -- and queries/ingest/kineto_map.sql maps it into the staging tables (spans
+-- DuckDB's JSON reader (kineto_fast.py), one piece of ~128 MB of JSON at a time, or, for files it
+does not take, the streaming ijson reader (kineto_stream.py), all at once -- and
+queries/ingest/kineto_map.sql maps it (piece after piece, `_PieceMapper`) into the staging tables (spans
 with their raw track and External id, launch flows, launch configurations) and the side tables
 (kernels, memops, span_args, marks, counters). queries/ingest/kineto_link.sql then fills missing
 correlation ids (flows, then External id), gives GPU spans the pid of the host process that
@@ -28,12 +29,13 @@ import duckdb
 import pyarrow as pa
 
 from ..database import insert_relation, run_script
+from ..errors import InputError
 from ..formats import kineto_fields as kf
 from ..naming import install_sql_macros
 from ..resources import query_text
 from ..sql import one_row, scalar
 from .common import ConvertOptions, Progress, register_run
-from .kineto_events import check_events, load_with_python
+from .kineto_events import PythonEventLoader, check_events, load_with_python
 from .kineto_stream import KinetoTrace
 from .validate import TIME_LIMIT_NS, TIME_LIMIT_US, warn
 
@@ -41,7 +43,8 @@ from .validate import TIME_LIMIT_NS, TIME_LIMIT_US, warn
 # correlation afterwards runs under the connection's own limit): beyond it DuckDB spills to its
 # temp directory. Measured (BENCHMARKS.md, "Kineto: bounded memory"): with 2GB these phases
 # peaked at ~2.1 GiB RSS at 1 GB of JSON; with 500MB at ~0.7 GiB from 1 GB to 3 GB of JSON
-# (the raw events table spills; 100 MB never reaches the cap); 600MB: ~0.75 GiB. 500MB is the
+# (the raw events table spilled; since it is read in pieces, only the staging tables grow with
+# the trace; 300MB made them spill: 10-20 % slower, "Kineto: mapping in pieces"); 600MB: ~0.75 GiB. 500MB is the
 # lowest cap measured; the correlation afterwards, not this cap, now sets the peak at 1 GB and up
 # (it cannot run under it: at 3 GB it ran out of memory with 500MB and 750MB).
 MEMORY_LIMIT = "500MB"
@@ -55,8 +58,13 @@ CREATE OR REPLACE TEMP TABLE _kineto_flows (phase VARCHAR, flow_id BIGINT, pid B
 CREATE OR REPLACE TEMP TABLE _kineto_launch_config (
     correlation_id BIGINT, pid BIGINT, grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,
     block_x INTEGER, block_y INTEGER, block_z INTEGER, shared_mem_bytes BIGINT);
+CREATE OR REPLACE TEMP TABLE _kineto_name_events (what VARCHAR, pid BIGINT, tid BIGINT, value VARCHAR, event_index BIGINT);
 """
-_STAGING_DROP = "DROP TABLE _kineto_spans; DROP TABLE _kineto_flows; DROP TABLE _kineto_launch_config;"
+_STAGING_DROP = (
+    "DROP TABLE _kineto_spans; DROP TABLE _kineto_flows; DROP TABLE _kineto_launch_config; DROP TABLE _kineto_name_events; DROP TABLE _kineto_names;"
+)
+# The tables kineto_map.sql appends the rows of a run to, besides the staging tables.
+_MAPPED_TABLES = ("kernels", "memops", "span_args", "marks", "counters")
 
 _I64, _I32, _STR = pa.int64(), pa.int32(), pa.string()
 
@@ -130,18 +138,42 @@ def _set_variables(con: duckdb.DuckDBPyConnection, run_id: int, include_python: 
         con.execute(f"SET VARIABLE {name} = ?", [value])
 
 
-def _map_events(con: duckdb.DuckDBPyConnection, run_id: int, path: Path) -> dict[str, dict]:
-    """Run kineto_map.sql over `_kineto_events` (then dropped); the names its metadata events give.
-    CPU events on a track whose pid or tid is not an integer are not mapped: one counted warning."""
-    install_sql_macros(con)
-    run_script(con, query_text("ingest/kineto_map"), run_id)
+class _PieceMapper:
+    """Maps `_kineto_events` (then dropped) with kineto_map.sql, piece after piece in file order:
+    keeps the running event and span offsets and the count of CPU events off their track."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, run_id: int, path: Path):
+        self.con, self.run_id, self.path = con, run_id, path
+        self.off_track = 0
+        install_sql_macros(con)
+
+    def __call__(self, event_offset: int, loader: PythonEventLoader | None = None) -> None:
+        con = self.con
+        check_events(con, self.path, loader, event_offset)
+        con.execute("SET VARIABLE kineto_event_offset = ?", [event_offset])
+        con.execute("SET VARIABLE kineto_span_offset = (SELECT count(*) FROM _kineto_spans)")  # span ids 1..n
+        run_script(con, query_text("ingest/kineto_map"), self.run_id)
+        self.off_track += scalar(con, "SELECT cpu_events_off_track FROM _kineto_skipped")
+        con.execute("DROP TABLE _kineto_events; DROP TABLE _kineto_skipped")
+
+    def undo(self) -> None:
+        """Forget every piece mapped: the run's rows and the staging tables (before another reader)."""
+        for table in _MAPPED_TABLES:
+            self.con.execute(f"DELETE FROM {table} WHERE run_id = ?", [self.run_id])
+        self.con.execute(_STAGING_DDL + "; DROP TABLE IF EXISTS _kineto_events; DROP TABLE IF EXISTS _kineto_skipped")
+        self.off_track = 0
+
+    def warn_off_track(self) -> None:
+        """CPU events on a track whose pid or tid is not an integer are not mapped: one counted warning."""
+        if self.off_track:
+            warn(self.path, f"skipped {self.off_track} CPU event(s) whose pid or tid is not a number")
+
+
+def _names(con: duckdb.DuckDBPyConnection) -> dict[str, dict]:
+    """The names metadata events give processes and threads (kineto_link.sql's _kineto_names)."""
     names: dict[str, dict] = {"process_name": {}, "process_labels": {}, "thread_name": {}}
     for what, pid, tid, value in con.execute("SELECT what, pid, tid, value FROM _kineto_names").fetchall():
         names[what][pid if what != "thread_name" else (pid, tid)] = value
-    off_track = scalar(con, "SELECT cpu_events_off_track FROM _kineto_skipped")
-    if off_track:
-        warn(path, f"skipped {off_track} CPU event(s) whose pid or tid is not a number")
-    con.execute("DROP TABLE _kineto_events; DROP TABLE _kineto_names; DROP TABLE _kineto_skipped")
     return names
 
 
@@ -253,24 +285,32 @@ def convert_kineto(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, opti
 def _convert_kineto(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, options: ConvertOptions, progress: Progress) -> None:
     con.execute(_STAGING_DDL)
     _set_variables(con, run_id, options.include_python_functions)
-    meta, loader = None, None
-    if options.kineto_reader != "python":
-        from .kineto_fast import read_events
+    mapper = _PieceMapper(con, run_id, path)
+    meta = None
+    try:
+        if options.kineto_reader != "python":
+            from .kineto_fast import read_events
 
-        progress(f"reading {path.name} (DuckDB JSON reader)", None)
-        meta = read_events(con, path)
-    if meta is None:
-        trace = KinetoTrace(path)
-        label = f"reading {path.name}"
-        with _no_cyclic_gc():
-            loader = load_with_python(con, trace, lambda fraction: progress(label, fraction))
-        meta = trace.metadata
-    check_events(con, path, loader)
-    progress("mapping events", None)
-    names = _map_events(con, run_id, path)
+            progress(f"reading and mapping {path.name} (DuckDB JSON reader, in pieces)", None)
+            meta = read_events(con, path, mapper)
+            if meta is None:
+                mapper.undo()
+        if meta is None:
+            trace = KinetoTrace(path)
+            label = f"reading {path.name}"
+            with _no_cyclic_gc():
+                loader = load_with_python(con, trace, lambda fraction: progress(label, fraction))
+            meta = trace.metadata
+            progress("mapping events", None)
+            mapper(0, loader)
+    except InputError:
+        mapper.undo()  # no rows of a run that failed (a caller's open database keeps none)
+        raise
+    mapper.warn_off_track()
     progress("linking GPU activities", None)
     con.execute("SET VARIABLE kineto_graph_launch_apis = ?", [sorted(kf.GRAPH_LAUNCH_API_NAMES)])
     run_script(con, query_text("ingest/kineto_link"), run_id)
+    names = _names(con)
     con.execute(_STAGING_DROP)
     _insert_processes_and_threads(con, run_id, names)
     first_start, has_hip = one_row(

@@ -4,7 +4,8 @@
 ph, cat, name, pid, tid and id as text (JSON numbers as their text), ts and dur as DECIMAL(38,9)
 microseconds (exact), args as MAP(VARCHAR, JSON). DuckDB's JSON reader writes it directly
 (kineto_fast.py); the streaming ijson reader (kineto_stream.py), for files DuckDB's reader does
-not take, writes the same columns here. queries/kineto_map.sql then maps the relation once.
+not take, writes the same columns here. queries/ingest/kineto_map.sql then maps the relation
+(the DuckDB reader fills it with one piece of the trace at a time, mapped before the next).
 
 `check_events` is the one check of the relation before the mapping, whichever reader filled it:
 the first event (in file order) that is not an object, or whose time the mapping needs and that
@@ -209,10 +210,12 @@ def _plain(value: Decimal) -> str:
     return text[:30]
 
 
-def check_events(con: duckdb.DuckDBPyConnection, path, loader: PythonEventLoader | None = None) -> None:
+def check_events(con: duckdb.DuckDBPyConnection, path, loader: PythonEventLoader | None = None, offset: int = 0) -> None:
     """InputError for the first event (file order) that is not an object, or that the mapping needs
-    a time of and whose time is missing, not a number or out of range (kineto_* variables set)."""
-    rows = con.execute(_BAD_TIMES).fetchall()
+    a time of and whose time is missing, not a number or out of range (kineto_* variables set).
+    `offset`: the events before the relation (it holds one piece of the trace, the pieces before
+    it checked already), so the line names the event's place in the whole trace."""
+    rows = [(row[0] + offset, *row[1:]) for row in con.execute(_BAD_TIMES).fetchall()]
     first_non_object = loader.first_non_object if loader is not None else None
     if first_non_object is not None and (not rows or first_non_object < rows[0][0]):
         raise InputError(path, f"event #{first_non_object + 1} is not a JSON object", FIX_EVENT)

@@ -6,12 +6,17 @@ DuckDB reads a top-level JSON *array* of objects in parallel and in bounded memo
 1. `extract_events`: the decompressed trace is streamed once; the bytes of the `traceEvents`
    array (and only those) go to a temporary file, the top-level metadata keys before and after
    it are parsed in Python (the same tail rule as kineto_stream).
-2. read_json(format='array') loads the events, times as DECIMAL(38,9) (exact for Kineto's
-   microseconds with up to 9 decimals), pid/tid/id as text, args as MAP(VARCHAR, JSON).
+   The array is cut into pieces of about PIECE_BYTES of JSON at element boundaries as it goes
+   (kineto_pieces.py), each a file of its own.
+2. read_json(format='array') loads one piece at a time into `_kineto_events`, times as
+   DECIMAL(38,9) (exact for Kineto's microseconds with up to 9 decimals), pid/tid/id as text,
+   args as MAP(VARCHAR, JSON); the caller maps it (kineto_map.sql) and drops it before the next,
+   so the raw events of the whole trace are never held (at 1 GB they spilled under the memory
+   cap: 45 s instead of 37 s).
 
 Anything unusual (not a trace object, a `ts`/`dur` that is not a JSON number, a `null` event, a
-value the column types do not take, a reader error, no events) makes `read_events` return None
-before it has left a row; the caller then runs the streaming ijson reader into the same
+value the column types do not take, a reader error, no events) makes `read_events` return None;
+the caller undoes the pieces mapped so far and runs the streaming ijson reader into the same
 relation, which also reports the exact problem. So both readers accept and reject the same
 files; the checks of the relation (kineto_events.check_events) and the mapping are shared.
 """
@@ -22,6 +27,7 @@ import json
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from decimal import Decimal
 from json.decoder import scanstring  # type: ignore[attr-defined]  # public since 2.6, not in the stubs
 from pathlib import Path
@@ -29,8 +35,9 @@ from pathlib import Path
 import duckdb
 
 from ..formats import kineto_fields as kf
-from ..sql import scalar
+from ..sql import one_row
 from .kineto_events import READ_JSON_COLUMNS
+from .kineto_pieces import PieceWriter
 from .kineto_stream import closing_bracket
 
 CHUNK_BYTES = 1 << 20
@@ -120,9 +127,10 @@ def _skip_ws(text: str, pos: int) -> int:
     return pos
 
 
-def extract_events(path: Path, target: Path) -> dict | None:
-    """Write the traceEvents array of the trace at `path` to `target`; returns the top-level metadata,
-    or None when the file is not a plain Kineto trace object (the Python path handles those)."""
+def extract_events(path: Path, writer: PieceWriter) -> dict | None:
+    """Write the traceEvents array of the trace at `path` through `writer` (cut into pieces);
+    returns the top-level metadata, or None when the file is not a plain Kineto trace object
+    (the Python path handles those; pieces already handed over must then be undone)."""
     from .kineto_stream import _Source
 
     source = _Source(path, keep_chunks=False)  # bytes are copied through, never parsed back
@@ -140,67 +148,79 @@ def extract_events(path: Path, target: Path) -> dict | None:
         start, meta = found
         source.mark()  # the events begin: past here, no limit on bytes before the first event
         tail = bytearray()
-        written = 0
-        with open(target, "wb") as out:
-            first = head[start:]
-            carry = _check_times(b"", first)
-            out.write(first)
-            written += len(first)
-            tail += first
-            while chunk := source.read(CHUNK_BYTES):
-                carry = _check_times(carry, chunk)
-                out.write(chunk)
-                written += len(chunk)
-                tail += chunk
-                if len(tail) > 2 * TAIL_BYTES:
-                    del tail[:-TAIL_BYTES]
-            # Where traceEvents closes: the tail rule of kineto_stream, on the last bytes.
-            tail_bytes = bytes(tail)
-            closing = closing_bracket(tail_bytes)
-            if closing is None:
-                return None
-            cut, tail_meta = closing
-            out.truncate(written - (len(tail_bytes) - cut - 1))
+        first = head[start:]
+        del head
+        carry = _check_times(b"", first)
+        writer.write(first)
+        tail += first
+        while chunk := source.read(CHUNK_BYTES):
+            carry = _check_times(carry, chunk)
+            writer.write(chunk)
+            tail += chunk
+            if len(tail) > 2 * TAIL_BYTES:
+                del tail[:-TAIL_BYTES]
+        # Where traceEvents closes: the tail rule of kineto_stream, on the last bytes (which the
+        # writer keeps in the last piece: its lag is 2 * TAIL_BYTES).
+        tail_bytes = bytes(tail)
+        closing = closing_bracket(tail_bytes)
+        if closing is None:
+            return None
+        cut, tail_meta = closing
+        writer.finish(len(tail_bytes) - cut - 1)
         meta.update(tail_meta)
         return meta
     except _NotSimple:
         return None
     finally:
         source.close()
+        writer.discard()
 
 
 _READ_EVENTS = f"""
 CREATE OR REPLACE TEMP TABLE _kineto_events AS
 SELECT * FROM read_json(?, format = 'array', maximum_object_size = 67108864, columns = {READ_JSON_COLUMNS})
 """
+# A `null` element of traceEvents reads as a row of NULLs (an empty object `{}` too): the
+# streaming reader tells them apart (null is not an event: one line).
+_COUNT_EVENTS = """
+SELECT count(*), count(*) FILTER (WHERE ph IS NULL AND cat IS NULL AND name IS NULL AND pid IS NULL
+    AND tid IS NULL AND ts IS NULL AND dur IS NULL AND id IS NULL AND args IS NULL)
+FROM _kineto_events
+"""
+
+# JSON bytes per piece. Measured at 1 GB of JSON on 2 busy cores (BENCHMARKS.md, "Kineto: mapping
+# in pieces"), read+map+link phase: 32 MB 68 s / 470 MiB, 64 MB 63-68 s / ~600 MiB, 128 MB 61 s /
+# 615 MiB, 256 MB 56-62 s / 630 MiB; each piece runs the whole mapping script once (fixed cost),
+# larger pieces bring little past 128 MB and hold more raw events at once. At 128 MB a trace of
+# 100 MB is one piece, as before (no cost for small traces).
+PIECE_BYTES = 128 << 20
 
 
-def read_events(con: duckdb.DuckDBPyConnection, path: Path) -> dict | None:
-    """Fill `_kineto_events` with DuckDB's JSON reader; returns the top-level metadata, or None
-    (nothing left behind) when the streaming reader must take the file."""
-    folder = tempfile.mkdtemp(prefix="xsp-kineto-")
-    events_file = Path(folder) / "events.json"
-    try:
-        meta = extract_events(path, events_file)
-        if meta is None:
-            return None
+def read_events(con: duckdb.DuckDBPyConnection, path: Path, map_piece: Callable[[int], None]) -> dict | None:
+    """Read the trace's events with DuckDB's JSON reader, one piece of about PIECE_BYTES of JSON
+    at a time: each fills `_kineto_events`, then `map_piece(events before it)` maps (and drops) it.
+    Returns the top-level metadata, or None when the streaming reader must take the file: the
+    pieces mapped until then are the caller's to undo (a piece DuckDB cannot read, a null event,
+    no events, a non-numeric time further on, no closing bracket where the tail rule looks)."""
+    folder = Path(tempfile.mkdtemp(prefix="xsp-kineto-"))
+    events = 0
+
+    def on_piece(piece: Path) -> None:
+        nonlocal events
         try:
-            con.execute(_READ_EVENTS, [str(events_file)])
-        except duckdb.Error:
-            return None
+            con.execute(_READ_EVENTS, [str(piece)])
+        except duckdb.Error as exc:
+            raise _NotSimple from exc
         finally:
-            events_file.unlink(missing_ok=True)
-        # A `null` element of traceEvents reads as a row of NULLs (an empty object `{}` too): the
-        # streaming reader tells them apart (null is not an event: one line).
-        empty = scalar(
-            con,
-            """SELECT count(*) FROM (SELECT 1 FROM _kineto_events WHERE ph IS NULL AND cat IS NULL
-            AND name IS NULL AND pid IS NULL AND tid IS NULL AND ts IS NULL AND dur IS NULL AND id IS NULL
-            AND args IS NULL LIMIT 1)""",
-        )
-        if empty or not scalar(con, "SELECT count(*) FROM _kineto_events"):
+            piece.unlink(missing_ok=True)
+        count, empty = one_row(con, _COUNT_EVENTS)
+        if empty or not count:  # no events at all, or a piece of none (`[a, ]`): the Python reader judges
             con.execute("DROP TABLE _kineto_events")
-            return None
-        return meta
+            raise _NotSimple
+        map_piece(events)
+        events += count
+
+    try:
+        return extract_events(path, PieceWriter(folder, PIECE_BYTES, 2 * TAIL_BYTES, on_piece))
     finally:
         shutil.rmtree(folder, ignore_errors=True)  # whatever failed: no decompressed copy is left

@@ -1,0 +1,171 @@
+"""Cutting the bytes of the `traceEvents` array into pieces, each a JSON array of whole events.
+
+kineto_fast streams the array through `PieceWriter`; every piece of about `piece_bytes` is a file
+read and mapped on its own (kineto.py), so DuckDB never holds the raw events of the whole trace.
+
+A cut is made at a `,` between two top-level elements: outside strings, at bracket depth 1. The
+state (depth, inside a string or not) is carried over every byte, at C speed: per chunk the
+escapes are removed with bytes.replace, everything but quotes and brackets with bytes.translate,
+the strings with one regex substitution, and the brackets left are counted. Only a chunk in
+which a cut is wanted is scanned token by token (a regex over strings and structural bytes,
+about one chunk per piece). A chunk never ends inside an escape: trailing backslashes wait for
+the next one.
+
+No cut is made in the last `lag_bytes` read: the `]` closing the array (found by kineto_stream's
+tail rule in those bytes) and the metadata after it always lie in the last piece, and no cut can
+fall in that metadata (where depth 1 means something else). The pieces joined with commas give
+back the array exactly, so a file that is not valid JSON stays so (a piece fails to read).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+
+# The rest of a string after its opening quote (or after the bytes a chunk ended with), up to
+# and including the closing quote.
+_STRING_REST = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+# A string (closed, or running to the end of the chunk) or a structural byte.
+_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:(")|\Z)|[\[\]{},]', re.S)
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
+
+
+class ScanState:
+    """Bracket depth (1 inside the array, between its elements) and whether a string is open."""
+
+    __slots__ = ("depth", "in_string")
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.in_string = False
+
+    def skip(self, data: bytes) -> None:
+        """Carry the state over `data` (which must not end inside an escape)."""
+        start = 0
+        if self.in_string:
+            match = _STRING_REST.match(data)
+            if match is None:
+                return  # the string goes on
+            start = match.end()
+            self.in_string = False
+        rest = data[start:]
+        if b"\\" in rest:  # backslashes occur in strings only: pairs first (a run pairs up from its left), then \"
+            rest = rest.replace(b"\\\\", b"").replace(b'\\"', b"")
+        # Quotes and brackets only. Two adjacent quotes are an empty string or the end of one string
+        # and the start of the next: dropping them changes nothing; left are strings with brackets.
+        structure = rest.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
+        if b'"' in structure:
+            parts = structure.split(b'"')
+            self.in_string = len(parts) % 2 == 0
+            structure = b"".join(parts[::2])
+        self.depth += structure.count(b"{") + structure.count(b"[") - structure.count(b"}") - structure.count(b"]")
+
+    def find_cut(self, data: bytes) -> int | None:
+        """The offset of the first `,` between top-level elements in `data`, the state carried up
+        to it; None (the state carried over all of `data`) if there is none."""
+        pos = 0
+        if self.in_string:
+            match = _STRING_REST.match(data)
+            if match is None:
+                return None
+            pos = match.end()
+            self.in_string = False
+        depth = self.depth
+        for match in _TOKEN.finditer(data, pos):
+            byte = data[match.start()]
+            if byte == 0x22:  # '"'
+                if match.group(1) is None:  # runs to the end of the data
+                    self.in_string = True
+            elif byte == 0x2C:  # ','
+                if depth == 1:
+                    self.depth = depth
+                    return match.start()
+            elif byte in (0x5B, 0x7B):  # '[' '{'
+                depth += 1
+            else:
+                depth -= 1
+        self.depth = depth
+        return None
+
+
+def _trailing_backslashes(data: bytes) -> int:
+    return len(data) - len(data.rstrip(b"\\"))
+
+
+class PieceWriter:
+    """Writes the bytes of the traceEvents array (from its `[`) into piece files in `folder`,
+    handing each finished piece (`[` ... `]`, a valid array when the trace is) to `on_piece`.
+
+    `write` takes the bytes in order; `finish(end)` keeps the first `end` bytes of the last piece
+    (the caller finds where the array closes in the last `lag_bytes`) and hands it over."""
+
+    def __init__(self, folder: Path, piece_bytes: int, lag_bytes: int, on_piece: Callable[[Path], None]):
+        self.folder, self.piece_bytes, self.lag_bytes, self.on_piece = folder, piece_bytes, lag_bytes, on_piece
+        self.state = ScanState()
+        self.pieces = 0
+        self.pending: deque[bytes] = deque()  # read, not yet scanned: the last lag_bytes and more
+        self.pending_bytes = 0
+        self.carry = b""  # trailing backslashes of the last scanned bytes
+        self.closed = False  # the array closed (depth 0): no more cuts
+        self._open()
+
+    def _open(self) -> None:
+        self.path = self.folder / f"piece-{self.pieces:06d}.json"
+        self.out = open(self.path, "wb")  # closed in _close (or discard)
+        self.size = 0
+        if self.pieces:
+            self._put(b"[")
+
+    def _put(self, data: bytes) -> None:
+        self.out.write(data)
+        self.size += len(data)
+
+    def _close(self) -> Path:
+        self.out.close()
+        self.pieces += 1
+        return self.path
+
+    def write(self, chunk: bytes) -> None:
+        self.pending.append(chunk)
+        self.pending_bytes += len(chunk)
+        while self.pending and self.pending_bytes - len(self.pending[0]) >= self.lag_bytes:
+            first = self.pending.popleft()
+            self.pending_bytes -= len(first)
+            self._scan(first)
+
+    def _scan(self, chunk: bytes) -> None:
+        data = self.carry + chunk
+        keep = len(data) - _trailing_backslashes(data)
+        data, self.carry = data[:keep], data[keep:]
+        while data:
+            if self.closed or self.size < self.piece_bytes:
+                self.state.skip(data)
+                self._put(data)
+                if self.state.depth <= 0:
+                    self.closed = True
+                return
+            cut = self.state.find_cut(data)
+            if cut is None:
+                self._put(data)
+                if self.state.depth <= 0:
+                    self.closed = True
+                return
+            self._put(data[:cut] + b"]")
+            self.on_piece(self._close())
+            self._open()
+            data = data[cut + 1 :]
+
+    def finish(self, tail_cut: int) -> None:
+        """Write what is still pending, then cut the last piece `tail_cut` bytes before its end
+        (just after the `]` closing the array) and hand it over."""
+        rest = self.carry + b"".join(self.pending)
+        self.pending.clear()
+        self._put(rest)
+        self.out.truncate(self.size - tail_cut)
+        self.on_piece(self._close())
+
+    def discard(self) -> None:
+        if not self.out.closed:
+            self.out.close()
