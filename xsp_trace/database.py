@@ -106,6 +106,21 @@ def connect(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
     return con
 
 
+@contextmanager
+def memory_limit(con: duckdb.DuckDBPyConnection, value: str) -> Iterator[None]:
+    """DuckDB's memory limit at `value` (e.g. "500MB") for the block, the connection's own afterwards.
+
+    Without a limit DuckDB may hold up to 80 % of the machine's memory before spilling, so a
+    statement's peak grows with the trace; under one, its sorts, joins and aggregates spill to
+    the temp directory instead."""
+    previous = scalar(con, "SELECT current_setting('memory_limit')")
+    con.execute("SET memory_limit = ?", [value])
+    try:
+        yield
+    finally:
+        con.execute("SET memory_limit = ?", [previous])
+
+
 def next_run_id(con: duckdb.DuckDBPyConnection) -> int:
     return scalar(con, "SELECT coalesce(max(run_id), 0) + 1 FROM runs")
 
