@@ -106,6 +106,15 @@ def connect(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
     return con
 
 
+# DuckDB's memory limit while a trace is converted and correlated (nsys ingest, correlation):
+# their sorts, joins and aggregates spill beyond it, so the peak no longer grows with the trace.
+# Measured (BENCHMARKS.md, "Correlation under a memory cap (issue 12)"): the nsys ingest of 1 M
+# kernels peaked at 1.7 GiB uncapped, 0.68 GiB under 500MB, at the same speed; the correlation of
+# a 3 GB Kineto trace fits under 500MB (1.8 GiB uncapped) once its per-span aggregates are gone.
+# (kineto.py's reading has its own 500MB, MEMORY_LIMIT there.)
+CONVERT_MEMORY_LIMIT = "500MB"
+
+
 @contextmanager
 def memory_limit(con: duckdb.DuckDBPyConnection, value: str) -> Iterator[None]:
     """DuckDB's memory limit at `value` (e.g. "500MB") for the block, the connection's own afterwards.
