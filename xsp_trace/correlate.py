@@ -6,9 +6,13 @@ Converters insert a run's spans with parent_id/depth NULL; `correlate_run` then 
    quadratic per thread).
 2. queries/correlate/launches.sql links GPU spans to their API call by (pid, correlation_id).
 3. queries/correlate/hierarchy.sql makes each GPU span a child of its API call, builds
-   span_ancestors, and assigns iterations along the tree.
-4. queries/correlate/attribution.sql finds the steps and charges every span to its step, phase
-   and (backward work) forward op across threads (docs/design.md, Attribution).
+   span_ancestors and numbers model spans; `inherit_down` passes iterations down the tree.
+4. queries/correlate/attribution.sql finds the steps and each span's step and own marks;
+   `inherit_down` passes phase and forward op down the tree; attribution_insert.sql charges every
+   span to its step, phase and (backward work) forward op across threads (docs/design.md, Attribution).
+All of it runs under DuckDB's CONVERT_MEMORY_LIMIT: what does not fit spills, and nothing holds a
+row per (span, ancestor) or per span in an aggregate (BENCHMARKS.md, "Correlation under a memory
+cap (issue 12)").
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from .formats import kineto_fields as kf
 from .naming import KIND_NESTING_RANK, install_phase_rules
 from .nesting import nest
 from .resources import query_text
-from .sql import scalar, set_variables
+from .sql import one_row, set_variables
 
 _RANK_CASE = "CASE kind " + " ".join(f"WHEN '{k}' THEN {r}" for k, r in KIND_NESTING_RANK.items()) + " ELSE 9 END"
 
@@ -100,10 +104,13 @@ def inherit_down(con: duckdb.DuckDBPyConnection, source: str, columns: list[str]
     is about two levels, not every (span, ancestor) pair as an aggregate over span_ancestors
     would (BENCHMARKS.md, "Correlation under a memory cap (issue 12)")."""
     con.execute(f"CREATE OR REPLACE TEMP TABLE {target} AS SELECT span_id, depth, {', '.join(columns)} FROM {source} LIMIT 0")
-    max_depth = scalar(con, f"SELECT max(depth) FROM {source}")
+    # Levels from the shallowest span with a value of its own down: above it nothing has one (nsys
+    # runs have no phases or iterations at all, and skip the loop).
+    own = " OR ".join(f"{c} IS NOT NULL" for c in columns)
+    min_depth, max_depth = one_row(con, f"SELECT min(depth) FILTER ({own}), max(depth) FROM {source}")
     values = ", ".join(f"coalesce(t.{c}, p.{c}) AS {c}" for c in columns)
     any_value = " OR ".join(f"coalesce(t.{c}, p.{c}) IS NOT NULL" for c in columns)
-    for depth in range(int(max_depth) + 1 if max_depth is not None else 0):
+    for depth in range(min_depth, max_depth + 1) if min_depth is not None else ():
         con.execute(
             f"""INSERT INTO {target}
                 SELECT t.span_id, t.depth, {values}
