@@ -10,7 +10,7 @@ Converters insert a run's spans with parent_id/depth NULL; `correlate_run` then 
 4. queries/correlate/attribution.sql finds the steps and each span's step and own marks;
    `inherit_down` passes phase and forward op down the tree; attribution_insert.sql charges every
    span to its step, phase and (backward work) forward op across threads (docs/design.md, Attribution).
-All of it runs under DuckDB's CONVERT_MEMORY_LIMIT: what does not fit spills, and nothing holds a
+All of it runs under DuckDB's CORRELATE_MEMORY_LIMIT: what does not fit spills, and nothing holds a
 row per (span, ancestor) or per span in an aggregate (BENCHMARKS.md, "Correlation under a memory
 cap (issue 12)").
 """
@@ -23,7 +23,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from .database import CONVERT_MEMORY_LIMIT, insert_relation, memory_limit, run_script
+from .database import insert_relation, memory_limit, run_script
 from .formats import kineto_fields as kf
 from .naming import KIND_NESTING_RANK, install_phase_rules
 from .nesting import nest
@@ -89,8 +89,16 @@ def nest_cpu_spans(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     con.execute("DROP TABLE _xsp_nesting")
 
 
+# DuckDB's memory limit while a run is correlated (BENCHMARKS.md, "Correlation under a memory cap
+# (issue 12)"). Not CONVERT_MEMORY_LIMIT: under 500MB an nsys export of 3 M kernels ran out of
+# memory (span_ancestors' hash join asks for one 512 MiB table); under 1GB it fits at 1.57 GiB
+# peak (2.6 GiB uncapped) but takes 62 s instead of 23 s, at 1 M kernels and 1 GB Kineto it costs
+# nothing; 2GB keeps 3 M kernels at 24 s but 2.2 GiB.
+CORRELATE_MEMORY_LIMIT = "1GB"
+
+
 def correlate_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
-    with memory_limit(con, CONVERT_MEMORY_LIMIT):  # spills beyond it: peak RSS flat with the trace
+    with memory_limit(con, CORRELATE_MEMORY_LIMIT):  # spills beyond it
         _correlate_run(con, run_id)
 
 

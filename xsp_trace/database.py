@@ -106,12 +106,12 @@ def connect(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
     return con
 
 
-# DuckDB's memory limit while a trace is converted and correlated (nsys ingest, correlation):
-# their sorts, joins and aggregates spill beyond it, so the peak no longer grows with the trace.
-# Measured (BENCHMARKS.md, "Correlation under a memory cap (issue 12)"): the nsys ingest of 1 M
-# kernels peaked at 1.7 GiB uncapped, 0.68 GiB under 500MB, at the same speed; the correlation of
-# a 3 GB Kineto trace fits under 500MB (1.8 GiB uncapped) once its per-span aggregates are gone.
-# (kineto.py's reading has its own 500MB, MEMORY_LIMIT there.)
+# DuckDB's memory limit while an nsys export is ingested (convert/dispatch.py): its sorts, joins
+# and aggregates spill beyond it, so the peak no longer grows with the export. Measured
+# (BENCHMARKS.md, "Correlation under a memory cap (issue 12)"): 1 M kernels peaked at 1.6-1.8 GiB
+# uncapped, 0.68 GiB under 500MB (1.09 GiB under 1GB) at about the same CPU time; 3 M kernels
+# 0.71 GiB (3.6 GiB uncapped). kineto.py's reading has its own 500MB (MEMORY_LIMIT there); the
+# correlation its own (correlate.CORRELATE_MEMORY_LIMIT).
 CONVERT_MEMORY_LIMIT = "500MB"
 
 
