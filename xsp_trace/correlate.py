@@ -6,9 +6,13 @@ Converters insert a run's spans with parent_id/depth NULL; `correlate_run` then 
    quadratic per thread).
 2. queries/correlate/launches.sql links GPU spans to their API call by (pid, correlation_id).
 3. queries/correlate/hierarchy.sql makes each GPU span a child of its API call, builds
-   span_ancestors, and assigns iterations along the tree.
-4. queries/correlate/attribution.sql finds the steps and charges every span to its step, phase
-   and (backward work) forward op across threads (docs/design.md, Attribution).
+   span_ancestors and numbers model spans; `inherit_down` passes iterations down the tree.
+4. queries/correlate/attribution.sql finds the steps and each span's step and own marks;
+   `inherit_down` passes phase and forward op down the tree; attribution_insert.sql charges every
+   span to its step, phase and (backward work) forward op across threads (docs/design.md, Attribution).
+All of it runs under DuckDB's CORRELATE_MEMORY_LIMIT: what does not fit spills, and nothing holds a
+row per (span, ancestor) or per span in an aggregate (BENCHMARKS.md, "Correlation under a memory
+cap (issue 12)").
 """
 
 from __future__ import annotations
@@ -19,12 +23,12 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from .database import insert_relation, run_script
+from .database import insert_relation, memory_limit, run_script
 from .formats import kineto_fields as kf
 from .naming import KIND_NESTING_RANK, install_phase_rules
 from .nesting import nest
 from .resources import query_text
-from .sql import set_variables
+from .sql import one_row, set_variables
 
 _RANK_CASE = "CASE kind " + " ".join(f"WHEN '{k}' THEN {r}" for k, r in KIND_NESTING_RANK.items()) + " ELSE 9 END"
 
@@ -85,10 +89,59 @@ def nest_cpu_spans(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     con.execute("DROP TABLE _xsp_nesting")
 
 
+# DuckDB's memory limit while a run is correlated (BENCHMARKS.md, "Correlation under a memory cap
+# (issue 12)"). Not CONVERT_MEMORY_LIMIT: under 500MB an nsys export of 3 M kernels ran out of
+# memory (span_ancestors' hash join asks for one 512 MiB table); under 1GB it fits at 1.57 GiB
+# peak (2.6 GiB uncapped) but takes 62 s instead of 23 s, at 1 M kernels and 1 GB Kineto it costs
+# nothing; 2GB keeps 3 M kernels at 24 s but 2.2 GiB.
+CORRELATE_MEMORY_LIMIT = "1GB"
+
+
 def correlate_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
+    with memory_limit(con, CORRELATE_MEMORY_LIMIT):  # spills beyond it
+        _correlate_run(con, run_id)
+
+
+def inherit_down(con: duckdb.DuckDBPyConnection, source: str, columns: list[str], target: str) -> None:
+    """`target` (span_id, depth, *columns): each span's own values of `columns`, each NULL one taken
+    from its parent's row in `target`, for the spans with any non-NULL value.
+
+    `source` (span_id, parent_id, depth, *columns) holds every span of the run with its own values;
+    a parent is always one level up (nesting and launches set depth = parent depth + 1). Level by
+    level from the roots, each step joins one level with the level above, so what is held at once
+    is about two levels, not every (span, ancestor) pair as an aggregate over span_ancestors
+    would (BENCHMARKS.md, "Correlation under a memory cap (issue 12)")."""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {target} AS SELECT span_id, depth, {', '.join(columns)} FROM {source} LIMIT 0")
+    # Levels from the shallowest span with a value of its own down: above it nothing has one (nsys
+    # runs have no phases or iterations at all, and skip the loop).
+    own = " OR ".join(f"{c} IS NOT NULL" for c in columns)
+    min_depth, max_depth = one_row(con, f"SELECT min(depth) FILTER ({own}), max(depth) FROM {source}")
+    values = ", ".join(f"coalesce(t.{c}, p.{c}) AS {c}" for c in columns)
+    any_value = " OR ".join(f"coalesce(t.{c}, p.{c}) IS NOT NULL" for c in columns)
+    for depth in range(min_depth, max_depth + 1) if min_depth is not None else ():
+        con.execute(
+            f"""INSERT INTO {target}
+                SELECT t.span_id, t.depth, {values}
+                FROM {source} AS t
+                LEFT JOIN {target} AS p ON p.depth = t.depth - 1 AND p.span_id = t.parent_id
+                WHERE t.depth = ? AND ({any_value})""",
+            [depth],
+        )
+
+
+def _correlate_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     nest_cpu_spans(con, run_id)
     run_script(con, query_text("correlate/launches"), run_id)
     run_script(con, query_text("correlate/hierarchy"), run_id)
+    # Descendants take the iteration of their nearest ancestor that has one (written by correlate/attribution).
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE _xsp_own_iteration AS SELECT span_id, parent_id, depth, iteration FROM spans WHERE run_id = ?",
+        [run_id],
+    )
+    inherit_down(con, "_xsp_own_iteration", ["iteration"], "_xsp_span_iteration")
     install_phase_rules(con)
     set_variables(con, {"xsp_arg_sequence_number": kf.ARG_SEQUENCE_NUMBER, "xsp_arg_fwd_thread_id": kf.ARG_FWD_THREAD_ID})
     run_script(con, query_text("correlate/attribution"), run_id)
+    # Phase and forward op: the nearest self-or-ancestor that marks one (attribution.sql's _xsp_own_attribution).
+    inherit_down(con, "_xsp_own_attribution", ["phase_span_id", "forward_span_id"], "_xsp_span_inherited")
+    run_script(con, query_text("correlate/attribution_insert"), run_id)

@@ -106,6 +106,30 @@ def connect(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
     return con
 
 
+# DuckDB's memory limit while an nsys export is ingested (convert/dispatch.py): its sorts, joins
+# and aggregates spill beyond it, so the peak no longer grows with the export. Measured
+# (BENCHMARKS.md, "Correlation under a memory cap (issue 12)"): 1 M kernels peaked at 1.6-1.8 GiB
+# uncapped, 0.68 GiB under 500MB (1.09 GiB under 1GB) at about the same CPU time; 3 M kernels
+# 0.71 GiB (3.6 GiB uncapped). kineto.py's reading has its own 500MB (MEMORY_LIMIT there); the
+# correlation its own (correlate.CORRELATE_MEMORY_LIMIT).
+CONVERT_MEMORY_LIMIT = "500MB"
+
+
+@contextmanager
+def memory_limit(con: duckdb.DuckDBPyConnection, value: str) -> Iterator[None]:
+    """DuckDB's memory limit at `value` (e.g. "500MB") for the block, the connection's own afterwards.
+
+    Without a limit DuckDB may hold up to 80 % of the machine's memory before spilling, so a
+    statement's peak grows with the trace; under one, its sorts, joins and aggregates spill to
+    the temp directory instead."""
+    previous = scalar(con, "SELECT current_setting('memory_limit')")
+    con.execute("SET memory_limit = ?", [value])
+    try:
+        yield
+    finally:
+        con.execute("SET memory_limit = ?", [previous])
+
+
 def next_run_id(con: duckdb.DuckDBPyConnection) -> int:
     return scalar(con, "SELECT coalesce(max(run_id), 0) + 1 FROM runs")
 

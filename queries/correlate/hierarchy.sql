@@ -8,8 +8,8 @@
 --   * `span_ancestors`: every (span, ancestor) pair along parent_id, so a kernel reaches its API
 --     call, op, layer and model ranges -- the NVTX projection onto the GPU that nsys's
 --     nvtx_gpu_proj_trace computes.
---   * `iteration` of every span: model spans without one are numbered per process in start
---     order from 0; descendants take the iteration of their nearest ancestor that has one.
+--   * `iteration` of model spans without one: numbered per process in start order from 0
+--     (descendants inherit iterations top-down afterwards: xsp_trace.correlate.inherit_down).
 
 UPDATE spans
 SET parent_id = l.api_span_id, depth = api.depth + 1
@@ -45,14 +45,3 @@ FROM (
 WHERE spans.run_id = getvariable('xsp_run_id') AND spans.span_id = m.span_id
   AND spans.iteration IS NULL
   AND NOT EXISTS (SELECT 1 FROM spans s WHERE s.run_id = getvariable('xsp_run_id') AND s.iteration IS NOT NULL);
-
-UPDATE spans SET iteration = inherited.iteration
-FROM (
-    SELECT a.span_id, arg_min(anc.iteration, a.distance) AS iteration
-    FROM span_ancestors AS a
-    JOIN spans AS anc ON anc.run_id = a.run_id AND anc.span_id = a.ancestor_id
-    WHERE a.run_id = getvariable('xsp_run_id') AND anc.iteration IS NOT NULL
-    GROUP BY a.span_id
-) AS inherited
-WHERE spans.run_id = getvariable('xsp_run_id') AND spans.span_id = inherited.span_id
-  AND spans.iteration IS NULL;

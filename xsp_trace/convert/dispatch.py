@@ -11,7 +11,7 @@ from pathlib import Path
 import duckdb
 
 from ..correlate import correlate_run
-from ..database import next_run_id
+from ..database import CONVERT_MEMORY_LIMIT, memory_limit, next_run_id
 from ..errors import InputError
 from .common import ConvertOptions, Progress, detect_source
 from .validate import reading_errors
@@ -31,7 +31,9 @@ def convert_trace(con: duckdb.DuckDBPyConnection, path: Path, options: ConvertOp
         if source in ("nsys-rep", "nsys-sqlite"):
             from .nsys import convert_nsys
 
-            convert_nsys(con, path, run_id, options, progress)
+            # Capped here, not in nsys.py: uncapped, its ingest's peak grew with the export.
+            with memory_limit(con, CONVERT_MEMORY_LIMIT):
+                convert_nsys(con, path, run_id, options, progress)
         else:
             from .kineto import convert_kineto
 
