@@ -91,10 +91,10 @@ def nest_cpu_spans(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
 
 # DuckDB's memory limit while a run is correlated (BENCHMARKS.md, "Correlation under a memory cap
 # (issue 12)"). Not CONVERT_MEMORY_LIMIT: under 500MB an nsys export of 3 M kernels ran out of
-# memory (span_ancestors' hash join asks for one 512 MiB table); under 1GB it fits at 1.57 GiB
-# peak (2.6 GiB uncapped) but takes 62 s instead of 23 s, at 1 M kernels and 1 GB Kineto it costs
-# nothing; 2GB keeps 3 M kernels at 24 s but 2.2 GiB.
-CORRELATE_MEMORY_LIMIT = "1GB"
+# memory (span_ancestors' hash join asks for one 512 MiB table). 3 M kernels: 2.6 GiB peak
+# uncapped; 1GB: 1.57 GiB but 62 s instead of 23 s; 2GB: 2.2 GiB at 24 s. 1 M kernels and 1 GB of
+# Kineto JSON fit under either. 2GB: the cap that costs no speed on any input measured.
+CORRELATE_MEMORY_LIMIT = "2GB"
 
 
 def correlate_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:

@@ -106,12 +106,14 @@ def connect(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
     return con
 
 
-# DuckDB's memory limit while an nsys export is ingested (convert/dispatch.py): its sorts, joins
-# and aggregates spill beyond it, so the peak no longer grows with the export. Measured
-# (BENCHMARKS.md, "Correlation under a memory cap (issue 12)"): 1 M kernels peaked at 1.6-1.8 GiB
-# uncapped, 0.68 GiB under 500MB (1.09 GiB under 1GB) at about the same CPU time; 3 M kernels
-# 0.71 GiB (3.6 GiB uncapped). kineto.py's reading has its own 500MB (MEMORY_LIMIT there); the
-# correlation its own (correlate.CORRELATE_MEMORY_LIMIT).
+# DuckDB's memory limit while a trace is read, mapped and staged (convert/dispatch.py, both
+# converters): beyond it sorts, joins, aggregates and staging tables spill to the temp directory,
+# so this phase's peak no longer grows with the trace. Measured (BENCHMARKS.md, "Kineto: bounded
+# memory", "Kineto: mapping in pieces", "Correlation under a memory cap (issue 12)"): Kineto 1 GB
+# of JSON peaked at ~2.1 GiB under 2GB, ~0.6-0.7 GiB under 500MB from 1 GB to 3 GB (300MB: 10-20 %
+# slower); an nsys export of 1 M kernels at 1.6-1.8 GiB uncapped, 0.68 GiB under 500MB (1.09 GiB
+# under 1GB) for about the same CPU time, 3 M kernels 0.71 GiB (3.6 GiB uncapped). The
+# correlation afterwards has its own (correlate.CORRELATE_MEMORY_LIMIT).
 CONVERT_MEMORY_LIMIT = "500MB"
 
 

@@ -27,13 +27,12 @@ def convert_trace(con: duckdb.DuckDBPyConnection, path: Path, options: ConvertOp
             "pass an nsys report or export, or a PyTorch profiler trace",
         )
     run_id = next_run_id(con)
-    with reading_errors(path):
+    # One cap for both converters' reading (uncapped, the peak grew with the trace).
+    with reading_errors(path), memory_limit(con, CONVERT_MEMORY_LIMIT):
         if source in ("nsys-rep", "nsys-sqlite"):
             from .nsys import convert_nsys
 
-            # Capped here, not in nsys.py: uncapped, its ingest's peak grew with the export.
-            with memory_limit(con, CONVERT_MEMORY_LIMIT):
-                convert_nsys(con, path, run_id, options, progress)
+            convert_nsys(con, path, run_id, options, progress)
         else:
             from .kineto import convert_kineto
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import gc
 import re
-from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from decimal import Decimal
@@ -38,16 +37,6 @@ from .common import ConvertOptions, Progress, register_run
 from .kineto_events import PythonEventLoader, check_events, load_with_python
 from .kineto_stream import KinetoTrace
 from .validate import TIME_LIMIT_NS, TIME_LIMIT_US, warn
-
-# DuckDB's buffer pool while a Kineto trace is read, mapped and linked (convert_kineto; the
-# correlation afterwards runs under the connection's own limit): beyond it DuckDB spills to its
-# temp directory. Measured (BENCHMARKS.md, "Kineto: bounded memory"): with 2GB these phases
-# peaked at ~2.1 GiB RSS at 1 GB of JSON; with 500MB at ~0.7 GiB from 1 GB to 3 GB of JSON
-# (the raw events table spilled; since it is read in pieces, only the staging tables grow with
-# the trace; 300MB made them spill: 10-20 % slower, "Kineto: mapping in pieces"); 600MB: ~0.75 GiB. 500MB is the
-# lowest cap measured; the correlation afterwards, not this cap, now sets the peak at 1 GB and up
-# (it cannot run under it: at 3 GB it ran out of memory with 500MB and 750MB).
-MEMORY_LIMIT = "500MB"
 
 _STAGING_DDL = """
 CREATE OR REPLACE TEMP TABLE _kineto_spans (
@@ -254,17 +243,6 @@ def _clock_origin(meta: dict, first_start_ns: int | None) -> int | None:
 
 
 @contextmanager
-def bounded_memory(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """DuckDB's memory limit at MEMORY_LIMIT for the block, the connection's own afterwards."""
-    previous_limit = scalar(con, "SELECT current_setting('memory_limit')")
-    con.execute("SET memory_limit = ?", [MEMORY_LIMIT])
-    try:
-        yield
-    finally:
-        con.execute("SET memory_limit = ?", [previous_limit])
-
-
-@contextmanager
 def _no_cyclic_gc():
     """Millions of short-lived event dicts and row tuples (none in a reference cycle) make the
     cyclic collector rescan the growing row buffers over and over; reference counting frees them."""
@@ -278,11 +256,8 @@ def _no_cyclic_gc():
 
 
 def convert_kineto(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, options: ConvertOptions, progress: Progress) -> None:
-    with bounded_memory(con):
-        _convert_kineto(con, Path(path), run_id, options, progress)
-
-
-def _convert_kineto(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, options: ConvertOptions, progress: Progress) -> None:
+    """Read, map and link a Kineto trace as run `run_id` (under the dispatcher's memory cap)."""
+    path = Path(path)
     con.execute(_STAGING_DDL)
     _set_variables(con, run_id, options.include_python_functions)
     mapper = _PieceMapper(con, run_id, path)
