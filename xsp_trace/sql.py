@@ -37,3 +37,8 @@ def one_row(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | Ma
 def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> Any:
     """The first column of the first row `sql` returns (e.g. a count or max); LookupError when it returns no row."""
     return one_row(con, sql, params)[0]
+
+
+def is_temp_view(con: duckdb.DuckDBPyConnection, name: str) -> bool:
+    """Whether `name` is a TEMP view of the connection (a staging relation may be a table or a view)."""
+    return bool(scalar(con, "SELECT count(*) FROM duckdb_views() WHERE view_name = ? AND temporary", [name]))

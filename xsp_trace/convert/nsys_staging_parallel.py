@@ -20,9 +20,8 @@ import threading
 from dataclasses import dataclass
 
 import duckdb
-import pyarrow as pa
 
-from ..sql import scalar
+from ..sql import is_temp_view
 from .common import Progress
 from .nsys_staging import Plan, Source, Staging, create_table, staging_columns, stream_into, typed_query
 
@@ -77,7 +76,7 @@ def _read_pieces(source: Source, con: duckdb.DuckDBPyConnection, work: queue.Sim
                 return
             try:
                 with source.arrow_batches(piece.sql, own_connection=True) as reader:
-                    piece.rows = stream_into(cursor, piece.table, pa.schema(list(piece.item.schema)), piece.item, reader, source, lambda n: None)
+                    piece.rows = stream_into(cursor, piece.table, piece.item.schema, piece.item, reader, source, lambda n: None)
                 done.put((piece, None))
             except BaseException as exc:  # handed over: the calling thread raises it
                 done.put((piece, exc))
@@ -92,7 +91,7 @@ def stage_with_readers(plan: Plan, source: Source, con: duckdb.DuckDBPyConnectio
     pieces = _pieces(plan, source)
     con.execute(f"ATTACH ':memory:' AS {PIECES_DB}")
     for piece in pieces:
-        create_table(con, piece.table, pa.schema(list(piece.item.schema)), temp=False)
+        create_table(con, piece.table, piece.item.schema, temp=False)
     work: queue.SimpleQueue = queue.SimpleQueue()
     for piece in pieces:
         work.put(piece)
@@ -132,6 +131,5 @@ def stage_with_readers(plan: Plan, source: Source, con: duckdb.DuckDBPyConnectio
 def drop_pieces(con: duckdb.DuckDBPyConnection, tables: tuple[str, ...]) -> None:
     """Drop the staging tables or views named, then the pieces behind the views."""
     for table in tables:
-        kind = "VIEW" if scalar(con, "SELECT count(*) FROM duckdb_views() WHERE view_name = ? AND temporary", [table]) else "TABLE"
-        con.execute(f"DROP {kind} IF EXISTS {table}")
+        con.execute(f"DROP {'VIEW' if is_temp_view(con, table) else 'TABLE'} IF EXISTS {table}")
     con.execute(f"DETACH DATABASE IF EXISTS {PIECES_DB}")

@@ -29,7 +29,7 @@ import duckdb
 import pyarrow as pa
 
 from ..errors import InputError
-from ..sql import one_row, scalar
+from ..sql import is_temp_view, one_row, scalar
 
 # Timestamps and ends in ns must lie within +-2^62 ns (year 2116 as UNIX-epoch ns): sums and
 # differences of two of them then never overflow a BIGINT.
@@ -66,19 +66,12 @@ def warn(path, message: str) -> None:
 
 def _exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
     """A staging table, or the view a multi-threaded staging leaves in its place."""
-    return bool(
-        scalar(
-            con,
-            """SELECT count(*) FROM (SELECT table_name AS name FROM duckdb_tables() WHERE temporary
-                                    UNION ALL SELECT view_name FROM duckdb_views() WHERE temporary) WHERE name = ?""",
-            [table],
-        )
-    )
+    return is_temp_view(con, table) or bool(scalar(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND temporary", [table]))
 
 
 def _writable(con: duckdb.DuckDBPyConnection, table: str) -> None:
     """A staging view (nsys_staging_parallel: pieces read side by side) as a table, before rows change."""
-    if scalar(con, "SELECT count(*) FROM duckdb_views() WHERE view_name = ? AND temporary", [table]):
+    if is_temp_view(con, table):
         con.execute(f"CREATE TEMP TABLE {table}__rows AS SELECT * FROM {table}")
         con.execute(f"DROP VIEW {table}")
         con.execute(f"ALTER TABLE {table}__rows RENAME TO {table}")
