@@ -139,6 +139,7 @@ def _correlate_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
         [run_id],
     )
     inherit_down(con, "_xsp_own_iteration", ["iteration"], "_xsp_span_iteration")
+    con.execute("DROP TABLE _xsp_own_iteration")  # a copy of every span: not held through attribution
     install_phase_rules(con)
     set_variables(con, {"xsp_arg_sequence_number": kf.ARG_SEQUENCE_NUMBER, "xsp_arg_fwd_thread_id": kf.ARG_FWD_THREAD_ID})
     run_script(con, query_text("correlate/attribution"), run_id)

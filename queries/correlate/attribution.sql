@@ -100,7 +100,6 @@ WHERE spans.run_id = getvariable('xsp_run_id') AND spans.span_id = f.span_id
   AND spans.iteration IS NULL AND f.iteration IS NOT NULL;
 
 DROP TABLE _xsp_iteration_fill;
-DROP TABLE _xsp_own_iteration;
 DROP TABLE _xsp_span_iteration;
 
 -- The phase each distinct CPU span name names, if any: the patterns run once per name (a run
