@@ -5,8 +5,9 @@ Converters insert a run's spans with parent_id/depth NULL; `correlate_run` then 
    (xsp_trace.nesting, vectorised over spans sorted by start; SQL range joins would be
    quadratic per thread).
 2. queries/correlate/launches.sql links GPU spans to their API call by (pid, correlation_id).
-3. queries/correlate/hierarchy.sql makes each GPU span a child of its API call, builds
-   span_ancestors and numbers model spans; `inherit_down` passes iterations down the tree.
+3. queries/correlate/hierarchy.sql makes each GPU span a child of its API call and numbers model
+   spans; `build_ancestors` fills span_ancestors and `inherit_down` passes iterations down the
+   tree, both level by level from the roots.
 4. queries/correlate/attribution.sql finds the steps and each span's step and own marks;
    `inherit_down` passes phase and forward op down the tree; attribution_insert.sql charges every
    span to its step, phase and (backward work) forward op across threads (docs/design.md, Attribution).
@@ -28,7 +29,7 @@ from .formats import kineto_fields as kf
 from .naming import KIND_NESTING_RANK, install_phase_rules
 from .nesting import nest
 from .resources import query_text
-from .sql import one_row, set_variables
+from .sql import one_row, scalar, set_variables
 
 _RANK_CASE = "CASE kind " + " ".join(f"WHEN '{k}' THEN {r}" for k, r in KIND_NESTING_RANK.items()) + " ELSE 9 END"
 
@@ -129,10 +130,40 @@ def inherit_down(con: duckdb.DuckDBPyConnection, source: str, columns: list[str]
         )
 
 
+def build_ancestors(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
+    """span_ancestors of the run: every (span, ancestor, distance) along parent_id.
+
+    Level by level from the roots (a parent is always one level up, correlate/hierarchy.sql): the
+    rows of the spans at depth d are their parent at distance 1 and, one further, the rows of
+    their parent, which sits in the level before. Each step joins one level's spans with the
+    level above's rows, a hash join DuckDB can spill; a recursive CTE over the whole tree holds
+    one hash table of every span with a parent, which it cannot spill (3 M kernels: 10.0 s and
+    1,388 MiB under a 1GB cap, 3.4 s and 821 MiB level by level; BENCHMARKS.md, "span_ancestors
+    level by level")."""
+    max_depth = scalar(con, "SELECT max(depth) FROM spans WHERE run_id = ? AND parent_id IS NOT NULL", [run_id])
+    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_ancestors_above (span_id BIGINT, ancestor_id BIGINT, distance INTEGER)")
+    for depth in range(1, (max_depth or 0) + 1):
+        con.execute(
+            """CREATE OR REPLACE TEMP TABLE _xsp_ancestors_level AS
+               SELECT s.span_id, s.parent_id AS ancestor_id, 1 AS distance
+               FROM spans AS s WHERE s.run_id = $run AND s.depth = $depth AND s.parent_id IS NOT NULL
+               UNION ALL
+               SELECT s.span_id, a.ancestor_id, a.distance + 1
+               FROM spans AS s JOIN _xsp_ancestors_above AS a ON a.span_id = s.parent_id
+               WHERE s.run_id = $run AND s.depth = $depth""",
+            {"run": run_id, "depth": depth},
+        )
+        con.execute("INSERT INTO span_ancestors SELECT ?, span_id, ancestor_id, distance FROM _xsp_ancestors_level", [run_id])
+        con.execute("DROP TABLE _xsp_ancestors_above")
+        con.execute("ALTER TABLE _xsp_ancestors_level RENAME TO _xsp_ancestors_above")
+    con.execute("DROP TABLE _xsp_ancestors_above")
+
+
 def _correlate_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     nest_cpu_spans(con, run_id)
     run_script(con, query_text("correlate/launches"), run_id)
     run_script(con, query_text("correlate/hierarchy"), run_id)
+    build_ancestors(con, run_id)
     # Descendants take the iteration of their nearest ancestor that has one (written by correlate/attribution).
     con.execute(
         "CREATE OR REPLACE TEMP TABLE _xsp_own_iteration AS SELECT span_id, parent_id, depth, iteration FROM spans WHERE run_id = ?",
