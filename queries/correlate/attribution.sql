@@ -84,7 +84,8 @@ WHERE l.run_id = getvariable('xsp_run_id');
 
 -- The iteration of every span without one, written in one UPDATE (each UPDATE of the spans table
 -- rewrites its rows: separate ones for inherited and step iterations cost twice): the nearest
--- ancestor's, else its step's.
+-- ancestor's, else its step's. In span_id order: DuckDB's UPDATE in the hash join's order took
+-- 5.2 s for 2.5 M spans (1 GB of Kineto JSON), 27 s for 7.3 M; sorted first, 0.35 + 0.7 s.
 CREATE OR REPLACE TEMP TABLE _xsp_iteration_fill AS
 SELECT coalesce(i.span_id, s.span_id) AS span_id, coalesce(i.iteration, s.iteration) AS iteration
 FROM _xsp_span_iteration AS i
@@ -92,7 +93,8 @@ FULL JOIN (
     SELECT s.span_id, st.iteration
     FROM _xsp_span_step AS s
     JOIN steps AS st ON st.run_id = getvariable('xsp_run_id') AND st.step_span_id = s.step_span_id
-) AS s ON s.span_id = i.span_id;
+) AS s ON s.span_id = i.span_id
+ORDER BY span_id;
 
 UPDATE spans SET iteration = f.iteration
 FROM _xsp_iteration_fill AS f
