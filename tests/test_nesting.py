@@ -129,3 +129,135 @@ def _group_threads(rows):
     for i, (pid, tid, s, e) in enumerate(rows):
         groups.setdefault((pid, tid), []).append((i + 1, s, e))
     return groups
+
+
+def _spans_table(rows):
+    """An in-memory `spans` table of run 1 from (span_id, pid, tid, start, end) rows, kind 'op'."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE spans (run_id INTEGER, span_id BIGINT, kind VARCHAR, pid BIGINT, tid BIGINT, start_ns BIGINT, end_ns BIGINT, parent_id BIGINT, depth INTEGER)"
+    )
+    con.executemany("INSERT INTO spans VALUES (1, ?, 'op', ?, ?, ?, ?, NULL, NULL)", rows)
+    return con
+
+
+def test_a_span_open_since_the_first_window_is_the_parent_of_spans_in_the_third(monkeypatch):
+    """Windows of 4 spans: thread 1's span 1 (0-1000) stays open over every window and is the parent
+    of spans starting in the third; thread 2's span 20 (5-700) stays open too, while thread 3 (last
+    in sort order) closes everything it opens, so each window ends with thread 3 complete."""
+    from xsp_trace import correlate
+
+    rows = [
+        (1, 1, 1, 0, 1000),
+        (2, 1, 1, 10, 20),
+        (3, 1, 1, 400, 450),
+        (4, 1, 1, 410, 420),
+        (5, 1, 1, 800, 810),
+        (20, 1, 2, 5, 700),
+        (21, 1, 2, 15, 16),
+        (22, 1, 2, 405, 406),
+        (23, 1, 2, 805, 900),
+        (30, 1, 3, 1, 2),
+        (31, 1, 3, 12, 13),
+        (32, 1, 3, 30, 31),
+        (33, 1, 3, 401, 402),
+        (34, 1, 3, 420, 421),
+        (35, 1, 3, 801, 802),
+        (36, 1, 3, 820, 821),
+    ]
+    con = _spans_table(rows)
+    monkeypatch.setattr(correlate, "NEST_BATCH_SPANS", 4)
+    bounds = correlate._window_bounds(con, 1)
+    window = {span_id: int(np.searchsorted(bounds, start, side="right")) for span_id, _, _, start, _ in rows}
+    assert window[1] == 0 and window[5] >= 2 and window[22] >= 2  # the parents are two windows back or more
+    correlate.nest_cpu_spans(con, 1)
+    got = {span_id: (parent, depth) for span_id, parent, depth in con.execute("SELECT span_id, parent_id, depth FROM spans").fetchall()}
+    assert got == {
+        1: (None, 0),
+        2: (1, 1),
+        3: (1, 1),
+        4: (3, 2),
+        5: (1, 1),
+        20: (None, 0),
+        21: (20, 1),
+        22: (20, 1),
+        23: (None, 0),
+        **{span_id: (None, 0) for span_id in range(30, 37)},
+    }
+
+
+def _real_fixture_cases():
+    from conftest import NSYS_EXPORTS
+    from kineto_cases import KINETO_TRACES
+
+    cases = {**NSYS_EXPORTS, **KINETO_TRACES}
+    # Several thousand CPU spans and more than one thread; rank3 and alexnet repeat start times; b200 has pid -1.
+    names = ["nsys_2026_pytorch_2xh100", "nsys_2022_saxpy_mpi_a100", "kineto_2022_integer_us_rank3", "kineto_cuda_sync_alexnet"]
+    names += ["kineto_relative_ts_b200", "kineto_rocm_mi250", "kineto_nccl_collectives"]
+    return {name: cases[name] for name in names}
+
+
+REAL_FIXTURES = _real_fixture_cases()
+REPEATED_STARTS = {"kineto_2022_integer_us_rank3", "kineto_cuda_sync_alexnet"}  # spans of a thread starting at the same time
+
+
+@pytest.mark.parametrize("crossing", [False, True], ids=["as_converted", "crossing_thread"])
+@pytest.mark.parametrize("case", list(REAL_FIXTURES))
+def test_nesting_in_small_windows_matches_one_window_on_real_traces(case, crossing, converted, tmp_path, monkeypatch):
+    """Tiny windows give every CPU span of a converted trace the parent and depth one window gives.
+    crossing_thread: every 13th span of the busiest thread made to end late, so it crosses the spans
+    after it (the stack walk) and stays open over many windows."""
+    import shutil
+
+    import duckdb
+
+    from xsp_trace import correlate
+
+    source = converted(REAL_FIXTURES[case])
+    [(path,)] = source.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
+    source.close()
+    results = {}
+    for label, batch in [("one window", 10**12), ("windows of 7", 7), ("windows of 50", 50), ("windows of 997", 997)]:
+        copy = tmp_path / f"{batch}.duckdb"
+        shutil.copyfile(path, copy)
+        con = duckdb.connect(str(copy))
+        count = con.execute("SELECT count(*) FROM spans WHERE run_id = 1 AND tid IS NOT NULL").fetchone()[0]
+        if count / batch > 400:  # keep the test quick: the bigger traces with the bigger windows only
+            con.close()
+            continue
+        if crossing:
+            con.execute(
+                """UPDATE spans SET end_ns = end_ns + 3 * (end_ns - start_ns) + 1000
+                   WHERE run_id = 1 AND span_id % 13 = 0 AND (pid, tid) = (
+                       SELECT (pid, tid) FROM spans WHERE run_id = 1 AND tid IS NOT NULL GROUP BY pid, tid ORDER BY count(*) DESC LIMIT 1)"""
+            )
+        con.execute("UPDATE spans SET parent_id = NULL, depth = NULL WHERE tid IS NOT NULL")
+        monkeypatch.setattr(correlate, "NEST_BATCH_SPANS", batch)
+        bounds = correlate._window_bounds(con, 1)
+        if count > batch:
+            assert len(bounds) >= 1
+            # Bounds are start times of spans (quantile_disc): spans start exactly on a window bound.
+            on_bounds = con.execute(
+                "SELECT count(*) FROM spans WHERE run_id = 1 AND tid IS NOT NULL AND list_contains(?, start_ns)", [bounds]
+            ).fetchone()[0]
+            assert on_bounds >= len(bounds)
+            if case in REPEATED_STARTS and batch == 50:
+                assert on_bounds > len(bounds)  # spans with equal starts on a bound (never split between windows)
+        correlate.nest_cpu_spans(con, 1)
+        results[label] = con.execute("SELECT span_id, parent_id, depth FROM spans WHERE run_id = 1 AND tid IS NOT NULL ORDER BY span_id").fetchall()
+        if crossing and label == "one window":
+            threads = con.execute(
+                f"""SELECT list(start_ns ORDER BY start_ns, end_ns DESC, {correlate._RANK_CASE}, span_id),
+                           list(end_ns ORDER BY start_ns, end_ns DESC, {correlate._RANK_CASE}, span_id)
+                    FROM spans WHERE run_id = 1 AND tid IS NOT NULL GROUP BY pid, tid"""
+            ).fetchall()
+            if count > 100:
+                assert any(_nest_laminar(np.array(s), np.array(e)) is None for s, e in threads)  # the stack walk runs
+        con.close()
+    one = results.pop("one window")
+    assert all(depth is not None for _, _, depth in one) and any(parent is not None for _, parent, _ in one)
+    assert results  # at least one windowed run
+    for label, got in results.items():
+        assert got == one, label

@@ -18,13 +18,11 @@ cap (issue 12)").
 
 from __future__ import annotations
 
-import itertools
-
 import duckdb
 import numpy as np
 import pyarrow as pa
 
-from .database import insert_relation, memory_limit, run_script
+from .database import memory_limit, run_script
 from .formats import kineto_fields as kf
 from .naming import KIND_NESTING_RANK, install_phase_rules
 from .nesting import nest
@@ -34,60 +32,112 @@ from .sql import one_row, scalar, set_variables
 _RANK_CASE = "CASE kind " + " ".join(f"WHEN '{k}' THEN {r}" for k, r in KIND_NESTING_RANK.items()) + " ELSE 9 END"
 
 
-# CPU spans fetched from DuckDB per batch for nesting. A thread's spans are cut where nothing
-# before is still open (a span that starts at or after every earlier end), so what is held at once
-# is about one batch plus the open run of spans, whatever the trace size (BENCHMARKS.md, "Kineto:
-# bounded memory": all 6.5 M CPU spans of a 3 GB trace at once peaked at 1.2 GiB).
+# CPU spans nested per window of start times holding about this many spans: one window, plus the
+# spans still open at its end, is what nesting holds, whatever the trace size. One query sorting all
+# 19.6 M CPU spans of an nsys export of 3 M kernels peaked at ~1.6 GiB and spilled under a 1GB cap.
+# 500,000 spans per window is ~25 MiB of columns. Measured (median of 3, process peak RSS): 3 M
+# kernels (40 windows) 12 s / 0.6 GiB vs 14 s / 2.0 GiB under 2GB, 13 s vs 29 s under 1GB; 1 M
+# kernels (14 windows) 4.6 s / 0.45 GiB vs 4.1 s / 1.0 GiB (the per-window UPDATEs cost ~0.4 s more).
 NEST_BATCH_SPANS = 500_000
+# Spans sampled per window to place its bounds (windows come out within a few % of NEST_BATCH_SPANS).
+NEST_SAMPLE_SPANS = 200
+
+_NEST_COLUMNS = ("span_id", "pid_null", "pid_key", "tid", "start_ns", "end_ns")
 
 
-def _open_run_start(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> int:
-    """The first row of the trailing rows that may still be nested in one another or in rows yet
-    to come: the rows before it are complete (threads ended, or nothing open when a row starts)."""
-    last = int(np.flatnonzero(np.diff(thread))[-1]) + 1 if len(thread) > 1 and thread[-1] != thread[0] else 0
-    open_until = np.maximum.accumulate(end[last:])
-    cuts = np.flatnonzero(start[last + 1 :] >= open_until[:-1])
-    return last + 1 + int(cuts[-1]) if len(cuts) else last
+def _window_bounds(con: duckdb.DuckDBPyConnection, run_id: int) -> list[int]:
+    """Start times cutting the run's CPU spans into windows of about NEST_BATCH_SPANS spans (none: one window)."""
+    where = "run_id = ? AND tid IS NOT NULL"
+    # fetchall, not sql.scalar: an unfinished result would block con.register below.
+    [(count,)] = con.execute(f"SELECT count(*) FROM spans WHERE {where}", [run_id]).fetchall()
+    windows = -(-count // NEST_BATCH_SPANS)
+    if windows <= 1:
+        return []
+    quantiles = ", ".join(repr(i / windows) for i in range(1, windows))
+    # Quantiles of a sample of ~NEST_SAMPLE_SPANS per window, by a hash of the span id: the same cuts
+    # on every run (approx_quantile's differ), and no stride of span ids lines up with the sample.
+    step = max(1, NEST_BATCH_SPANS // NEST_SAMPLE_SPANS)
+    sample = f" AND hash(span_id) % {step} = 0" if step > 1 else ""
+    [(bounds,)] = con.execute(f"SELECT quantile_disc(start_ns, [{quantiles}]) FROM spans WHERE {where}{sample}", [run_id]).fetchall()
+    # Bounds are start times of spans, duplicates collapsed: spans starting at the same time are in one window.
+    return sorted({b for b in bounds or () if b is not None})
+
+
+def _open_runs(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Which rows (sorted per thread) may still enclose spans yet to come: per thread, the rows from the
+    last one that starts at or after every earlier end of its thread (nothing before it is still open)."""
+    keep = np.zeros(len(thread), dtype=bool)
+    firsts = np.r_[0, np.flatnonzero(np.diff(thread)) + 1]
+    for lo, hi in zip(firsts, np.r_[firsts[1:], len(thread)], strict=True):
+        open_until = np.maximum.accumulate(end[lo:hi])
+        cuts = np.flatnonzero(start[lo + 1 : hi] >= open_until[:-1])
+        keep[lo + 1 + int(cuts[-1]) if len(cuts) else lo : hi] = True
+    return keep
 
 
 def nest_cpu_spans(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
-    """parent_id and depth of the run's CPU spans, streamed from DuckDB in batches (see NEST_BATCH_SPANS)."""
-    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_nesting (span_id BIGINT, parent_id BIGINT, depth INTEGER)")
-    reader = con.cursor()  # streams the sorted spans while `con` stores the results
+    """parent_id and depth of the run's CPU spans, nested one window of start times at a time (see NEST_BATCH_SPANS).
+
+    A span's parent and depth depend only on the spans before it on its thread (the enclosing ones
+    start first), so each span is nested and stored in the window it starts in; what earlier
+    windows leave open (_open_runs) is carried along only as the spans that may enclose it."""
+    bounds = _window_bounds(con, run_id)
+    held = {c: np.empty(0, dtype=np.bool_ if c == "pid_null" else np.int64) for c in _NEST_COLUMNS}
+    reader = con.cursor()  # reads each window while `con` stores the results
     try:
-        batches = reader.sql(
-            f"""SELECT span_id, coalesce(pid, -1) AS pid_key, tid, start_ns, end_ns FROM spans
-                WHERE run_id = ? AND tid IS NOT NULL
-                ORDER BY pid, tid, start_ns, end_ns DESC, {_RANK_CASE}, span_id""",
-            params=[run_id],
-        ).to_arrow_reader(NEST_BATCH_SPANS)
-        held = batches.schema.empty_table()
-        for batch in itertools.chain(batches, [None]):  # None: the end, all that is held is complete
-            if batch is not None:
-                held = pa.concat_tables([held, pa.Table.from_batches([batch])]).combine_chunks()
-            if held.num_rows == 0:
-                continue
-            pid, tid = held["pid_key"].to_numpy(), held["tid"].to_numpy()
-            start, end = held["start_ns"].to_numpy(), held["end_ns"].to_numpy()
-            # Thread number of each row from the sorted (pid, tid): a window over the spans would sort them again.
-            thread = np.r_[0, np.cumsum((np.diff(pid) != 0) | (np.diff(tid) != 0))]
-            done = held.num_rows if batch is None else _open_run_start(thread, start, end)
-            if done == 0:
-                continue
-            span_ids = held["span_id"].to_numpy()[:done]
-            parent_index, depth = nest(thread[:done], start[:done], end[:done])
-            has_parent = parent_index >= 0
-            parent_ids = pa.array(span_ids[np.where(has_parent, parent_index, 0)], pa.int64(), mask=~has_parent)
-            insert_relation(con, "_xsp_nesting", pa.table({"span_id": pa.array(span_ids), "parent_id": parent_ids, "depth": pa.array(depth)}))
-            held = held.slice(done)
+        for lo, hi in zip([None, *bounds], [*bounds, None], strict=True):
+            new = reader.sql(
+                f"""SELECT span_id, pid IS NULL AS pid_null, coalesce(pid, -1) AS pid_key, tid, start_ns, end_ns FROM spans
+                    WHERE run_id = ? AND tid IS NOT NULL {_start_between(lo, hi)}
+                    ORDER BY pid, tid, start_ns, end_ns DESC, {_RANK_CASE}, span_id""",
+                params=[run_id],
+            ).to_arrow_table()
+            if new.num_rows:
+                held, nested = _nest_window(held, {c: new[c].to_numpy() for c in _NEST_COLUMNS})
+                _store_nesting(con, run_id, nested, _start_between(lo, hi))
     finally:
         reader.close()
-    con.execute(
-        """UPDATE spans SET parent_id = n.parent_id, depth = n.depth
-           FROM _xsp_nesting n WHERE spans.run_id = ? AND spans.span_id = n.span_id""",
-        [run_id],
-    )
-    con.execute("DROP TABLE _xsp_nesting")
+
+
+def _start_between(lo: int | None, hi: int | None) -> str:
+    return "".join([f" AND spans.start_ns >= {lo}" if lo is not None else "", f" AND spans.start_ns < {hi}" if hi is not None else ""])
+
+
+def _nest_window(held: dict, new: dict) -> tuple[dict, pa.Table]:
+    """Nest one window's spans (`new`, sorted) under the rows `held` open from earlier windows:
+    (the rows still open at the window's end, the window's spans with their parent_id and depth)."""
+    rows = {c: np.concatenate([held[c], new[c]]) for c in _NEST_COLUMNS}
+    is_new = np.arange(len(rows["span_id"])) >= len(held["span_id"])
+    if len(held["span_id"]):
+        # Held rows start before this window: a stable sort by thread puts each thread's held rows before its new ones.
+        order = np.lexsort((rows["tid"], rows["pid_key"], rows["pid_null"]))
+        rows = {c: v[order] for c, v in rows.items()}
+        is_new = is_new[order]
+    pid_null, pid, tid = rows["pid_null"], rows["pid_key"], rows["tid"]
+    thread = np.r_[0, np.cumsum((np.diff(pid_null) != 0) | (np.diff(pid) != 0) | (np.diff(tid) != 0))]
+    start, end, span_ids = rows["start_ns"], rows["end_ns"], rows["span_id"]
+    parent_index, depth = nest(thread, start, end)
+    parent_index, depth = parent_index[is_new], depth[is_new]
+    has_parent = parent_index >= 0
+    parent_ids = pa.array(span_ids[np.where(has_parent, parent_index, 0)], pa.int64(), mask=~has_parent)
+    keep = _open_runs(thread, start, end)
+    return {c: v[keep] for c, v in rows.items()}, pa.table({"span_id": span_ids[is_new], "parent_id": parent_ids, "depth": depth})
+
+
+def _store_nesting(con: duckdb.DuckDBPyConnection, run_id: int, nested: pa.Table, start_between: str) -> None:
+    """UPDATE the window's spans, found by start time (zone maps skip the other row groups). One
+    UPDATE per window: at 3 M kernels one UPDATE from a table of all 19.6 M results held that
+    table and took 20 s under a 1GB cap (4 s under 2GB), 40 of them take 7 s under either; one
+    UPDATE per 2 M spans was no faster, and from a 5 M-row Arrow table it took 144 s."""
+    con.register("_xsp_nested", nested)
+    try:
+        con.execute(
+            f"""UPDATE spans SET parent_id = n.parent_id, depth = n.depth FROM _xsp_nested n
+                WHERE spans.run_id = ? AND spans.tid IS NOT NULL {start_between} AND spans.span_id = n.span_id""",
+            [run_id],
+        )
+    finally:
+        con.unregister("_xsp_nested")
 
 
 # DuckDB's memory limit while a run is correlated (BENCHMARKS.md, "Correlation under a memory cap
