@@ -3,7 +3,7 @@
 Converters insert a run's spans with parent_id/depth NULL; `correlate_run` then fills them in:
 1. CPU spans nest by time containment per thread: the parent is the tightest enclosing span
    (xsp_trace.nesting, vectorised over spans sorted by start; SQL range joins would be
-   quadratic per thread).
+   quadratic per thread), one window of start times at a time.
 2. queries/correlate/launches.sql links GPU spans to their API call by (pid, correlation_id).
 3. queries/correlate/hierarchy.sql makes each GPU span a child of its API call and numbers model
    spans; `build_ancestors` fills span_ancestors and `inherit_down` passes iterations down the
@@ -11,9 +11,9 @@ Converters insert a run's spans with parent_id/depth NULL; `correlate_run` then 
 4. queries/correlate/attribution.sql finds the steps and each span's step and own marks;
    `inherit_down` passes phase and forward op down the tree; attribution_insert.sql charges every
    span to its step, phase and (backward work) forward op across threads (docs/design.md, Attribution).
-All of it runs under DuckDB's CORRELATE_MEMORY_LIMIT: what does not fit spills, and nothing holds a
-row per (span, ancestor) or per span in an aggregate (BENCHMARKS.md, "Correlation under a memory
-cap (issue 12)").
+All of it runs under DuckDB's CORRELATE_MEMORY_LIMIT: what does not fit spills, and nothing holds
+all CPU spans sorted, a hash table of the whole tree, a row per (span, ancestor) or per span in an
+aggregate (BENCHMARKS.md, "Correlation under a memory cap (issue 12)" and after).
 """
 
 from __future__ import annotations
