@@ -11,7 +11,7 @@ Converters insert a run's spans with parent_id/depth NULL; `correlate_run` then 
 4. queries/correlate/attribution.sql finds the steps and each span's step and own marks;
    `inherit_down` passes phase and forward op down the tree; attribution_insert.sql charges every
    span to its step, phase and (backward work) forward op across threads (docs/design.md, Attribution).
-All of it runs under DuckDB's CORRELATE_MEMORY_LIMIT: what does not fit spills, and nothing holds
+All of it runs under DuckDB's CONVERT_MEMORY_LIMIT (as the converters): what does not fit spills, and nothing holds
 all CPU spans sorted, a hash table of the whole tree, a row per (span, ancestor) or per span in an
 aggregate (BENCHMARKS.md, "Correlation under a memory cap (issue 12)" and after).
 """
@@ -22,7 +22,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from .database import memory_limit, run_script
+from .database import CONVERT_MEMORY_LIMIT, memory_limit, run_script
 from .formats import kineto_fields as kf
 from .naming import KIND_NESTING_RANK, install_phase_rules
 from .nesting import nest
@@ -140,16 +140,8 @@ def _store_nesting(con: duckdb.DuckDBPyConnection, run_id: int, nested: pa.Table
         con.unregister("_xsp_nested")
 
 
-# DuckDB's memory limit while a run is correlated (BENCHMARKS.md, "Correlation under a memory cap
-# (issue 12)"). Not CONVERT_MEMORY_LIMIT: under 500MB an nsys export of 3 M kernels ran out of
-# memory (span_ancestors' hash join asks for one 512 MiB table). 3 M kernels: 2.6 GiB peak
-# uncapped; 1GB: 1.57 GiB but 62 s instead of 23 s; 2GB: 2.2 GiB at 24 s. 1 M kernels and 1 GB of
-# Kineto JSON fit under either. 2GB: the cap that costs no speed on any input measured.
-CORRELATE_MEMORY_LIMIT = "2GB"
-
-
 def correlate_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
-    with memory_limit(con, CORRELATE_MEMORY_LIMIT):  # spills beyond it
+    with memory_limit(con, CONVERT_MEMORY_LIMIT):  # the converters' cap; spills beyond it
         _correlate_run(con, run_id)
 
 

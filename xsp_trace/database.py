@@ -106,14 +106,14 @@ def connect(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
     return con
 
 
-# DuckDB's memory limit while a trace is read, mapped and staged (convert/dispatch.py, both
-# converters): beyond it sorts, joins, aggregates and staging tables spill to the temp directory,
-# so this phase's peak no longer grows with the trace. Measured (BENCHMARKS.md, "Kineto: bounded
-# memory", "Kineto: mapping in pieces", "Correlation under a memory cap (issue 12)"): Kineto 1 GB
-# of JSON peaked at ~2.1 GiB under 2GB, ~0.6-0.7 GiB under 500MB from 1 GB to 3 GB (300MB: 10-20 %
-# slower); an nsys export of 1 M kernels at 1.6-1.8 GiB uncapped, 0.68 GiB under 500MB (1.09 GiB
-# under 1GB) for about the same CPU time, 3 M kernels 0.71 GiB (3.6 GiB uncapped). The
-# correlation afterwards has its own (correlate.CORRELATE_MEMORY_LIMIT).
+# DuckDB's memory limit while a trace is converted: read, mapped and staged (convert/dispatch.py,
+# both converters), then correlated (correlate.correlate_run). Beyond it sorts, joins, aggregates
+# and temp tables spill to the temp directory, so the peak no longer grows with the trace.
+# Measured whole converts (BENCHMARKS.md, "One memory cap for the whole convert"): nsys 1 M -> 3 M
+# kernels 723 -> 839 MiB under 500MB (878 -> 1,801 MiB with the correlation under 2GB), Kineto
+# 1 GB -> 3 GB of JSON 772 -> 774 MiB (896 -> 1,890 under 2GB), at the same speed; 300MB gave
+# 544 -> 600 and 639 -> 617 MiB, nsys 1 M kernels 0-15 % slower in two pairs. Before the nesting
+# windows and span_ancestors by levels, 3 M kernels ran out of memory under 500MB.
 CONVERT_MEMORY_LIMIT = "500MB"
 
 
