@@ -48,8 +48,7 @@ _NEST_COLUMNS = ("span_id", "pid_null", "pid_key", "tid", "start_ns", "end_ns")
 def _window_bounds(con: duckdb.DuckDBPyConnection, run_id: int) -> list[int]:
     """Start times cutting the run's CPU spans into windows of about NEST_BATCH_SPANS spans (none: one window)."""
     where = "run_id = ? AND tid IS NOT NULL"
-    # fetchall, not sql.scalar: an unfinished result would block con.register below.
-    [(count,)] = con.execute(f"SELECT count(*) FROM spans WHERE {where}", [run_id]).fetchall()
+    count = scalar(con, f"SELECT count(*) FROM spans WHERE {where}", [run_id])
     windows = -(-count // NEST_BATCH_SPANS)
     if windows <= 1:
         return []
@@ -58,7 +57,7 @@ def _window_bounds(con: duckdb.DuckDBPyConnection, run_id: int) -> list[int]:
     # on every run (approx_quantile's differ), and no stride of span ids lines up with the sample.
     step = max(1, NEST_BATCH_SPANS // NEST_SAMPLE_SPANS)
     sample = f" AND hash(span_id) % {step} = 0" if step > 1 else ""
-    [(bounds,)] = con.execute(f"SELECT quantile_disc(start_ns, [{quantiles}]) FROM spans WHERE {where}{sample}", [run_id]).fetchall()
+    bounds = scalar(con, f"SELECT quantile_disc(start_ns, [{quantiles}]) FROM spans WHERE {where}{sample}", [run_id])
     # Bounds are start times of spans, duplicates collapsed: spans starting at the same time are in one window.
     return sorted({b for b in bounds or () if b is not None})
 
@@ -86,15 +85,16 @@ def nest_cpu_spans(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     reader = con.cursor()  # reads each window while `con` stores the results
     try:
         for lo, hi in zip([None, *bounds], [*bounds, None], strict=True):
+            in_window = _start_between(lo, hi)
             new = reader.sql(
                 f"""SELECT span_id, pid IS NULL AS pid_null, coalesce(pid, -1) AS pid_key, tid, start_ns, end_ns FROM spans
-                    WHERE run_id = ? AND tid IS NOT NULL {_start_between(lo, hi)}
+                    WHERE run_id = ? AND tid IS NOT NULL {in_window}
                     ORDER BY pid, tid, start_ns, end_ns DESC, {_RANK_CASE}, span_id""",
                 params=[run_id],
             ).to_arrow_table()
             if new.num_rows:
                 held, nested = _nest_window(held, {c: new[c].to_numpy() for c in _NEST_COLUMNS})
-                _store_nesting(con, run_id, nested, _start_between(lo, hi))
+                _store_nesting(con, run_id, nested, in_window)
     finally:
         reader.close()
 

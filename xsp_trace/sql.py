@@ -28,10 +28,12 @@ def set_variables(con: duckdb.DuckDBPyConnection, variables: Mapping[str, Any]) 
 
 def one_row(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> tuple:
     """The first row `sql` returns (an aggregate's row); LookupError when it returns no row."""
-    row = con.execute(sql, params).fetchone()
-    if row is None:
+    # The whole result (one row), not fetchone(): DuckDB 2.0 refuses the connection's next
+    # register() while a result is unfinished.
+    rows = con.execute(sql, params).fetchall()
+    if not rows:
         raise LookupError(f"expected a row, got none from: {' '.join(sql.split())[:200]}")
-    return row
+    return rows[0]
 
 
 def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> Any:
