@@ -132,7 +132,8 @@ CREATE TABLE IF NOT EXISTS spans (
     stream_id BIGINT,
     correlation_id BIGINT,
     iteration INTEGER,
-    layer_index INTEGER
+    layer_index INTEGER,
+    range_style VARCHAR
 );
 COMMENT ON TABLE spans IS 'Every interval event of every level: model, layer, op, annotation (CPU ranges), api (CUDA runtime/driver calls), kernel, memcpy, memset, sync (GPU activities), other.';
 COMMENT ON COLUMN spans.run_id IS 'Run the span belongs to.';
@@ -152,6 +153,7 @@ COMMENT ON COLUMN spans.stream_id IS 'GPU stream of GPU spans; NULL for CPU span
 COMMENT ON COLUMN spans.correlation_id IS 'Launch correlation id linking an API call and the GPU work it launched; unique per process only.';
 COMMENT ON COLUMN spans.iteration IS 'Inference/training iteration the span belongs to (ProfilerStep#N, or the ordinal of its model range), where known.';
 COMMENT ON COLUMN spans.layer_index IS 'Layer spans: the index of the layer in the model (from the xsp layer range name); NULL otherwise.';
+COMMENT ON COLUMN spans.range_style IS 'NVTX ranges: push_pop (pushed and popped on one thread, they nest) or start_end (started and ended by handle, may cross threads), as nsys stats nvtxsum reports the style; NULL for spans that are not NVTX ranges.';
 
 CREATE TABLE IF NOT EXISTS kernels (
     run_id INTEGER NOT NULL,

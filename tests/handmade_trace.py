@@ -30,6 +30,7 @@ _SPAN_COLUMNS = (
     "correlation_id",
     "layer_index",
     "iteration",
+    "range_style",
 )
 
 

@@ -35,7 +35,7 @@ def test_database_already_open_by_the_caller_can_be_opened_again(tmp_path):
     """A notebook holding its own duckdb.connect(path) must still be able to use xsp-trace on the file."""
     import duckdb
 
-    from xsp_trace.database import atomic_database, connect
+    from xsp_trace.database import SCHEMA_VERSION, atomic_database, connect
 
     path = tmp_path / "t.duckdb"
     with atomic_database(path):
@@ -43,6 +43,6 @@ def test_database_already_open_by_the_caller_can_be_opened_again(tmp_path):
     mine = duckdb.connect(str(path))
     try:
         con = connect(path, read_only=False)
-        assert con.execute("SELECT value FROM schema_info WHERE key = 'schema_version'").fetchall() == [("2",)]
+        assert con.execute("SELECT value FROM schema_info WHERE key = 'schema_version'").fetchall() == [(SCHEMA_VERSION,)]
     finally:
         mine.close()

@@ -57,8 +57,8 @@ def test_nvtx_pushpop_summary_equals_nvtxppsum(case, converted, tmp_path):
         for tag, n, total, lo, hi in db.execute(
             """SELECT CASE WHEN s.category IS NULL THEN s.name ELSE s.category || ':' || s.name END,
                       count(*), sum(s.end_ns - s.start_ns), min(s.end_ns - s.start_ns), max(s.end_ns - s.start_ns)
-               FROM spans s JOIN span_args a USING (run_id, span_id)
-               WHERE a.key = 'nvtx.range_type' AND a.value = 'push_pop' GROUP BY 1"""
+               FROM spans s
+               WHERE s.range_style = 'push_pop' GROUP BY 1"""
         ).fetchall()
     }
     theirs = {r["Range"]: (int(r["Instances"]), int(r["Total Time (ns)"]), int(r["Min (ns)"]), int(r["Max (ns)"])) for r in ref}
@@ -154,9 +154,9 @@ def test_cpu_parent_is_tightest_enclosing_range(case, converted):
         (start, tid): (None if p_start is None else (p_start, p_tid))
         for start, tid, p_start, p_tid in db.execute(
             """SELECT s.start_ns, s.tid, p.start_ns, p.tid
-               FROM spans s JOIN span_args a USING (run_id, span_id)
+               FROM spans s
                LEFT JOIN spans p ON p.run_id = s.run_id AND p.span_id = s.parent_id
-               WHERE a.key = 'nvtx.range_type'"""
+               WHERE s.range_style IS NOT NULL"""
         ).fetchall()
     }
     assert len(ours) == len(expected) > 0

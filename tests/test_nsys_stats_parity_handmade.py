@@ -29,12 +29,9 @@ def con(tmp_path_factory):
     run.gpu("kernel", "k", (60, 65), (600, 605), grid_x=2, grid_y=1, grid_z=1, block_x=128, block_y=1, block_z=1)
     run.gpu("kernel", "k", None, (700, 710), grid_x=4, grid_y=1, grid_z=1, block_x=128, block_y=1, block_z=1)
     run.gpu("kernel", "j", None, (800, 802))
-    a = run.span("annotation", "step", 0, 10, category="dom")
-    b = run.span("annotation", "step", 20, 40, category="dom")
-    c = run.span("annotation", "load", 50, 55)
-    run.args(a, {"nvtx.range_type": "push_pop"})
-    run.args(b, {"nvtx.range_type": "push_pop"})
-    run.args(c, {"nvtx.range_type": "start_end"})
+    run.span("annotation", "step", 0, 10, category="dom", range_style="push_pop")
+    run.span("annotation", "step", 20, 40, category="dom", range_style="push_pop")
+    run.span("annotation", "load", 50, 55, range_style="start_end")
     run.span("annotation", "not nvtx", 0, 1000)  # no range type: not an NVTX range
     return open_session(write(tmp_path_factory.mktemp("hand") / "sums.duckdb", [run]))
 

@@ -2,22 +2,22 @@
 -- (nsys 2022.4: nvtxsum) prints, to the nanosecond: push/pop and start/end ranges grouped by
 -- "domain:text" and style.
 --
--- From: spans carrying span_args nvtx.range_type (push_pop / start_end: the NVTX ranges of an nsys
--- export); a range never closed ends at the trace's last NVTX timestamp, as in nsys. Statistics as
--- nsys computes them (xsp_trace/formats/nsys_stats.py): median of an even count = mean of the two
+-- From: spans with a range_style (push_pop / start_end: the NVTX ranges of an nsys export); a
+-- range never closed ends at the trace's last NVTX timestamp, as in nsys. Statistics as nsys
+-- computes them (xsp_trace/formats/nsys_stats.py): median of an even count = mean of the two
 -- middle values, sample standard deviation, averages rounded to 0.1 ns.
 WITH ranges AS (
-    SELECT s.run_id,
-           CASE WHEN s.category IS NULL THEN s.name ELSE s.category || ':' || s.name END AS range_name,
-           CASE a.value WHEN 'push_pop' THEN 'PushPop' WHEN 'start_end' THEN 'StartEnd' ELSE 'Unknown' END AS style,
-           s.end_ns - s.start_ns AS duration_ns
-    FROM spans AS s
-    JOIN span_args AS a ON a.run_id = s.run_id AND a.span_id = s.span_id AND a.key = 'nvtx.range_type'
+    SELECT run_id,
+           CASE WHEN category IS NULL THEN name ELSE category || ':' || name END AS range_name,
+           range_style,
+           end_ns - start_ns AS duration_ns
+    FROM spans
+    WHERE range_style IS NOT NULL
 ), summary AS (
-    SELECT run_id, range_name, style, sum(duration_ns) AS total_ns, count(*) AS instances,
+    SELECT run_id, range_name, range_style, sum(duration_ns) AS total_ns, count(*) AS instances,
            avg(duration_ns) AS avg_ns, median(duration_ns) AS med_ns, min(duration_ns) AS min_ns,
            max(duration_ns) AS max_ns, coalesce(stddev_samp(duration_ns), 0) AS stddev_ns
-    FROM ranges GROUP BY run_id, range_name, style
+    FROM ranges GROUP BY run_id, range_name, range_style
 )
 SELECT
     -- Run of the ranges.
@@ -39,7 +39,7 @@ SELECT
     -- Sample standard deviation of the durations, ns (0 for a single instance).
     round(stddev_ns, 1) AS stddev_ns,
     -- PushPop (nvtxRangePush/Pop) or StartEnd (nvtxRangeStart/End).
-    style,
+    CASE range_style WHEN 'push_pop' THEN 'PushPop' WHEN 'start_end' THEN 'StartEnd' ELSE 'Unknown' END AS style,
     -- "domain:text", or the text alone in the default domain.
     range_name
 FROM summary

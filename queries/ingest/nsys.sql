@@ -24,7 +24,8 @@ LEFT JOIN _nsys_strings AS s ON s.id = n.text_id
 LEFT JOIN _nsys_domains AS d ON d.pid = n.pid AND d.domain_id = n.domain_id;
 
 -- NVTX push/pop and start/end ranges: model, layer, op or annotation by their names.
-INSERT INTO spans (run_id, span_id, kind, name, category, start_ns, end_ns, pid, tid, end_tid, layer_index)
+-- range_style: how each range was made (push/pop nests per thread; start/end may cross threads).
+INSERT INTO spans (run_id, span_id, kind, name, category, start_ns, end_ns, pid, tid, end_tid, layer_index, range_style)
 SELECT
     getvariable('xsp_run_id'),
     span_id,
@@ -36,18 +37,9 @@ SELECT
     pid,
     tid,
     CASE WHEN end_tid IS NOT NULL AND end_tid <> tid THEN end_tid END,
-    xsp_layer_index(name)
-FROM _nsys_nvtx_named
-WHERE list_contains(getvariable('nsys_nvtx_range_types'), event_type);
-
--- How each NVTX range was made (push/pop nests per thread; start/end may cross threads).
-INSERT INTO span_args (run_id, span_id, key, value)
-SELECT
-    getvariable('xsp_run_id'),
-    span_id,
-    'nvtx.range_type',
+    xsp_layer_index(name),
     CASE WHEN list_contains(getvariable('nsys_nvtx_pushpop_types'), event_type) THEN 'push_pop' ELSE 'start_end' END
-FROM _nsys_nvtx
+FROM _nsys_nvtx_named
 WHERE list_contains(getvariable('nsys_nvtx_range_types'), event_type);
 
 INSERT INTO marks (run_id, ts_ns, name, category, pid, tid)

@@ -61,6 +61,8 @@ SELECT
     att.phase,
     -- Source category (NVTX domain, Kineto category, nsys API class).
     s.category,
+    -- How an NVTX range was made: push_pop or start_end.
+    s.range_style,
     -- Kernel grid, "[x, y, z]".
     CASE WHEN k.grid_x IS NOT NULL THEN format('[{}, {}, {}]', k.grid_x, k.grid_y, k.grid_z) END AS grid,
     -- Kernel block, "[x, y, z]".

@@ -38,7 +38,7 @@ INT_ANNOTATIONS = (
     "shared_mem_dynamic_bytes",
     "bytes",
 )
-STR_ANNOTATIONS = ("category", "phase", "grid", "block", "copy_kind", "src_kind", "dst_kind")
+STR_ANNOTATIONS = ("category", "range_style", "phase", "grid", "block", "copy_kind", "src_kind", "dst_kind")
 FLOAT_ANNOTATIONS = ("occupancy_estimate",)
 _TRACK_KEY = ("run_id", "track_class", "pid", "tid", "device_id", "stream_id")
 
