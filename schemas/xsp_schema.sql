@@ -200,7 +200,7 @@ CREATE TABLE IF NOT EXISTS memops (
     dst_kind VARCHAR,
     fill_value BIGINT
 );
-COMMENT ON TABLE memops IS 'Details of memcpy and memset spans.';
+COMMENT ON TABLE memops IS 'Details of memcpy and memset spans: exactly one row per such span, none for other spans.';
 COMMENT ON COLUMN memops.run_id IS 'Run of the span.';
 COMMENT ON COLUMN memops.span_id IS 'The memcpy/memset span.';
 COMMENT ON COLUMN memops.copy_kind IS 'Direction of a copy: HtoD, DtoH, DtoD, HtoH, PtoP, ...; NULL for memset.';

@@ -5,7 +5,7 @@
 -- Kineto's cuda_runtime / cuda_driver events). Statistics from the prelude's _xsp_call_stats, as nsys computes them
 -- (xsp_trace/formats/nsys_stats.py): median of an even count = mean of the two middle values,
 -- sample standard deviation, averages rounded to 0.1 ns.
-WITH summary AS (SELECT * FROM _xsp_call_stats WHERE family = 'api')
+WITH summary AS MATERIALIZED (SELECT * FROM _xsp_call_stats('api', NULL))
 SELECT
     -- Run of the calls.
     run_id,

@@ -11,7 +11,7 @@ WITH launches AS (
     FROM spans AS s
     LEFT JOIN kernels AS k ON k.run_id = s.run_id AND k.span_id = s.span_id
     WHERE s.kind = 'kernel'
-), summary AS (
+), summary AS MATERIALIZED (
     SELECT run_id, name, grid, block, sum(duration_ns) AS total_ns, count(*) AS instances,
            avg(duration_ns) AS avg_ns, median(duration_ns) AS med_ns, min(duration_ns) AS min_ns,
            max(duration_ns) AS max_ns, coalesce(stddev_samp(duration_ns), 0) AS stddev_ns

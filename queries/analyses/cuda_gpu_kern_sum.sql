@@ -4,7 +4,7 @@
 -- From: spans of kind 'kernel' (demangled name). Statistics as nsys computes them
 -- (xsp_trace/formats/nsys_stats.py): median of an even count = mean of the two middle values,
 -- sample standard deviation, averages rounded to 0.1 ns.
-WITH summary AS (
+WITH summary AS MATERIALIZED (
     SELECT run_id, name, sum(end_ns - start_ns) AS total_ns, count(*) AS instances,
            avg(end_ns - start_ns) AS avg_ns, median(end_ns - start_ns) AS med_ns,
            min(end_ns - start_ns) AS min_ns, max(end_ns - start_ns) AS max_ns,

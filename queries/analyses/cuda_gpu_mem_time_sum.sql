@@ -2,22 +2,24 @@
 -- what `nsys stats --report cuda_gpu_mem_time_sum` (nsys 2022.4: gpumemtimesum) prints, to the
 -- nanosecond.
 --
--- From: spans of kind memcpy / memset with memops.copy_kind; operation names as nsys 2022.4
--- writes them (_xsp_memop_operations, from xsp_trace/formats/nsys_stats.py). Statistics as nsys
--- computes them: median of an even count = mean of the two middle values, sample standard
--- deviation, averages rounded to 0.1 ns.
-WITH ops AS (
-    SELECT s.run_id, coalesce(o.operation, '[' || s.kind || ' ' || coalesce(m.copy_kind, '?') || ']') AS operation,
-           s.end_ns - s.start_ns AS duration_ns
-    FROM spans AS s
-    LEFT JOIN memops AS m ON m.run_id = s.run_id AND m.span_id = s.span_id
-    LEFT JOIN _xsp_memop_operations AS o ON o.kind = s.kind AND o.copy_kind IS NOT DISTINCT FROM m.copy_kind
-    WHERE s.kind IN ('memcpy', 'memset')
-), summary AS (
-    SELECT run_id, operation, sum(duration_ns) AS total_ns, count(*) AS count, avg(duration_ns) AS avg_ns,
-           median(duration_ns) AS med_ns, min(duration_ns) AS min_ns, max(duration_ns) AS max_ns,
-           coalesce(stddev_samp(duration_ns), 0) AS stddev_ns
-    FROM ops GROUP BY run_id, operation
+-- From: memops (one row per memcpy / memset span, with its copy_kind) and their spans; operation
+-- names as nsys 2022.4 writes them (_xsp_memop_operations, from xsp_trace/formats/nsys_stats.py),
+-- one per (kind, copy_kind), so the statistics are taken per (kind, copy_kind) and named after.
+-- Read from memops, not by a filter on spans.kind: the join then reads only the span rows of the
+-- memory operations' span ids. Statistics as nsys computes them: median of an even count = mean
+-- of the two middle values, sample standard deviation, averages rounded to 0.1 ns.
+WITH per_kind AS (
+    SELECT m.run_id, s.kind, m.copy_kind, sum(s.end_ns - s.start_ns) AS total_ns, count(*) AS count,
+           avg(s.end_ns - s.start_ns) AS avg_ns, median(s.end_ns - s.start_ns) AS med_ns,
+           min(s.end_ns - s.start_ns) AS min_ns, max(s.end_ns - s.start_ns) AS max_ns,
+           coalesce(stddev_samp(s.end_ns - s.start_ns), 0) AS stddev_ns
+    FROM memops AS m
+    JOIN spans AS s ON s.run_id = m.run_id AND s.span_id = m.span_id
+    GROUP BY m.run_id, s.kind, m.copy_kind
+), summary AS MATERIALIZED (
+    SELECT p.*, coalesce(o.operation, '[' || p.kind || ' ' || coalesce(p.copy_kind, '?') || ']') AS operation
+    FROM per_kind AS p
+    LEFT JOIN _xsp_memop_operations AS o ON o.kind = p.kind AND o.copy_kind IS NOT DISTINCT FROM p.copy_kind
 )
 SELECT
     -- Run of the operations.

@@ -13,7 +13,7 @@ WITH ranges AS (
            end_ns - start_ns AS duration_ns
     FROM spans
     WHERE range_style IS NOT NULL
-), summary AS (
+), summary AS MATERIALIZED (
     SELECT run_id, range_name, range_style, sum(duration_ns) AS total_ns, count(*) AS instances,
            avg(duration_ns) AS avg_ns, median(duration_ns) AS med_ns, min(duration_ns) AS min_ns,
            max(duration_ns) AS max_ns, coalesce(stddev_samp(duration_ns), 0) AS stddev_ns

@@ -6,7 +6,7 @@
 -- with --trace=osrt; the category name is a variable set from xsp_trace/formats/nsys_export.py).
 -- Statistics from the prelude's _xsp_call_stats, as nsys computes them: median of an even count =
 -- mean of the two middle values, sample standard deviation, averages rounded to 0.1 ns.
-WITH summary AS (SELECT * FROM _xsp_call_stats WHERE family = 'osrt')
+WITH summary AS MATERIALIZED (SELECT * FROM _xsp_call_stats('other', getvariable('xsp_osrt_category')))
 SELECT
     -- Run of the calls.
     run_id,

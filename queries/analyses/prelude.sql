@@ -564,16 +564,15 @@ CREATE OR REPLACE TEMP MACRO xsp_sync_call_kind(kind, name) AS
     END;
 
 -- Duration statistics of CPU calls per run and function, as `nsys stats` computes them (median of an
--- even count = mean of the two middle values; sample standard deviation): family 'api' for CUDA/HIP
--- API calls, 'osrt' for OS runtime calls (category from xsp_trace/formats/nsys_export.py). Read by
--- analyses/cuda_api_sum.sql and analyses/osrt_sum.sql.
-CREATE OR REPLACE TEMP VIEW _xsp_call_stats AS
-WITH calls AS (
-    SELECT run_id, CASE WHEN kind = 'api' THEN 'api' ELSE 'osrt' END AS family, name, end_ns - start_ns AS duration_ns
-    FROM spans
-    WHERE kind = 'api' OR (kind = 'other' AND category = getvariable('xsp_osrt_category'))
-)
-SELECT run_id, family, name, sum(duration_ns) AS total_ns, count(*) AS calls, avg(duration_ns) AS avg_ns,
-       median(duration_ns) AS med_ns, min(duration_ns) AS min_ns, max(duration_ns) AS max_ns,
-       coalesce(stddev_samp(duration_ns), 0) AS stddev_ns
-FROM calls GROUP BY run_id, family, name;
+-- even count = mean of the two middle values; sample standard deviation), of the spans of one kind
+-- and, where `wanted_category` is not NULL, one category: ('api', NULL) for CUDA/HIP API calls,
+-- ('other', the OS runtime category from xsp_trace/formats/nsys_export.py) for OS runtime calls.
+-- Read by analyses/cuda_api_sum.sql and analyses/osrt_sum.sql. A table macro, not a view over
+-- both families: the plain kind filter lets the scan skip the row groups of other kinds.
+CREATE OR REPLACE TEMP MACRO _xsp_call_stats(wanted_kind, wanted_category) AS TABLE
+SELECT run_id, name, sum(end_ns - start_ns) AS total_ns, count(*) AS calls, avg(end_ns - start_ns) AS avg_ns,
+       median(end_ns - start_ns) AS med_ns, min(end_ns - start_ns) AS min_ns, max(end_ns - start_ns) AS max_ns,
+       coalesce(stddev_samp(end_ns - start_ns), 0) AS stddev_ns
+FROM spans
+WHERE kind = wanted_kind AND (wanted_category IS NULL OR category = wanted_category)
+GROUP BY run_id, name;
