@@ -121,7 +121,11 @@ def _nest_window(held: dict, new: dict) -> tuple[dict, pa.Table]:
     has_parent = parent_index >= 0
     parent_ids = pa.array(span_ids[np.where(has_parent, parent_index, 0)], pa.int64(), mask=~has_parent)
     keep = _open_runs(thread, start, end)
-    return {c: v[keep] for c, v in rows.items()}, pa.table({"span_id": span_ids[is_new], "parent_id": parent_ids, "depth": depth})
+    # In span id order: DuckDB's UPDATE then meets the rows in table order (Kineto's span ids
+    # interleave threads; its 1 GB convert spent 4.8 s in these UPDATEs in thread order, ~0.2 s sorted).
+    order = np.argsort(span_ids[is_new], kind="stable")
+    nested = pa.table({"span_id": span_ids[is_new][order], "parent_id": parent_ids.take(pa.array(order)), "depth": depth[order]})
+    return {c: v[keep] for c, v in rows.items()}, nested
 
 
 def _store_nesting(con: duckdb.DuckDBPyConnection, run_id: int, nested: pa.Table, start_between: str) -> None:
