@@ -116,6 +116,19 @@ def test_gpu_tracks_lanes_and_details(handmade):
     assert args["aten::conv2d"]["debug.Input Dims"] == handmade_db.INPUT_DIMS
 
 
+def test_nvtx_range_style_is_a_debug_annotation(handmade):
+    _, _, _, _, tp = handmade
+    styles = tp.query(
+        "SELECT s.name, a.display_value AS style FROM slice s LEFT JOIN args a ON a.arg_set_id = s.arg_set_id AND a.key = 'debug.range_style' "
+        "WHERE s.name IN ('dataloader', 'crossing', 'aten::conv2d') ORDER BY s.name"
+    )
+    assert styles == [
+        {"name": "aten::conv2d", "style": None},
+        {"name": "crossing", "style": "start_end"},
+        {"name": "dataloader", "style": "push_pop"},
+    ]
+
+
 def test_flows_one_api_call_launching_two_kernels(handmade):
     _, _, _, con, tp = handmade
     rows = tp.query(

@@ -119,6 +119,9 @@ def build(path: Path) -> Path:
             "INSERT INTO memops (run_id, span_id, copy_kind, bytes, src_kind, dst_kind) VALUES (1, ?, 'HtoD', 602112, 'Pinned', 'Device')", [memcpy]
         )
         con.execute("INSERT INTO memops (run_id, span_id, bytes, fill_value) VALUES (1, ?, 4096, 0)", [memset])
+        # The loader thread's NVTX ranges: one pushed and popped, one started and ended (it crosses).
+        con.execute("UPDATE spans SET range_style = 'push_pop' WHERE run_id = 1 AND name = 'dataloader'")
+        con.execute("UPDATE spans SET range_style = 'start_end' WHERE run_id = 1 AND name = 'crossing'")
         (conv,) = span_ids(RUN1_SPANS, "aten::conv2d")
         con.execute("INSERT INTO span_args VALUES (1, ?, 'Input Dims', ?), (1, ?, 'Input type', 'float')", [conv, INPUT_DIMS, conv])
         con.execute("INSERT INTO marks VALUES (1, 1500, 'step begin', 'xsp', 100, 100), (2, ?, 'profiler start', 'Trace', 100, NULL)", [EPOCH + 500])
