@@ -231,3 +231,25 @@ def test_a_caller_database_keeps_no_rows_of_a_run_that_failed_in_a_late_piece(tm
         convert_into(con, source, ConvertOptions())
     for table in ("kernels", "span_args", "marks", "counters", "memops"):
         assert con.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
+
+
+def test_a_trailing_comma_cut_off_into_the_last_file_is_still_refused(tiny_pieces, tmp_path, monkeypatch):
+    """`[event, big, big, big, <spaces> ]`: files of 8 KiB cut after each big event, the last cut at
+    the trailing comma, so the last file is `[ ]`. Read alone (not with the file before it, in a
+    piece of two) it has no event, the streaming reader judges the file and refuses it -- as it
+    refuses the same text in one piece."""
+    from typer.testing import CliRunner
+
+    from xsp_trace.cli import app
+
+    monkeypatch.setattr(kineto_fast, "files_per_piece", lambda con: 2)
+    event = {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 10.5, "dur": 2}
+    bigs = ",\n".join(json.dumps({**event, "ts": 500 + i, "args": {"note": "x" * (20 << 10)}}) for i in range(3))
+    # More spaces after the trailing comma than the tail (8 KiB): a cut may fall at that comma.
+    trace = tmp_path / "trailing.json"
+    trace.write_text('{"traceEvents": [' + json.dumps(event) + ",\n" + bigs + "," + " " * (12 << 10) + '], "traceName": "t"}')
+    out = tmp_path / "out.duckdb"
+    result = CliRunner().invoke(app, ["convert", str(trace), "-o", str(out), "-q"])
+    assert result.exit_code == 2, result.output
+    assert "is not valid JSON" in result.stderr and not out.exists()
+    assert len(tiny_pieces) == 4  # event + big, big, big, and the empty last file

@@ -1,14 +1,15 @@
 """DuckDB's JSON reader for Kineto traces: fills the raw event relation `_kineto_events`
 (kineto_events.py) without one Python object per event.
 
-DuckDB reads a top-level JSON *array* of objects in parallel and in bounded memory, but not the
-`traceEvents` array inside Kineto's top-level object (bench: 28 s / 6.4 GB at 1 GB). So:
+DuckDB reads a top-level JSON *array* of objects in bounded memory (one thread per file), but
+not the `traceEvents` array inside Kineto's top-level object (bench: 28 s / 6.4 GB at 1 GB). So:
 1. `extract_events`: the decompressed trace is streamed once; the bytes of the `traceEvents`
    array (and only those) go to a temporary file, the top-level metadata keys before and after
    it are parsed in Python (the same tail rule as kineto_stream).
    The array is cut into pieces of about PIECE_BYTES of JSON at element boundaries as it goes
-   (kineto_pieces.py), each a file of its own.
-2. read_json(format='array') loads one piece at a time into `_kineto_events`, times as
+   (kineto_pieces.py), each written as one file per DuckDB thread (files_per_piece).
+2. read_json(format='array') loads one piece (its files in parallel, rows in file order) at a
+   time into `_kineto_events`, times as
    DECIMAL(38,9) (exact for Kineto's microseconds with up to 9 decimals), pid/tid/id as text,
    args as MAP(VARCHAR, JSON); the caller maps it (kineto_map.sql) and drops it before the next,
    so the raw events of the whole trace are never held (at 1 GB they spilled under the memory
@@ -35,7 +36,7 @@ from pathlib import Path
 import duckdb
 
 from ..formats import kineto_fields as kf
-from ..sql import one_row
+from ..sql import one_row, scalar
 from .kineto_events import READ_JSON_COLUMNS
 from .kineto_pieces import PieceWriter
 from .kineto_stream import closing_bracket
@@ -196,23 +197,35 @@ FROM _kineto_events
 PIECE_BYTES = 128 << 20
 
 
+def files_per_piece(con: duckdb.DuckDBPyConnection) -> int:
+    """Files a piece is written as: one per DuckDB thread. read_json parses one file on one thread
+    (a 128 MB piece: 1.65 s as one file, 0.85 s as two on 2 cores); several files of one call are
+    read in parallel and their rows kept in file order."""
+    return max(1, int(scalar(con, "SELECT current_setting('threads')")))
+
+
 def read_events(con: duckdb.DuckDBPyConnection, path: Path, map_piece: Callable[[int], None]) -> dict | None:
     """Read the trace's events with DuckDB's JSON reader, one piece of about PIECE_BYTES of JSON
-    at a time: each fills `_kineto_events`, then `map_piece(events before it)` maps (and drops) it.
+    at a time (written as files_per_piece files, read by one read_json): each fills `_kineto_events`,
+    then `map_piece(events before it)` maps (and drops) it. The file holding the array's end is read
+    alone, as the last piece: it alone can hold no event (`[a, ]`), which the reader must see.
     Returns the top-level metadata, or None when the streaming reader must take the file: the
     pieces mapped until then are the caller's to undo (a piece DuckDB cannot read, a null event,
     no events, a non-numeric time further on, no closing bracket where the tail rule looks)."""
     folder = Path(tempfile.mkdtemp(prefix="xsp-kineto-"))
+    files = files_per_piece(con)
     events = 0
+    waiting: list[Path] = []  # files not read yet; a full piece is read when the next file comes
 
-    def on_piece(piece: Path) -> None:
+    def read_piece(piece: list[Path]) -> None:
         nonlocal events
         try:
-            con.execute(_READ_EVENTS, [str(piece)])
+            con.execute(_READ_EVENTS, [[str(f) for f in piece]])
         except duckdb.Error as exc:
             raise _NotSimple from exc
         finally:
-            piece.unlink(missing_ok=True)
+            for f in piece:
+                f.unlink(missing_ok=True)
         count, empty = one_row(con, _COUNT_EVENTS)
         if empty or not count:  # no events at all, or a piece of none (`[a, ]`): the Python reader judges
             con.execute("DROP TABLE _kineto_events")
@@ -220,7 +233,20 @@ def read_events(con: duckdb.DuckDBPyConnection, path: Path, map_piece: Callable[
         map_piece(events)
         events += count
 
+    def on_file(file: Path) -> None:
+        if len(waiting) == files:
+            read_piece(waiting[:])
+            waiting.clear()
+        waiting.append(file)
+
     try:
-        return extract_events(path, PieceWriter(folder, PIECE_BYTES, 2 * TAIL_BYTES, on_piece))
+        meta = extract_events(path, PieceWriter(folder, max(1, PIECE_BYTES // files), 2 * TAIL_BYTES, on_file))
+        if meta is not None:
+            if len(waiting) > 1:
+                read_piece(waiting[:-1])
+            read_piece(waiting[-1:])
+        return meta
+    except _NotSimple:
+        return None
     finally:
         shutil.rmtree(folder, ignore_errors=True)  # whatever failed: no decompressed copy is left
