@@ -24,6 +24,12 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+def duckdb_threads(con: duckdb.DuckDBPyConnection) -> int:
+    """The DuckDB threads of a connection: the usable cores (duckdb_connect), or this process's share
+    of them under `convert -j`. Readers that split their input use one part per thread."""
+    return max(1, int(scalar(con, "SELECT current_setting('threads')")))
+
+
 def duckdb_connect(path: Path | str = ":memory:", read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """The one way xsp-trace opens DuckDB: its threads = the usable cores (DuckDB alone counts every
     core of the machine, so under taskset or a cpuset it would run more threads than it has cores),

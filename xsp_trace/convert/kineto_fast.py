@@ -35,8 +35,9 @@ from pathlib import Path
 
 import duckdb
 
+from ..database import duckdb_threads
 from ..formats import kineto_fields as kf
-from ..sql import one_row, scalar
+from ..sql import one_row
 from .kineto_events import READ_JSON_COLUMNS
 from .kineto_pieces import PieceWriter
 from .kineto_stream import closing_bracket
@@ -201,7 +202,7 @@ def files_per_piece(con: duckdb.DuckDBPyConnection) -> int:
     """Files a piece is written as: one per DuckDB thread. read_json parses one file on one thread
     (a 128 MB piece: 1.65 s as one file, 0.85 s as two on 2 cores); several files of one call are
     read in parallel and their rows kept in file order."""
-    return max(1, int(scalar(con, "SELECT current_setting('threads')")))
+    return duckdb_threads(con)
 
 
 def read_events(con: duckdb.DuckDBPyConnection, path: Path, map_piece: Callable[[int], None]) -> dict | None:

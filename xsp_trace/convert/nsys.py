@@ -25,13 +25,12 @@ import adbc_driver_sqlite.dbapi as adbc_sqlite
 import duckdb
 import pyarrow as pa
 
-from ..database import run_script
+from ..database import duckdb_threads, run_script
 from ..errors import InputError
 from ..formats import nsys_export as fmt
 from ..formats.file_magic import NSYS_REPORT_MAGIC
 from ..naming import install_sql_macros
 from ..resources import query_text
-from ..sql import scalar
 from .common import ConvertOptions, Progress, register_run
 from .nsys_report import exported_sqlite
 from .nsys_staging import FIX_VALUES, Plan, schema, stage_in_order
@@ -443,9 +442,8 @@ _GRAPH_FIELDS = ("graph_id", "graph_node_id")
 
 
 def reader_threads(con: duckdb.DuckDBPyConnection) -> int:
-    """As many SQLite readers as the connection has DuckDB threads: the cores this process may use
-    (database.duckdb_connect), or its share of them under `convert -j`."""
-    return max(1, int(scalar(con, "SELECT current_setting('threads')")))
+    """As many SQLite readers as the connection has DuckDB threads (database.duckdb_threads)."""
+    return duckdb_threads(con)
 
 
 def _graph_columns(export: _Export, base: str) -> str:
