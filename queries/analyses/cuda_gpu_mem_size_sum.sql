@@ -3,10 +3,10 @@
 -- (nsys prints MB = 1e6 bytes unless given --format csv:mem=B).
 --
 -- From: memops (one row per memcpy / memset span: copy_kind, bytes) and the kind of their spans;
--- operation names as in analysis_cuda_gpu_mem_time_sum, one per (kind, copy_kind), so the
--- statistics are taken per (kind, copy_kind) and named after. Statistics as nsys computes them:
--- median of an even count = mean of the two middle values, sample standard deviation (not
--- rounded, as nsys).
+-- operation names as nsys writes them (the prelude's _xsp_memop_operation), one per (kind,
+-- copy_kind), so the statistics are taken per (kind, copy_kind) and named after. Statistics as
+-- nsys computes them: median of an even count = mean of the two middle values, sample standard
+-- deviation (not rounded, as nsys).
 WITH per_kind AS (
     SELECT m.run_id, s.kind, m.copy_kind, sum(m.bytes) AS total_bytes, count(*) AS count, avg(m.bytes) AS avg_bytes,
            median(m.bytes) AS med_bytes, min(m.bytes) AS min_bytes, max(m.bytes) AS max_bytes,
@@ -33,7 +33,6 @@ SELECT
     -- Sample standard deviation of the sizes, bytes (0 for a single operation).
     p.stddev_bytes,
     -- "[CUDA memcpy HtoD]", "[CUDA memset]", ...
-    coalesce(o.operation, '[' || p.kind || ' ' || coalesce(p.copy_kind, '?') || ']') AS operation
+    _xsp_memop_operation(p.kind, p.copy_kind) AS operation
 FROM per_kind AS p
-LEFT JOIN _xsp_memop_operations AS o ON o.kind = p.kind AND o.copy_kind IS NOT DISTINCT FROM p.copy_kind
 ORDER BY run_id, total_bytes DESC, operation;

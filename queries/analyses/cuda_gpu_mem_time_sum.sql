@@ -3,8 +3,8 @@
 -- nanosecond.
 --
 -- From: memops (one row per memcpy / memset span, with its copy_kind) and their spans; operation
--- names as nsys 2022.4 writes them (_xsp_memop_operations, from xsp_trace/formats/nsys_stats.py),
--- one per (kind, copy_kind), so the statistics are taken per (kind, copy_kind) and named after.
+-- names as nsys 2022.4 writes them (the prelude's _xsp_memop_operation), one per (kind, copy_kind),
+-- so the statistics are taken per (kind, copy_kind) and named after.
 -- Read from memops, not by a filter on spans.kind: the join then reads only the span rows of the
 -- memory operations' span ids. Statistics as nsys computes them: median of an even count = mean
 -- of the two middle values, sample standard deviation, averages rounded to 0.1 ns.
@@ -17,9 +17,7 @@ WITH per_kind AS (
     JOIN spans AS s ON s.run_id = m.run_id AND s.span_id = m.span_id
     GROUP BY m.run_id, s.kind, m.copy_kind
 ), summary AS MATERIALIZED (
-    SELECT p.*, coalesce(o.operation, '[' || p.kind || ' ' || coalesce(p.copy_kind, '?') || ']') AS operation
-    FROM per_kind AS p
-    LEFT JOIN _xsp_memop_operations AS o ON o.kind = p.kind AND o.copy_kind IS NOT DISTINCT FROM p.copy_kind
+    SELECT *, _xsp_memop_operation(kind, copy_kind) AS operation FROM per_kind
 )
 SELECT
     -- Run of the operations.

@@ -563,6 +563,15 @@ CREATE OR REPLACE TEMP MACRO xsp_sync_call_kind(kind, name) AS
         WHEN regexp_matches(name, getvariable('xsp_implicit_sync_api')) THEN 'implicit'
     END;
 
+-- The name nsys 2022.4 gives the memory operations of (kind, copy_kind) in its memory reports
+-- (_xsp_memop_operations, loaded from xsp_trace/formats/nsys_stats.py), or "[kind copy_kind]" for
+-- a pair it has no name for. One name per pair. Read by analyses/cuda_gpu_mem_time_sum.sql and
+-- analyses/cuda_gpu_mem_size_sum.sql.
+CREATE OR REPLACE TEMP MACRO _xsp_memop_operation(op_kind, op_copy_kind) AS coalesce(
+    (SELECT o.operation FROM _xsp_memop_operations AS o WHERE o.kind = op_kind AND o.copy_kind IS NOT DISTINCT FROM op_copy_kind),
+    '[' || op_kind || ' ' || coalesce(op_copy_kind, '?') || ']'
+);
+
 -- Duration statistics of CPU calls per run and function, as `nsys stats` computes them (median of an
 -- even count = mean of the two middle values; sample standard deviation), of the spans of one kind
 -- and, where `wanted_category` is not NULL, one category: ('api', NULL) for CUDA/HIP API calls,
