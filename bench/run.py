@@ -226,18 +226,21 @@ def summary_rows(export: Path, database: Path, nsys: str | None) -> list[dict]:
             ours.append({"xsp": whole, **json.loads(whole.pop("stdout").strip().splitlines()[-1])})
             if nsys and not any(s.get("timed_out") for s in theirs):
                 theirs.append(measure(nsys_stats(nsys, report, export), timeout=SUMMARY_TIMEOUT_S))
-        row = {"module": module, "report": report, **median_run(ours, lambda r: r["query_seconds"])}
-        row["query_range"] = [min(r["query_seconds"] for r in ours), max(r["query_seconds"] for r in ours)]
+        row = {"module": module, "report": report, **median_run(ours, "query_seconds"), "query_range": spread(ours, "query_seconds")}
         if theirs:
-            row["nsys_stats"] = median_run(theirs, lambda s: s["seconds"])
-            row["nsys_stats_range"] = [min(s["seconds"] for s in theirs), max(s["seconds"] for s in theirs)]
+            row |= {"nsys_stats": median_run(theirs, "seconds"), "nsys_stats_range": spread(theirs, "seconds")}
         rows.append(row)
     return rows
 
 
-def median_run(runs: list[dict], key) -> dict:
+def median_run(runs: list[dict], key: str) -> dict:
     """The run with the median `key` (the lower middle one of an even count)."""
-    return sorted(runs, key=key)[(len(runs) - 1) // 2]
+    return sorted(runs, key=lambda r: r[key])[(len(runs) - 1) // 2]
+
+
+def spread(runs: list[dict], key: str) -> list[float]:
+    """[lowest, highest] `key` of the runs."""
+    return [min(r[key] for r in runs), max(r[key] for r in runs)]
 
 
 def cores_rows(nsys_copies: int | None, kineto_size: int | None) -> list[dict]:
