@@ -194,8 +194,10 @@ COMMENT ON COLUMN kernels.warps_per_sm IS 'Warps per SM as estimated by the prof
 CREATE TABLE IF NOT EXISTS memops (
     run_id INTEGER NOT NULL,
     span_id BIGINT NOT NULL,
+    kind VARCHAR NOT NULL,
     copy_kind VARCHAR,
     bytes BIGINT,
+    duration_ns BIGINT NOT NULL,
     src_kind VARCHAR,
     dst_kind VARCHAR,
     fill_value BIGINT
@@ -203,8 +205,10 @@ CREATE TABLE IF NOT EXISTS memops (
 COMMENT ON TABLE memops IS 'Details of memcpy and memset spans: exactly one row per such span, none for other spans.';
 COMMENT ON COLUMN memops.run_id IS 'Run of the span.';
 COMMENT ON COLUMN memops.span_id IS 'The memcpy/memset span.';
+COMMENT ON COLUMN memops.kind IS 'The span''s kind, memcpy or memset (a copy, so the memory summaries read this table alone).';
 COMMENT ON COLUMN memops.copy_kind IS 'Direction of a copy: HtoD, DtoH, DtoD, HtoH, PtoP, ...; NULL for memset.';
 COMMENT ON COLUMN memops.bytes IS 'Bytes copied or set.';
+COMMENT ON COLUMN memops.duration_ns IS 'The span''s GPU duration, end_ns - start_ns (a copy, so the memory summaries read this table alone).';
 COMMENT ON COLUMN memops.src_kind IS 'Memory kind of the source (Pageable, Pinned, Device, ...), where recorded.';
 COMMENT ON COLUMN memops.dst_kind IS 'Memory kind of the destination, where recorded.';
 COMMENT ON COLUMN memops.fill_value IS 'Byte value a memset wrote, where recorded.';

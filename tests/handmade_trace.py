@@ -103,7 +103,16 @@ class Run:
         name = "[CUDA memset]" if kind == "memset" else f"Memcpy {copy_kind}"
         span_id = self.gpu(kind, name, cpu, gpu, api=api, **extra)
         self.side["memops"].append(
-            {"run_id": self.run_id, "span_id": span_id, "copy_kind": copy_kind, "bytes": nbytes, "src_kind": src, "dst_kind": dst}
+            {
+                "run_id": self.run_id,
+                "span_id": span_id,
+                "kind": kind,
+                "copy_kind": copy_kind,
+                "bytes": nbytes,
+                "duration_ns": gpu[1] - gpu[0],
+                "src_kind": src,
+                "dst_kind": dst,
+            }
         )
         return span_id
 

@@ -95,10 +95,12 @@ def test_kernel_and_memop_details(converted):
                         FROM kernels k JOIN spans s USING (run_id, span_id)
                         WHERE s.name LIKE 'sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64%' AND s.correlation_id = 675811""").fetchone()
     assert row == (132, 1, 1, 384, 1, 1, 168, 231424, 1.0, 12.0, 0.0)
-    memcpy = db.execute("SELECT copy_kind, src_kind, dst_kind, bytes FROM memops JOIN spans USING (run_id, span_id) WHERE kind = 'memcpy'").fetchall()
+    memcpy = db.execute(
+        "SELECT copy_kind, src_kind, dst_kind, bytes FROM memops m JOIN spans s USING (run_id, span_id) WHERE s.kind = 'memcpy'"
+    ).fetchall()
     assert memcpy == [("DtoH", "Device", "Pinned", 1)]
     assert db.execute(
-        "SELECT count(*), sum(bytes) FILTER (WHERE bytes = 4) > 0 FROM memops m JOIN spans s USING (run_id, span_id) WHERE kind = 'memset'"
+        "SELECT count(*), sum(bytes) FILTER (WHERE bytes = 4) > 0 FROM memops m JOIN spans s USING (run_id, span_id) WHERE s.kind = 'memset'"
     ).fetchone() == (241, True)
     # Shapes and dtypes of ops stay as span_args, JSON text for lists.
     args = dict(

@@ -1,6 +1,7 @@
 """What the memory-operation summaries rely on (analyses/cuda_gpu_mem_time_sum.sql and
-cuda_gpu_mem_size_sum.sql read memops first and join their spans): every converter writes exactly
-one memops row per memcpy / memset span, and memops rows for nothing else."""
+cuda_gpu_mem_size_sum.sql read memops alone): every converter writes exactly one memops row per
+memcpy / memset span, memops rows for nothing else, and each row's kind and duration_ns are its
+span's."""
 
 from __future__ import annotations
 
@@ -25,7 +26,11 @@ def test_one_memops_row_per_memory_operation_span(case, converted):
            WHERE s.kind IS NULL OR s.kind NOT IN ('memcpy', 'memset')"""
     ).fetchone()[0]
     duplicates = con.execute("SELECT count(*) - count(DISTINCT (run_id, span_id)) FROM memops").fetchone()[0]
-    assert (spans_without_row, rows_of_other_spans, duplicates) == (0, 0, 0)
+    copies_unlike_the_span = con.execute(
+        """SELECT count(*) FROM memops m JOIN spans s ON s.run_id = m.run_id AND s.span_id = m.span_id
+           WHERE m.kind IS DISTINCT FROM s.kind OR m.duration_ns IS DISTINCT FROM s.end_ns - s.start_ns"""
+    ).fetchone()[0]
+    assert (spans_without_row, rows_of_other_spans, duplicates, copies_unlike_the_span) == (0, 0, 0, 0)
 
 
 def test_the_memory_fixtures_have_memory_operations(converted):

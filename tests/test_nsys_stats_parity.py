@@ -12,10 +12,13 @@ undone on the reference side only:
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
+
 import pytest
 
 from conftest import NSYS_EXPORTS, nsys_stats, nsys_version, without_backtrace_rows
-from xsp_trace.analyze import open_session, run_analysis
+from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.formats import nsys_export as fmt
 from xsp_trace.formats.nsys_stats import GPUSUM_KERNEL_CATEGORY, report_name
 
@@ -153,3 +156,33 @@ def test_cuda_gpu_kern_sum_equals_nsys(case, sessions, tmp_path):
         assert {(r["Name"],): float(r["Time (%)"]) for r in ref} == {
             (r["name"],): r["time_pct"] for r in run_analysis(sessions(case), "cuda_gpu_kern_sum").records()
         }
+
+
+def test_memory_summaries_in_a_window_equal_nsys_on_the_window_s_operations(converted, tmp_path):
+    """analyze --window narrows memops with its spans (the memory summaries read memops alone): the
+    summaries of a window equal nsys's reports on a copy of the export holding only the memory
+    operations that start in that window."""
+    source = NSYS_EXPORTS["nsys_2026_pytorch_2xh100"]
+    with sqlite3.connect(source) as raw:
+        copy_starts = [r[0] for r in raw.execute(f"SELECT start FROM {fmt.MEMCPY} ORDER BY start")]
+        (last_set,) = raw.execute(f"SELECT max(start) FROM {fmt.MEMSET}").fetchone()
+    window = (copy_starts[300], last_set)  # a cut through the copies and the sets, the last set outside
+    reduced = tmp_path / "window" / source.name
+    reduced.parent.mkdir()
+    shutil.copyfile(source, reduced)
+    with sqlite3.connect(reduced) as raw:
+        for table in (fmt.MEMCPY, fmt.MEMSET):
+            raw.execute(f"DELETE FROM {table} WHERE start < ? OR start >= ?", window)
+        kept = raw.execute(f"SELECT (SELECT count(*) FROM {fmt.MEMCPY}), (SELECT count(*) FROM {fmt.MEMSET})").fetchone()
+    assert 0 < kept[0] < len(copy_starts) - 300 and kept[1] > 0
+    db = converted(source)
+    path = db.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]
+    db.close()
+    con = open_session(path, AnalysisOptions(window_ns=window))
+    time_ref = _reference("nsys_2026_pytorch_2xh100", "cuda_gpu_mem_time_sum", tmp_path, source=reduced)
+    assert _ours(con, "cuda_gpu_mem_time_sum", ("operation",), "count") == {(r["Operation"],): _time_stats(r, "Count") for r in time_ref}
+    size_ref = _reference("nsys_2026_pytorch_2xh100", "cuda_gpu_mem_size_sum", tmp_path / "size", "csv:mem=B", source=reduced)
+    ours = {
+        r["operation"]: (r["total_bytes"], r["count"], r["min_bytes"], r["max_bytes"]) for r in run_analysis(con, "cuda_gpu_mem_size_sum").records()
+    }
+    assert ours == {r["Operation"]: (int(r["Total (B)"]), int(r["Count"]), int(r["Min (B)"]), int(r["Max (B)"])) for r in size_ref}

@@ -16,7 +16,7 @@ from .output_files import atomic_output
 from .resources import schema_text
 from .sql import scalar
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 
 
 def usable_cores() -> int:

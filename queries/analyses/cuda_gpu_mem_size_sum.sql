@@ -2,18 +2,17 @@
 -- what `nsys stats --report cuda_gpu_mem_size_sum` (nsys 2022.4: gpumemsizesum) prints, in bytes
 -- (nsys prints MB = 1e6 bytes unless given --format csv:mem=B).
 --
--- From: memops (one row per memcpy / memset span: copy_kind, bytes) and the kind of their spans;
--- operation names as nsys writes them (the prelude's _xsp_memop_operation), one per (kind,
--- copy_kind), so the statistics are taken per (kind, copy_kind) and named after. Statistics as
--- nsys computes them: median of an even count = mean of the two middle values, sample standard
--- deviation (not rounded, as nsys).
+-- From: memops alone (one row per memcpy / memset span: kind, copy_kind, bytes; an analysis session
+-- narrowed to a window or iterations narrows memops with its spans); operation names as nsys
+-- writes them (the prelude's _xsp_memop_operation), one per (kind, copy_kind), so the statistics
+-- are taken per (kind, copy_kind) and named after. Statistics as nsys computes them: median of an
+-- even count = mean of the two middle values, sample standard deviation (not rounded, as nsys).
 WITH per_kind AS (
-    SELECT m.run_id, s.kind, m.copy_kind, sum(m.bytes) AS total_bytes, count(*) AS count, avg(m.bytes) AS avg_bytes,
-           median(m.bytes) AS med_bytes, min(m.bytes) AS min_bytes, max(m.bytes) AS max_bytes,
-           coalesce(stddev_samp(m.bytes), 0) AS stddev_bytes
-    FROM memops AS m
-    JOIN spans AS s ON s.run_id = m.run_id AND s.span_id = m.span_id
-    GROUP BY m.run_id, s.kind, m.copy_kind
+    SELECT run_id, kind, copy_kind, sum(bytes) AS total_bytes, count(*) AS count, avg(bytes) AS avg_bytes,
+           median(bytes) AS med_bytes, min(bytes) AS min_bytes, max(bytes) AS max_bytes,
+           coalesce(stddev_samp(bytes), 0) AS stddev_bytes
+    FROM memops
+    GROUP BY run_id, kind, copy_kind
 )
 SELECT
     -- Run of the operations.

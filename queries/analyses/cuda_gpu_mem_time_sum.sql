@@ -2,20 +2,20 @@
 -- what `nsys stats --report cuda_gpu_mem_time_sum` (nsys 2022.4: gpumemtimesum) prints, to the
 -- nanosecond.
 --
--- From: memops (one row per memcpy / memset span, with its copy_kind) and their spans; operation
--- names as nsys 2022.4 writes them (the prelude's _xsp_memop_operation), one per (kind, copy_kind),
--- so the statistics are taken per (kind, copy_kind) and named after.
--- Read from memops, not by a filter on spans.kind: the join then reads only the span rows of the
--- memory operations' span ids. Statistics as nsys computes them: median of an even count = mean
--- of the two middle values, sample standard deviation, averages rounded to 0.1 ns.
+-- From: memops alone (one row per memcpy / memset span, with the span's kind, GPU duration and
+-- copy_kind); operation names as nsys 2022.4 writes them (the prelude's _xsp_memop_operation), one
+-- per (kind, copy_kind), so the statistics are taken per (kind, copy_kind) and named after.
+-- No join to spans: memops carries copies of the span's kind and duration, and an analysis
+-- session narrowed to a window or iterations narrows memops with its spans. Statistics as nsys
+-- computes them: median of an even count = mean of the two middle values, sample standard
+-- deviation, averages rounded to 0.1 ns.
 WITH per_kind AS (
-    SELECT m.run_id, s.kind, m.copy_kind, sum(s.end_ns - s.start_ns) AS total_ns, count(*) AS count,
-           avg(s.end_ns - s.start_ns) AS avg_ns, median(s.end_ns - s.start_ns) AS med_ns,
-           min(s.end_ns - s.start_ns) AS min_ns, max(s.end_ns - s.start_ns) AS max_ns,
-           coalesce(stddev_samp(s.end_ns - s.start_ns), 0) AS stddev_ns
-    FROM memops AS m
-    JOIN spans AS s ON s.run_id = m.run_id AND s.span_id = m.span_id
-    GROUP BY m.run_id, s.kind, m.copy_kind
+    SELECT run_id, kind, copy_kind, sum(duration_ns) AS total_ns, count(*) AS count,
+           avg(duration_ns) AS avg_ns, median(duration_ns) AS med_ns,
+           min(duration_ns) AS min_ns, max(duration_ns) AS max_ns,
+           coalesce(stddev_samp(duration_ns), 0) AS stddev_ns
+    FROM memops
+    GROUP BY run_id, kind, copy_kind
 ), summary AS MATERIALIZED (
     SELECT *, _xsp_memop_operation(kind, copy_kind) AS operation FROM per_kind
 )

@@ -135,7 +135,9 @@ ORDER BY span_id;
 
 INSERT INTO memops BY NAME
 SELECT
-    getvariable('xsp_run_id') AS run_id, span_id,
+    getvariable('xsp_run_id') AS run_id, span_id, kind,
+    -- GPU duration, a copy of the span's.
+    end_ns - start_ns AS duration_ns,
     -- Copy kind and endpoints from the name ("Memcpy HtoD (Pageable -> Device)"), else args.kind.
     CASE WHEN kind = 'memcpy' THEN coalesce(nullif(regexp_extract(name, getvariable('kineto_memcpy_pattern'), 1), ''),
                                             CASE WHEN NOT regexp_matches(name, getvariable('kineto_memcpy_pattern'))

@@ -97,8 +97,8 @@ SELECT
 FROM _nsys_memcpy AS m
 LEFT JOIN _nsys_enums AS e ON e.enum = 'memcpy_kind' AND e.code = m.copy_kind;
 
-INSERT INTO memops (run_id, span_id, copy_kind, bytes, src_kind, dst_kind)
-SELECT getvariable('xsp_run_id'), m.span_id, e.short, m.bytes, src.label, dst.label
+INSERT INTO memops (run_id, span_id, kind, copy_kind, bytes, duration_ns, src_kind, dst_kind)
+SELECT getvariable('xsp_run_id'), m.span_id, 'memcpy', e.short, m.bytes, m.end_ns - m.start_ns, src.label, dst.label
 FROM _nsys_memcpy AS m
 LEFT JOIN _nsys_enums AS e ON e.enum = 'memcpy_kind' AND e.code = m.copy_kind
 LEFT JOIN _nsys_enums AS src ON src.enum = 'mem_kind' AND src.code = m.src_kind
@@ -110,8 +110,8 @@ SELECT
     m.start_ns, m.end_ns, m.pid, m.device_id, m.stream_id, m.correlation_id
 FROM _nsys_memset AS m;
 
-INSERT INTO memops (run_id, span_id, bytes, dst_kind, fill_value)
-SELECT getvariable('xsp_run_id'), m.span_id, m.bytes, kind.label, m.fill_value
+INSERT INTO memops (run_id, span_id, kind, bytes, duration_ns, dst_kind, fill_value)
+SELECT getvariable('xsp_run_id'), m.span_id, 'memset', m.bytes, m.end_ns - m.start_ns, kind.label, m.fill_value
 FROM _nsys_memset AS m
 LEFT JOIN _nsys_enums AS kind ON kind.enum = 'mem_kind' AND kind.code = m.mem_kind;
 

@@ -115,10 +115,17 @@ def build(path: Path) -> Path:
         con.execute("INSERT INTO devices (run_id, device_id, name) VALUES (2, 1, 'NVIDIA H100 80GB HBM3')")
         (memcpy,) = span_ids(RUN1_SPANS, "Memcpy HtoD")
         (memset,) = span_ids(RUN1_SPANS, "Memset")
+        # kind and duration_ns copied from the spans, as the converters write them.
         con.execute(
-            "INSERT INTO memops (run_id, span_id, copy_kind, bytes, src_kind, dst_kind) VALUES (1, ?, 'HtoD', 602112, 'Pinned', 'Device')", [memcpy]
+            "INSERT INTO memops (run_id, span_id, kind, copy_kind, bytes, duration_ns, src_kind, dst_kind) "
+            "SELECT 1, span_id, kind, 'HtoD', 602112, end_ns - start_ns, 'Pinned', 'Device' FROM spans WHERE run_id = 1 AND span_id = ?",
+            [memcpy],
         )
-        con.execute("INSERT INTO memops (run_id, span_id, bytes, fill_value) VALUES (1, ?, 4096, 0)", [memset])
+        con.execute(
+            "INSERT INTO memops (run_id, span_id, kind, bytes, duration_ns, fill_value) "
+            "SELECT 1, span_id, kind, 4096, end_ns - start_ns, 0 FROM spans WHERE run_id = 1 AND span_id = ?",
+            [memset],
+        )
         # The loader thread's NVTX ranges: one pushed and popped, one started and ended (it crosses).
         con.execute("UPDATE spans SET range_style = 'push_pop' WHERE run_id = 1 AND name = 'dataloader'")
         con.execute("UPDATE spans SET range_style = 'start_end' WHERE run_id = 1 AND name = 'crossing'")

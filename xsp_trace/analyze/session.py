@@ -134,12 +134,14 @@ def _set_layer_view(con: duckdb.DuckDBPyConnection, text: str, depth: int | None
 
 
 def _narrow_spans(con: duckdb.DuckDBPyConnection, catalog: str, options: AnalysisOptions) -> None:
-    """Shadow spans and steps with the rows of the selected iterations / time window.
+    """Shadow spans, steps and memops with the rows of the selected iterations / time window.
 
     A span's iteration is its own (spans.iteration) or its step's (attribution: GPU work launched
     in the step by any thread of its process); a span is in the window when it starts inside it.
+    memops follows its spans: the memory summaries read it alone (it carries the span's kind and
+    duration), so it must hold the narrowed spans' rows only.
     """
-    source = {t: ("" if options.runs else f"{_quote(catalog)}.main.") + _quote(t) for t in ("spans", "steps", "attribution")}
+    source = {t: ("" if options.runs else f"{_quote(catalog)}.main.") + _quote(t) for t in ("spans", "steps", "attribution", "memops")}
     for t in source:  # the run selection's views, if any, become the sources
         if options.runs:
             con.execute(f"CREATE OR REPLACE TEMP VIEW {_quote('_xsp_unfiltered_' + t)} AS SELECT * FROM temp.main.{_quote(t)}")
@@ -161,6 +163,10 @@ def _narrow_spans(con: duckdb.DuckDBPyConnection, catalog: str, options: Analysi
     con.execute(f"CREATE OR REPLACE TEMP TABLE _xsp_narrow_steps AS SELECT * FROM {source['steps']} WHERE {' AND '.join(step_where)}")
     con.execute("CREATE OR REPLACE TEMP VIEW spans AS SELECT * FROM _xsp_narrow_spans")
     con.execute("CREATE OR REPLACE TEMP VIEW steps AS SELECT * FROM _xsp_narrow_steps")
+    con.execute(
+        f"CREATE OR REPLACE TEMP VIEW memops AS SELECT m.* FROM {source['memops']} AS m "
+        "SEMI JOIN _xsp_narrow_spans AS s ON s.run_id = m.run_id AND s.span_id = m.span_id"
+    )
 
 
 def _load_format_tables(con: duckdb.DuckDBPyConnection) -> None:
