@@ -10,6 +10,7 @@ import gzip
 import json
 import random
 import tempfile
+import threading
 from pathlib import Path
 
 import duckdb
@@ -253,3 +254,27 @@ def test_a_trailing_comma_cut_off_into_the_last_file_is_still_refused(tiny_piece
     assert result.exit_code == 2, result.output
     assert "is not valid JSON" in result.stderr and not out.exists()
     assert len(tiny_pieces) == 4  # event + big, big, big, and the empty last file
+
+
+def test_a_problem_in_the_first_piece_stops_the_thread_writing_the_rest(tmp_path, tiny_pieces, monkeypatch):
+    """The pieces are written by a second thread while this one maps: when DuckDB cannot read the
+    first piece, that thread stops within a few files instead of decompressing the whole trace,
+    and no decompressed file is left behind."""
+    source = tmp_path / "early.json.gz"
+    events = nasty_trace(source, events=3000)
+    whole = len(tiny_pieces)
+    convert(source, tmp_path / "whole.duckdb")
+    whole = len(tiny_pieces) - whole
+    assert whole >= 40, whole
+    bad = {"ph": "X", "cat": "cpu_op", "name": "early", "pid": 1, "tid": 2, "ts": 1, "dur": 1, "args": [1]}  # DuckDB cannot read it
+    with gzip.open(source, "wt") as f:
+        json.dump({"schemaVersion": 1, "traceEvents": [events[0], bad, *events[1:]], "traceName": "t]"}, f)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    before = len(tiny_pieces)
+    ours = convert(source, tmp_path / "early.duckdb")  # the streaming reader takes the file
+    assert len(tiny_pieces) - before <= 4 * kineto_fast.files_per_piece(duckdb.connect()) + 2
+    assert ours == convert(source, tmp_path / "python.duckdb", "python")
+    assert list(scratch.iterdir()) == []
+    assert not [t for t in threading.enumerate() if t.name == "xsp-kineto-pieces"]

@@ -65,7 +65,7 @@ WITH
         SELECT *, on_gpu OR (track_pid IS NOT NULL AND track_tid IS NOT NULL) AS kept FROM classified
     )
 SELECT
-    CASE WHEN kept THEN row_number() OVER (PARTITION BY kept ORDER BY event_index) + getvariable('kineto_span_offset') END AS span_id,
+    CAST(NULL AS BIGINT) AS span_id,  -- numbered below, once the events not kept are gone
     kept,
     event_index, lower_cat, a, on_gpu, track_pid, track_tid, span_name AS name,
     CASE WHEN NOT on_gpu AND list_contains(getvariable('kineto_user_annotation_categories'), lower_cat)
@@ -92,6 +92,11 @@ FROM kept;
 CREATE OR REPLACE TEMP TABLE _kineto_skipped AS
 SELECT count(*) FILTER (WHERE NOT kept) AS cpu_events_off_track FROM _kineto_complete;
 DELETE FROM _kineto_complete WHERE NOT kept;
+-- Span ids in event order over all pieces (1..n). Numbered on the narrow (event_index) rows and
+-- written back: a window over the wide rows sorted them all (0.3 s of 0.8 s per 128 MB piece).
+UPDATE _kineto_complete SET span_id = n.span_id
+FROM (SELECT event_index, row_number() OVER (ORDER BY event_index) + getvariable('kineto_span_offset') AS span_id FROM _kineto_complete) AS n
+WHERE _kineto_complete.event_index = n.event_index;
 
 INSERT INTO _kineto_spans BY NAME
 SELECT
@@ -167,12 +172,14 @@ SELECT
     -- Arg name as written.
     key,
     -- Strings as they are, booleans true/false, numbers and lists/objects as (compact) JSON text.
-    CASE WHEN json_type(value) = 'VARCHAR' THEN value ->> '$' ELSE CAST(value AS VARCHAR) END AS value
+    CASE WHEN starts_with(value, '"') THEN value ->> '$' ELSE CAST(value AS VARCHAR) END AS value
 FROM (
     SELECT span_id, on_gpu, kind, unnest(map_keys(a)) AS key, unnest(map_values(a)) AS value
     FROM _kineto_complete WHERE cardinality(a) > 0
 )
-WHERE value IS NOT NULL AND json_type(value) <> 'NULL' AND value <> '""'
+-- Both readers write args values as compact JSON text (a string starts with its quote, null is
+-- `null`): text tests, not a parse of every value.
+WHERE value IS NOT NULL AND value <> 'null' AND value <> '""'
   AND NOT list_contains(getvariable('kineto_dropped_args'), key)
   AND NOT (on_gpu AND list_contains(getvariable('kineto_typed_args'), key))
   -- Graph and node ids of 0: the activity was launched outside a graph (Kineto writes them anyway).

@@ -8,6 +8,7 @@ not the `traceEvents` array inside Kineto's top-level object (bench: 28 s / 6.4 
    it are parsed in Python (the same tail rule as kineto_stream).
    The array is cut into pieces of about PIECE_BYTES of JSON at element boundaries as it goes
    (kineto_pieces.py), each written as one file per DuckDB thread (files_per_piece).
+   A second thread does this (read_events) while the pieces before are read and mapped.
 2. read_json(format='array') loads one piece (its files in parallel, rows in file order) at a
    time into `_kineto_events`, times as
    DECIMAL(38,9) (exact for Kineto's microseconds with up to 9 decimals), pid/tid/id as text,
@@ -25,9 +26,11 @@ files; the checks of the relation (kineto_events.check_events) and the mapping a
 from __future__ import annotations
 
 import json
+import queue
 import re
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable
 from decimal import Decimal
 from json.decoder import scanstring  # type: ignore[attr-defined]  # public since 2.6, not in the stubs
@@ -205,6 +208,10 @@ def files_per_piece(con: duckdb.DuckDBPyConnection) -> int:
     return duckdb_threads(con)
 
 
+class _Stopped(Exception):
+    """The reader gave up on the file: the thread writing its pieces stops at the next one."""
+
+
 def read_events(con: duckdb.DuckDBPyConnection, path: Path, map_piece: Callable[[int], None]) -> dict | None:
     """Read the trace's events with DuckDB's JSON reader, one piece of about PIECE_BYTES of JSON
     at a time (written as files_per_piece files, read by one read_json): each fills `_kineto_events`,
@@ -212,11 +219,33 @@ def read_events(con: duckdb.DuckDBPyConnection, path: Path, map_piece: Callable[
     alone, as the last piece: it alone can hold no event (`[a, ]`), which the reader must see.
     Returns the top-level metadata, or None when the streaming reader must take the file: the
     pieces mapped until then are the caller's to undo (a piece DuckDB cannot read, a null event,
-    no events, a non-numeric time further on, no closing bracket where the tail rule looks)."""
+    no events, a non-numeric time further on, no closing bracket where the tail rule looks).
+
+    A second thread decompresses and cuts the trace (extract_events) while this one reads and
+    maps the pieces before: DuckDB releases the GIL, so the Python work of the next piece runs
+    beside the SQL of this one. The files written ahead are bounded (one piece's worth)."""
     folder = Path(tempfile.mkdtemp(prefix="xsp-kineto-"))
     files = files_per_piece(con)
+    written: queue.Queue[Path | None] = queue.Queue(maxsize=files)  # None: the writer is done
+    stop = threading.Event()
+    outcome: dict = {}
+
+    def on_file(file: Path) -> None:
+        if stop.is_set():
+            raise _Stopped
+        written.put(file)
+
+    def write_pieces() -> None:
+        try:
+            outcome["meta"] = extract_events(path, PieceWriter(folder, max(1, PIECE_BYTES // files), 2 * TAIL_BYTES, on_file))
+        except _Stopped:
+            pass
+        except BaseException as exc:  # handed to the reading thread, which raises it
+            outcome["error"] = exc
+        finally:
+            written.put(None)
+
     events = 0
-    waiting: list[Path] = []  # files not read yet; a full piece is read when the next file comes
 
     def read_piece(piece: list[Path]) -> None:
         nonlocal events
@@ -234,14 +263,18 @@ def read_events(con: duckdb.DuckDBPyConnection, path: Path, map_piece: Callable[
         map_piece(events)
         events += count
 
-    def on_file(file: Path) -> None:
-        if len(waiting) == files:
-            read_piece(waiting[:])
-            waiting.clear()
-        waiting.append(file)
-
+    writer = threading.Thread(target=write_pieces, name="xsp-kineto-pieces", daemon=True)
+    writer.start()
+    waiting: list[Path] = []  # files not read yet; a full piece is read when the next file comes
     try:
-        meta = extract_events(path, PieceWriter(folder, max(1, PIECE_BYTES // files), 2 * TAIL_BYTES, on_file))
+        while (file := written.get()) is not None:
+            if len(waiting) == files:
+                read_piece(waiting[:])
+                waiting.clear()
+            waiting.append(file)
+        if "error" in outcome:
+            raise outcome["error"]
+        meta = outcome.get("meta")
         if meta is not None:
             if len(waiting) > 1:
                 read_piece(waiting[:-1])
@@ -250,4 +283,10 @@ def read_events(con: duckdb.DuckDBPyConnection, path: Path, map_piece: Callable[
     except _NotSimple:
         return None
     finally:
+        stop.set()
+        while writer.is_alive():  # let a writer blocked on a full queue see the stop
+            try:
+                written.get(timeout=0.1)
+            except queue.Empty:
+                pass
         shutil.rmtree(folder, ignore_errors=True)  # whatever failed: no decompressed copy is left
