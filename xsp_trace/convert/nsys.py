@@ -135,9 +135,12 @@ class _Export:
             yield reader
 
     def rowid_bounds(self, table: str) -> tuple[int, int] | None:
-        """The lowest and highest rowid of a table; None for an empty table or one without rowids."""
+        """The lowest and highest rowid of a table; None for an empty table or one without rowids.
+
+        Two subqueries: SQLite answers a lone min(rowid) or max(rowid) from the b-tree's ends, but
+        scans the whole table for both in one SELECT (0.75 s for 4.9 M NVTX rows)."""
         try:
-            low, high = self.con.execute(f'SELECT min(rowid), max(rowid) FROM "{table}"').fetchone()
+            low, high = self.con.execute(f'SELECT (SELECT min(rowid) FROM "{table}"), (SELECT max(rowid) FROM "{table}")').fetchone()
         except sqlite3.DatabaseError:
             return None
         return (low, high) if isinstance(low, int) and isinstance(high, int) else None
