@@ -72,18 +72,28 @@ def without_backtrace_rows(source: Path, workdir: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def converted(tmp_path_factory):
-    """converted(path) -> read-only DuckDB connection to a database converted from `path` (cached per session)."""
+def converted_path(tmp_path_factory):
+    """converted_path(path, ...) -> the DuckDB database converted from the traces (cached per session)."""
     from xsp_trace.convert import ConvertOptions, convert_files
 
-    cache: dict[Path, Path] = {}
+    cache: dict[tuple[Path, ...], Path] = {}
 
-    def _convert(*paths: Path) -> duckdb.DuckDBPyConnection:
+    def _path(*paths: Path) -> Path:
         key = tuple(paths)
         if key not in cache:
             out = tmp_path_factory.mktemp("db") / "out.duckdb"
             convert_files(list(paths), out, ConvertOptions())
             cache[key] = out
-        return duckdb.connect(str(cache[key]), read_only=True)
+        return cache[key]
+
+    return _path
+
+
+@pytest.fixture(scope="session")
+def converted(converted_path):
+    """converted(path, ...) -> read-only DuckDB connection to the database converted_path gives."""
+
+    def _convert(*paths: Path) -> duckdb.DuckDBPyConnection:
+        return duckdb.connect(str(converted_path(*paths)), read_only=True)
 
     return _convert

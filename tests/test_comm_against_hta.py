@@ -26,13 +26,6 @@ TWO_RANKS = sorted((Path(__file__).parent / "data" / "kineto_two_ranks_sendrecv"
 NCCL_CASES = ["kineto_nccl_collectives", "kineto_2022_integer_us_rank3"]
 
 
-def _db_path(converted, *paths):
-    db = converted(*paths)
-    path = db.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]
-    db.close()
-    return path
-
-
 def _hta(paths, workdir):
     """HTA on a folder with copies of the traces: {rank: (overlap %, {classes: %})}."""
     logging.disable(logging.WARNING)
@@ -53,9 +46,9 @@ def _hta(paths, workdir):
 
 
 @pytest.mark.parametrize("case", NCCL_CASES)
-def test_overlap_and_split_within_one_point_of_hta(case, converted, tmp_path):
+def test_overlap_and_split_within_one_point_of_hta(case, converted_path, tmp_path):
     hta_overlap, hta_split = _hta([KINETO_TRACES[case]], tmp_path)
-    con = open_session(_db_path(converted, KINETO_TRACES[case]))
+    con = open_session(converted_path(KINETO_TRACES[case]))
     (row,) = run_analysis(con, "comm_compute_overlap").records()
     ((hta_rank, hta_pct),) = hta_overlap.items()
     assert row["rank"] == hta_rank
@@ -70,9 +63,9 @@ def test_overlap_and_split_within_one_point_of_hta(case, converted, tmp_path):
         assert {k: r["time_ns"] for k, r in split.items()} == {k: int(us) * 1000 for k, (_, us) in hta_split.items()}
 
 
-def test_overlap_per_rank_within_one_point_of_hta_on_two_ranks(converted, tmp_path):
+def test_overlap_per_rank_within_one_point_of_hta_on_two_ranks(converted_path, tmp_path):
     hta_overlap, _ = _hta(TWO_RANKS, tmp_path)
-    con = open_session(_db_path(converted, *TWO_RANKS))
+    con = open_session(converted_path(*TWO_RANKS))
     ours = {r["rank"]: r["overlap_pct"] for r in run_analysis(con, "comm_compute_overlap").records()}
     assert set(ours) == set(hta_overlap) == {0, 1}
     for rank, pct in hta_overlap.items():
@@ -84,7 +77,7 @@ def _raw_events(path):
         return json.load(f)["traceEvents"]
 
 
-def test_nccl_collectives_against_the_raw_kernel_args(converted):
+def test_nccl_collectives_against_the_raw_kernel_args(converted_path):
     """Each all_reduce / broadcast kernel's own args: bytes = max(in, out) elements x element size."""
     element_bytes = {"Float": 4, "Long": 8}  # PyTorch ScalarType sizes, the two this trace uses
     events = _raw_events(KINETO_TRACES["kineto_nccl_collectives"])
@@ -95,7 +88,7 @@ def test_nccl_collectives_against_the_raw_kernel_args(converted):
             nbytes = max(int(a["In msg nelems"]), int(a["Out msg nelems"])) * element_bytes[a["dtype"]]
             expected[(a["Collective name"], nbytes, int(a["Group size"]))].append(e["dur"])
     assert len(expected) >= 5
-    con = open_session(_db_path(converted, KINETO_TRACES["kineto_nccl_collectives"]))
+    con = open_session(converted_path(KINETO_TRACES["kineto_nccl_collectives"]))
     rows = run_analysis(con, "nccl_collectives").records()
     names = {"allreduce": "all_reduce", "broadcast": "broadcast"}
     got = {(r["collective"], r["message_bytes"], r["group_size"]): r for r in rows}
@@ -112,7 +105,7 @@ def test_nccl_collectives_against_the_raw_kernel_args(converted):
         assert r["busbw_gb_per_s"] == pytest.approx(algbw * factor, abs=1e-3)
 
 
-def test_rank_skew_against_the_raw_steps_and_kernels(converted):
+def test_rank_skew_against_the_raw_steps_and_kernels(converted_path):
     """Per rank and ProfilerStep: step duration and NCCL kernel time launched inside it, from the JSON."""
     expected = {}
     for path in TWO_RANKS:
@@ -131,7 +124,7 @@ def test_rank_skew_against_the_raw_steps_and_kernels(converted):
                 and s["ts"] <= launch_ts.get(e["args"]["correlation"], -1) < s["ts"] + s["dur"]
             ]
             expected[(int(s["name"].split("#")[1]), rank)] = (s["dur"] / 1000, len(nccl), sum(nccl) / 1000)
-    con = open_session(_db_path(converted, *TWO_RANKS))
+    con = open_session(converted_path(*TWO_RANKS))
     rows = run_analysis(con, "rank_skew").records()
     assert {(r["iteration"], r["rank"]): (r["step_ms"], r["collectives"], r["collective_ms"]) for r in rows} == expected
     for it in (551, 552):

@@ -59,12 +59,8 @@ def test_diff_cli_exit_codes(pair):
     assert missing.exit_code == 2 and "does not exist" in missing.output
 
 
-def test_diff_of_a_real_trace_with_itself_and_with_the_other_rank(converted, tmp_path):
-    dbs = []
-    for path in TWO_RANKS:
-        db = converted(path)
-        dbs.append(Path(db.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]))
-        db.close()
+def test_diff_of_a_real_trace_with_itself_and_with_the_other_rank(converted_path, tmp_path):
+    dbs = [converted_path(path) for path in TWO_RANKS]
     assert not any(r.regression or r.delta_ns for r in diff_databases(dbs[0], dbs[0]))
     # Rank 1 against rank 0: per-step NCCL kernel time from the JSON, 2 steps each.
     per_step = []
@@ -81,10 +77,8 @@ def test_diff_of_a_real_trace_with_itself_and_with_the_other_rank(converted, tmp
     assert result.output.count("REGRESSION") == sum(r.regression for r in gate)
 
 
-def test_iteration_and_window_filters(converted):
-    db = converted(*TWO_RANKS)
-    path = db.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]
-    db.close()
+def test_iteration_and_window_filters(converted_path):
+    path = converted_path(*TWO_RANKS)
     every = run_analysis(open_session(path), "step_bound").records()
     only = run_analysis(open_session(path, AnalysisOptions(iterations=[552])), "step_bound").records()
     assert [r for r in every if r["iteration"] == 552] == only and len(only) == 2
@@ -92,8 +86,8 @@ def test_iteration_and_window_filters(converted):
     (step,) = [r for r in every if r["iteration"] == 551 and r["run_id"] == 2]
     con = open_session(path, AnalysisOptions(runs=[2]))
     start, end = con.execute("SELECT start_ns, end_ns FROM steps WHERE iteration = 551").fetchone()
-    result = CliRunner().invoke(app, ["analyze", path, "--run", "2", "--window", f"{start}:{end}", "-a", "step_bound", "--format", "json"])
+    result = CliRunner().invoke(app, ["analyze", str(path), "--run", "2", "--window", f"{start}:{end}", "-a", "step_bound", "--format", "json"])
     assert result.exit_code == 0, result.output
     (row,) = json.loads(result.output)["step_bound"]
     assert row["iteration"] == 551 and row["gpu_busy_ms"] == step["gpu_busy_ms"]
-    assert CliRunner().invoke(app, ["analyze", path, "--iteration", "x"]).exit_code == 2
+    assert CliRunner().invoke(app, ["analyze", str(path), "--iteration", "x"]).exit_code == 2

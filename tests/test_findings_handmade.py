@@ -208,17 +208,15 @@ def test_cli_findings_json_and_table(plain):
     assert missing.exit_code == 2 and "Traceback" not in missing.output
 
 
-def test_report_shows_the_findings_first_in_headless_chromium(converted, tmp_path):
+def test_report_shows_the_findings_first_in_headless_chromium(converted_path, tmp_path):
     from raw_traces import GPU_FIXTURES
 
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         pytest.fail("chromium is not installed: .ci/install-report.sh installs it")
-    db = converted(*GPU_FIXTURES["kineto_nccl_collectives"])
-    path = db.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]
-    db.close()
+    path = converted_path(*GPU_FIXTURES["kineto_nccl_collectives"])
     report = tmp_path / "report.html"
-    result = runner.invoke(app, ["analyze", path, "-a", "model_info", "--report", str(report)])
+    result = runner.invoke(app, ["analyze", str(path), "-a", "model_info", "--report", str(report)])
     assert result.exit_code == 0, result.output
     html = report.read_text()
     assert html.index('id="findings"') < html.index("<h2>Plots</h2>") < html.index('id="level_sources"')

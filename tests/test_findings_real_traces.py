@@ -27,11 +27,9 @@ GRAPH_LAUNCH = re.compile(r"GraphLaunch")
 _cache: dict[str, tuple] = {}
 
 
-def _findings(case, converted):
+def _findings(case, converted_path):
     if case not in _cache:
-        db = converted(*GPU_FIXTURES[case])
-        path = db.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]
-        db.close()
+        path = converted_path(*GPU_FIXTURES[case])
         con = open_session(path)
         found = find(con)
         _cache[case] = (found, {id(f): len(evidence(con, f).rows) for f in found}, raw_runs(case))
@@ -78,8 +76,8 @@ def _raw_steps(run):
 
 
 @pytest.mark.parametrize("case", list(GPU_FIXTURES))
-def test_every_finding_shows_its_evidence_rows(case, converted):
-    found, evidence_rows, _ = _findings(case, converted)
+def test_every_finding_shows_its_evidence_rows(case, converted_path):
+    found, evidence_rows, _ = _findings(case, converted_path)
     for f in found:
         assert evidence_rows[id(f)] > 0, f.evidence
         assert f.severity >= MIN_SEVERITY
@@ -87,8 +85,8 @@ def test_every_finding_shows_its_evidence_rows(case, converted):
 
 
 @pytest.mark.parametrize("case", list(GPU_FIXTURES))
-def test_idle_gap_findings_are_true_of_the_raw_trace(case, converted):
-    found, _, raw = _findings(case, converted)
+def test_idle_gap_findings_are_true_of_the_raw_trace(case, converted_path):
+    found, _, raw = _findings(case, converted_path)
     ours = {(f.facts["run_id"], f.facts["device_id"]): f for f in found if f.kind == "idle_gaps"}
     expected = set()
     for run_id, run in raw.items():
@@ -123,8 +121,8 @@ def test_idle_gap_findings_are_true_of_the_raw_trace(case, converted):
 
 
 @pytest.mark.parametrize("case", list(GPU_FIXTURES))
-def test_exposed_communication_findings_are_true_of_the_raw_trace(case, converted):
-    found, _, raw = _findings(case, converted)
+def test_exposed_communication_findings_are_true_of_the_raw_trace(case, converted_path):
+    found, _, raw = _findings(case, converted_path)
     ours = {(f.facts["run_id"], f.facts["device_id"]): f for f in found if f.kind == "exposed_communication"}
     expected = set()
     for run_id, run in raw.items():
@@ -145,8 +143,8 @@ def test_exposed_communication_findings_are_true_of_the_raw_trace(case, converte
 
 
 @pytest.mark.parametrize("case", list(GPU_FIXTURES))
-def test_pageable_copy_findings_are_true_of_the_raw_trace(case, converted):
-    found, _, raw = _findings(case, converted)
+def test_pageable_copy_findings_are_true_of_the_raw_trace(case, converted_path):
+    found, _, raw = _findings(case, converted_path)
     ours = {f.facts["run_id"]: f for f in found if f.kind == "pageable_memcpy"}
     expected = set()
     for run_id, run in raw.items():
@@ -165,9 +163,9 @@ def test_pageable_copy_findings_are_true_of_the_raw_trace(case, converted):
 
 
 @pytest.mark.parametrize("case", list(GPU_FIXTURES))
-def test_step_findings_are_true_of_the_raw_trace(case, converted):
+def test_step_findings_are_true_of_the_raw_trace(case, converted_path):
     """Launch-bound and host-bound steps, and synchronising calls inside the steps."""
-    found, _, raw = _findings(case, converted)
+    found, _, raw = _findings(case, converted_path)
     ours = {
         (f.kind, f.facts["run_id"]): f
         for f in found
@@ -199,9 +197,9 @@ def test_step_findings_are_true_of_the_raw_trace(case, converted):
 
 
 @pytest.mark.parametrize("case", list(GPU_FIXTURES))
-def test_run_launch_bound_findings_are_true_of_the_raw_trace(case, converted):
+def test_run_launch_bound_findings_are_true_of_the_raw_trace(case, converted_path):
     """Runs without steps: kernel launch calls (graph launches aside) took more CPU time than the GPUs were busy."""
-    found, _, raw = _findings(case, converted)
+    found, _, raw = _findings(case, converted_path)
     ours = {f.facts["run_id"]: f for f in found if f.kind == "launch_bound" and f.analysis == "kernel_launch_stats"}
     expected = set()
     for run_id, run in raw.items():
@@ -221,16 +219,16 @@ def test_run_launch_bound_findings_are_true_of_the_raw_trace(case, converted):
 
 
 @pytest.mark.parametrize("case", list(GPU_FIXTURES))
-def test_no_leveled_findings_without_layers_metrics_or_levels(case, converted):
+def test_no_leveled_findings_without_layers_metrics_or_levels(case, converted_path):
     """These traces carry no xsp layer ranges, no hardware metrics and no leveled runs."""
-    found, _, raw = _findings(case, converted)
+    found, _, raw = _findings(case, converted_path)
     assert not any(c.name.startswith(("xsp.layer:", "xsp.model:")) for run in raw.values() for c in run.cpu)
     assert {f.kind for f in found} & {"memory_bound_kernels", "non_gpu_layers", "profiling_overhead", "program_changed"} == set()
 
 
-def test_the_fixtures_give_findings(converted):
+def test_the_fixtures_give_findings(converted_path):
     kinds = defaultdict(set)
     for case in GPU_FIXTURES:
-        for f in _findings(case, converted)[0]:
+        for f in _findings(case, converted_path)[0]:
             kinds[f.kind].add(case)
     assert {"idle_gaps", "launch_bound", "host_bound_steps", "sync_in_loop", "exposed_communication", "pageable_memcpy"} <= set(kinds)

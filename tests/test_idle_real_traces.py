@@ -19,11 +19,8 @@ H100 = "nsys_2026_pytorch_2xh100"
 TWO_RANKS = sorted((Path(__file__).parent / "data" / "kineto_two_ranks_sendrecv").glob("sampled_rank-*.json.gz"))
 
 
-def _session(converted, *paths):
-    db = converted(*paths)
-    path = db.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]
-    db.close()
-    return open_session(path)
+def _session(converted_path, *paths):
+    return open_session(converted_path(*paths))
 
 
 def _raw(case):
@@ -41,7 +38,7 @@ def _merge(intervals):
 
 
 @pytest.mark.parametrize("case", list(NSYS_EXPORTS))
-def test_kernel_launch_stats_equal_kernexecsum(case, converted, tmp_path):
+def test_kernel_launch_stats_equal_kernexecsum(case, converted_path, tmp_path):
     ref = nsys_stats(without_backtrace_rows(NSYS_EXPORTS[case], tmp_path), "kernexecsum", tmp_path)
     assert ref
     cols = [
@@ -90,12 +87,12 @@ def test_kernel_launch_stats_equal_kernexecsum(case, converted, tmp_path):
     ]
     ours = {
         (r["pid"], r["tid"], r["device_id"], r["api_name"], r["kernel_name"]): tuple(None if r[c] is None else float(r[c]) for c in ours_cols)
-        for r in run_analysis(_session(converted, NSYS_EXPORTS[case]), "kernel_launch_stats").records()
+        for r in run_analysis(_session(converted_path, NSYS_EXPORTS[case]), "kernel_launch_stats").records()
     }
     assert ours == theirs
 
 
-def test_idle_gaps_against_the_raw_export(converted):
+def test_idle_gaps_against_the_raw_export(converted_path):
     """Gaps between merged GPU activities per device, the op that ends each, its launch call and thread."""
     raw = _raw(H100)
     strings = dict(raw.execute("SELECT id, value FROM StringIds"))
@@ -117,13 +114,13 @@ def test_idle_gaps_against_the_raw_export(converted):
                 expected[(dev, end)] = (nxt - end, call and fmt.API_NAME_VERSION_SUFFIX.sub("", call[1]), call and call[2], call and call[0] > end)
     ours = {
         (r["device_id"], r["gap_start_ns"]): (r["gap_ns"], r["launch_call"], r["launch_tid"], r["launch_late"])
-        for r in run_analysis(_session(converted, NSYS_EXPORTS[H100]), "gpu_idle_gaps").records()
+        for r in run_analysis(_session(converted_path, NSYS_EXPORTS[H100]), "gpu_idle_gaps").records()
     }
     assert len(expected) > 1000
     assert ours == expected
 
 
-def test_idle_gap_cpu_span_is_the_innermost_range_at_mid_gap(converted):
+def test_idle_gap_cpu_span_is_the_innermost_range_at_mid_gap(converted_path):
     """For every gap with a launch: the shortest NVTX range or runtime call on the launching thread at mid-gap."""
     raw = _raw(H100)
     strings = dict(raw.execute("SELECT id, value FROM StringIds"))
@@ -138,7 +135,7 @@ def test_idle_gap_cpu_span_is_the_innermost_range_at_mid_gap(converted):
     by_tid = {}
     for c in cpu:
         by_tid.setdefault(c[2], []).append(c)
-    rows = [r for r in run_analysis(_session(converted, NSYS_EXPORTS[H100]), "gpu_idle_gaps").records() if r["launch_tid"] is not None]
+    rows = [r for r in run_analysis(_session(converted_path, NSYS_EXPORTS[H100]), "gpu_idle_gaps").records() if r["launch_tid"] is not None]
     checked = 0
     for r in rows[:300]:  # the 300 longest
         mid = (r["gap_start_ns"] + r["gap_end_ns"]) // 2
@@ -152,12 +149,12 @@ def test_idle_gap_cpu_span_is_the_innermost_range_at_mid_gap(converted):
     assert checked > 50
 
 
-def test_utilization_bins_against_the_raw_export(converted):
+def test_utilization_bins_against_the_raw_export(converted_path):
     raw = _raw(H100)
     acts = []
     for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
         acts += raw.execute(f'SELECT deviceId, start, "end" FROM {table}').fetchall()
-    rows = run_analysis(_session(converted, NSYS_EXPORTS[H100]), "gpu_utilization_bins").records()
+    rows = run_analysis(_session(converted_path, NSYS_EXPORTS[H100]), "gpu_utilization_bins").records()
     for dev in (0, 1):
         merged = _merge([(s, e) for d, s, e in acts if d == dev])
         first, last = merged[0][0], merged[-1][1]
@@ -170,13 +167,13 @@ def test_utilization_bins_against_the_raw_export(converted):
     assert min(r["busy_pct"] for r in rows) < 95 < max(r["busy_pct"] for r in rows)
 
 
-def test_sync_calls_and_pageable_copies_against_the_raw_export(converted):
+def test_sync_calls_and_pageable_copies_against_the_raw_export(converted_path):
     raw = _raw(H100)
     syncs = raw.execute("""SELECT count(*), sum(r."end" - r.start) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId
                            WHERE s.value LIKE 'cudaStreamSynchronize%'""").fetchone()
     pageable = raw.execute("""SELECT count(*), sum(m.bytes), sum(m."end" - m.start) FROM CUPTI_ACTIVITY_KIND_MEMCPY m
                               JOIN ENUM_CUDA_MEM_KIND k ON k.id IN (m.srcKind, m.dstKind) WHERE k.label = 'Pageable'""").fetchone()
-    con = _session(converted, NSYS_EXPORTS[H100])
+    con = _session(converted_path, NSYS_EXPORTS[H100])
     sync = {r["name"]: r for r in run_analysis(con, "sync_calls").records()}
     assert (sync["cudaStreamSynchronize"]["calls"], sync["cudaStreamSynchronize"]["total_ns"]) == syncs
     assert sync["cudaStreamSynchronize"]["sync_kind"] == "explicit"
@@ -184,7 +181,7 @@ def test_sync_calls_and_pageable_copies_against_the_raw_export(converted):
     assert (page["copies"], page["bytes"], page["total_ns"]) == pageable and pageable[0] > 0
 
 
-def test_step_bound_gpu_busy_against_the_raw_json(converted):
+def test_step_bound_gpu_busy_against_the_raw_json(converted_path):
     """GPU busy time inside each ProfilerStep window: kernels/copies/sets of the rank merged in Python."""
     expected = {}
     for path in TWO_RANKS:
@@ -195,6 +192,6 @@ def test_step_bound_gpu_busy_against_the_raw_json(converted):
         for s in (e for e in events if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#")):
             lo, hi = s["ts"], s["ts"] + s["dur"]
             expected[(rank + 1, int(s["name"].split("#")[1]))] = sum(max(0, min(e, hi) - max(b, lo)) for b, e in gpu) / 1000
-    rows = run_analysis(_session(converted, *TWO_RANKS), "step_bound").records()
+    rows = run_analysis(_session(converted_path, *TWO_RANKS), "step_bound").records()
     assert {(r["run_id"], r["iteration"]): r["gpu_busy_ms"] for r in rows} == pytest.approx(expected, abs=1e-9)
     assert {r["bound"] for r in rows} == {"host-bound"}  # busy 43-46 % of each step

@@ -205,7 +205,7 @@ REPEATED_STARTS = {"kineto_2022_integer_us_rank3", "kineto_cuda_sync_alexnet"}  
 
 @pytest.mark.parametrize("crossing", [False, True], ids=["as_converted", "crossing_thread"])
 @pytest.mark.parametrize("case", list(REAL_FIXTURES))
-def test_nesting_in_small_windows_matches_one_window_on_real_traces(case, crossing, converted, tmp_path, monkeypatch):
+def test_nesting_in_small_windows_matches_one_window_on_real_traces(case, crossing, converted_path, tmp_path, monkeypatch):
     """Tiny windows give every CPU span of a converted trace the parent and depth one window gives.
     crossing_thread: every 13th span of the busiest thread made to end late, so it crosses the spans
     after it (the stack walk) and stays open over many windows."""
@@ -215,9 +215,7 @@ def test_nesting_in_small_windows_matches_one_window_on_real_traces(case, crossi
 
     from xsp_trace import correlate
 
-    source = converted(REAL_FIXTURES[case])
-    [(path,)] = source.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
-    source.close()
+    path = converted_path(REAL_FIXTURES[case])
     results = {}
     for label, batch in [("one window", 10**12), ("windows of 7", 7), ("windows of 50", 50), ("windows of 997", 997)]:
         copy = tmp_path / f"{batch}.duckdb"

@@ -27,15 +27,12 @@ STAT_COLUMNS = ("Avg (ns)", "Med (ns)", "StdDev (ns)")
 
 
 @pytest.fixture(scope="module")
-def sessions(converted):
+def sessions(converted_path):
     cache = {}
 
     def get(case):
         if case not in cache:
-            db = converted(NSYS_EXPORTS[case])
-            path = db.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]
-            db.close()
-            cache[case] = open_session(path)
+            cache[case] = open_session(converted_path(NSYS_EXPORTS[case]))
         return cache[case]
 
     return get
@@ -158,7 +155,7 @@ def test_cuda_gpu_kern_sum_equals_nsys(case, sessions, tmp_path):
         }
 
 
-def test_memory_summaries_in_a_window_equal_nsys_on_the_window_s_operations(converted, tmp_path):
+def test_memory_summaries_in_a_window_equal_nsys_on_the_window_s_operations(converted_path, tmp_path):
     """analyze --window narrows memops with its spans (the memory summaries read memops alone): the
     summaries of a window equal nsys's reports on a copy of the export holding only the memory
     operations that start in that window."""
@@ -175,10 +172,7 @@ def test_memory_summaries_in_a_window_equal_nsys_on_the_window_s_operations(conv
             raw.execute(f"DELETE FROM {table} WHERE start < ? OR start >= ?", window)
         kept = raw.execute(f"SELECT (SELECT count(*) FROM {fmt.MEMCPY}), (SELECT count(*) FROM {fmt.MEMSET})").fetchone()
     assert 0 < kept[0] < len(copy_starts) - 300 and kept[1] > 0
-    db = converted(source)
-    path = db.execute("SELECT path FROM duckdb_databases() WHERE database_name = current_database()").fetchone()[0]
-    db.close()
-    con = open_session(path, AnalysisOptions(window_ns=window))
+    con = open_session(converted_path(source), AnalysisOptions(window_ns=window))
     time_ref = _reference("nsys_2026_pytorch_2xh100", "cuda_gpu_mem_time_sum", tmp_path, source=reduced)
     assert _ours(con, "cuda_gpu_mem_time_sum", ("operation",), "count") == {(r["Operation"],): _time_stats(r, "Count") for r in time_ref}
     size_ref = _reference("nsys_2026_pytorch_2xh100", "cuda_gpu_mem_size_sum", tmp_path / "size", "csv:mem=B", source=reduced)
