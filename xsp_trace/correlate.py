@@ -186,9 +186,9 @@ def build_ancestors(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     one hash table of every span with a parent, which it cannot spill (3 M kernels: 10.0 s and
     1,388 MiB under a 1GB cap, 3.4 s and 821 MiB level by level; BENCHMARKS.md, "span_ancestors
     level by level"). Each level's rows go straight into span_ancestors, and only those of spans
-    with children are kept for the next level: most spans are leaves, and a TEMP table of a whole
-    level (11.8 M rows at depth 2 of the 3 M-kernel export) set the convert's peak memory
-    (build_ancestors alone under the 500MB cap: 703 -> 590 MiB, 4.4 -> 5.6 s)."""
+    with children are kept for the next level: most spans are leaves (kernels, copies, API calls
+    that launch nothing), and a TEMP table of a whole level (11.8 M rows at depth 2 of the 3 M-kernel
+    export) set the convert's peak memory (build_ancestors alone under the 500MB cap: 703 -> 590 MiB, 4.4 -> 5.6 s)."""
     max_depth = scalar(con, "SELECT max(depth) FROM spans WHERE run_id = ? AND parent_id IS NOT NULL", [run_id])
     con.execute("CREATE OR REPLACE TEMP TABLE _xsp_ancestors_above (span_id BIGINT, ancestor_id BIGINT, distance INTEGER)")
     level = """SELECT s.span_id, s.parent_id AS ancestor_id, 1 AS distance
@@ -197,8 +197,7 @@ def build_ancestors(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
                SELECT s.span_id, a.ancestor_id, a.distance + 1
                FROM spans AS s JOIN _xsp_ancestors_above AS a ON a.span_id = s.parent_id
                WHERE s.run_id = $run AND s.depth = $depth {parents}"""
-    # The level's rows go straight into span_ancestors; only those of spans with children are kept
-    # for the next level (most spans are leaves: kernels, copies, API calls that launch nothing).
+    # For the next level: only the rows of spans with children (see above).
     parents = "AND s.span_id IN (SELECT parent_id FROM spans WHERE run_id = $run AND depth = $depth + 1)"
     for depth in range(1, (max_depth or 0) + 1):
         params = {"run": run_id, "depth": depth}
