@@ -316,3 +316,24 @@ def test_cuda_graph_replays_are_charged_to_the_step_and_phase_of_their_launch(tm
         ).fetchall()
     )
     assert phases[False] == ["backward"]  # replays launched by the autograd thread
+
+
+def test_attribution_written_in_span_id_ranges_equals_one_range(converted_path, tmp_path, monkeypatch):
+    """insert_attribution writes one range of span ids per statement: ranges of 997 ids give every span
+    exactly the row one range gives (no id skipped or written twice at a range's ends)."""
+    import duckdb
+
+    from xsp_trace import correlate
+
+    monkeypatch.setattr(correlate, "ATTRIBUTION_BATCH_SPANS", 997)
+    out = tmp_path / "ranges.duckdb"
+    convert_files([RANK3], out, ConvertOptions())
+    con = duckdb.connect()
+    con.execute(f"ATTACH '{out}' AS ranges (READ_ONLY)")
+    con.execute(f"ATTACH '{converted_path(RANK3)}' AS one (READ_ONLY)")
+    spans = con.execute("SELECT count(*) FROM one.spans").fetchall()[0][0]
+    assert spans > 10 * 997  # many ranges
+    assert con.execute("SELECT count(*), count(DISTINCT span_id) FROM ranges.attribution").fetchall() == [(spans, spans)]
+    for a, b in [("ranges", "one"), ("one", "ranges")]:
+        assert con.execute(f"SELECT count(*) FROM (FROM {a}.attribution EXCEPT ALL FROM {b}.attribution)").fetchall() == [(0,)]
+    assert con.execute("SELECT count(*) FROM ranges.attribution WHERE step_span_id IS NOT NULL AND phase IS NOT NULL").fetchall()[0][0] > 0

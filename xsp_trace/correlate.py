@@ -10,7 +10,8 @@ Converters insert a run's spans with parent_id/depth NULL; `correlate_run` then 
    tree, both level by level from the roots.
 4. queries/correlate/attribution.sql finds the steps and each span's step and own marks;
    `inherit_down` passes phase and forward op down the tree; attribution_insert.sql charges every
-   span to its step, phase and (backward work) forward op across threads (docs/design.md, Attribution).
+   span to its step, phase and (backward work) forward op across threads (docs/design.md, Attribution),
+   one range of span ids at a time.
 All of it runs under DuckDB's CONVERT_MEMORY_LIMIT (as the converters): what does not fit spills, and nothing holds
 all CPU spans sorted, a hash table of the whole tree, a row per (span, ancestor) or per span in an
 aggregate (BENCHMARKS.md, "Correlation under a memory cap (issue 12)" and after).
@@ -209,6 +210,20 @@ def build_ancestors(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     con.execute("DROP TABLE _xsp_ancestors_above")
 
 
+# Span ids per correlate/attribution_insert statement. Its joins build hash tables of the spans'
+# steps and inherited marks; over a whole run they set the convert's peak (Kineto 1 GB, 2.5 M spans,
+# ~800 MiB, ~150 MiB above any other step), one range of ids at a time holds a share of them.
+ATTRIBUTION_BATCH_SPANS = 1_000_000
+
+
+def insert_attribution(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
+    """The run's `attribution` rows, one range of ATTRIBUTION_BATCH_SPANS span ids at a time, in span id order."""
+    low, high = one_row(con, "SELECT min(span_id), max(span_id) FROM spans WHERE run_id = ?", [run_id])
+    for lo in range(low, high + 1, ATTRIBUTION_BATCH_SPANS) if low is not None else ():
+        set_variables(con, {"xsp_span_lo": lo, "xsp_span_hi": lo + ATTRIBUTION_BATCH_SPANS - 1})
+        run_script(con, query_text("correlate/attribution_insert"), run_id)
+
+
 def _correlate_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     nest_cpu_spans(con, run_id)
     run_script(con, query_text("correlate/launches"), run_id)
@@ -226,4 +241,5 @@ def _correlate_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     run_script(con, query_text("correlate/attribution"), run_id)
     # Phase and forward op: the nearest self-or-ancestor that marks one (attribution.sql's _xsp_own_attribution).
     inherit_down(con, "_xsp_own_attribution", ["phase_span_id", "forward_span_id"], "_xsp_span_inherited")
-    run_script(con, query_text("correlate/attribution_insert"), run_id)
+    insert_attribution(con, run_id)
+    run_script(con, query_text("correlate/attribution_drop"), run_id)

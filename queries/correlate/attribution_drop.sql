@@ -1,0 +1,13 @@
+-- correlate/attribution_drop: drops the TEMP tables correlate/attribution made (and
+-- xsp_trace.correlate.inherit_down's `_xsp_span_inherited`) once every range of
+-- correlate/attribution_insert is written.
+
+DROP TABLE _xsp_span_step;
+DROP TABLE _xsp_run_steps;
+DROP TABLE _xsp_step_any;
+DROP TABLE _xsp_step_own;
+DROP TABLE _xsp_phase_names;
+DROP TABLE _xsp_phase_marks;
+DROP TABLE _xsp_backward_forward;
+DROP TABLE _xsp_own_attribution;
+DROP TABLE _xsp_span_inherited;
