@@ -1,7 +1,7 @@
 """The benchmark table of BENCHMARKS.md: xsp-trace against the tools users would otherwise run,
 side by side in one run, on the same files, each measurement a fresh process.
 
-    python bench/run.py        # Kineto 100M,1G,3G (HTA on 100M,1G); nsys x30,x290,x870; cores; ~20 min
+    python bench/run.py        # Kineto 100M,1G,3G (HTA on 100M,1G); nsys x30,x290,x870; floors; cores; ~20 min
     python bench/run.py --sizes 100M --nsys-copies 30 --summaries-copies 30 --cores-nsys-copies 30 \
         --cores-kineto-size 100M --no-write                              # quick look
 
@@ -27,6 +27,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
+import floors  # noqa: E402
 from scaled_inputs import DATA, parse_size, scaled_kineto, scaled_nsys, size_label, uncompressed_bytes  # noqa: E402
 
 RESULTS = BENCH / "results"
@@ -419,6 +420,7 @@ def markdown(result: dict) -> str:
             )
         out.append("")
     out += targets(result)
+    out += floors.markdown(result.get("floors", []))
     p = result["perfetto"]
     if p:
         out += [
@@ -562,6 +564,7 @@ def main() -> None:
     hta_sizes = set() if args.skip_hta else {parse_size(s) for s in args.hta_sizes.split(",") if s}
     result["kineto"] = kineto_rows(sizes, hta_sizes)
     result["nsys"] = nsys_rows(copies, {int(c) for c in args.summaries_copies.split(",") if c})
+    result["floors"] = floors.rows_for(result, measure, python_script, log)
     result["perfetto"], result["perfetto_input"] = [], None
     if result["nsys"]:
         smallest = Path(result["nsys"][0]["database"])

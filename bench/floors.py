@@ -1,0 +1,137 @@
+"""What a part of the conversion costs alone, against the peer's whole run: bench/run.py's "floors".
+
+A target like "convert + kernel summary <= 3x nsys stats" is out of reach for this design when a
+part every design of the schema must do already takes the budget. Two parts, each a fresh process
+on the same input as the main table, in the same run:
+
+- reading: the input into DuckDB and nothing more -- nsys: the export's tables into the staging
+  tables (the parallel native readers of every convert); Kineto: decompress, cut and read_json every
+  piece (each piece dropped where the mapping would start).
+- without correlation: the whole convert and the kernel summary, correlate_run skipped -- the
+  convert a design computing nesting, launches, ancestors and attribution on first use would run.
+
+Run alone:  python bench/floors.py nsys bench/data/nsys_h100_x290.sqlite
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(BENCH))
+
+from scaled_inputs import DATA, parse_size, scaled_kineto, scaled_nsys  # noqa: E402
+
+PRELUDE = f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+
+NSYS_READING = (
+    PRELUDE
+    + """
+from contextlib import closing
+from pathlib import Path
+from xsp_trace.convert.common import no_progress
+from xsp_trace.convert.nsys import _Export, _stage_all  # the staging step alone: private on purpose
+from xsp_trace.database import CONVERT_MEMORY_LIMIT, duckdb_connect, memory_limit
+con = duckdb_connect()
+with closing(_Export(Path(sys.argv[1]))) as export, memory_limit(con, CONVERT_MEMORY_LIMIT):
+    _stage_all(export, con, no_progress)
+"""
+)
+
+KINETO_READING = (
+    PRELUDE
+    + """
+from pathlib import Path
+from xsp_trace.convert.kineto_fast import read_events
+from xsp_trace.database import CONVERT_MEMORY_LIMIT, duckdb_connect, memory_limit
+con = duckdb_connect()
+with memory_limit(con, CONVERT_MEMORY_LIMIT):
+    meta = read_events(con, Path(sys.argv[1]), lambda offset: con.execute("DROP TABLE _kineto_events"))
+assert meta is not None, 'not read by DuckDB'
+"""
+)
+
+WITHOUT_CORRELATION = (
+    PRELUDE
+    + """
+from pathlib import Path
+import xsp_trace.convert.dispatch as dispatch
+from xsp_trace.convert import ConvertOptions, convert_files
+from xsp_trace.resources import query_text
+from xsp_trace.store import open_store
+dispatch.correlate_run = lambda con, run_id: None
+out = Path(sys.argv[2])
+convert_files([Path(sys.argv[1])], out, ConvertOptions(), overwrite=True)
+rows = open_store(out).execute(query_text('analyses/top_kernels')).fetchall()
+assert rows, 'no kernels'
+"""
+)
+
+
+def floor_rows(measure, python_script, input_path: Path, kind: str, scratch: Path) -> dict:
+    """{'reading': measurement, 'without_correlation': measurement} of `input_path` (kind 'nsys' or 'kineto')."""
+    reading = NSYS_READING if kind == "nsys" else KINETO_READING
+    out = scratch / f"_floor_{input_path.stem}.duckdb"
+    rows = {
+        "reading": measure(python_script(reading, input_path)),
+        "without_correlation": measure(python_script(WITHOUT_CORRELATION, input_path, out)),
+    }
+    out.unlink(missing_ok=True)
+    return rows
+
+
+def rows_for(result: dict, measure, python_script, log) -> list[dict]:
+    """bench/floors.py's parts alone on the inputs the time targets are judged on: the nsys export
+    nearest 1 M kernels (budget 3x nsys stats gpukernsum) and the largest Kineto trace HTA ran on
+    (budget HTA / 10)."""
+    rows = []
+    nsys = [r for r in result["nsys"] if r.get("nsys_stats")]
+    if nsys:
+        million = min(nsys, key=lambda r: abs(r["kernels"] - 1_000_000))
+        log(f"{million['input']}: floors")
+        peer = million["nsys_stats"]["seconds"]
+        path = scaled_nsys(int(million["input"].rsplit("x", 1)[1]))
+        rows.append(
+            {"input": million["input"], "peer": "nsys stats gpukernsum", "peer_seconds": peer, "target": "<= 3x", "budget": 3 * peer}
+            | floor_rows(measure, python_script, path, "nsys", DATA)
+        )
+    kineto = [r for r in result["kineto"] if r.get("hta")]
+    if kineto:
+        gb = max(kineto, key=lambda r: r["json_bytes"])
+        log(f"{gb['input']}: floors")
+        peer = gb["hta"]["seconds"]
+        path = scaled_kineto(parse_size(gb["input"].rsplit(" ", 1)[1]))
+        rows.append(
+            {"input": gb["input"], "peer": "HTA load + kernel breakdown", "peer_seconds": peer, "target": ">= 10x faster", "budget": peer / 10}
+            | floor_rows(measure, python_script, path, "kineto", DATA)
+        )
+    return rows
+
+
+def markdown(rows: list[dict]) -> list[str]:
+    """The floors table: each part's seconds, its ratio to the peer, and the share of the target's budget it takes."""
+    if not rows:
+        return []
+    out = [
+        "### Floors: parts of the conversion alone vs the peer's whole run (bench/floors.py)",
+        "",
+        "| input | peer | peer s | target | budget s | part | s | part / peer | share of budget | peak MiB |",
+        "| --- | --- | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        for part, label in (("reading", "reading only (into DuckDB)"), ("without_correlation", "convert + summary, no correlation")):
+            m = r[part]
+            out.append(
+                f"| {r['input']} | {r['peer']} | {r['peer_seconds']:.1f} | {r['target']} | {r['budget']:.1f} | {label} | "
+                f"{m['seconds']:.1f} | {m['seconds'] / r['peer_seconds']:.2f}x | {m['seconds'] / r['budget'] * 100:.0f} % | {m['peak_mib']:.0f} |"
+            )
+    return out + [""]
+
+
+if __name__ == "__main__":
+    from run import measure, python_script
+
+    kind, path = sys.argv[1], Path(sys.argv[2])
+    print(floor_rows(measure, python_script, path, kind, DATA))
