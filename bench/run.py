@@ -121,26 +121,59 @@ if __name__ == '__main__':
 )
 
 
+# Runs the measured command as its own child and reports (wall seconds, ru_maxrss KiB) on a pipe.
+# Linux carries a parent's peak RSS into a child it spawns (the high-water mark of the memory the
+# child had before exec), so a command spawned straight from this process, which grows as it
+# reads results, could report this process's peak instead of its own (nsys stats: 382 MiB for a
+# 46 MiB run); forked from this small launcher, its peak is its own (or the launcher's ~9 MiB).
+LAUNCHER = """
+import os, sys, time
+fd, argv = int(sys.argv[1]), sys.argv[2:]
+start = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(argv[0], argv)
+    finally:
+        os._exit(127)
+_, status, usage = os.wait4(pid, 0)
+os.write(fd, f"{time.perf_counter() - start} {usage.ru_maxrss}".encode())
+sys.exit(0 if os.waitstatus_to_exitcode(status) == 0 else 1)
+"""
+
+
 def measure(argv: list[str], stdout=subprocess.DEVNULL, timeout: float | None = None) -> dict:
-    """Wall seconds and peak RSS (MiB) of one child process; past `timeout` seconds it is
-    stopped and the result says so (`timed_out`: the time is then a lower bound)."""
+    """Wall seconds and peak RSS (MiB) of one command (and its descendants, as wait4 counts them),
+    through LAUNCHER; past `timeout` seconds it is stopped and the result says so (`timed_out`:
+    the time is then a lower bound, the peak unknown)."""
     import threading
 
+    read_end, write_end = os.pipe()
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, start_new_session=bool(timeout))
-    timer = threading.Timer(timeout, os.killpg, [proc.pid, 9]) if timeout else None  # the tool and its children
+    proc = subprocess.Popen(
+        [sys.executable, "-S", "-c", LAUNCHER, str(write_end), *map(str, argv)],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        pass_fds=(write_end,),
+        start_new_session=bool(timeout),
+    )
+    os.close(write_end)
+    timer = threading.Timer(timeout, os.killpg, [proc.pid, 9]) if timeout else None  # the launcher, the tool and its children
     if timer:
         timer.start()
-    _, status, usage = os.wait4(proc.pid, 0)
+    _, status = os.waitpid(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
     seconds = time.perf_counter() - start
+    with os.fdopen(read_end) as report:
+        measured = report.read().split()
     if timer:
         timer.cancel()
-        if seconds >= timeout:
-            return {"seconds": round(seconds, 3), "peak_mib": round(usage.ru_maxrss / 1024, 1), "timed_out": True}
+        if not measured:
+            return {"seconds": round(seconds, 3), "peak_mib": None, "timed_out": True}
     err = proc.stderr.read().decode(errors="replace")
-    if status != 0:
-        raise SystemExit(f"failed: {' '.join(argv[:3])}...\n{err[-3000:]}")
-    result = {"seconds": round(seconds, 3), "peak_mib": round(usage.ru_maxrss / 1024, 1)}
+    if len(measured) != 2 or proc.returncode:
+        raise SystemExit(f"failed: {' '.join(map(str, argv[:3]))}...\n{err[-3000:]}")
+    result = {"seconds": round(float(measured[0]), 3), "peak_mib": round(int(measured[1]) / 1024, 1)}
     if stdout == subprocess.PIPE:  # a child that reports one short line (read after it ended: it cannot fill the pipe)
         result["stdout"] = proc.stdout.read().decode(errors="replace")
     return result

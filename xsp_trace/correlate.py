@@ -211,8 +211,8 @@ def build_ancestors(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
 
 
 # Span ids per correlate/attribution_insert statement. Its joins build hash tables of the spans'
-# steps and inherited marks; over a whole run they set the convert's peak (Kineto 1 GB, 2.5 M spans,
-# ~800 MiB, ~150 MiB above any other step), one range of ids at a time holds a share of them.
+# steps and inherited marks: over a whole run they set the convert's peak (Kineto 1 GB, 2.5 M spans:
+# 798-799 MiB as one statement, 728-729 MiB in ranges of 1 M ids, same time; 500,000: 715-727 MiB).
 ATTRIBUTION_BATCH_SPANS = 1_000_000
 
 
