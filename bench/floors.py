@@ -18,13 +18,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
-ROOT = BENCH.parent
-sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from children import PRELUDE, log, measure, python_script  # noqa: E402
 from scaled_inputs import DATA, parse_size, scaled_kineto, scaled_nsys  # noqa: E402
-
-PRELUDE = f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
 
 NSYS_READING = (
     PRELUDE
@@ -70,10 +67,10 @@ assert rows, 'no kernels'
 )
 
 
-def floor_rows(measure, python_script, input_path: Path, kind: str, scratch: Path) -> dict:
+def floor_rows(input_path: Path, kind: str) -> dict:
     """{'reading': measurement, 'without_correlation': measurement} of `input_path` (kind 'nsys' or 'kineto')."""
     reading = NSYS_READING if kind == "nsys" else KINETO_READING
-    out = scratch / f"_floor_{input_path.stem}.duckdb"
+    out = DATA / f"_floor_{input_path.stem}.duckdb"
     rows = {
         "reading": measure(python_script(reading, input_path)),
         "without_correlation": measure(python_script(WITHOUT_CORRELATION, input_path, out)),
@@ -82,7 +79,7 @@ def floor_rows(measure, python_script, input_path: Path, kind: str, scratch: Pat
     return rows
 
 
-def rows_for(result: dict, measure, python_script, log) -> list[dict]:
+def rows_for(result: dict) -> list[dict]:
     """bench/floors.py's parts alone on the inputs the time targets are judged on: the nsys export
     nearest 1 M kernels (budget 3x nsys stats gpukernsum) and the largest Kineto trace HTA ran on
     (budget HTA / 10)."""
@@ -95,7 +92,7 @@ def rows_for(result: dict, measure, python_script, log) -> list[dict]:
         path = scaled_nsys(int(million["input"].rsplit("x", 1)[1]))
         rows.append(
             {"input": million["input"], "peer": "nsys stats gpukernsum", "peer_seconds": peer, "target": "<= 3x", "budget": 3 * peer}
-            | floor_rows(measure, python_script, path, "nsys", DATA)
+            | floor_rows(path, "nsys")
         )
     kineto = [r for r in result["kineto"] if r.get("hta")]
     if kineto:
@@ -105,7 +102,7 @@ def rows_for(result: dict, measure, python_script, log) -> list[dict]:
         path = scaled_kineto(parse_size(gb["input"].rsplit(" ", 1)[1]))
         rows.append(
             {"input": gb["input"], "peer": "HTA load + kernel breakdown", "peer_seconds": peer, "target": ">= 10x faster", "budget": peer / 10}
-            | floor_rows(measure, python_script, path, "kineto", DATA)
+            | floor_rows(path, "kineto")
         )
     return rows
 
@@ -131,7 +128,4 @@ def markdown(rows: list[dict]) -> list[str]:
 
 
 if __name__ == "__main__":
-    from run import measure, python_script
-
-    kind, path = sys.argv[1], Path(sys.argv[2])
-    print(floor_rows(measure, python_script, path, kind, DATA))
+    print(floor_rows(Path(sys.argv[2]), sys.argv[1]))

@@ -28,13 +28,12 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
 import floors  # noqa: E402
+from children import PRELUDE, log, measure, python_script  # noqa: E402
 from scaled_inputs import DATA, parse_size, scaled_kineto, scaled_nsys, size_label, uncompressed_bytes  # noqa: E402
 
 RESULTS = BENCH / "results"
 BEGIN, END = "<!-- bench/run.py: begin (generated, do not edit) -->", "<!-- bench/run.py: end -->"
 
-PY = [sys.executable, "-c"]
-PRELUDE = f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
 
 XSP_KINETO = (
     PRELUDE
@@ -119,75 +118,6 @@ if __name__ == '__main__':
         convert_files_parallel(inputs, out, ConvertOptions(), jobs=jobs, overwrite=True)
 """
 )
-
-
-# Runs the measured command as its own child and reports (wall seconds, ru_maxrss KiB) on a pipe.
-# Linux carries a parent's peak RSS into a child it spawns (the high-water mark of the memory the
-# child had before exec), so a command spawned straight from this process, which grows as it
-# reads results, could report this process's peak instead of its own (nsys stats: 382 MiB for a
-# 46 MiB run); forked from this small launcher, its peak is its own (or the launcher's ~9 MiB).
-LAUNCHER = """
-import os, sys, time
-fd, argv = int(sys.argv[1]), sys.argv[2:]
-start = time.perf_counter()
-pid = os.fork()
-if pid == 0:
-    try:
-        os.execvp(argv[0], argv)
-    finally:
-        os._exit(127)
-_, status, usage = os.wait4(pid, 0)
-os.write(fd, f"{time.perf_counter() - start} {usage.ru_maxrss}".encode())
-sys.exit(0 if os.waitstatus_to_exitcode(status) == 0 else 1)
-"""
-
-
-def measure(argv: list[str], stdout=subprocess.DEVNULL, timeout: float | None = None) -> dict:
-    """Wall seconds and peak RSS (MiB) of one command (and its descendants, as wait4 counts them),
-    through LAUNCHER; past `timeout` seconds it is stopped and the result says so (`timed_out`:
-    the time is then a lower bound, the peak unknown)."""
-    import threading
-
-    read_end, write_end = os.pipe()
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-S", "-c", LAUNCHER, str(write_end), *map(str, argv)],
-        stdout=stdout,
-        stderr=subprocess.PIPE,
-        pass_fds=(write_end,),
-        start_new_session=bool(timeout),
-    )
-    os.close(write_end)
-    timer = threading.Timer(timeout, os.killpg, [proc.pid, 9]) if timeout else None  # the launcher, the tool and its children
-    if timer:
-        timer.start()
-    _, status = os.waitpid(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-    seconds = time.perf_counter() - start
-    with os.fdopen(read_end) as report:
-        measured = report.read().split()
-    if timer:
-        timer.cancel()
-        if not measured:
-            return {"seconds": round(seconds, 3), "peak_mib": None, "timed_out": True}
-    err = proc.stderr.read().decode(errors="replace")
-    if len(measured) != 2 or proc.returncode:
-        raise SystemExit(f"failed: {' '.join(map(str, argv[:3]))}...\n{err[-3000:]}")
-    result = {"seconds": round(float(measured[0]), 3), "peak_mib": round(int(measured[1]) / 1024, 1)}
-    if stdout == subprocess.PIPE:  # a child that reports one short line (read after it ended: it cannot fill the pipe)
-        result["stdout"] = proc.stdout.read().decode(errors="replace")
-    return result
-
-
-def python_script(code: str, *args) -> list[str]:
-    """A child running `code` as __main__ (a file, so the process pool's spawn can re-import it)."""
-    script = DATA / f"_bench_{abs(hash(code))}.py"
-    script.write_text(code)
-    return [sys.executable, str(script), *map(str, args)]
-
-
-def log(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
 
 
 def kineto_rows(sizes: list[int], hta_sizes: set[int]) -> list[dict]:
@@ -597,7 +527,7 @@ def main() -> None:
     hta_sizes = set() if args.skip_hta else {parse_size(s) for s in args.hta_sizes.split(",") if s}
     result["kineto"] = kineto_rows(sizes, hta_sizes)
     result["nsys"] = nsys_rows(copies, {int(c) for c in args.summaries_copies.split(",") if c})
-    result["floors"] = floors.rows_for(result, measure, python_script, log)
+    result["floors"] = floors.rows_for(result)
     result["perfetto"], result["perfetto_input"] = [], None
     if result["nsys"]:
         smallest = Path(result["nsys"][0]["database"])
