@@ -10,6 +10,7 @@ import typer
 
 from . import __version__
 from .cli_options import (
+    QUERY_MEMORY_LIMIT,
     Engine,
     OutputFormat,
     ProgressReporter,
@@ -267,8 +268,12 @@ def capture(
 def query(
     database: Path = typer.Argument(..., help="An xsp-trace DuckDB database or Parquet dataset folder."),
     sql: str = typer.Argument(..., help="SQL to run, or @FILE to read it from a file (e.g. @queries/analyses/nvtx_gpu_projection.sql)."),
-    limit: int = typer.Option(50, "--limit", help="Rows to print in the table (0 = all)."),
-    csv_out: bool = typer.Option(False, "--csv", help="Print CSV instead of a table."),
+    limit: int = typer.Option(50, "--limit", help="Rows to print in the table (0 = all); only these are fetched. CSV prints every row."),
+    csv_out: bool = typer.Option(False, "--csv", help="Print CSV instead of a table (streamed in batches)."),
+    timeout: float = typer.Option(300, "--timeout", help="Stop the query after this many seconds (0 = no limit)."),
+    memory_limit: str = typer.Option(
+        QUERY_MEMORY_LIMIT, "--memory-limit", help="DuckDB's memory cap for the query; beyond it DuckDB spills to a private temporary folder."
+    ),
     allow_external_access: bool = typer.Option(
         False,
         "--allow-external-access",
@@ -277,8 +282,9 @@ def query(
 ) -> None:
     """Run ad-hoc SQL on a converted database (read-only) and print the result.
 
-    The SQL sees the data only: COPY/EXPORT/ATTACH/INSTALL/SET and reading other files are refused
-    unless --allow-external-access is given.
+    The SQL sees the data only: queries, EXPLAIN, read-only PRAGMAs, SET VARIABLE and session views
+    and macros run; COPY/EXPORT/ATTACH/INSTALL/SET/PREPARE, EXPLAIN ANALYZE of anything but a query
+    and reading other files are refused unless --allow-external-access is given.
 
     Example:
 
@@ -286,7 +292,9 @@ def query(
 
       xsp-trace query run.duckdb --allow-external-access "COPY (SELECT name, count(*) AS n FROM spans WHERE kind = 'kernel' GROUP BY name) TO 'kernels.csv'"
     """
-    from .sandbox import check_statements, open_for_query
+    import duckdb
+
+    from .sandbox import check_statements, interrupt_after, query_connection
     from .tables import print_result
 
     try:
@@ -298,17 +306,15 @@ def query(
                 sql = source.read_text(encoding="utf-8")
             except UnicodeDecodeError as exc:
                 raise InputError(source, "is not UTF-8 text", "pass a .sql text file") from exc
-        con = open_for_query(database, allow_external_access)
-        try:
+        with query_connection(database, allow_external_access, memory_limit) as con:
             if not allow_external_access:
                 check_statements(con, sql, database)
-            try:
-                result = con.execute(sql)
-            except Exception as exc:  # duckdb.Error: the user's SQL is wrong (or asked for a file)
-                raise InputError(database, f"query failed: {str(exc).splitlines()[0]}", "fix the SQL") from exc
-            print_result(result, limit=limit, as_csv=csv_out)
-        finally:
-            con.close()
+            with interrupt_after(con, timeout, database):
+                try:
+                    result = con.execute(sql)
+                    print_result(result, limit=limit, as_csv=csv_out)
+                except duckdb.Error as exc:  # the user's SQL is wrong (or asked for a file)
+                    raise InputError(database, f"query failed: {str(exc).splitlines()[0]}", "fix the SQL") from exc
     except (InputError, OSError) as exc:
         fail(exc)
 
