@@ -57,7 +57,11 @@ def test_setup_with_a_stock_python_that_refuses_system_installs(tmp_path):
     )
     assert convert.returncode == 0, convert.stderr
     count = subprocess.run(
-        [str(python), "-c", "import duckdb; print(duckdb.connect('out.duckdb', read_only=True).execute(\"SELECT count(*) FROM spans WHERE kind = 'kernel'\").fetchone()[0])"],
+        [
+            str(python),
+            "-c",
+            "import duckdb; print(duckdb.connect('out.duckdb', read_only=True).execute(\"SELECT count(*) FROM spans WHERE kind = 'kernel'\").fetchone()[0])",
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,
