@@ -135,11 +135,19 @@ def convert(
         _write_perfetto(output, perfetto, None)
 
 
+def _readable(path: Path) -> Path:
+    """The database a reading command opens for `path`: a raw trace (.nsys-rep, .sqlite, .json[.gz])
+    is converted once into the cache beside it (xsp_trace/convert/trace_cache.py) and read from there."""
+    from .convert.trace_cache import database_for
+
+    return database_for(path, lambda what, _fraction: err_console.print(what, markup=False, highlight=False, soft_wrap=True))
+
+
 def _write_perfetto(database: Path, output: Path, options) -> None:
     from .perfetto import export_perfetto
 
     try:
-        stats = export_perfetto(database, output, options)
+        stats = export_perfetto(_readable(database), output, options)
     except (InputError, OSError) as exc:
         fail(exc)
     typer.echo(
@@ -151,7 +159,7 @@ def _write_perfetto(database: Path, output: Path, options) -> None:
 
 @app.command()
 def perfetto(
-    database: Path = typer.Argument(..., help="xsp-trace database written by convert."),
+    database: Path = typer.Argument(..., help="xsp-trace database written by convert, or a raw trace (converted once into .xsp-cache/)."),
     output: Path = typer.Option(..., "-o", "--output", help="Perfetto trace to write (.pftrace)."),
     runs: str | None = typer.Option(None, "--runs", help="Comma-separated run ids (default: every run)."),
     kinds: str | None = typer.Option(
@@ -266,7 +274,9 @@ def capture(
 
 @app.command()
 def query(
-    database: Path = typer.Argument(..., help="An xsp-trace DuckDB database or Parquet dataset folder."),
+    database: Path = typer.Argument(
+        ..., help="An xsp-trace DuckDB database or Parquet dataset folder, or a raw trace (converted once into .xsp-cache/ beside it)."
+    ),
     sql: str = typer.Argument(..., help="SQL to run, or @FILE to read it from a file (e.g. @queries/analyses/nvtx_gpu_projection.sql)."),
     limit: int = typer.Option(50, "--limit", help="Rows to print in the table (0 = all); only these are fetched. CSV prints every row."),
     csv_out: bool = typer.Option(False, "--csv", help="Print CSV instead of a table (streamed in batches)."),
@@ -306,7 +316,7 @@ def query(
                 sql = source.read_text(encoding="utf-8")
             except UnicodeDecodeError as exc:
                 raise InputError(source, "is not UTF-8 text", "pass a .sql text file") from exc
-        with query_connection(database, allow_external_access, memory_limit) as con:
+        with query_connection(_readable(database), allow_external_access, memory_limit) as con:
             if not allow_external_access:
                 check_statements(con, sql, database)
             with interrupt_after(con, timeout, database):
@@ -321,7 +331,10 @@ def query(
 
 @app.command()
 def analyze(
-    database: Path | None = typer.Argument(None, help="An xsp-trace DuckDB database (from convert); not needed with --list."),
+    database: Path | None = typer.Argument(
+        None,
+        help="An xsp-trace DuckDB database, or a raw trace (.nsys-rep, .sqlite, .json[.gz]: converted once into .xsp-cache/ beside it); not needed with --list.",
+    ),
     run: list[str] | None = typer.Option(None, "--run", help="Only these run ids (repeat or comma-separate)."),
     analysis: list[str] | None = typer.Option(None, "--analysis", "-a", help="Only these analyses (repeat); default all. --list shows them."),
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help="How to print the tables."),
@@ -396,7 +409,7 @@ def analyze(
             iterations=iteration_list(iteration),
             window_ns=time_window(window),
         )
-        con = open_session(database, options)
+        con = open_session(_readable(database), options)
         if findings:
             from .analyze.findings import find, findings_result
 
@@ -422,8 +435,8 @@ def analyze(
 
 @app.command()
 def diff(
-    base: Path = typer.Argument(..., help="Baseline xsp-trace database."),
-    new: Path = typer.Argument(..., help="Candidate xsp-trace database."),
+    base: Path = typer.Argument(..., help="Baseline xsp-trace database, or a raw trace (converted once into .xsp-cache/)."),
+    new: Path = typer.Argument(..., help="Candidate xsp-trace database, or a raw trace."),
     fail_above: str = typer.Option("5%", "--fail-above", help="Exit 1 when a kernel/op/layer's time per step grew by more than this."),
     min_share: str = typer.Option("1%", "--min-share", help="Ignore entries below this share of their level's baseline time."),
     level: list[str] | None = typer.Option(None, "--level", help="kernel, op or layer (repeat); default all three."),
@@ -443,12 +456,13 @@ def diff(
         for path in (base, new):
             if not path.exists():
                 raise InputError(path, "does not exist", "pass two databases written by xsp-trace convert")
+        base, new = _readable(base), _readable(new)
         levels = tuple(level) if level else LEVELS
         unknown = [lvl for lvl in levels if lvl not in LEVELS]
         if unknown:
             raise InputError(None, f"--level {', '.join(unknown)} is not one of {', '.join(LEVELS)}", "pick kernel, op or layer")
         rows = diff_databases(base, new, percent(fail_above, "--fail-above"), percent(min_share, "--min-share"), levels)
-    except InputError as exc:
+    except (InputError, OSError) as exc:
         fail(exc)
     shown = [r for i, r in enumerate(rows) if r.regression or limit <= 0 or i < limit]
     typer.echo("level\tchange_%\tbase_ms_per_step\tnew_ms_per_step\tregression\tname")
