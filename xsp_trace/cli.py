@@ -12,6 +12,7 @@ from . import __version__
 from .cli_options import (
     QUERY_MEMORY_LIMIT,
     Engine,
+    OneLineErrors,
     OutputFormat,
     ProgressReporter,
     StoreFormat,
@@ -28,6 +29,7 @@ from .output_files import Interrupted, check_output_path, install_signal_handler
 
 app = typer.Typer(
     name="xsp-trace",
+    cls=OneLineErrors,
     help=(
         "Across-stack profiling of ML models on GPUs: model -> layer -> op -> CUDA API -> kernel "
         "in one DuckDB schema and one Perfetto timeline.\n\n"

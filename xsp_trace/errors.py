@@ -1,4 +1,16 @@
-"""The one exception the CLI turns into a one-line message and exit code 2."""
+"""The one exception the CLI turns into a one-line message and exit code 2, and the one-line rule."""
+
+import re
+
+_LINE_BREAKS = re.compile(r"\s*[\r\n\v\f\x85\u2028\u2029]+\s*")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def one_line(text: str) -> str:
+    """`text` on one line: line breaks (SQLite schema text, a DuckDB error's caret lines) become
+    " / ", other control characters a visible escape, so a message can never span lines."""
+    text = _LINE_BREAKS.sub(" / ", text.strip())
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 class InputError(Exception):
@@ -16,4 +28,4 @@ class InputError(Exception):
     def line(self) -> str:
         where = f"{self.path}: " if self.path else ""
         todo = f" ({self.fix})" if self.fix else ""
-        return f"{where}{self.problem}{todo}"
+        return one_line(f"{where}{self.problem}{todo}")
