@@ -2,15 +2,14 @@
 
 import re
 
-_LINE_BREAKS = re.compile(r"\s*[\r\n\v\f\x85\u2028\u2029]+\s*")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def one_line(text: str) -> str:
-    """`text` on one line: line breaks (SQLite schema text, a DuckDB error's caret lines) become
-    " / ", other control characters a visible escape, so a message can never span lines."""
-    text = _LINE_BREAKS.sub(" / ", text.strip())
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """`text` on one line: line breaks and other control characters (in SQLite schema text, a file
+    name, a DuckDB error) written as escapes, as Python's repr does, so a message never spans lines."""
+    return _CONTROL.sub(lambda m: _ESCAPES.get(m.group(), f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}"), text.strip())
 
 
 class InputError(Exception):
