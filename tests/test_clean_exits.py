@@ -134,7 +134,10 @@ def test_perfetto_into_a_read_only_folder_writes_nothing(tmp_path):
     args = ["convert", str(SMALL), "-o", str(tmp_path / "a.duckdb"), "--perfetto", str(read_only / "a.pftrace"), "-q"]
     result = subprocess.run([*command, *args], env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2, result.stderr
-    assert one_line(result.stderr) == f"xsp-trace: error: {read_only / 'a.pftrace'}: could not be written (Permission denied) (check the permissions of its folder)"
+    assert (
+        one_line(result.stderr)
+        == f"xsp-trace: error: {read_only / 'a.pftrace'}: could not be written (Permission denied) (check the permissions of its folder)"
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ro"] and list(read_only.iterdir()) == []
 
 

@@ -128,6 +128,7 @@ MARKER_CASES = {
     "size_bool": (lambda m: m["files"].update({k: True for k in list(m["files"])[:1]}), "the size true, not a whole number"),
     "file_of_unlisted_table": (lambda m: m["tables"].remove("spans"), "which is in none of its tables"),
     "not_object": (lambda m: None, "is not an object"),
+    "nested_10000": (lambda m: None, "is not an xsp-trace Parquet dataset (xsp_dataset.json unreadable)"),
     "other_format": (lambda m: m.update(format="x\ny"), 'says format "x\\ny"'),
     "version_text": (lambda m: m.update(schema_version="4\nx"), 'schema version "4\\nx"'),
 }
@@ -140,6 +141,8 @@ def test_bad_dataset_marker_is_one_line(case, command, dataset, tmp_path):
     copy = marker_edit(dataset, tmp_path, change)
     if case == "not_object":
         (copy / "xsp_dataset.json").write_text("[1, 2]")
+    if case == "nested_10000":  # deeper than Python's json module reads
+        (copy / "xsp_dataset.json").write_text('{"tables": ' + "[" * 10_000 + "]" * 10_000 + "}")
     args = ["analyze", copy, "-a", "kernel_info"] if command == "analyze" else ["query", copy, "SELECT count(*) FROM spans"]
     line = one_error(args)
     assert line.startswith(f"xsp-trace: error: {copy}: "), line

@@ -115,7 +115,10 @@ def _marker_problem(marker: object) -> str | None:
 
 def _short(value: object) -> str:
     """A marker value quoted in an error line: JSON, on one line, at most 80 characters."""
-    text = json.dumps(value)
+    try:
+        text = json.dumps(value)
+    except (RecursionError, ValueError):
+        return "(a value nested too deep)"
     return text if len(text) <= 80 else text[:77] + "..."
 
 
@@ -152,7 +155,7 @@ def open_dataset(folder: Path) -> duckdb.DuckDBPyConnection:
     folder = Path(folder)
     try:
         marker = json.loads((folder / MARKER).read_text())
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested deeper than Python's json reads
         raise InputError(
             folder, f"is not an xsp-trace Parquet dataset ({MARKER} unreadable)", "pass a folder written by xsp-trace convert --format parquet"
         ) from exc

@@ -9,7 +9,9 @@ _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 def one_line(text: str) -> str:
     """`text` on one line: line breaks and other control characters (in SQLite schema text, a file
     name, a DuckDB error) written as escapes, as Python's repr does, so a message never spans lines."""
-    return _CONTROL.sub(lambda m: _ESCAPES.get(m.group(), f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}"), text.strip())
+    return _CONTROL.sub(
+        lambda m: _ESCAPES.get(m.group(), f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}"), text.strip()
+    )
 
 
 class InputError(Exception):

@@ -14,8 +14,8 @@ command that starts its own cluster (no --ray-address, no $RAY_ADDRESS):
 - gives Ray a temporary folder of its own, `$TMPDIR/xsp-ray-<pid>-*` (or /tmp when $TMPDIR is too
   long for Ray's socket paths), which the next writer also removes if its owner is dead
   (output_files.remove_stale_temp);
-- keeps Ray's start-up lines out of the terminal (its log files hold them) and puts back the
-  CLI's SIGTERM/SIGINT handlers, which ray.init replaces with one that exits 15.
+- keeps Ray's start-up lines out of the terminal (its log files hold them) and keeps the CLI's
+  SIGTERM/SIGINT handlers, which ray.init would replace with one that exits 15.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def ray_session(ray, address: str | None, leftovers: list[Path], output: Path) -
             os.close(read_end)
             os.environ[OWNER_VARIABLE] = token
         try:
-            with _quiet_fds():
+            with _quiet_fds(), _keep_signal_handlers(ray):
                 if owned:
                     ray.init(address="local", include_dashboard=False, log_to_driver=False, configure_logging=False, _temp_dir=str(temp_folder))
                 else:
@@ -107,8 +107,6 @@ def ray_session(ray, address: str | None, leftovers: list[Path], output: Path) -
         except Exception as exc:  # noqa: BLE001 - Ray raises plain Exception/RuntimeError/ConnectionError
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise InputError(None, f"Ray did not start ({first[:300]})", "check --ray-address, or run without --engine ray") from None
-        finally:
-            install_signal_handlers()  # ray.init installs a SIGTERM handler that exits 15
         yield
     finally:
         if ray.is_initialized():
@@ -124,6 +122,23 @@ def ray_session(ray, address: str | None, leftovers: list[Path], output: Path) -
                 watchdog.kill()
         if temp_folder is not None:
             shutil.rmtree(temp_folder, ignore_errors=True)
+
+
+@contextmanager
+def _keep_signal_handlers(ray) -> Iterator[None]:
+    """ray.init replaces the SIGTERM handler with one that exits 15, and a SIGTERM while it starts
+    the cluster was then lost in its start-up loop; its setter is made a no-op for the call, so a
+    SIGTERM unwinds as anywhere else (exit 143; the watchdog reaps what was started)."""
+    utils = getattr(getattr(ray, "_private", None), "utils", None)
+    setter = getattr(utils, "set_sigterm_handler", None)
+    if setter is not None:
+        utils.set_sigterm_handler = lambda handler: None
+    try:
+        yield
+    finally:
+        if setter is not None:
+            utils.set_sigterm_handler = setter
+        install_signal_handlers()
 
 
 def _marked(token: str, skip: set[int]) -> list[int]:
