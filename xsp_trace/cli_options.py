@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from .errors import InputError, one_line
+from .output_files import check_interrupted
 
 
 class StoreFormat(str, Enum):
@@ -44,7 +45,9 @@ err_console = Console(stderr=True)
 
 
 def fail(exc: InputError | OSError) -> NoReturn:
-    """One clear line on stderr and exit code 2 (the traceback only with --debug)."""
+    """One clear line on stderr and exit code 2 (the traceback only with --debug). After SIGINT/SIGTERM
+    the error is the signal's consequence: the CLI's main reports the signal instead (exit 130/143)."""
+    check_interrupted()
     if state["debug"]:
         raise exc
     if isinstance(exc, OSError):  # the environment, not xsp-trace: a file vanished, a permission...

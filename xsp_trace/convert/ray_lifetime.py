@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import InputError
-from ..output_files import install_signal_handlers, private_temp_prefix, remove_lock_if_free, remove_temp
+from ..output_files import check_interrupted, install_signal_handlers, private_temp_prefix, remove_lock_if_free, remove_temp
 
 OWNER_VARIABLE = "XSP_RAY_OWNER"
 REAP_QUIET_S = 1.0  # the watchdog stops once no marked process was seen for this long
@@ -105,6 +105,7 @@ def ray_session(ray, address: str | None, leftovers: list[Path], output: Path) -
                 else:
                     ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
         except Exception as exc:  # noqa: BLE001 - Ray raises plain Exception/RuntimeError/ConnectionError
+            check_interrupted()  # a SIGTERM that Ray's start-up loop swallowed: exit 143, not this error
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise InputError(None, f"Ray did not start ({first[:300]})", "check --ray-address, or run without --engine ray") from None
         yield
