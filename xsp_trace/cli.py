@@ -81,7 +81,9 @@ def convert(
         Engine.local, "--engine", help="local: worker processes on this machine (-j); ray: one Ray Data task per trace, into a Parquet dataset."
     ),
     ray_address: str | None = typer.Option(
-        None, "--ray-address", help="With --engine ray: the cluster to join (default: $RAY_ADDRESS, else a local Ray of its own, stopped at the end; auto: the one ray start began)."
+        None,
+        "--ray-address",
+        help="With --engine ray: the cluster to join (default: $RAY_ADDRESS, else a local Ray of its own, stopped at the end; auto: the one ray start began).",
     ),
     run_id_offset: int = typer.Option(
         0, "--run-id-offset", help="With --engine ray: number the runs from OFFSET+1, in input order (several jobs sharing one dataset)."
