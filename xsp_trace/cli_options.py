@@ -4,8 +4,9 @@ commands in xsp_trace/cli.py share (enums typer checks, the one comma-list parse
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from enum import Enum
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -65,11 +66,19 @@ class OneLineErrors(typer.core.TyperGroup):
     """The CLI's command group: a usage error (a bad --format value, a missing argument) is one line
     on stderr and exit 2, like every other error -- not click's usage text and rich's error box."""
 
-    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
         if not standalone_mode:
-            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+            return super().main(args, prog_name, complete_var, standalone_mode, windows_expand_args, **extra)
         try:
-            code = super().main(args, prog_name, complete_var, False, **extra)
+            code = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
         except _NO_ARGS_IS_HELP as exc:  # `xsp-trace` alone: the help, as before
             exc.show()
             sys.exit(exc.exit_code)

@@ -31,6 +31,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError
 from ..output_files import check_interrupted, install_signal_handlers, private_temp_prefix, remove_lock_if_free, remove_temp
@@ -130,7 +131,7 @@ def _keep_signal_handlers(ray) -> Iterator[None]:
     """ray.init replaces the SIGTERM handler with one that exits 15, and a SIGTERM while it starts
     the cluster was then lost in its start-up loop; its setter is made a no-op for the call, so a
     SIGTERM unwinds as anywhere else (exit 143; the watchdog reaps what was started)."""
-    utils = getattr(getattr(ray, "_private", None), "utils", None)
+    utils: Any = getattr(getattr(ray, "_private", None), "utils", None)
     setter = getattr(utils, "set_sigterm_handler", None)
     if setter is not None:
         utils.set_sigterm_handler = lambda handler: None
