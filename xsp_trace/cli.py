@@ -418,7 +418,9 @@ def analyze(
 def diff(
     base: Path = typer.Argument(..., help="Baseline xsp-trace database."),
     new: Path = typer.Argument(..., help="Candidate xsp-trace database."),
-    fail_above: str = typer.Option("5%", "--fail-above", help="Exit 1 when an entry's time per step (per call without steps) grew by more than this."),
+    fail_above: str = typer.Option(
+        "5%", "--fail-above", help="Exit 1 when an entry's time per step (per call without steps) grew by more than this."
+    ),
     min_calls: int = typer.Option(10, "--min-calls", help="Calls an entry needs on both sides to gate."),
     min_share: str = typer.Option("1%", "--min-share", help="Ignore entries below this share of their level's baseline time."),
     level: list[str] | None = typer.Option(None, "--level", help="kernel, op or layer (repeat); default all three."),

@@ -76,9 +76,9 @@ def read_capture(path: Path) -> Capture:
     try:
         install_normalize_macro(con)
         rows = con.execute(query_text("analyses/diff_totals")).fetchall()
-        steps = int(con.execute("SELECT count(*) FROM steps").fetchone()[0])
     finally:
         con.close()
+    steps = int(rows[0][-1]) if rows else 0
     entries: dict[tuple[str, str], _Entry] = {}
     for level, name, step, calls, total, total_sq, _ in rows:
         entry = entries.setdefault((level, name), _Entry(_Tally(), _Tally()))
@@ -135,13 +135,17 @@ class Summary:
     def lines(self) -> list[str]:
         out = []
         if not self.per_step:
-            sides = [f"{side} has {n} step{'s' if n != 1 else ''}" for side, n in (("base", self.base_steps), ("new", self.new_steps)) if n < MIN_STEPS]
+            sides = [
+                f"{side} has {n} step{'s' if n != 1 else ''}" for side, n in (("base", self.base_steps), ("new", self.new_steps)) if n < MIN_STEPS
+            ]
             out.append(f"no per-step comparison ({', '.join(sides)}; needs >= {MIN_STEPS} on both): comparing calls and mean time per call")
         if self.level is None or self.base_ns is None or self.new_ns is None:
             return out + ["no kernel, op or layer is on both sides"]
         unit = "step" if self.per_step else "call"
         what = "GPU kernel time" if self.level == "kernel" else f"{self.level} time (CPU)"
-        counts = f"{self.base_steps:,} -> {self.new_steps:,} steps" if self.per_step else f"{self.base_calls:,} -> {self.new_calls:,} {self.level} calls"
+        counts = (
+            f"{self.base_steps:,} -> {self.new_steps:,} steps" if self.per_step else f"{self.base_calls:,} -> {self.new_calls:,} {self.level} calls"
+        )
         change = f" ({_pct_text(_change_pct(self.base_ns, self.new_ns))})" if self.base_ns else ""
         return [f"{what} per {unit}: {_ms(self.base_ns)} ms -> {_ms(self.new_ns)} ms{change}, {counts}", *out]
 
@@ -175,7 +179,19 @@ def _row(level: str, name: str, a: _Entry | None, b: _Entry | None, per_step: bo
         and share >= gate.min_share_pct
     )
     return DiffRow(
-        level, name, ea.calls.n, eb.calls.n, ea.calls.mean, eb.calls.mean, call_change, per_step_a, per_step_b, step_change, share, significant, regression
+        level,
+        name,
+        ea.calls.n,
+        eb.calls.n,
+        ea.calls.mean,
+        eb.calls.mean,
+        call_change,
+        per_step_a,
+        per_step_b,
+        step_change,
+        share,
+        significant,
+        regression,
     )
 
 
@@ -195,7 +211,9 @@ def diff_captures(base: Capture, new: Capture, gate: Gate | None = None, levels:
     per_step = min(base.steps, new.steps) >= MIN_STEPS
     level_total = {lvl: sum(e.calls.total for (level, _), e in base.entries.items() if level == lvl) for lvl in levels}
     keys = sorted(k for k in set(base.entries) | set(new.entries) if k[0] in levels)
-    rows = [_row(level, name, base.entries.get((level, name)), new.entries.get((level, name)), per_step, level_total[level], gate) for level, name in keys]
+    rows = [
+        _row(level, name, base.entries.get((level, name)), new.entries.get((level, name)), per_step, level_total[level], gate) for level, name in keys
+    ]
     rows.sort(key=lambda r: (not r.regression, -_cost_ns(r), r.level, r.name))
     return _summary(base, new, per_step), rows
 
