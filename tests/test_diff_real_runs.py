@@ -211,3 +211,22 @@ def test_normalize_name_strips_the_per_instance_details_torch_appends():
     in_sql = dict(duck.execute("SELECT name, xsp_normalized_name(name) FROM t").fetchall())
     assert in_sql == {t: normalize_name(t) for t in texts}
     assert len(texts) == 16_582 and len(set(in_sql.values())) == 176  # every op_id its own text; 176 names
+
+
+def test_compare_runs_without_inferences_compares_per_call(tmp_path):
+    from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
+
+    short = tmp_path / "short.sqlite"
+    _cut_capture(H100, short, 0.6)
+    both = tmp_path / "both.duckdb"
+    convert_files([short, H100], both, ConvertOptions())
+    raw = [_kernels(short), _kernels(H100)]
+    rows = run_analysis(open_session(both, AnalysisOptions(compare=(1, 2))), "compare_runs").records()
+    assert {r["item"] for r in rows} == set(raw[1])
+    for row in rows:
+        a, b = raw[0].get(row["item"], []), raw[1][row["item"]]
+        assert (row["base_calls"] or 0, row["other_calls"]) == (len(a), len(b))
+        assert (row["base_ms"], row["other_ms"]) == (None, None)  # no inferences: no per-inference figure
+        assert row["other_ms_per_call"] == round(sum(b) / len(b) / 1e6, 6)
+        if a:
+            assert row["per_call_ratio"] == round((sum(b) / len(b)) / (sum(a) / len(a)), 4)
