@@ -427,17 +427,11 @@ def diff(
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help="table, csv (summary on stderr) or json."),
     limit: int = typer.Option(20, "--limit", help="Rows to print (0 = all); regressions are always printed."),
 ) -> None:
-    """Compare two databases per kernel, op and layer -- calls, mean time per call, and time per step
-    when both have steps -- and fail on regressions (CI gate).
+    """Compare two databases per kernel, op and layer -- calls, mean time per call, and time per step when both have steps -- and fail on regressions (CI gate).
 
-    Names are compared without per-instance details (", seq = N", ", op_id = N", ", sizes = [...]":
-    xsp_trace/naming.py normalize_name). Without steps (fewer than 2 on a side) the comparison is per
-    call and the summary line says so: two captures of different lengths are never compared by totals.
+    Names are compared without per-instance details (", seq = N", ", op_id = N", ", sizes = [...]": normalize_name in xsp_trace/naming.py). Without steps (fewer than 2 on a side) the comparison is per call and the summary line says so: captures of different lengths are never compared by their totals.
 
-    Gate: an entry is a regression when its time per step (both sides with steps, else its mean time
-    per call) grew by more than --fail-above, with at least --min-calls calls on both sides, by more
-    than 2 standard errors of the difference (the spread of its per-call, or per-step, times), and it
-    held at least --min-share of its level's baseline time. Entries on one side only never gate.
+    Gate: an entry is a regression when its time per step (both sides with steps, else its mean time per call) grew by more than --fail-above, by more than 2 standard errors of the difference (the spread of its per-call, or per-step, times), with at least --min-calls calls on both sides, and it held at least --min-share of its level's baseline time. Entries on one side only never gate.
 
     Exit code 0: no regression; 1: some regression; 2: bad input.
 
