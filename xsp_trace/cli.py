@@ -10,6 +10,7 @@ import typer
 
 from . import __version__
 from .cli_options import (
+    QUERY_MEMORY_LIMIT,
     Engine,
     OutputFormat,
     ProgressReporter,
@@ -134,11 +135,19 @@ def convert(
         _write_perfetto(output, perfetto, None)
 
 
+def _readable(path: Path) -> Path:
+    """The database a reading command opens for `path`: a raw trace (.nsys-rep, .sqlite, .json[.gz])
+    is converted once into the cache beside it (xsp_trace/convert/trace_cache.py) and read from there."""
+    from .convert.trace_cache import database_for
+
+    return database_for(path, lambda what, _fraction: err_console.print(what, markup=False, highlight=False, soft_wrap=True))
+
+
 def _write_perfetto(database: Path, output: Path, options) -> None:
     from .perfetto import export_perfetto
 
     try:
-        stats = export_perfetto(database, output, options)
+        stats = export_perfetto(_readable(database), output, options)
     except (InputError, OSError) as exc:
         fail(exc)
     typer.echo(
@@ -150,7 +159,7 @@ def _write_perfetto(database: Path, output: Path, options) -> None:
 
 @app.command()
 def perfetto(
-    database: Path = typer.Argument(..., help="xsp-trace database written by convert."),
+    database: Path = typer.Argument(..., help="xsp-trace database written by convert, or a raw trace (converted once into .xsp-cache/)."),
     output: Path = typer.Option(..., "-o", "--output", help="Perfetto trace to write (.pftrace)."),
     runs: str | None = typer.Option(None, "--runs", help="Comma-separated run ids (default: every run)."),
     kinds: str | None = typer.Option(
@@ -265,10 +274,16 @@ def capture(
 
 @app.command()
 def query(
-    database: Path = typer.Argument(..., help="An xsp-trace DuckDB database or Parquet dataset folder."),
+    database: Path = typer.Argument(
+        ..., help="An xsp-trace DuckDB database or Parquet dataset folder, or a raw trace (converted once into .xsp-cache/ beside it)."
+    ),
     sql: str = typer.Argument(..., help="SQL to run, or @FILE to read it from a file (e.g. @queries/analyses/nvtx_gpu_projection.sql)."),
-    limit: int = typer.Option(50, "--limit", help="Rows to print in the table (0 = all)."),
-    csv_out: bool = typer.Option(False, "--csv", help="Print CSV instead of a table."),
+    limit: int = typer.Option(50, "--limit", help="Rows to print in the table (0 = all); only these are fetched. CSV prints every row."),
+    csv_out: bool = typer.Option(False, "--csv", help="Print CSV instead of a table (streamed in batches)."),
+    timeout: float = typer.Option(300, "--timeout", help="Stop the query after this many seconds (0 = no limit)."),
+    memory_limit: str = typer.Option(
+        QUERY_MEMORY_LIMIT, "--memory-limit", help="DuckDB's memory cap for the query; beyond it DuckDB spills to a private temporary folder."
+    ),
     allow_external_access: bool = typer.Option(
         False,
         "--allow-external-access",
@@ -277,8 +292,9 @@ def query(
 ) -> None:
     """Run ad-hoc SQL on a converted database (read-only) and print the result.
 
-    The SQL sees the data only: COPY/EXPORT/ATTACH/INSTALL/SET and reading other files are refused
-    unless --allow-external-access is given.
+    The SQL sees the data only: queries, EXPLAIN, read-only PRAGMAs, SET VARIABLE and session views
+    and macros run; COPY/EXPORT/ATTACH/INSTALL/SET/PREPARE, EXPLAIN ANALYZE of anything but a query
+    and reading other files are refused unless --allow-external-access is given.
 
     Example:
 
@@ -286,7 +302,9 @@ def query(
 
       xsp-trace query run.duckdb --allow-external-access "COPY (SELECT name, count(*) AS n FROM spans WHERE kind = 'kernel' GROUP BY name) TO 'kernels.csv'"
     """
-    from .sandbox import check_statements, open_for_query
+    import duckdb
+
+    from .sandbox import check_statements, interrupt_after, query_connection
     from .tables import print_result
 
     try:
@@ -298,24 +316,25 @@ def query(
                 sql = source.read_text(encoding="utf-8")
             except UnicodeDecodeError as exc:
                 raise InputError(source, "is not UTF-8 text", "pass a .sql text file") from exc
-        con = open_for_query(database, allow_external_access)
-        try:
+        with query_connection(_readable(database), allow_external_access, memory_limit) as con:
             if not allow_external_access:
                 check_statements(con, sql, database)
-            try:
-                result = con.execute(sql)
-            except Exception as exc:  # duckdb.Error: the user's SQL is wrong (or asked for a file)
-                raise InputError(database, f"query failed: {str(exc).splitlines()[0]}", "fix the SQL") from exc
-            print_result(result, limit=limit, as_csv=csv_out)
-        finally:
-            con.close()
+            with interrupt_after(con, timeout, database):
+                try:
+                    result = con.execute(sql)
+                    print_result(result, limit=limit, as_csv=csv_out)
+                except duckdb.Error as exc:  # the user's SQL is wrong (or asked for a file)
+                    raise InputError(database, f"query failed: {str(exc).splitlines()[0]}", "fix the SQL") from exc
     except (InputError, OSError) as exc:
         fail(exc)
 
 
 @app.command()
 def analyze(
-    database: Path | None = typer.Argument(None, help="An xsp-trace DuckDB database (from convert); not needed with --list."),
+    database: Path | None = typer.Argument(
+        None,
+        help="An xsp-trace DuckDB database, or a raw trace (.nsys-rep, .sqlite, .json[.gz]: converted once into .xsp-cache/ beside it); not needed with --list.",
+    ),
     run: list[str] | None = typer.Option(None, "--run", help="Only these run ids (repeat or comma-separate)."),
     analysis: list[str] | None = typer.Option(None, "--analysis", "-a", help="Only these analyses (repeat); default all. --list shows them."),
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help="How to print the tables."),
@@ -390,7 +409,7 @@ def analyze(
             iterations=iteration_list(iteration),
             window_ns=time_window(window),
         )
-        con = open_session(database, options)
+        con = open_session(_readable(database), options)
         if findings:
             from .analyze.findings import find, findings_result
 
@@ -416,8 +435,8 @@ def analyze(
 
 @app.command()
 def diff(
-    base: Path = typer.Argument(..., help="Baseline xsp-trace database."),
-    new: Path = typer.Argument(..., help="Candidate xsp-trace database."),
+    base: Path = typer.Argument(..., help="Baseline xsp-trace database, or a raw trace (converted once into .xsp-cache/)."),
+    new: Path = typer.Argument(..., help="Candidate xsp-trace database, or a raw trace."),
     fail_above: str = typer.Option(
         "5%", "--fail-above", help="Exit 1 when an entry's time per step (per call without steps) grew by more than this."
     ),
@@ -445,13 +464,14 @@ def diff(
         for path in (base, new):
             if not path.exists():
                 raise InputError(path, "does not exist", "pass two databases written by xsp-trace convert")
+        base, new = _readable(base), _readable(new)
         levels = tuple(level) if level else LEVELS
         unknown = [lvl for lvl in levels if lvl not in LEVELS]
         if unknown:
             raise InputError(None, f"--level {', '.join(unknown)} is not one of {', '.join(LEVELS)}", "pick kernel, op or layer")
         gate = Gate(percent(fail_above, "--fail-above"), min_calls, percent(min_share, "--min-share"))
         summary, rows = diff_databases(base, new, gate, levels)
-    except InputError as exc:
+    except (InputError, OSError) as exc:
         fail(exc)
     print_diff(summary, rows, gate, fmt.value, limit)
     if any(r.regression for r in rows):
