@@ -155,7 +155,8 @@ def _change_pct(base: float | None, new: float | None) -> float | None:
 
 
 def _welch_se(a: _Tally, b: _Tally) -> float:
-    return math.sqrt(a.variance() / a.n + b.variance() / b.n) if a.n and b.n else math.inf
+    """Standard error of the difference of the means; infinite when a side has no spread to measure."""
+    return math.sqrt(a.variance() / a.n + b.variance() / b.n) if a.n >= 2 and b.n >= 2 else math.inf
 
 
 def _row(level: str, name: str, a: _Entry | None, b: _Entry | None, per_step: bool, level_total: float, gate: Gate) -> DiffRow:
