@@ -360,6 +360,11 @@ def analyze(
     ),
     iteration: list[str] | None = typer.Option(None, "--iteration", help="Only these iterations (step numbers; repeat, comma-separate or A-B)."),
     window: str | None = typer.Option(None, "--window", help="Only spans starting in START:END (ns on the run clock)."),
+    what_if: list[str] | None = typer.Option(
+        None,
+        "--what-if",
+        help="Predict the step time with some work changed (repeat): KIND:REGEX*FACTOR or KIND:REGEX=DURATION, KIND one of kernel, memcpy, memset, communication, gpu, op, api, sync; e.g. 'kernel:gemm*0.5', 'sync:cudaStreamSynchronize=0', 'op:aten::to*0'. Prints the what_if analysis.",
+    ),
     findings: bool = typer.Option(
         False,
         "--findings",
@@ -381,6 +386,8 @@ def analyze(
       xsp-trace analyze rank0.duckdb --iteration 552 -a step_bound -a gpu_idle_gaps
 
       xsp-trace analyze run.duckdb --findings
+
+      xsp-trace analyze run.duckdb --what-if 'kernel:gemm*0.5' --what-if 'sync:cudaStreamSynchronize=0'
     """
     from .analyze import ANALYSES, BY_NAME, AnalysisOptions, open_session, run_analysis
     from .analyze.output import print_csv, print_json, print_tables, uncorrected_notes
@@ -392,7 +399,12 @@ def analyze(
     try:
         if database is None:
             raise InputError(None, "no database given", "xsp-trace analyze RUN.duckdb (or --list to see the analyses)")
-        names = list(analysis) if analysis else [a.name for a in ANALYSES]
+        if what_if:
+            from .analyze.what_if import parse_rule
+
+            for rule in what_if:
+                parse_rule(rule)  # one line for a rule that does not parse, before anything runs
+        names = list(analysis or []) + (["what_if"] if what_if else []) if (analysis or what_if) else [a.name for a in ANALYSES]
         unknown = [n for n in names if n not in BY_NAME]
         if unknown:
             raise InputError(None, f"unknown analysis {', '.join(unknown)}", "see xsp-trace analyze --list")
@@ -414,6 +426,7 @@ def analyze(
             layer_depth=layer_depth,
             iterations=iteration_list(iteration),
             window_ns=time_window(window),
+            what_if=tuple(what_if or ()),
         )
         con = open_session(_readable(database), options)
         if findings:
