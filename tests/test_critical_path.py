@@ -249,22 +249,18 @@ def test_the_path_crosses_into_the_rank_that_arrived_last(tmp_path):
     assert by_run[2]["top_on_path"].startswith("run 1: aten::slow_dataloader_step [cpu_op] 60.0")
 
 
-def test_two_real_ranks_path_through_the_later_rank_sums_to_the_aligned_step(converted_path, tmp_path):
-    """Two ranks of a real job (kineto_two_ranks_sendrecv): each step's path is contiguous; where it
-    passes into the other rank, it does so at a SendRecv kernel, the other rank's matching kernel
-    being the shorter of the two (the later arrival, read from the raw JSON)."""
+def test_two_real_ranks_in_one_database(tmp_path):
+    """Two ranks of a real job (kineto_two_ranks_sendrecv) in one database: both CPU-bound (the main
+    thread's ops hold 97-99.6 % of every path), so no path crosses ranks, and each step's path still
+    equals its ProfilerStep's duration in the raw JSON."""
     folder = DATA / "kineto_two_ranks_sendrecv"
     db = tmp_path / "two.duckdb"
-    assert runner.invoke(app, ["convert", str(folder / "sampled_rank-0.json.gz"), str(folder / "sampled_rank-1.json.gz"), "-o", str(db), "-q"]).exit_code == 0
-    con = open_session(db, AnalysisOptions())
-    result = run_analysis(con, "critical_path")
-    at = {c: i for i, c in enumerate(result.columns)}
-    rows = result.rows
-    crossings = [(a, b) for a, b in zip(rows, rows[1:], strict=False) if a[at["run_id"]] == b[at["run_id"]] and a[at["on_run_id"]] != b[at["on_run_id"]]]
-    for before, after in crossings:  # segments are ordered from the step's start: `after` is the collective on the waiting rank
-        assert "SendRecv" in after[at["name"]] and after[at["kind"]] == "communication"
-    offsets = [r[at["offset_ns"]] for r in rows]
-    lengths = [r[at["on_path_ns"]] for r in rows]
-    for i in range(1, len(rows)):
-        if rows[i][at["run_id"]] == rows[i - 1][at["run_id"]] and rows[i][at["iteration"]] == rows[i - 1][at["iteration"]]:
-            assert offsets[i] == offsets[i - 1] + lengths[i - 1]
+    traces = [folder / "sampled_rank-0.json.gz", folder / "sampled_rank-1.json.gz"]
+    assert runner.invoke(app, ["convert", *map(str, traces), "-o", str(db), "-q"]).exit_code == 0
+    summary = run_analysis(open_session(db, AnalysisOptions()), "critical_path_summary")
+    rows = [dict(zip(summary.columns, r, strict=True)) for r in summary.rows]
+    for run_id, trace in enumerate(traces, start=1):
+        expected = _profiler_steps(trace)
+        got = {r["iteration"]: r["path_ns"] for r in rows if r["run_id"] == run_id}
+        assert got == expected and len(got) == 2
+    assert all(r["waited_for_runs"] is None for r in rows)
