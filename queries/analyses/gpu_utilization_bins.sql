@@ -14,6 +14,17 @@ WITH windows AS (
            w.first_ns + (w.last_ns - w.first_ns) * b.i // w.bins AS bin_start_ns,
            w.first_ns + (w.last_ns - w.first_ns) * (b.i + 1) // w.bins AS bin_end_ns
     FROM windows AS w, LATERAL (SELECT unnest(range(w.bins)) AS i) AS b
+), clipped AS (
+    -- Each busy interval's part inside each bin it touches. An inner join: a bin no interval
+    -- touches gets no row here (DuckDB's least/greatest skip NULLs, so clipping the NULLs of an
+    -- outer join would give such a bin its full width), and counts 0 below.
+    SELECT e.run_id, e.device_id, e.bin,
+           least(i.end_ns, e.bin_end_ns) - greatest(i.start_ns, e.bin_start_ns) AS inside_ns
+    FROM bin_edges AS e
+    JOIN xsp_gpu_busy_intervals AS i
+        ON i.run_id = e.run_id AND i.device_id = e.device_id AND i.start_ns < e.bin_end_ns AND i.end_ns > e.bin_start_ns
+), per_bin AS (
+    SELECT run_id, device_id, bin, sum(inside_ns) AS busy_ns FROM clipped GROUP BY run_id, device_id, bin
 )
 SELECT
     -- Run.
@@ -26,13 +37,11 @@ SELECT
     e.bin_start_ns,
     -- End of the bin, ns on the run clock (start of the next one).
     e.bin_end_ns,
-    -- GPU busy time inside the bin, ns.
-    coalesce(sum(least(i.end_ns, e.bin_end_ns) - greatest(i.start_ns, e.bin_start_ns)), 0) AS busy_ns,
+    -- GPU busy time inside the bin, ns (0 for a bin with no GPU work); the bins of a GPU add up
+    -- to gpu_busy_idle's busy_ns.
+    CAST(coalesce(p.busy_ns, 0) AS BIGINT) AS busy_ns,
     -- GPU busy time as a percent of the bin's width.
-    round(100.0 * coalesce(sum(least(i.end_ns, e.bin_end_ns) - greatest(i.start_ns, e.bin_start_ns)), 0)
-          / nullif(e.bin_end_ns - e.bin_start_ns, 0), 2) AS busy_pct
+    round(100.0 * coalesce(p.busy_ns, 0) / nullif(e.bin_end_ns - e.bin_start_ns, 0), 2) AS busy_pct
 FROM bin_edges AS e
-LEFT JOIN xsp_gpu_busy_intervals AS i
-    ON i.run_id = e.run_id AND i.device_id = e.device_id AND i.start_ns < e.bin_end_ns AND i.end_ns > e.bin_start_ns
-GROUP BY e.run_id, e.device_id, e.bin, e.bin_start_ns, e.bin_end_ns
+LEFT JOIN per_bin AS p USING (run_id, device_id, bin)
 ORDER BY e.run_id, e.device_id, e.bin;
