@@ -208,6 +208,9 @@ def _load_format_tables(con: duckdb.DuckDBPyConnection) -> None:
                 ("xsp_implicit_sync_api", cuda_api.IMPLICIT_SYNC_API),
                 ("xsp_pageable", cuda_api.PAGEABLE),
                 ("xsp_osrt_category", nsys_export.OSRT_CATEGORY),
+                ("xsp_sqlite_round_nudge", nsys_stats.SQLITE_ROUND_NUDGE),
+                ("xsp_sqlite_round_nudge_below", nsys_stats.SQLITE_ROUND_NUDGE_BELOW),
+                ("xsp_sqlite_round_whole_from", nsys_stats.SQLITE_ROUND_WHOLE_FROM),
             )
         ),
     )
