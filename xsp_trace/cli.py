@@ -13,6 +13,7 @@ from .cli_options import (
     Engine,
     OutputFormat,
     ProgressReporter,
+    Scope,
     StoreFormat,
     comma_list,
     err_console,
@@ -335,6 +336,12 @@ def analyze(
     ),
     iteration: list[str] | None = typer.Option(None, "--iteration", help="Only these iterations (step numbers; repeat, comma-separate or A-B)."),
     window: str | None = typer.Option(None, "--window", help="Only spans starting in START:END (ns on the run clock)."),
+    scope: Scope = typer.Option(
+        Scope.all,
+        "--scope",
+        help="GPU work counted: all (default: every kernel, copy and set of the trace, whenever launched) or profiled "
+        "(as HTA 0.5: in a run with 2+ steps, only work whose launch is in the trace and started by the end of the last step).",
+    ),
     findings: bool = typer.Option(
         False,
         "--findings",
@@ -355,10 +362,13 @@ def analyze(
 
       xsp-trace analyze rank0.duckdb --iteration 552 -a step_bound -a gpu_idle_gaps
 
+      xsp-trace analyze rank1.duckdb --scope profiled -a comm_compute_overlap -a gpu_busy_idle
+
       xsp-trace analyze run.duckdb --findings
     """
     from .analyze import ANALYSES, BY_NAME, AnalysisOptions, open_session, run_analysis
     from .analyze.output import print_csv, print_json, print_tables, uncorrected_notes
+    from .analyze.scope import scope_notes
 
     if list_analyses:
         for a in ANALYSES:
@@ -389,6 +399,7 @@ def analyze(
             layer_depth=layer_depth,
             iterations=iteration_list(iteration),
             window_ns=time_window(window),
+            scope=scope.value,
         )
         con = open_session(database, options)
         if findings:
@@ -402,7 +413,8 @@ def analyze(
         elif fmt is OutputFormat.json:
             print_json(results, limit)
         else:
-            print_tables(results, limit, uncorrected_notes(run_analysis(con, "level_sources")))
+            notes = uncorrected_notes(run_analysis(con, "level_sources")) + scope_notes(con, scope.value, [r.name for r in results])
+            print_tables(results, limit, notes)
         if report is not None:
             from .analyze.findings import find
             from .analyze.report import write_report

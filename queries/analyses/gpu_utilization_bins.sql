@@ -5,6 +5,10 @@
 -- From: xsp_gpu_busy_intervals (prelude: union of kernels, copies and sets per GPU, all streams).
 -- Bins: the variable xsp_bins per GPU (default 50) of equal width, the last one ending at the last
 -- operation's end.
+-- Counts: every kernel, copy and set the session holds -- under `analyze --scope all` (the
+-- default) all of the trace's, also work launched before the trace started (no launching call in
+-- it) or after its last step; under --scope profiled only work launched in the profiled steps, as
+-- Holistic Trace Analysis 0.5 counts (analyses/prelude_scope.sql says which work that leaves out).
 WITH windows AS (
     SELECT run_id, device_id, min(start_ns) AS first_ns, max(end_ns) AS last_ns,
            CAST(coalesce(getvariable('xsp_bins'), 50) AS BIGINT) AS bins
@@ -37,7 +41,7 @@ SELECT
     e.bin_start_ns,
     -- End of the bin, ns on the run clock (start of the next one).
     e.bin_end_ns,
-    -- GPU busy time inside the bin, ns (0 for a bin with no GPU work); the bins of a GPU add up
+    -- GPU busy time inside the bin (work of the scope), ns (0 for a bin with no GPU work); the bins of a GPU add up
     -- to gpu_busy_idle's busy_ns.
     CAST(coalesce(p.busy_ns, 0) AS BIGINT) AS busy_ns,
     -- GPU busy time as a percent of the bin's width.
