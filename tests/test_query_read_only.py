@@ -1,23 +1,42 @@
 """`xsp-trace query` opens the data read-only: no file writes, no reading other files, no
 extension installs, no settings changes -- unless --allow-external-access is given.
 
-Checked on a database file and on a Parquet dataset folder, through the CLI (CliRunner); the
-folder listing and a canary file outside it show nothing was written.
+Every statement of the SQL corpus (tests/data/query_sql_corpus/statements.tsv) is run through the
+CLI (CliRunner) on a database file and on a Parquet dataset folder. A refused statement exits 2
+with one line; a snapshot of every file of the data folder (the dataset, its marker, a `<db>.tmp`
+spill folder beside the database, a secret file beside them) shows nothing was written, replaced or
+deleted. The reading statements of the corpus still run.
 """
 
 from __future__ import annotations
 
+import csv
+import gzip
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from conftest import DATA
 from kineto_cases import KINETO_TRACES
 from xsp_trace.cli import app
 
 runner = CliRunner()
 SMALL = KINETO_TRACES["kineto_rocm_mi250"]
+CORPUS = DATA / "query_sql_corpus" / "statements.tsv"
+
+
+def corpus() -> list[tuple[str, str, str]]:
+    """(expect, case, sql) rows of the corpus file."""
+    with open(CORPUS, encoding="utf-8") as f:
+        rows = [r for r in csv.reader((line for line in f if line.strip() and not line.startswith("#")), delimiter="\t", quoting=csv.QUOTE_NONE)]
+    assert all(len(r) == 3 and r[0] in ("refused", "runs") for r in rows), rows
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+STATEMENTS = corpus()
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +46,7 @@ def data(tmp_path_factory):
         result = runner.invoke(app, ["convert", str(SMALL), "-q", *args])
         assert result.exit_code == 0, result.output
     (folder / "secret.txt").write_text("do not read me\n")
+    (folder / "db.duckdb.tmp").mkdir()  # DuckDB's default spill folder, which it lets COPY write into
     return folder
 
 
@@ -34,37 +54,39 @@ def snapshot(folder: Path) -> dict[str, str]:
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "dir" for p in sorted(folder.rglob("*"))}
 
 
-STATEMENTS = {
-    "copy_to": "COPY spans TO '{out}/leak.csv'",
-    "copy_into_dataset": "COPY spans TO '{ds}/spans/leak.parquet'",
-    "export_database": "EXPORT DATABASE '{out}/exported'",
-    "read_text_passwd": "SELECT * FROM read_text('/etc/passwd')",
-    "read_text_secret": "SELECT content FROM read_text('{out}/secret.txt')",
-    "read_csv": "SELECT * FROM read_csv('{out}/secret.txt')",
-    "attach_new_file": "ATTACH '{out}/new.duckdb' AS n",
-    "attach_in_dataset": "ATTACH '{ds}/new.duckdb' AS n",
-    "install": "INSTALL httpfs",
-    "load": "LOAD httpfs",
-    "set_external_access": "SET enable_external_access = true",
-    "second_statement": "SELECT 1; COPY spans TO '{out}/leak2.csv'",
-    "create_table_in_db": "CREATE TABLE spans2 AS SELECT * FROM spans",
-}
+def _sql(template: str, data: Path) -> str:
+    return template.replace("{out}", str(data)).replace("{ds}", str(data / "ds")).replace("{db}", str(data / "db.duckdb"))
 
 
-# A dataset is an in-memory catalog of views: CREATE TABLE there writes nothing, so it is only tried on a file.
-CASES = [(name, target) for name in STATEMENTS for target in ("db.duckdb", "ds") if not (name == "create_table_in_db" and target == "ds")]
+REFUSED = [(case, target) for expect, case, _ in STATEMENTS if expect == "refused" for target in ("db.duckdb", "ds")]
+RUNS = [(case, target) for expect, case, _ in STATEMENTS if expect == "runs" for target in ("db.duckdb", "ds")]
+SQL = {case: sql for _, case, sql in STATEMENTS}
 
 
-@pytest.mark.parametrize("name,target", CASES)
-def test_writes_and_exfiltration_are_refused(name, target, data):
+@pytest.mark.parametrize("case,target", REFUSED)
+def test_writes_and_exfiltration_are_refused(case, target, data):
     before = snapshot(data)
-    sql = STATEMENTS[name].format(out=data, ds=data / "ds")
-    result = runner.invoke(app, ["query", str(data / target), sql])
+    result = runner.invoke(app, ["query", str(data / target), _sql(SQL[case], data)])
     assert result.exit_code == 2, result.output
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith(f"xsp-trace: error: {data / target}: query "), result.stderr
-    assert "root:" not in result.output and "do not read me" not in result.output
+    assert "Traceback" not in result.output and "root:" not in result.output and "do not read me" not in result.output
     assert snapshot(data) == before
+
+
+@pytest.mark.parametrize("case,target", RUNS)
+def test_reading_statements_run(case, target, data):
+    before = snapshot(data)
+    result = runner.invoke(app, ["query", str(data / target), _sql(SQL[case], data), "--csv"])
+    assert result.exit_code == 0, result.output
+    assert len(result.stdout.strip().splitlines()) >= 2  # a header and at least one row
+    assert snapshot(data) == before
+
+
+def test_allowed_statements_are_checked_not_only_the_first_word(data):
+    """EXPLAIN ANALYZE runs its statement: refused for a COPY even when a comment sits between the words."""
+    refused = {case for expect, case, _ in STATEMENTS if expect == "refused"}
+    assert {"explain_analyze_copy", "explain_comment_analyze_copy", "prepare_execute_copy", "update_extensions"} <= refused
 
 
 @pytest.mark.parametrize("target", ["db.duckdb", "ds"])
@@ -72,9 +94,6 @@ def test_reading_the_data_still_works(target, data):
     """The same count the database holds (from the raw JSON: complete events the converter keeps)."""
     result = runner.invoke(app, ["query", str(data / target), "SELECT count(*) AS n FROM spans WHERE kind = 'kernel'", "--csv"])
     assert result.exit_code == 0, result.output
-    import gzip
-    import json
-
     from xsp_trace.formats import kineto_fields as kf
 
     events = json.loads(gzip.open(SMALL).read())["traceEvents"]
@@ -89,3 +108,58 @@ def test_allow_external_access_lets_copy_write(data, tmp_path):
     )
     assert result.exit_code == 0, result.output
     assert out.exists() and out.read_text().splitlines()[0] == "name"
+
+
+@pytest.mark.parametrize("target", ["db.duckdb", "ds"])
+def test_the_lock_alone_stops_writes(target, data):
+    """Without the statement checks the locked connection still writes nothing: no folder is writable,
+    only the dataset's own Parquet files are readable, and DuckDB spills into a private folder."""
+    from xsp_trace.sandbox import query_connection
+
+    before = snapshot(data)
+    with query_connection(data / target) as con:
+        for sql in ("copy_over_marker", "copy_partitions_overwrite", "copy_into_db_tmp", "copy_into_dataset"):
+            with pytest.raises(Exception, match="Permission Error"):
+                con.execute(_sql(SQL[sql], data))
+        assert con.execute("SELECT count(*) FROM spans").fetchone()[0] > 0
+    assert snapshot(data) == before
+
+
+def test_limit_fetches_only_the_rows_it_prints(data):
+    """10^8 rows with --limit 50 under a 1.5 GB address-space limit (fetching them all needs several GB)."""
+    import resource
+    import subprocess
+    import sys
+
+    def limit_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, 1536 << 20))
+
+    code = "from xsp_trace.cli import main; main()"
+    result = subprocess.run(
+        [sys.executable, "-c", code, "query", str(data / "db.duckdb"), "SELECT * FROM range(100000000)", "--limit", "50"],
+        capture_output=True,
+        text=True,
+        preexec_fn=limit_memory,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "│ 49 " in result.stdout and "more rows" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r) SELECT max(i) FROM r",
+        "SELECT count(*) FROM range(1000000) a, range(1000000) b WHERE a.range + b.range = -1",
+    ],
+    ids=["unbounded_recursion", "cross_join_10e12"],
+)
+def test_timeout_stops_a_runaway_query(sql, data):
+    import time
+
+    started = time.monotonic()
+    result = runner.invoke(app, ["query", str(data / "db.duckdb"), sql, "--timeout", "1"])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "query stopped after 1 s (--timeout)" in lines[0], result.stderr
+    assert time.monotonic() - started < 30

@@ -10,6 +10,7 @@ import typer
 
 from . import __version__
 from .cli_options import (
+    QUERY_MEMORY_LIMIT,
     Engine,
     OutputFormat,
     ProgressReporter,
@@ -135,11 +136,19 @@ def convert(
         _write_perfetto(output, perfetto, None)
 
 
+def _readable(path: Path) -> Path:
+    """The database a reading command opens for `path`: a raw trace (.nsys-rep, .sqlite, .json[.gz])
+    is converted once into the cache beside it (xsp_trace/convert/trace_cache.py) and read from there."""
+    from .convert.trace_cache import database_for
+
+    return database_for(path, lambda what, _fraction: err_console.print(what, markup=False, highlight=False, soft_wrap=True))
+
+
 def _write_perfetto(database: Path, output: Path, options) -> None:
     from .perfetto import export_perfetto
 
     try:
-        stats = export_perfetto(database, output, options)
+        stats = export_perfetto(_readable(database), output, options)
     except (InputError, OSError) as exc:
         fail(exc)
     typer.echo(
@@ -151,7 +160,7 @@ def _write_perfetto(database: Path, output: Path, options) -> None:
 
 @app.command()
 def perfetto(
-    database: Path = typer.Argument(..., help="xsp-trace database written by convert."),
+    database: Path = typer.Argument(..., help="xsp-trace database written by convert, or a raw trace (converted once into .xsp-cache/)."),
     output: Path = typer.Option(..., "-o", "--output", help="Perfetto trace to write (.pftrace)."),
     runs: str | None = typer.Option(None, "--runs", help="Comma-separated run ids (default: every run)."),
     kinds: str | None = typer.Option(
@@ -266,10 +275,16 @@ def capture(
 
 @app.command()
 def query(
-    database: Path = typer.Argument(..., help="An xsp-trace DuckDB database or Parquet dataset folder."),
+    database: Path = typer.Argument(
+        ..., help="An xsp-trace DuckDB database or Parquet dataset folder, or a raw trace (converted once into .xsp-cache/ beside it)."
+    ),
     sql: str = typer.Argument(..., help="SQL to run, or @FILE to read it from a file (e.g. @queries/analyses/nvtx_gpu_projection.sql)."),
-    limit: int = typer.Option(50, "--limit", help="Rows to print in the table (0 = all)."),
-    csv_out: bool = typer.Option(False, "--csv", help="Print CSV instead of a table."),
+    limit: int = typer.Option(50, "--limit", help="Rows to print in the table (0 = all); only these are fetched. CSV prints every row."),
+    csv_out: bool = typer.Option(False, "--csv", help="Print CSV instead of a table (streamed in batches)."),
+    timeout: float = typer.Option(300, "--timeout", help="Stop the query after this many seconds (0 = no limit)."),
+    memory_limit: str = typer.Option(
+        QUERY_MEMORY_LIMIT, "--memory-limit", help="DuckDB's memory cap for the query; beyond it DuckDB spills to a private temporary folder."
+    ),
     allow_external_access: bool = typer.Option(
         False,
         "--allow-external-access",
@@ -278,8 +293,9 @@ def query(
 ) -> None:
     """Run ad-hoc SQL on a converted database (read-only) and print the result.
 
-    The SQL sees the data only: COPY/EXPORT/ATTACH/INSTALL/SET and reading other files are refused
-    unless --allow-external-access is given.
+    The SQL sees the data only: queries, EXPLAIN, read-only PRAGMAs, SET VARIABLE and session views
+    and macros run; COPY/EXPORT/ATTACH/INSTALL/SET/PREPARE, EXPLAIN ANALYZE of anything but a query
+    and reading other files are refused unless --allow-external-access is given.
 
     Example:
 
@@ -287,7 +303,9 @@ def query(
 
       xsp-trace query run.duckdb --allow-external-access "COPY (SELECT name, count(*) AS n FROM spans WHERE kind = 'kernel' GROUP BY name) TO 'kernels.csv'"
     """
-    from .sandbox import check_statements, open_for_query
+    import duckdb
+
+    from .sandbox import check_statements, interrupt_after, query_connection
     from .tables import print_result
 
     try:
@@ -299,24 +317,25 @@ def query(
                 sql = source.read_text(encoding="utf-8")
             except UnicodeDecodeError as exc:
                 raise InputError(source, "is not UTF-8 text", "pass a .sql text file") from exc
-        con = open_for_query(database, allow_external_access)
-        try:
+        with query_connection(_readable(database), allow_external_access, memory_limit) as con:
             if not allow_external_access:
                 check_statements(con, sql, database)
-            try:
-                result = con.execute(sql)
-            except Exception as exc:  # duckdb.Error: the user's SQL is wrong (or asked for a file)
-                raise InputError(database, f"query failed: {str(exc).splitlines()[0]}", "fix the SQL") from exc
-            print_result(result, limit=limit, as_csv=csv_out)
-        finally:
-            con.close()
+            with interrupt_after(con, timeout, database):
+                try:
+                    result = con.execute(sql)
+                    print_result(result, limit=limit, as_csv=csv_out)
+                except duckdb.Error as exc:  # the user's SQL is wrong (or asked for a file)
+                    raise InputError(database, f"query failed: {str(exc).splitlines()[0]}", "fix the SQL") from exc
     except (InputError, OSError) as exc:
         fail(exc)
 
 
 @app.command()
 def analyze(
-    database: Path | None = typer.Argument(None, help="An xsp-trace DuckDB database (from convert); not needed with --list."),
+    database: Path | None = typer.Argument(
+        None,
+        help="An xsp-trace DuckDB database, or a raw trace (.nsys-rep, .sqlite, .json[.gz]: converted once into .xsp-cache/ beside it); not needed with --list.",
+    ),
     run: list[str] | None = typer.Option(None, "--run", help="Only these run ids (repeat or comma-separate)."),
     analysis: list[str] | None = typer.Option(None, "--analysis", "-a", help="Only these analyses (repeat); default all. --list shows them."),
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help="How to print the tables."),
@@ -401,7 +420,7 @@ def analyze(
             window_ns=time_window(window),
             scope=scope.value,
         )
-        con = open_session(database, options)
+        con = open_session(_readable(database), options)
         if findings:
             from .analyze.findings import find, findings_result
 
@@ -428,43 +447,46 @@ def analyze(
 
 @app.command()
 def diff(
-    base: Path = typer.Argument(..., help="Baseline xsp-trace database."),
-    new: Path = typer.Argument(..., help="Candidate xsp-trace database."),
-    fail_above: str = typer.Option("5%", "--fail-above", help="Exit 1 when a kernel/op/layer's time per step grew by more than this."),
+    base: Path = typer.Argument(..., help="Baseline xsp-trace database, or a raw trace (converted once into .xsp-cache/)."),
+    new: Path = typer.Argument(..., help="Candidate xsp-trace database, or a raw trace."),
+    fail_above: str = typer.Option(
+        "5%", "--fail-above", help="Exit 1 when an entry's time per step (per call without steps) grew by more than this."
+    ),
+    min_calls: int = typer.Option(10, "--min-calls", help="Calls an entry needs on both sides to gate."),
     min_share: str = typer.Option("1%", "--min-share", help="Ignore entries below this share of their level's baseline time."),
     level: list[str] | None = typer.Option(None, "--level", help="kernel, op or layer (repeat); default all three."),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help="table, csv (summary on stderr) or json."),
     limit: int = typer.Option(20, "--limit", help="Rows to print (0 = all); regressions are always printed."),
 ) -> None:
-    """Compare two databases per kernel, op and layer (time per step) and fail on regressions (CI gate).
+    """Compare two databases per kernel, op and layer -- calls, mean time per call, and time per step when both have steps -- and fail on regressions (CI gate).
 
-    Exit code 0: no regression; 1: some entry grew by more than --fail-above; 2: bad input.
+    Names are compared without per-instance details (", seq = N", ", op_id = N", ", sizes = [...]": normalize_name in xsp_trace/naming.py). Without steps (fewer than 2 on a side) the comparison is per call and the summary line says so: captures of different lengths are never compared by their totals.
+
+    Gate: an entry is a regression when its time per step (both sides with steps, else its mean time per call) grew by more than --fail-above, by more than 2 standard errors of the difference (the spread of its per-call, or per-step, times), with at least --min-calls calls on both sides, and it held at least --min-share of its level's baseline time. Entries on one side only never gate.
+
+    Exit code 0: no regression; 1: some regression; 2: bad input.
 
     Example:
 
-      xsp-trace diff main.duckdb pr.duckdb --fail-above 5% --level kernel
+      xsp-trace diff main.duckdb pr.duckdb --fail-above 5% --level kernel --format json
     """
-    from .analyze.diff import LEVELS, diff_databases
+    from .analyze.diff import LEVELS, Gate, diff_databases, print_diff
 
     try:
         for path in (base, new):
             if not path.exists():
                 raise InputError(path, "does not exist", "pass two databases written by xsp-trace convert")
+        base, new = _readable(base), _readable(new)
         levels = tuple(level) if level else LEVELS
         unknown = [lvl for lvl in levels if lvl not in LEVELS]
         if unknown:
             raise InputError(None, f"--level {', '.join(unknown)} is not one of {', '.join(LEVELS)}", "pick kernel, op or layer")
-        rows = diff_databases(base, new, percent(fail_above, "--fail-above"), percent(min_share, "--min-share"), levels)
-    except InputError as exc:
+        gate = Gate(percent(fail_above, "--fail-above"), min_calls, percent(min_share, "--min-share"))
+        summary, rows = diff_databases(base, new, gate, levels)
+    except (InputError, OSError) as exc:
         fail(exc)
-    shown = [r for i, r in enumerate(rows) if r.regression or limit <= 0 or i < limit]
-    typer.echo("level\tchange_%\tbase_ms_per_step\tnew_ms_per_step\tregression\tname")
-    for r in shown:
-        ms = lambda v: "-" if v is None else f"{v / 1e6:.6f}"  # noqa: E731
-        pct = "new" if r.delta_pct is None else f"{r.delta_pct:+.2f}"
-        typer.echo(f"{r.level}\t{pct}\t{ms(r.base_per_step_ns)}\t{ms(r.new_per_step_ns)}\t{'REGRESSION' if r.regression else ''}\t{r.name}")
-    regressions = sum(r.regression for r in rows)
-    typer.echo(f"{regressions} regression(s) above {fail_above} among {len(rows)} entries")
-    if regressions:
+    print_diff(summary, rows, gate, fmt.value, limit)
+    if any(r.regression for r in rows):
         raise typer.Exit(1)
 
 

@@ -42,6 +42,9 @@ class OutputFormat(str, Enum):
     json = "json"
 
 
+# DuckDB's memory cap for `query` (its default is 80 % of the machine); beyond it, sorts and joins spill.
+QUERY_MEMORY_LIMIT = "4GB"
+
 state = {"debug": False}  # set by the --debug callback of the CLI
 err_console = Console(stderr=True)
 

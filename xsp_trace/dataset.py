@@ -114,6 +114,17 @@ def _check_files(folder: Path, marker: dict) -> None:
         raise InputError(folder, f"holds {len(extra)} Parquet file(s) it did not write (e.g. {extra[0]})", "remove them, or convert the traces again")
 
 
+def _table_files(folder: Path, hive: bool) -> list[Path]:
+    """A table's Parquet files in a fixed order: its run_id=N partitions (hive) or the folder's own."""
+    return sorted(folder.rglob("*.parquet") if hive else folder.glob("*.parquet"))
+
+
+def dataset_files(folder: Path) -> list[Path]:
+    """Every Parquet file of the dataset at `folder`: what its views read, and all that a locked-down
+    query may read (views name their files, not a glob, so no folder needs to be readable)."""
+    return sorted(Path(folder).rglob("*.parquet"))
+
+
 def open_dataset(folder: Path) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection whose tables are views over the dataset's Parquet files."""
     folder = Path(folder)
@@ -141,16 +152,15 @@ def open_dataset(folder: Path) -> duckdb.DuckDBPyConnection:
     for table in tables if isinstance(tables, list) else []:
         if not isinstance(table, str):
             continue
-        files = folder / table
-        if table not in schema or not any(files.rglob("*.parquet")):
+        hive = table in schema and "run_id" in dict(schema[table])
+        files = _table_files(folder / table, hive)
+        if table not in schema or not files:
             continue
-        hive = "run_id" in dict(schema[table])
-        pattern = str(files / ("**/*.parquet" if hive else "*.parquet"))
         typed = ", ".join(f"CAST({_quote(c)} AS {t}) AS {_quote(c)}" for c, t in schema[table])
         con.execute(f"DROP TABLE {_quote(table)}")
         try:
             con.execute(
-                f"CREATE VIEW {_quote(table)} AS SELECT {typed} FROM read_parquet({_literal(pattern)}, "
+                f"CREATE VIEW {_quote(table)} AS SELECT {typed} FROM read_parquet([{', '.join(_literal(str(f)) for f in files)}], "
                 f"hive_partitioning = {str(hive).lower()}, union_by_name = true)"
             )
         except duckdb.Error as exc:

@@ -1,43 +1,145 @@
 """`xsp-trace query` is a read tool: the user's SQL may read the data, not files, the network or the disk.
 
 By default the connection is locked down before the user's SQL runs:
-- a database file is opened read-only (DuckDB refuses CREATE/INSERT in it);
-- `enable_external_access = false`: no COPY ... TO, EXPORT DATABASE, read_text/read_csv of other
-  files, ATTACH of new files, INSTALL/LOAD of extensions; a Parquet dataset's own folder stays
-  readable (`allowed_directories`) so its views work;
-- extensions are neither installed nor loaded automatically, and `lock_configuration = true` stops
-  the SQL from switching any of this back on;
-- statements that write or fetch (COPY, EXPORT, ATTACH, INSTALL/LOAD, SET) are refused by type
-  before anything runs -- inside a dataset folder DuckDB would otherwise let COPY write.
+- a database file is opened read-only (DuckDB refuses CREATE/INSERT in it); a Parquet dataset is an
+  in-memory catalog of views over an explicit list of its files;
+- `enable_external_access = false` with no directory allowed at all: only the dataset's own Parquet
+  files are readable (`allowed_paths`, exact files), so nothing can be created or replaced beside
+  them -- DuckDB writes a new file and renames it, and neither is allowed;
+- DuckDB spills into a private temporary folder (not `<db>.tmp` beside the data), removed afterwards;
+- extensions are neither installed nor loaded automatically, and `lock_configuration = true` (last)
+  stops the SQL from switching any of this back on;
+- every statement is checked *before anything runs*, on DuckDB's own parse and tokens: only the
+  kinds in `_ALLOWED` run (queries, EXPLAIN of a query, read-only PRAGMAs, session variables, views
+  and macros); an EXPLAIN ANALYZE or PREPARE cannot smuggle a COPY in, and a statement type this
+  module does not know is refused.
 
 `--allow-external-access` skips all of this for users who want their SQL to write files.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
 
+from .dataset import dataset_files
 from .errors import InputError
 from .store import open_store
 
-# Statement types the user's SQL may not contain (duckdb.StatementType names).
-REFUSED_STATEMENTS = {
-    "COPY": "COPY",
-    "EXPORT": "EXPORT DATABASE",
-    "ATTACH": "ATTACH",
-    "LOAD": "INSTALL/LOAD",
-    "SET": "SET/USE",
-    "COPY_DATABASE": "COPY FROM DATABASE",
-}
 _FIX = "query the data only, or pass --allow-external-access to let the SQL use files and extensions"
 
+# PRAGMAs that only read the catalog or the version (the rest change settings or write files).
+READ_ONLY_PRAGMAS = frozenset(
+    {
+        "table_info",
+        "show",
+        "show_tables",
+        "show_tables_expanded",
+        "show_databases",
+        "database_list",
+        "database_size",
+        "storage_info",
+        "metadata_info",
+        "version",
+        "platform",
+        "functions",
+        "collations",
+        "user_agent",
+    }
+)
+# What CREATE may make: session-local objects (a read-only file refuses them in its own catalog anyway).
+CREATABLE = frozenset({"VIEW", "MACRO", "FUNCTION", "TABLE"})
+# Words that may stand between CREATE and the kind of object.
+_CREATE_MODIFIERS = frozenset({"OR", "REPLACE", "TEMP", "TEMPORARY"})
 
-def lock_down(con: duckdb.DuckDBPyConnection, readable_folders: Sequence[Path] = ()) -> None:
-    """No file, network or extension access beyond `readable_folders`, and no way to turn it back on."""
+
+def _words(text: str) -> list[tuple[int, str]]:
+    """(position, upper-cased token) of the statement's tokens, comments left out."""
+    tokens = duckdb.tokenize(text)
+    words = []
+    for i, (position, kind) in enumerate(tokens):
+        if kind == duckdb.token_type.comment:
+            continue
+        end = tokens[i + 1][0] if i + 1 < len(tokens) else len(text)
+        words.append((position, text[position:end].strip().upper()))
+    return words
+
+
+def _explained(text: str, words: list[tuple[int, str]]) -> str:
+    """The statement an EXPLAIN [ANALYZE] [(options)] wraps, as text."""
+    i = 1
+    if i < len(words) and words[i][1] == "ANALYZE":
+        i += 1
+    if i < len(words) and words[i][1] == "(":
+        while i < len(words) and words[i][1] != ")":
+            i += 1
+        i += 1
+    return text[words[i][0] :] if i < len(words) else ""
+
+
+def refusal(con: duckdb.DuckDBPyConnection, statement) -> str | None:
+    """Why `statement` (from extract_statements) may not run in a read-only query, or None if it may."""
+    try:
+        kind = statement.type.name
+    except ValueError:  # a statement type newer than this DuckDB's Python enum (e.g. UPDATE EXTENSIONS)
+        return "statements of this kind are not allowed"
+    text = statement.query
+    words = _words(text)
+    first = words[0][1] if words else ""
+    second = words[1][1] if len(words) > 1 else ""
+    if kind in ("SELECT", "CALL", "TRANSACTION"):
+        return None
+    if kind == "EXPLAIN":
+        inner = con.extract_statements(_explained(text, words))
+        if len(inner) == 1 and inner[0].type.name == "SELECT":
+            return None
+        return "EXPLAIN is allowed of a query only"
+    if kind == "PRAGMA":
+        name = second.lower()
+        return None if name in READ_ONLY_PRAGMAS else f"PRAGMA {name} is not allowed (it changes settings or writes files)"
+    if kind == "SET" and first in ("SET", "RESET") and second == "VARIABLE":
+        return None
+    if kind == "CREATE":
+        rest = [word for _, word in words[1:]]
+        while rest and rest[0] in _CREATE_MODIFIERS:
+            rest.pop(0)
+        if rest and rest[0] in CREATABLE:
+            return None
+        return f"CREATE {rest[0] if rest else ''} is not allowed (views, macros and tables of this session only)".replace("  ", " ")
+    return {
+        "COPY": "COPY statements are not allowed",
+        "EXPORT": "EXPORT DATABASE statements are not allowed",
+        "COPY_DATABASE": "COPY FROM DATABASE statements are not allowed",
+        "ATTACH": "ATTACH statements are not allowed",
+        "DETACH": "DETACH statements are not allowed",
+        "LOAD": "INSTALL/LOAD statements are not allowed",
+        "SET": "SET/RESET/USE statements are not allowed (SET VARIABLE is)",
+        "PREPARE": "PREPARE statements are not allowed",
+        "EXECUTE": "EXECUTE statements are not allowed",
+        "MULTI": "statements that expand into several (e.g. PIVOT without an IN list) are not allowed",
+    }.get(kind, f"{kind.replace('_', ' ')} statements are not allowed")
+
+
+def check_statements(con: duckdb.DuckDBPyConnection, sql: str, path: Path) -> None:
+    """InputError naming the first statement that could write, reach out or change settings."""
+    try:
+        statements = con.extract_statements(sql)
+        reasons = [refusal(con, statement) for statement in statements]
+    except duckdb.Error as exc:
+        raise InputError(path, f"query failed: {str(exc).splitlines()[0]}", "fix the SQL") from exc
+    for reason in reasons:
+        if reason:
+            raise InputError(path, f"query refused: {reason} (xsp-trace query opens the data read-only)", _FIX)
+
+
+def lock_down(con: duckdb.DuckDBPyConnection, readable_files: Sequence[Path] = (), temp_folder: Path | None = None) -> None:
+    """No file, network or extension access beyond reading `readable_files`, and no way to turn it back on."""
     row = con.execute("SELECT current_setting('lock_configuration'), current_setting('enable_external_access')").fetchone()
     assert row is not None  # a SELECT without FROM returns one row
     locked, external = row
@@ -45,36 +147,58 @@ def lock_down(con: duckdb.DuckDBPyConnection, readable_folders: Sequence[Path] =
         if external:
             raise InputError(None, "the database is open elsewhere in this process with external access allowed", "close that connection first")
         return
-    folders = []
-    for folder in readable_folders:
-        for form in {str(folder), os.path.abspath(folder), os.path.realpath(folder)}:
-            folders.append(form.rstrip("/") + "/")
     con.execute("SET autoinstall_known_extensions = false")
     con.execute("SET autoload_known_extensions = false")
-    if folders:
-        con.execute("SET allowed_directories = ?", [folders])
+    if temp_folder is not None:
+        con.execute("SET temp_directory = ?", [str(temp_folder)])
+    if readable_files:
+        con.execute("SET allowed_paths = ?", [sorted({str(Path(f).resolve()) for f in readable_files} | {str(f) for f in readable_files})])
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
 
 
-def check_statements(con: duckdb.DuckDBPyConnection, sql: str, path: Path) -> None:
-    """InputError naming the first statement of a type that writes files or changes settings."""
-    try:
-        statements = con.extract_statements(sql)
-    except duckdb.Error as exc:
-        raise InputError(path, f"query failed: {str(exc).splitlines()[0]}", "fix the SQL") from exc
-    for statement in statements:
-        kind = statement.type.name
-        if kind in REFUSED_STATEMENTS:
-            raise InputError(
-                path, f"query refused: {REFUSED_STATEMENTS[kind]} statements are not allowed (xsp-trace query opens the data read-only)", _FIX
-            )
-
-
-def open_for_query(path: Path, allow_external_access: bool = False) -> duckdb.DuckDBPyConnection:
-    """A connection for the user's SQL on a database or dataset, locked down unless allowed."""
+@contextmanager
+def query_connection(path: Path, allow_external_access: bool = False, memory_limit: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection for the user's SQL on a database or dataset, locked down unless allowed; closed,
+    and its private spill folder removed, on leaving the block."""
     path = Path(path)
     con = open_store(path, read_only=True)
-    if not allow_external_access:
-        lock_down(con, [path] if path.is_dir() else [])
-    return con
+    temp_folder = None
+    try:
+        if memory_limit:
+            con.execute("SET memory_limit = ?", [memory_limit])
+        if not allow_external_access:
+            temp_folder = Path(tempfile.mkdtemp(prefix="xsp-query-"))
+            lock_down(con, dataset_files(path) if path.is_dir() else [], temp_folder)
+        yield con
+    finally:
+        con.close()
+        if temp_folder is not None:
+            shutil.rmtree(temp_folder, ignore_errors=True)
+
+
+@contextmanager
+def interrupt_after(con: duckdb.DuckDBPyConnection, seconds: float, path: Path) -> Iterator[None]:
+    """Interrupt what DuckDB runs on `con` once `seconds` have passed (0 = never): one InputError line."""
+    if seconds <= 0:
+        yield
+        return
+    fired = threading.Event()
+
+    def stop() -> None:
+        fired.set()
+        con.interrupt()
+
+    timer = threading.Timer(seconds, stop)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    except Exception as exc:  # DuckDB's interrupt, or the caller's InputError wrapping it
+        if fired.is_set():
+            raise InputError(
+                path, f"query stopped after {seconds:g} s (--timeout)", "narrow the query (a WHERE, a LIMIT), or raise --timeout"
+            ) from exc
+        raise
+    finally:
+        timer.cancel()

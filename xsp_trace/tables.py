@@ -55,11 +55,26 @@ def write_csv(columns: list[str], rows: list, *, limit: int = 0) -> None:
     writer.writerows(rows[:limit] if limit else rows)
 
 
+# Rows fetched from DuckDB at a time when a whole result is printed.
+FETCH_BATCH_ROWS = 10_000
+
+
 def print_result(result, *, limit: int = 50, as_csv: bool = False, title: str | None = None) -> None:
-    """Print a DuckDB result (cursor after execute) as a table or CSV on stdout."""
+    """Print a DuckDB result (cursor after execute) as a table or CSV on stdout, streaming it: a table
+    fetches only the `limit` rows it shows (and one to tell whether more exist), CSV goes out in batches."""
     columns = [d[0] for d in result.description]
-    rows = result.fetchall()
     if as_csv:
-        write_csv(columns, rows)
-    else:
-        print_table(wide_console(), columns, rows, limit=limit, title=title)
+        writer = csv.writer(sys.stdout)
+        writer.writerow(columns)
+        while batch := result.fetchmany(FETCH_BATCH_ROWS):
+            writer.writerows(batch)
+        return
+    if limit <= 0:
+        rows = result.fetchall()
+        print_table(wide_console(), columns, rows, title=title)
+        return
+    rows = result.fetchmany(limit + 1)
+    console = wide_console()
+    print_table(console, columns, rows[:limit], title=title)
+    if len(rows) > limit:
+        console.print("  (more rows; --limit 0 shows all, --csv streams them all)")
