@@ -173,6 +173,9 @@ def perfetto(
     ),
     to_ns: int | None = typer.Option(None, "--to-ns", help="Window end (exclusive): ns after each run's first timestamp."),
     keep_clocks: bool = typer.Option(False, "--keep-clocks", help="Keep each run's own clock instead of starting every run at time 0."),
+    critical_path: bool = typer.Option(
+        False, "--critical-path", help="Add each run's critical path (analyze -a critical_path) as a track of its own, its segments linked by flows."
+    ),
 ) -> None:
     """Write runs of a database as one Perfetto trace: nested CPU slices per thread, one track per
     GPU stream, flows from each launch to its GPU work.
@@ -182,6 +185,8 @@ def perfetto(
       xsp-trace perfetto run.duckdb -o run.pftrace
 
       xsp-trace perfetto all.duckdb -o layers.pftrace --runs 1,2 --kinds model,layer,kernel --from-ns 0 --to-ns 50000000
+
+      xsp-trace perfetto run.duckdb -o run.pftrace --critical-path
 
     Then open the .pftrace in https://ui.perfetto.dev.
     """
@@ -193,6 +198,7 @@ def perfetto(
         from_ns=from_ns,
         to_ns=to_ns,
         align_runs=not keep_clocks,
+        critical_path=critical_path,
     )
     _write_perfetto(database, output, options)
 
