@@ -1,4 +1,4 @@
-"""A database or dataset that says schema version 4 but was edited by hand is refused on open, in one line.
+"""A database or dataset that says the current schema version but was edited by hand is refused on open, in one line.
 
 Databases: a table dropped, a column dropped, a column retyped -- for every command that opens one
 (analyze, perfetto, convert --append, diff). Datasets: the marker xsp_dataset.json checked by its
@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 
 from kineto_cases import KINETO_TRACES
 from xsp_trace.cli import app
+from xsp_trace.database import SCHEMA_VERSION
 from xsp_trace.schema import expected_tables
 
 REPO = Path(__file__).resolve().parent.parent
@@ -101,7 +102,7 @@ def test_hand_edited_database_is_one_line(edit, command, database, tmp_path):
     before = edited.read_bytes()
     line = one_error(args)
     assert line.startswith(f"xsp-trace: error: {edited}: {expect}"), line
-    assert "schema version 4" in line
+    assert f"schema version {SCHEMA_VERSION}" in line
     assert edited.read_bytes() == before and not (tmp_path / "t.pftrace").exists()
     if edit == "retyped_column":
         assert ddl_tables()["spans"]["start_ns"] == "BIGINT"  # the type the line names is the schema's
