@@ -231,3 +231,13 @@ def test_ray_driver_killed_leaves_no_process_slow(tmp_path):
         list(folder.iterdir()),
         list(tmpdir.iterdir()),
     )
+
+
+def test_query_of_empty_sql_prints_nothing(tmp_path):
+    """Found by the long fuzz run (a corpus statement truncated to nothing): a traceback before."""
+    database = tmp_path / "a.duckdb"
+    assert runner.invoke(app, ["convert", str(SMALL), "-o", str(database), "-q"]).exit_code == 0
+    for sql in ("", "   "):
+        result = runner.invoke(app, ["query", str(database), sql])
+        assert result.exit_code == 0 and result.exception is None, (result.output, result.exception)
+        assert result.stdout == "" and result.stderr == ""
