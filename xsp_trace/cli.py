@@ -372,6 +372,10 @@ def analyze(
         help="GPU work counted: all (default: every kernel, copy and set of the trace, whenever launched) or profiled "
         "(as HTA 0.5: in a run with 2+ steps, only work whose launch is in the trace and started by the end of the last step).",
     ),
+    timeout: float = typer.Option(600, "--timeout", help="Stop after this many seconds (0 = no limit)."),
+    memory_limit: str = typer.Option(
+        QUERY_MEMORY_LIMIT, "--memory-limit", help="DuckDB's memory cap; beyond it DuckDB spills to a temporary folder."
+    ),
     findings: bool = typer.Option(
         False,
         "--findings",
@@ -401,6 +405,7 @@ def analyze(
     from .analyze import ANALYSES, BY_NAME, AnalysisOptions, open_session, run_analysis
     from .analyze.output import print_csv, print_json, print_tables, uncorrected_notes
     from .analyze.scope import scope_notes
+    from .sandbox import interrupt_after
 
     if list_analyses:
         for a in ANALYSES:
@@ -440,26 +445,28 @@ def analyze(
             scope=scope.value,
         )
         con = open_session(_readable(database), options)
-        if findings:
-            from .analyze.findings import find, findings_result
+        con.execute("SET memory_limit = ?", [memory_limit])
+        with interrupt_after(con, timeout, database):
+            if findings:
+                from .analyze.findings import find, findings_result
 
-            results = [findings_result(find(con))] + [run_analysis(con, n) for n in (analysis or [])]
-        else:
-            results = [run_analysis(con, n) for n in names]
-        if fmt is OutputFormat.csv:
-            print_csv(results, limit)
-        elif fmt is OutputFormat.json:
-            print_json(results, limit)
-        else:
-            notes = uncorrected_notes(run_analysis(con, "level_sources")) + scope_notes(con, scope.value, [r.name for r in results])
-            print_tables(results, limit, notes)
-        if report is not None:
-            from .analyze.findings import find
-            from .analyze.report import write_report
+                results = [findings_result(find(con))] + [run_analysis(con, n) for n in (analysis or [])]
+            else:
+                results = [run_analysis(con, n) for n in names]
+            if fmt is OutputFormat.csv:
+                print_csv(results, limit)
+            elif fmt is OutputFormat.json:
+                print_json(results, limit)
+            else:
+                notes = uncorrected_notes(run_analysis(con, "level_sources")) + scope_notes(con, scope.value, [r.name for r in results])
+                print_tables(results, limit, notes)
+            if report is not None:
+                from .analyze.findings import find
+                from .analyze.report import write_report
 
-            all_results = {a.name: run_analysis(con, a.name) for a in ANALYSES}
-            write_report(report, database, all_results, find(con, all_results))
-            err_console.print(f"wrote {report}", markup=False, highlight=False)
+                all_results = {a.name: run_analysis(con, a.name) for a in ANALYSES}
+                write_report(report, database, all_results, find(con, all_results))
+                err_console.print(f"wrote {report}", markup=False, highlight=False)
     except (InputError, OSError) as exc:
         fail(exc)
 
