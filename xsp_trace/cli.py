@@ -359,6 +359,13 @@ def analyze(
         "--findings",
         help="Print what matters in the trace, ranked, in words, with the analysis rows that show it (then only the -a analyses).",
     ),
+    settings: list[str] | None = typer.Option(
+        None,
+        "--set",
+        help="NAME=VALUE, a setting of the expert rules (repeat), named as nsys analyze names its rule options: rows (per rule and run, "
+        "default 50), start / end (ns on the run clock), nvtx (TEXT[@DOMAIN]: the first such range's window and process), gap "
+        "(gpu_starvation, ms, default 500), threshold (gpu_low_utilization, %, default 50), chunks (gpu_low_utilization, default 30).",
+    ),
 ) -> None:
     """The XSP analyses, leveled-corrected: model, layer and kernel latency, rooflines, GPU time.
 
@@ -375,9 +382,12 @@ def analyze(
       xsp-trace analyze rank0.duckdb --iteration 552 -a step_bound -a gpu_idle_gaps
 
       xsp-trace analyze run.duckdb --findings
+
+      xsp-trace analyze h100.duckdb -a gpu_starvation -a cuda_sync_api --set gap=100 --set rows=10
     """
     from .analyze import ANALYSES, BY_NAME, AnalysisOptions, open_session, run_analysis
     from .analyze.output import print_csv, print_json, print_tables, uncorrected_notes
+    from .analyze.settings import parse_settings
 
     if list_analyses:
         for a in ANALYSES:
@@ -408,6 +418,7 @@ def analyze(
             layer_depth=layer_depth,
             iterations=iteration_list(iteration),
             window_ns=time_window(window),
+            settings=parse_settings(settings),
         )
         con = open_session(_readable(database), options)
         if findings:

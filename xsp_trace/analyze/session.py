@@ -22,6 +22,7 @@ from ..sql import quote_identifier as _quote
 from ..sql import scalar, set_variables
 from ..store import open_store
 from .catalog import BY_NAME, PRELUDES
+from .settings import set_rule_variables
 
 # Tables the capture side adds; databases converted without it get empty TEMP stand-ins.
 _OPTIONAL_TABLES = {
@@ -44,6 +45,7 @@ class AnalysisOptions:
     layer_depth: int | None = None  # nesting level among those ranges (1 = outermost); None = innermost
     iterations: list[int] | None = None  # only spans and steps of these iterations (step numbers)
     window_ns: tuple[int, int] | None = None  # only spans starting in [start, end) on the run clock
+    settings: dict[str, int | str] | None = None  # --set NAME=VALUE (xsp_trace/analyze/settings.py)
 
 
 @dataclass
@@ -99,6 +101,7 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
         a, b = options.compare
         set_variables(con, {"xsp_compare_runs": [int(a), int(b)]})
     install_name_macros(con)
+    set_rule_variables(con, options.settings)
     set_variables(
         con,
         {
