@@ -37,6 +37,7 @@ import pytest
 from conftest import NSYS_EXPORTS, require_nsys, without_backtrace_rows
 
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
+from xsp_trace.analyze.settings import set_rule_variables
 
 ALL = "rows=10000000"
 RULES = {  # nsys rule -> our analysis
@@ -165,12 +166,9 @@ def _theirs(rows: list[dict]) -> list[dict]:
     return out
 
 
-def _ours(database: Path, settings: dict) -> dict[str, list[dict]]:
-    con = open_session(database, AnalysisOptions(settings=settings))
-    try:
-        return {rule: [r for r in run_analysis(con, name).records() if r.pop("run_id") == 1] for rule, name in RULES.items()}
-    finally:
-        con.close()
+def _ours(con, settings: dict) -> dict[str, list[dict]]:
+    set_rule_variables(con, settings)
+    return {rule: [r for r in run_analysis(con, name).records() if r.pop("run_id") == 1] for rule, name in RULES.items()}
 
 
 def _key(row: dict) -> tuple:
@@ -181,10 +179,10 @@ def _key(row: dict) -> tuple:
 def test_rules_equal_nsys_analyze(case, nsys_analyze, converted_path):
     compared = 0
     export, references = nsys_analyze(case)
-    database = converted_path(export)  # the copy nsys read (no backtrace rows, renamed ranges)
+    con = open_session(converted_path(export), AnalysisOptions())  # the copy nsys read (no backtrace rows, renamed ranges)
     for case_id, (specs, settings) in _cases(case).items():
         reference = references[case_id]
-        ours = _ours(database, settings)
+        ours = _ours(con, settings)
         for spec in specs:
             rule = spec.split(":")[0]
             theirs = _theirs(reference[rule])
@@ -196,6 +194,7 @@ def test_rules_equal_nsys_analyze(case, nsys_analyze, converted_path):
             if rule != "gpu-low-util":
                 assert durations == sorted(durations, reverse=True)
             compared += len(theirs)
+    con.close()
     assert compared > 0
 
 

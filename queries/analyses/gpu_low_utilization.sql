@@ -13,7 +13,9 @@ WITH ops AS (
     SELECT * FROM xsp_rules_gpu_ops
 ), extent AS (
     SELECT run_id, pid, device_id, min(start_ns) AS first_start_ns, max(end_ns) AS last_end_ns,
-           ceil(CAST(max(end_ns) - min(start_ns) AS DOUBLE) / (SELECT chunks FROM xsp_rules_settings)) AS chunk_ns
+           -- nsys's ceil of a REAL division; the boundaries below stay integers, exact on any clock
+           -- (a Kineto clock's epoch nanoseconds are past a double's 2^53).
+           CAST(ceil(CAST(max(end_ns) - min(start_ns) AS DOUBLE) / (SELECT chunks FROM xsp_rules_settings)) AS BIGINT) AS chunk_ns
     FROM ops
     GROUP BY run_id, pid, device_id
 ), chunk AS (
@@ -27,8 +29,8 @@ WITH ops AS (
     -- The overlap of each piece of work with the chunk; a chunk without work uses 0 (a CASE, not
     -- least/greatest, which would skip the NULLs of an unmatched row).
     SELECT c.run_id, c.pid, c.device_id, c.ordinal, c.chunk_start, c.chunk_end,
-           sum(CASE WHEN o.span_id IS NULL THEN 0.0
-                    ELSE least(o.end_ns, c.chunk_end) - greatest(o.start_ns, c.chunk_start) END)
+           CAST(sum(CASE WHEN o.span_id IS NULL THEN 0
+                         ELSE least(o.end_ns, c.chunk_end) - greatest(o.start_ns, c.chunk_start) END) AS DOUBLE)
                / (c.chunk_end - c.chunk_start) * 100 AS use_pct
     FROM chunk AS c
     LEFT JOIN ops AS o ON o.run_id = c.run_id AND o.pid = c.pid AND o.device_id = c.device_id
@@ -40,7 +42,7 @@ WITH ops AS (
     FROM used
 ), regions AS (
     SELECT run_id, pid, device_id, min(chunk_start) AS region_start, max(chunk_end) - min(chunk_start) AS region_ns,
-           round(sum((chunk_end - chunk_start) * use_pct) / sum(chunk_end - chunk_start), 1) AS in_use_pct
+           round(sum((chunk_end - chunk_start) * use_pct) / CAST(sum(chunk_end - chunk_start) AS DOUBLE), 1) AS in_use_pct
     FROM grouped
     GROUP BY run_id, pid, device_id, region
 )
@@ -52,9 +54,9 @@ SELECT
     -- Share of the region's time the GPU was in use, % (one decimal, as nsys rounds it).
     in_use_pct,
     -- Length of the region, ns.
-    CAST(region_ns AS BIGINT) AS duration_ns,
+    region_ns AS duration_ns,
     -- Start of the region, ns on the run clock.
-    CAST(region_start AS BIGINT) AS start_ns,
+    region_start AS start_ns,
     -- Process whose GPU work was measured.
     pid,
     -- GPU (CUDA device ordinal).

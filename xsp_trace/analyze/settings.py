@@ -67,7 +67,11 @@ def parse_settings(texts: Iterable[str] | None) -> dict[str, int | str]:
 
 
 def set_rule_variables(con: duckdb.DuckDBPyConnection, settings: dict[str, int | str] | None) -> None:
-    """The rules' facts and settings (given ones over the defaults) as DuckDB variables."""
+    """The rules' facts and settings (given ones over the defaults) as DuckDB variables; a setting
+    without a default that is not given is reset, so one session can run the rules with several."""
+    for s in SETTINGS.values():
+        if s.default is None and s.name not in (settings or {}):
+            con.execute(f"RESET VARIABLE {s.variable}")
     values = {s.variable: s.default for s in SETTINGS.values() if s.default is not None}
     values.update({SETTINGS[name].variable: value for name, value in (settings or {}).items()})
     values.update(
