@@ -227,3 +227,42 @@ def test_no_profiler_overhead_rows(case):
             f"SELECT count(*) FROM PROFILER_OVERHEAD AS p JOIN StringIds AS s ON s.id = p.nameId WHERE s.value IN ({', '.join('?' * len(names))})", names
         ).fetchone()[0]
         assert count == 0
+
+
+def test_cli_set_options_reach_the_rules(nsys_analyze, converted_path):
+    """`analyze --set gap=0 --set rows=2` prints the two longest gaps nsys finds with gap=0."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from xsp_trace.cli import app
+
+    case = "nsys_2026_pytorch_2xh100"
+    export, references = nsys_analyze(case)
+    runner = CliRunner()
+    result = runner.invoke(
+        app, ["analyze", str(converted_path(export)), "-a", "gpu_starvation", "--set", "gap=0", "--set", "rows=2", "--format", "json", "--limit", "0"]
+    )
+    assert result.exit_code == 0, result.output
+    rows = [{k: v for k, v in r.items() if k != "run_id"} for r in json.loads(result.stdout)["gpu_starvation"]]
+    assert rows == _theirs(references["gap0_chunks10_threshold80"]["gpu-starv"])[:2]
+    import typer
+
+    from xsp_trace.analyze.settings import SETTINGS
+
+    option = next(p for p in typer.main.get_command(app).commands["analyze"].params if "--set" in p.opts)
+    assert all(re.search(rf"\b{name}\b", option.help) for name in SETTINGS), option.help
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [("gap=abc", "is not an integer"), ("nope=1", "is not NAME=VALUE with a known NAME"), ("chunks=5000", "is out of range")],
+)
+def test_cli_bad_setting_is_one_line_exit_2(setting, message, converted_path):
+    from typer.testing import CliRunner
+
+    from xsp_trace.cli import app
+
+    result = CliRunner().invoke(app, ["analyze", str(converted_path(NSYS_EXPORTS["nsys_2026_mock_rtx3080"])), "-a", "gpu_starvation", "--set", setting])
+    assert result.exit_code == 2
+    assert message in result.output and len(result.output.strip().splitlines()) == 1, result.output
