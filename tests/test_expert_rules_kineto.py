@@ -17,8 +17,8 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from kineto_cases import GPU_CASES, KINETO_TRACES, load_raw
 
+from kineto_cases import GPU_CASES, KINETO_TRACES, load_raw
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.analyze.settings import set_rule_variables
 
@@ -169,7 +169,13 @@ def _low_use(ops: list[dict], chunks: int, threshold: float) -> list[dict]:
             start = run[0][1]
             regions.append(
                 # SQLite's round(x, 1): half away from zero
-                {"in_use_pct": math.floor(weighted * 10 + 0.5) / 10, "duration_ns": run[-1][2] - start, "start_ns": start, "pid": pid, "device_id": device}
+                {
+                    "in_use_pct": math.floor(weighted * 10 + 0.5) / 10,
+                    "duration_ns": run[-1][2] - start,
+                    "start_ns": start,
+                    "pid": pid,
+                    "device_id": device,
+                }
             )
     regions.sort(key=lambda r: (r["in_use_pct"], r["duration_ns"], r["start_ns"]))
     return [{"row_num": i, **r} for i, r in enumerate(regions, 1)]

@@ -34,8 +34,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import NSYS_EXPORTS, require_nsys, without_backtrace_rows
 
+from conftest import NSYS_EXPORTS, require_nsys, without_backtrace_rows
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.analyze.settings import set_rule_variables
 
@@ -101,7 +101,10 @@ def _cases(case: str) -> dict[str, tuple[list[str], dict]]:
     if case == "nsys_2026_pytorch_2xh100":
         for nvtx in NVTX_RENAMES.values():
             cases[f"nvtx_{nvtx}"] = (
-                [f"{r}:{ALL}:nvtx={nvtx}" + (":gap=0" if r == "gpu-starv" else ":chunks=10:threshold=100" if r == "gpu-low-util" else "") for r in everything],
+                [
+                    f"{r}:{ALL}:nvtx={nvtx}" + (":gap=0" if r == "gpu-starv" else ":chunks=10:threshold=100" if r == "gpu-low-util" else "")
+                    for r in everything
+                ],
                 {"rows": 10000000, "nvtx": nvtx, "gap": 0, "chunks": 10, "threshold": 100},
             )
     return cases
@@ -224,7 +227,8 @@ def test_no_profiler_overhead_rows(case):
     if "PROFILER_OVERHEAD" in tables:
         names = ("CUDA profiling data flush overhead", "CUDA profiling stop overhead", "CUDA profiling overhead")
         count = raw.execute(
-            f"SELECT count(*) FROM PROFILER_OVERHEAD AS p JOIN StringIds AS s ON s.id = p.nameId WHERE s.value IN ({', '.join('?' * len(names))})", names
+            f"SELECT count(*) FROM PROFILER_OVERHEAD AS p JOIN StringIds AS s ON s.id = p.nameId WHERE s.value IN ({', '.join('?' * len(names))})",
+            names,
         ).fetchone()[0]
         assert count == 0
 
@@ -263,6 +267,8 @@ def test_cli_bad_setting_is_one_line_exit_2(setting, message, converted_path):
 
     from xsp_trace.cli import app
 
-    result = CliRunner().invoke(app, ["analyze", str(converted_path(NSYS_EXPORTS["nsys_2026_mock_rtx3080"])), "-a", "gpu_starvation", "--set", setting])
+    result = CliRunner().invoke(
+        app, ["analyze", str(converted_path(NSYS_EXPORTS["nsys_2026_mock_rtx3080"])), "-a", "gpu_starvation", "--set", setting]
+    )
     assert result.exit_code == 2
     assert message in result.output and len(result.output.strip().splitlines()) == 1, result.output

@@ -37,7 +37,9 @@ SETTINGS: dict[str, Setting] = {
         Setting("nvtx", "xsp_rule_nvtx", str, None, "expert rules: only the window (and process) of the first range named TEXT[@DOMAIN]"),
         Setting("gap", "xsp_rule_gap_ms", int, nsys_rules.DEFAULT_GAP_MS, "gpu_starvation: GPU idle gaps longer than this, ms", 0),
         Setting("threshold", "xsp_rule_threshold_pct", int, nsys_rules.DEFAULT_THRESHOLD_PCT, "gpu_low_utilization: regions used below this, %", 0),
-        Setting("chunks", "xsp_rule_chunks", int, nsys_rules.DEFAULT_CHUNKS, "gpu_low_utilization: chunks per process and GPU", 1, nsys_rules.MAX_CHUNKS),
+        Setting(
+            "chunks", "xsp_rule_chunks", int, nsys_rules.DEFAULT_CHUNKS, "gpu_low_utilization: chunks per process and GPU", 1, nsys_rules.MAX_CHUNKS
+        ),
     )
 }
 
@@ -72,7 +74,7 @@ def set_rule_variables(con: duckdb.DuckDBPyConnection, settings: dict[str, int |
     for s in SETTINGS.values():
         if s.default is None and s.name not in (settings or {}):
             con.execute(f"RESET VARIABLE {s.variable}")
-    values = {s.variable: s.default for s in SETTINGS.values() if s.default is not None}
+    values: dict[str, object] = {s.variable: s.default for s in SETTINGS.values() if s.default is not None}
     values.update({SETTINGS[name].variable: value for name, value in (settings or {}).items()})
     values.update(
         {
