@@ -8,6 +8,7 @@ shadowing each table with a TEMP view of the selected runs' rows (the SQL files 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +23,9 @@ from ..sql import quote_identifier as _quote
 from ..sql import scalar, set_variables
 from ..store import open_store
 from .catalog import BY_NAME, PRELUDES
+from .critical_path import build_critical_path
 from .settings import set_rule_variables
+from .what_if import build_what_if
 
 # Tables the capture side adds; databases converted without it get empty TEMP stand-ins.
 _OPTIONAL_TABLES = {
@@ -46,6 +49,7 @@ class AnalysisOptions:
     iterations: list[int] | None = None  # only spans and steps of these iterations (step numbers)
     window_ns: tuple[int, int] | None = None  # only spans starting in [start, end) on the run clock
     settings: dict[str, int | str] | None = None  # --set NAME=VALUE (xsp_trace/analyze/settings.py)
+    what_if: tuple[str, ...] = ()  # rules of analyze --what-if (xsp_trace.analyze.what_if), checked before use
 
 
 @dataclass
@@ -97,6 +101,8 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
     set_variables(con, {name: float(value) for name, value in numbers.items() if value is not None})
     if options.layer_ranges is not None:
         _set_layer_view(con, options.layer_ranges, options.layer_depth)
+    if options.what_if:
+        set_variables(con, {"xsp_what_if_rules": list(options.what_if)})
     if options.compare is not None:
         a, b = options.compare
         set_variables(con, {"xsp_compare_runs": [int(a), int(b)]})
@@ -253,10 +259,16 @@ def open_session(database: Path, options: AnalysisOptions | None = None) -> duck
     return con
 
 
+# Tables computed in Python, on first use in a session, for the analyses that read them.
+BUILDERS: dict[str, Callable[[duckdb.DuckDBPyConnection], None]] = {"xsp_critical_path": build_critical_path, "xsp_what_if": build_what_if}
+
+
 def run_analysis(con: duckdb.DuckDBPyConnection, name: str) -> Result:
     if name not in BY_NAME:
         raise InputError(None, f"unknown analysis {name!r}", "choose from: " + ", ".join(BY_NAME))
     analysis = BY_NAME[name]
+    for table in analysis.builds:
+        BUILDERS[table](con)
     cursor = con.execute(query_text(analysis.query))
     columns = [d[0] for d in cursor.description]
     rows = cursor.fetchall()
