@@ -97,6 +97,7 @@ def _cases(case: str) -> dict[str, tuple[list[str], dict]]:
             {"rows": 10000000, "start": lo, "end": hi, "gap": 0},
         ),
         "rows3": (["cuda-sync-api:rows=3"], {"rows": 3}),
+        "chunks1000_threshold100": ([f"gpu-low-util:{ALL}:chunks=1000:threshold=100"], {"rows": 10000000, "chunks": 1000, "threshold": 100}),
     }
     if case == "nsys_2026_pytorch_2xh100":
         for nvtx in NVTX_RENAMES.values():
