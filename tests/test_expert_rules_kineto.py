@@ -266,3 +266,15 @@ def test_rules_equal_raw_kineto(case, converted_path):
             compared += len(theirs)
     con.close()
     assert compared > 0
+
+
+@pytest.mark.parametrize("case", ["kineto_2022_integer_us_rank3", "kineto_2025_all_options_h100"])
+def test_memset_memory_kind_from_the_event_name(case, converted):
+    """cuda_sync_memset reads a set's memory kind (memops.dst_kind): for Kineto, the kind its name gives."""
+    raw = Raw(KINETO_TRACES[case])
+    names = sorted((o["start"], MEMSET_NAME.match(o["name"]).group(1)) for o in raw.ops if o["kind"] == "memset")
+    con = converted(KINETO_TRACES[case])
+    ours = con.execute(
+        "SELECT s.start_ns, m.dst_kind FROM memops AS m JOIN spans AS s USING (run_id, span_id) WHERE m.kind = 'memset' ORDER BY 1, 2"
+    ).fetchall()
+    assert names and [tuple(r) for r in ours] == names

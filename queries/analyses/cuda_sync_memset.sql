@@ -4,8 +4,8 @@
 --
 -- From: xsp_rules_memops (prelude_rules: memops.dst_kind is the memory kind a set wrote); the
 -- call name patterns (variables xsp_rule_sync_memset_api, xsp_rule_sync_memset_not_api) and the
--- memory kinds (xsp_rule_sync_memset_kinds) from xsp_trace/formats/nsys_rules.py. Kineto traces
--- do not record the memory kind of a set, so none of theirs is found.
+-- memory kinds (xsp_rule_sync_memset_kinds) from xsp_trace/formats/nsys_rules.py (Kineto: the
+-- kind in the set's name, "Memset (Device)").
 SELECT
     -- Run.
     run_id,
