@@ -18,7 +18,9 @@ What the comparison leaves aside, and why:
   the schema does not keep them, and test_no_profiler_overhead_rows checks no export here has any.
 - The exports written by nsys 2026.1/2026.2 are read by nsys 2022.4 without complaint (the rules
   only read columns that exist since 2022). The `.nsys-rep` in nsys_report_from_newer_nsys is not
-  an export: nsys 2022.4 cannot export it ("Version number is invalid"), nor can the converter.
+  an export, and nsys 2022.4 cannot export it to analyze it ("Exportation error: Version number
+  is invalid: 2026@1@2@63-..."; the converter refuses it likewise): compared with nothing,
+  test_report_from_newer_nsys_cannot_be_analyzed checks that refusal.
 - NVTX window: the H100 export's range names (`aten::mm, op_id = N`) hold ':' and ',', which
   split nsys's rule arguments; both sides read a copy with two ranges renamed (NVTX_RENAMES).
 - Rows with equal durations come in no defined order from nsys (ORDER BY duration only): rows are
@@ -35,7 +37,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NSYS_EXPORTS, require_nsys, without_backtrace_rows
+from conftest import NEWER_NSYS_REPORT, NSYS_EXPORTS, require_nsys, without_backtrace_rows
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.analyze.settings import set_rule_variables
 
@@ -273,3 +275,14 @@ def test_cli_bad_setting_is_one_line_exit_2(setting, message, converted_path):
     )
     assert result.exit_code == 2
     assert message in result.output and len(result.output.strip().splitlines()) == 1, result.output
+
+
+def test_report_from_newer_nsys_cannot_be_analyzed(tmp_path):
+    """Why the .nsys-rep fixture is not compared: nsys 2022.4 refuses to export a 2026.1 report."""
+    import shutil
+
+    copy = tmp_path / NEWER_NSYS_REPORT.name
+    shutil.copyfile(NEWER_NSYS_REPORT, copy)
+    done = subprocess.run([require_nsys(), "analyze", "-r", "cuda-sync-api", str(copy)], capture_output=True, text=True, cwd=tmp_path)
+    assert "Version number is invalid: 2026@1@2" in done.stdout + done.stderr
+    assert not copy.with_suffix(".sqlite").exists()
