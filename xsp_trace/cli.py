@@ -381,6 +381,13 @@ def analyze(
         "--findings",
         help="Print what matters in the trace, ranked, in words, with the analysis rows that show it (then only the -a analyses).",
     ),
+    settings: list[str] | None = typer.Option(
+        None,
+        "--set",
+        help="NAME=VALUE, a setting of the expert rules (repeat), named as nsys analyze names its rule options: rows (per rule and run, "
+        "default 50), start / end (ns on the run clock), nvtx (TEXT[@DOMAIN]: the first such range's window and process), gap "
+        "(gpu_starvation, ms, default 500), threshold (gpu_low_utilization, %, default 50), chunks (gpu_low_utilization, default 30).",
+    ),
 ) -> None:
     """The XSP analyses, leveled-corrected: model, layer and kernel latency, rooflines, GPU time.
 
@@ -401,10 +408,13 @@ def analyze(
       xsp-trace analyze run.duckdb --findings
 
       xsp-trace analyze run.duckdb --what-if 'kernel:gemm*0.5' --what-if 'sync:cudaStreamSynchronize=0'
+
+      xsp-trace analyze h100.duckdb -a gpu_starvation -a cuda_sync_api --set gap=100 --set rows=10
     """
     from .analyze import ANALYSES, BY_NAME, AnalysisOptions, open_session, run_analysis
     from .analyze.output import print_csv, print_json, print_tables, uncorrected_notes
     from .analyze.scope import scope_notes
+    from .analyze.settings import parse_settings
     from .sandbox import interrupt_after
 
     if list_analyses:
@@ -441,6 +451,7 @@ def analyze(
             layer_depth=layer_depth,
             iterations=iteration_list(iteration),
             window_ns=time_window(window),
+            settings=parse_settings(settings),
             what_if=tuple(what_if or ()),
             scope=scope.value,
         )

@@ -25,6 +25,7 @@ from ..store import open_store
 from .catalog import BY_NAME, PRELUDES
 from .critical_path import build_critical_path
 from .scope import DEFAULT_SCOPE, apply_scope, check_scope
+from .settings import set_rule_variables
 from .what_if import build_what_if
 
 # Tables the capture side adds; databases converted without it get empty TEMP stand-ins.
@@ -48,6 +49,7 @@ class AnalysisOptions:
     layer_depth: int | None = None  # nesting level among those ranges (1 = outermost); None = innermost
     iterations: list[int] | None = None  # only spans and steps of these iterations (step numbers)
     window_ns: tuple[int, int] | None = None  # only spans starting in [start, end) on the run clock
+    settings: dict[str, int | str] | None = None  # --set NAME=VALUE (xsp_trace/analyze/settings.py)
     what_if: tuple[str, ...] = ()  # rules of analyze --what-if (xsp_trace.analyze.what_if), checked before use
     scope: str = DEFAULT_SCOPE  # "all": every GPU operation; "profiled": as HTA 0.5 (analyze/scope.py)
 
@@ -115,6 +117,7 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
         a, b = options.compare
         set_variables(con, {"xsp_compare_runs": [int(a), int(b)]})
     install_name_macros(con)
+    set_rule_variables(con, options.settings)
     set_variables(
         con,
         {
