@@ -139,6 +139,10 @@ def convert(
 def _readable(path: Path) -> Path:
     """The database a reading command opens for `path`: a raw trace (.nsys-rep, .sqlite, .json[.gz])
     is converted once into the cache beside it (xsp_trace/convert/trace_cache.py) and read from there."""
+    from .store import is_duckdb_file
+
+    if path.is_dir() or is_duckdb_file(path):
+        return path  # no need to import the converters
     from .convert.trace_cache import database_for
 
     return database_for(path, lambda what, _fraction: err_console.print(what, markup=False, highlight=False, soft_wrap=True))
