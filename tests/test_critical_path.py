@@ -29,7 +29,7 @@ from typer.testing import CliRunner
 from conftest import DATA
 from handmade_trace import Run, write
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
-from xsp_trace.analyze.critical_path import _load_run, walk
+from xsp_trace.analyze.critical_path import load_run, walk
 from xsp_trace.cli import app
 
 runner = CliRunner()
@@ -188,7 +188,7 @@ def test_path_length_agrees_with_hta(case, converted):
     pid, tid = con.execute(
         "SELECT pid, tid FROM spans WHERE tid IS NOT NULL AND stream_id IS NULL AND end_ns <= ? ORDER BY end_ns DESC LIMIT 1", [end]
     ).fetchone()
-    run = _load_run(con, 1)
+    run = load_run(con, 1)
     segments = walk(run, start, end, (pid, tid))
     assert sum(s.end_ns - s.start_ns for s in segments) == end - start
     weighed_zero_by_hta = sum(

@@ -67,7 +67,7 @@ class _Run:
     flat: dict[tuple[int, int], _Thread] = field(default_factory=dict)
 
 
-def _load_run(con: duckdb.DuckDBPyConnection, run_id: int) -> _Run:
+def load_run(con: duckdb.DuckDBPyConnection, run_id: int) -> _Run:
     arrays = con.execute(
         """
         SELECT s.span_id, s.kind, s.name, s.start_ns, s.end_ns, coalesce(s.pid, -1) AS pid, coalesce(s.tid, -1) AS tid,
@@ -248,7 +248,7 @@ _COLUMNS = (
 )
 
 
-def _units(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+def units(con: duckdb.DuckDBPyConnection) -> list[tuple]:
     """(run_id, iteration, step_span_id, start_ns, end_ns, pid, tid) of every step; a run without
     steps is one unit from its first to its last CPU span, ending on the thread of that last span."""
     return con.execute(
@@ -272,9 +272,9 @@ def build_critical_path(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"CREATE TEMP TABLE {TABLE} ({_COLUMNS})")
     runs: dict[int, _Run] = {}
     columns: dict[str, list] = {name.split()[0]: [] for name in _COLUMNS.split(", ")}
-    for run_id, iteration, step_span_id, start_ns, end_ns, pid, tid in _units(con):
-        run = runs.get(run_id) or runs.setdefault(run_id, _load_run(con, run_id))
-        segments = _merged(walk(run, int(start_ns), int(end_ns), (int(pid), int(tid)))[::-1])
+    for run_id, iteration, step_span_id, start_ns, end_ns, pid, tid in units(con):
+        run = runs.get(run_id) or runs.setdefault(run_id, load_run(con, run_id))
+        segments = merged(walk(run, int(start_ns), int(end_ns), (int(pid), int(tid)))[::-1])
         for seq, s in enumerate(segments):
             row = (
                 run_id,
@@ -294,7 +294,7 @@ def build_critical_path(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"INSERT INTO {TABLE} SELECT * FROM segments_table")
 
 
-def _merged(segments: list[Segment]) -> list[Segment]:
+def merged(segments: list[Segment]) -> list[Segment]:
     """Adjacent segments of the same span and kind as one (a parent op split by its children's time is not)."""
     out: list[Segment] = []
     for s in segments:
