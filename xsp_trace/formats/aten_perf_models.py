@@ -15,7 +15,8 @@ the anchor the issue names; the formulas themselves live in queries/analyses/pre
 - conv, conv_bwd (1d/2d/3d, any groups, stride, padding, dilation, transposed; torch.utils.flop_counter's
   formulas as TraceLens applies them): x is N x C_in x spatial, w is C_out x C_in/groups x kernel (transposed:
   C_in x C_out/groups x kernel); the output's spatial size is (in + 2p - d(k-1) - 1) / s + 1, truncated
-  (transposed: (in - 1)s - 2p + d(k-1) + output_padding + 1), its channels w[0] (transposed: w[1]).
+  (transposed: (in - 1)s - 2p + d(k-1) + output_padding + 1), its channels w[0] (transposed: w[1], as
+  TraceLens has it: C_out/groups, so a grouped transposed conv's output bytes are counted per group).
   Forward FLOPs = 2 * numel(w[1:]) * numel(out) (transposed: numel(x)); bytes = x + w + out.
   Backward FLOPs = grad-input (2 * numel(w[1:]) * numel(out), transposed numel(x)) + grad-weight
   (2 * numel(w) * numel(out) / out[1], transposed numel(x) / x[1]) + numel(out) when a bias gradient is
