@@ -209,9 +209,13 @@ def _load_format_tables(con: duckdb.DuckDBPyConnection) -> None:
     )
     con.execute(
         "CREATE OR REPLACE TEMP TABLE _xsp_op_models (op_name VARCHAR, model VARCHAR, a_arg INTEGER, b_arg INTEGER, "
-        "bias_arg INTEGER, batched BOOLEAN, causal_arg INTEGER)"
+        "bias_arg INTEGER, batched BOOLEAN, causal_arg INTEGER, params_arg INTEGER, outer_counted BOOLEAN)"
     )
-    con.executemany("INSERT INTO _xsp_op_models VALUES (?, ?, ?, ?, ?, ?, ?)", [(name, *model) for name, model in aten_perf_models.OP_MODELS.items()])
+    con.executemany(
+        "INSERT INTO _xsp_op_models VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", [(name, *model) for name, model in aten_perf_models.OP_MODELS.items()]
+    )
+    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_not_modelled_reasons (reason_key VARCHAR, reason VARCHAR)")
+    con.executemany("INSERT INTO _xsp_not_modelled_reasons VALUES (?, ?)", list(aten_perf_models.NOT_MODELLED_REASONS.items()))
     set_variables(
         con,
         dict(
