@@ -264,3 +264,17 @@ def test_two_real_ranks_in_one_database(tmp_path):
         got = {r["iteration"]: r["path_ns"] for r in rows if r["run_id"] == run_id}
         assert got == expected and len(got) == 2
     assert all(r["waited_for_runs"] is None for r in rows)
+
+
+def test_analyze_timeout_stops_python_work_too(converted_path):
+    """The critical path's walk is Python: --timeout stops it with one line (an alarm), as it stops
+    a DuckDB query (an interrupt)."""
+    import time
+
+    database = converted_path(DATA / "kineto_2022_integer_us_rank3" / "hta_a100_rank3_of_8_2022.json.gz")
+    started = time.monotonic()
+    result = runner.invoke(app, ["analyze", str(database), "-a", "critical_path", "--timeout", "0.2"])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "stopped after 0.2 s (--timeout)" in lines[0]
+    assert time.monotonic() - started < 60

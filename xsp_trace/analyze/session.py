@@ -26,6 +26,7 @@ from ..store import open_store
 from .catalog import BY_NAME, PRELUDES
 from .critical_path import build_critical_path
 from .scope import DEFAULT_SCOPE, apply_scope, check_scope
+from .settings import set_rule_variables
 from .what_if import build_what_if
 
 
@@ -40,6 +41,7 @@ class AnalysisOptions:
     layer_depth: int | None = None  # nesting level among those ranges (1 = outermost); None = innermost
     iterations: list[int] | None = None  # only spans and steps of these iterations (step numbers)
     window_ns: tuple[int, int] | None = None  # only spans starting in [start, end) on the run clock
+    settings: dict[str, int | str] | None = None  # --set NAME=VALUE (xsp_trace/analyze/settings.py)
     what_if: tuple[str, ...] = ()  # rules of analyze --what-if (xsp_trace.analyze.what_if), checked before use
     scope: str = DEFAULT_SCOPE  # "all": every GPU operation; "profiled": as HTA 0.5 (analyze/scope.py)
 
@@ -107,6 +109,7 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
         a, b = options.compare
         set_variables(con, {"xsp_compare_runs": [int(a), int(b)]})
     install_name_macros(con)
+    set_rule_variables(con, options.settings)
     set_variables(
         con,
         {
@@ -198,9 +201,13 @@ def _load_format_tables(con: duckdb.DuckDBPyConnection) -> None:
     )
     con.execute(
         "CREATE OR REPLACE TEMP TABLE _xsp_op_models (op_name VARCHAR, model VARCHAR, a_arg INTEGER, b_arg INTEGER, "
-        "bias_arg INTEGER, batched BOOLEAN, causal_arg INTEGER)"
+        "bias_arg INTEGER, batched BOOLEAN, causal_arg INTEGER, params_arg INTEGER, outer_counted BOOLEAN)"
     )
-    con.executemany("INSERT INTO _xsp_op_models VALUES (?, ?, ?, ?, ?, ?, ?)", [(name, *model) for name, model in aten_perf_models.OP_MODELS.items()])
+    con.executemany(
+        "INSERT INTO _xsp_op_models VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", [(name, *model) for name, model in aten_perf_models.OP_MODELS.items()]
+    )
+    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_not_modelled_reasons (reason_key VARCHAR, reason VARCHAR)")
+    con.executemany("INSERT INTO _xsp_not_modelled_reasons VALUES (?, ?)", list(aten_perf_models.NOT_MODELLED_REASONS.items()))
     set_variables(
         con,
         dict(

@@ -121,6 +121,7 @@ def _set_variables(con: duckdb.DuckDBPyConnection, run_id: int, include_python: 
         "kineto_graph_args": sorted(kf.GRAPH_ARGS),
         "kineto_not_in_graph": kf.NOT_IN_GRAPH,
         "kineto_memcpy_pattern": kf.MEMCPY_NAME_PATTERN,
+        "kineto_memset_pattern": kf.MEMSET_NAME_PATTERN,
         "kineto_time_limit_us": TIME_LIMIT_US,
     }
     for name, value in values.items():
