@@ -90,8 +90,8 @@ class InputLimits:
         if self.max_gzip_ratio and decompressed > RATIO_FLOOR_BYTES and decompressed > self.max_gzip_ratio * compressed:
             raise InputError(
                 path,
-                f"decompresses to over {self.max_gzip_ratio:g}x its size ({human_bytes(compressed)} "
-                f"-> {human_bytes(decompressed)}): a decompression bomb, not a trace",
+                f"decompresses more than {self.max_gzip_ratio:g}x ({human_bytes(compressed)} of gzip gave "
+                f"{human_bytes(decompressed)}): a decompression bomb, not a trace",
                 f"if it is a real trace, raise the limit: --max-gzip-ratio N or {RATIO_ENV}=N (0: none)",
             )
         self.check_size(path, decompressed, "decompresses to")

@@ -34,9 +34,6 @@ import numpy as np
 
 from .input_limits import MAX_VALUE_BYTES
 
-# The rest of a string after its opening quote (or after the bytes a chunk ended with), up to
-# and including the closing quote.
-_STRING_REST = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 # A string (closed, or running to the end of the chunk) or a structural byte.
 _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:(")|\Z)|[\[\]{},]', re.S)
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
@@ -71,10 +68,10 @@ class ScanState:
         """Carry the state over `data` (which must not end inside an escape)."""
         start = 0
         if self.in_string:
-            match = _STRING_REST.match(data)
-            if match is None:
+            end = _string_rest_end(data)
+            if end is None:
                 return  # the string goes on
-            start = match.end()
+            start = end
             self.in_string = False
         rest = data[start:]
         if b"\\" in rest:  # backslashes occur in strings only: pairs first (a run pairs up from its left), then \"
@@ -95,10 +92,10 @@ class ScanState:
         to it; None (the state carried over all of `data`) if there is none."""
         pos = 0
         if self.in_string:
-            match = _STRING_REST.match(data)
-            if match is None:
+            end = _string_rest_end(data)
+            if end is None:
                 return None
-            pos = match.end()
+            pos = end
             self.in_string = False
         depth = self.depth
         for match in _TOKEN.finditer(data, pos):
@@ -117,6 +114,20 @@ class ScanState:
                 self.ended = self.ended or depth == 1
         self.depth = depth
         return None
+
+
+def _string_rest_end(data: bytes) -> int | None:
+    """Offset just past the quote closing a string that is open at the start of `data` (which does
+    not start inside an escape); None if it runs past `data`. A quote closes it when an even run of
+    backslashes precedes it. bytes.find, not a regex: the regex of a string's rest backtracked
+    over every byte of a string longer than the data (0.25 s per MiB)."""
+    pos = 0
+    while (quote := data.find(b'"', pos)) >= 0:
+        before = data[pos:quote]
+        if (len(before) - len(before.rstrip(b"\\"))) % 2 == 0:
+            return quote + 1
+        pos = quote + 1
+    return None
 
 
 def _trailing_backslashes(data: bytes) -> int:
