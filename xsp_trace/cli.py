@@ -87,7 +87,7 @@ def convert(
     max_gzip_ratio: float | None = typer.Option(
         None,
         "--max-gzip-ratio",
-        help="Stop when a .gz trace decompresses past this many times its size (default 100, or $XSP_MAX_GZIP_RATIO; 0 = no limit).",
+        help="Stop when a .gz trace gives more bytes than this many per compressed byte read, from 64 MiB on (default 100, or $XSP_MAX_GZIP_RATIO; 0 = no limit).",
     ),
     max_input_size: str | None = typer.Option(
         None,
