@@ -121,6 +121,7 @@ def _set_variables(con: duckdb.DuckDBPyConnection, run_id: int, include_python: 
         "kineto_graph_args": sorted(kf.GRAPH_ARGS),
         "kineto_not_in_graph": kf.NOT_IN_GRAPH,
         "kineto_memcpy_pattern": kf.MEMCPY_NAME_PATTERN,
+        "kineto_memset_pattern": kf.MEMSET_NAME_PATTERN,
         "kineto_time_limit_us": TIME_LIMIT_US,
     }
     for name, value in values.items():
@@ -295,7 +296,8 @@ def convert_kineto(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, opti
         source_format_version=None if schema_version is None else str(schema_version),
         tool="torch.profiler",
         tool_version=next((str(meta[k]) for k in kf.TOOL_VERSION_KEYS if k in meta), None),
-        rank=_as_int(dist.get("rank")) if isinstance(dist, dict) else None,
+        rank=_as_int(dist.get(kf.DISTRIBUTED_RANK)) if isinstance(dist, dict) else None,
+        world_size=_as_int(dist.get(kf.DISTRIBUTED_WORLD_SIZE)) if isinstance(dist, dict) else None,
         host=next((str(meta[k]) for k in kf.HOST_NAME_KEYS if k in meta), None),
         started_at=started_at,
         clock_origin_utc_ns=origin,
