@@ -207,6 +207,8 @@ def _load_format_tables(con: duckdb.DuckDBPyConnection) -> None:
                 ("xsp_explicit_sync_api", cuda_api.EXPLICIT_SYNC_API),
                 ("xsp_implicit_sync_api", cuda_api.IMPLICIT_SYNC_API),
                 ("xsp_pageable", cuda_api.PAGEABLE),
+                ("xsp_async_copy_api", cuda_api.ASYNC_COPY_API),
+                ("xsp_pageable_kinds", sorted({k for kinds in cuda_api.PAGEABLE_KINDS.values() for k in kinds})),
                 ("xsp_osrt_category", nsys_export.OSRT_CATEGORY),
             )
         ),
