@@ -8,6 +8,7 @@ shadowing each table with a TEMP view of the selected runs' rows (the SQL files 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from ..sql import quote_identifier as _quote
 from ..sql import scalar, set_variables
 from ..store import open_store
 from .catalog import BY_NAME, PRELUDES
+from .critical_path import build_critical_path
 
 # Tables the capture side adds; databases converted without it get empty TEMP stand-ins.
 _OPTIONAL_TABLES = {
@@ -252,10 +254,16 @@ def open_session(database: Path, options: AnalysisOptions | None = None) -> duck
     return con
 
 
+# Tables computed in Python, on first use in a session, for the analyses that read them.
+BUILDERS: dict[str, Callable[[duckdb.DuckDBPyConnection], None]] = {"xsp_critical_path": build_critical_path}
+
+
 def run_analysis(con: duckdb.DuckDBPyConnection, name: str) -> Result:
     if name not in BY_NAME:
         raise InputError(None, f"unknown analysis {name!r}", "choose from: " + ", ".join(BY_NAME))
     analysis = BY_NAME[name]
+    for table in analysis.builds:
+        BUILDERS[table](con)
     cursor = con.execute(query_text(analysis.query))
     columns = [d[0] for d in cursor.description]
     rows = cursor.fetchall()
