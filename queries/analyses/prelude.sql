@@ -600,9 +600,10 @@ SELECT run_id, span_id, pid, tid, name, start_ns, end_ns,
 FROM classified;
 
 -- The framework op a call comes from: the outermost op (kind 'op') enclosing it, e.g. aten::to
--- for the cudaMemcpyAsync under aten::to > aten::_to_copy > aten::copy_ (NULL: none recorded).
+-- for the cudaMemcpyAsync under aten::to > aten::_to_copy > aten::copy_ (NULL: none recorded),
+-- without per-instance suffixes (", op_id = 12": xsp_normalized_name from xsp_trace/naming.py).
 CREATE OR REPLACE TEMP MACRO xsp_call_origin(call_run_id, call_span_id) AS (
-    SELECT arg_max(o.name, a.distance)
+    SELECT xsp_normalized_name(arg_max(o.name, a.distance))
     FROM span_ancestors AS a JOIN spans AS o ON o.run_id = a.run_id AND o.span_id = a.ancestor_id
     WHERE a.run_id = call_run_id AND a.span_id = call_span_id AND o.kind = 'op'
 );

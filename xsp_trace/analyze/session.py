@@ -17,7 +17,7 @@ import duckdb
 from ..errors import InputError
 from ..formats import aten_perf_models, collectives, cuda_api, kineto_fields, ncu_metrics, nsys_export, nsys_stats, torch_dtypes
 from ..formats.device_peaks import lookup_peak
-from ..naming import LAYER_RANGE_PRESETS, install_name_macros, layer_range_pattern
+from ..naming import LAYER_RANGE_PRESETS, install_name_macros, install_normalize_macro, layer_range_pattern
 from ..resources import query_text
 from ..sql import quote_identifier as _quote
 from ..sql import scalar, set_variables
@@ -101,6 +101,7 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
         a, b = options.compare
         set_variables(con, {"xsp_compare_runs": [int(a), int(b)]})
     install_name_macros(con)
+    install_normalize_macro(con)
     set_variables(
         con,
         {
