@@ -291,12 +291,13 @@ def _profiling(overheads: list[dict], changes: list[dict]) -> list[Finding]:
         interval = "" if low is None else f", 95 % interval {float(low):.1f} to {float(high):.1f} %"
         # An interval that holds 0: the runs cannot tell the overhead from noise -- not measurable.
         measurable = low is None or not float(low) <= 0 <= float(high)
+        share = share if measurable else 0.0
         head = (
             f"{r['experiment']}: profiling at level {r['level']} adds {duration(ms_to_ns(r['overhead_ms']))} "
             f"({float(r['overhead_pct']):.1f} %{interval}) to the run's own un-instrumented inferences "
             f"({duration(ms_to_ns(r['uninstrumented_ms']))})"
             if measurable
-            else f"{r['experiment']}: profiling at level {r['level']} has no measurable overhead{interval.replace(',', ' (', 1)} holds 0)"
+            else f"{r['experiment']}: profiling at level {r['level']} has no measurable overhead ({interval[2:]} holds 0)"
         )
         if change is not None:
             text = (
