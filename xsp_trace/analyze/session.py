@@ -166,10 +166,13 @@ def _narrow_spans(con: duckdb.DuckDBPyConnection, catalog: str, options: Analysi
     con.execute(f"CREATE OR REPLACE TEMP TABLE _xsp_narrow_steps AS SELECT * FROM {source['steps']} WHERE {' AND '.join(step_where)}")
     con.execute("CREATE OR REPLACE TEMP VIEW spans AS SELECT * FROM _xsp_narrow_spans")
     con.execute("CREATE OR REPLACE TEMP VIEW steps AS SELECT * FROM _xsp_narrow_steps")
+    # A table, like spans and steps: a view over the run selection's `memops` view would, once it
+    # replaces that view, read itself.
     con.execute(
-        f"CREATE OR REPLACE TEMP VIEW memops AS SELECT m.* FROM {source['memops']} AS m "
+        f"CREATE OR REPLACE TEMP TABLE _xsp_narrow_memops AS SELECT m.* FROM {source['memops']} AS m "
         "SEMI JOIN _xsp_narrow_spans AS s ON s.run_id = m.run_id AND s.span_id = m.span_id"
     )
+    con.execute("CREATE OR REPLACE TEMP VIEW memops AS SELECT * FROM _xsp_narrow_memops")
 
 
 def _load_format_tables(con: duckdb.DuckDBPyConnection) -> None:
