@@ -13,8 +13,9 @@ from itertools import pairwise
 import pytest
 
 from raw_traces import GPU_FIXTURES, clipped, merge, overlap, raw_runs
-from xsp_trace.analyze import open_session
+from xsp_trace.analyze import open_session, run_analysis
 from xsp_trace.analyze.findings import DEVICE_BOUND_PCT, LONG_GAP_NS, MIN_SEVERITY, evidence, find
+from xsp_trace.analyze.findings_base import ms_to_ns
 
 # Written out here, not imported: calls that wait for the GPU (CUDA Programming Guide, "Implicit
 # Synchronization"; the *Synchronize calls; the Runtime API's "API synchronization behavior": an
@@ -291,3 +292,26 @@ def test_blocking_pageable_copies_make_the_steps_sync_bound(converted_path):
     assert f"`aten::to` → cudaMemcpyAsync Device -> Pageable, 30 calls, {held / 1e6:.3g} ms" in f.text
     assert "pinned memory, or move `.cpu()`/`.item()` out of the step" in f.text
     assert "CUDA graphs" not in f.text and not any(f.kind == "launch_bound" for f in found)
+
+
+@pytest.mark.parametrize("case", ["kineto_pageable_dtoh_a100", "kineto_2022_integer_us_rank3", "kineto_two_ranks_sendrecv"])
+def test_step_thread_time_split_equals_the_raw_trace(case, converted_path):
+    """step_bound's split of the loop thread's time (launch + sync + host + idle = the step) against the
+    raw JSON: its calls and spans clipped to the step window, their union merged in Python."""
+    rows = run_analysis(open_session(converted_path(*GPU_FIXTURES[case])), "step_bound").records()
+    checked = 0
+    for run_id, run in raw_runs(case).items():
+        linked = {(g.pid, g.correlation) for g in run.gpu}
+        for pid, iteration, lo, hi in run.steps:
+            (step,) = [c for c in run.cpu if c.pid == pid and c.name == f"ProfilerStep#{iteration}" and (c.start, c.end) == (lo, hi)]
+            mine = [c for c in run.cpu if c.pid == pid and c.tid == step.tid and c is not step and c.start < hi and c.end > lo]
+            covered = clipped(merge((c.start, c.end) for c in mine), lo, hi)
+            calls = [c for c in mine if c.is_call]
+            sync = sum(min(c.end, hi) - max(c.start, lo) for c in calls if _blocks(run, c))
+            launch = sum(min(c.end, hi) - max(c.start, lo) for c in calls if not _blocks(run, c) and (c.pid, c.correlation) in linked)
+            (row,) = [r for r in rows if (r["run_id"], r["iteration"]) == (run_id, iteration)]
+            ours = [ms_to_ns(row[f"thread_{k}_ms"]) for k in ("launch", "sync", "host", "idle")]
+            assert ours == pytest.approx([launch, sync, covered - launch - sync, (hi - lo) - covered], abs=1), (case, iteration)
+            assert sum(ours) == pytest.approx(hi - lo, abs=4)
+            checked += 1
+    assert checked >= 2
