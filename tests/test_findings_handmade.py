@@ -184,8 +184,11 @@ def test_leveled_findings_use_the_corrected_figures(leveled):
     stake = sum(latency[k] * (1 - round(100 * roof[k], 2) / 100) for k in roof) / sum(latency.values())
     assert found["memory_bound_kernels"].severity == pytest.approx(stake)
     assert "2 of 3 kernels with metrics are memory-bound" in found["memory_bound_kernels"].text
-    # Non-GPU layers: conv 41 - (11 + 2) = 28 ns, relu 22 - (3 + 4) = 15 ns of the 105 ns model latency (M run).
-    assert found["non_gpu_layers"].severity == pytest.approx(43 / 105)
+    # Non-GPU layers: conv 41 - (11 + 2) = 28 ns, relu 22 - (3 + 4) = 15 ns, against the model latency
+    # of the run that measured the layers: the ML run's model ranges, trimmed mean of 150, 150, 150,
+    # 150, 200 = 150 ns (not the M run's 105 ns: its inferences carry no layer ranges).
+    assert found["non_gpu_layers"].severity == pytest.approx(43 / 150)
+    assert "28.7 % of the 150 ns model latency of the run that measured the layers" in found["non_gpu_layers"].text
     assert "(corrected: layer latency from the ML run, kernel latency from the MLG run)" in found["non_gpu_layers"].text
     # ML's instrumented inferences take 160 ns against its own un-instrumented 121 ns (trimmed means of
     # the capture_latencies rows: +39 ns, 31.9 %), and its hooks changed the program: 39 of 160 ns at stake.
@@ -249,3 +252,22 @@ def test_report_shows_the_findings_first_in_headless_chromium(converted_path, tm
     assert _count_color(top, bpp, FINDINGS_BACKGROUND) > 100_000
     assert _count_color(rows, bpp, svg.UTIL_COLOR) > 300  # the utilisation strip
     assert _count_color(rows, bpp, svg.GPU_COLOR) > 300  # GPU busy per step
+
+
+def test_a_capture_with_an_extreme_spread_is_flagged_unusable(tmp_path, plain_findings, leveled):
+    """Five steps of 10 µs and one of 1 ms: the p90 (quantile_cont over 10, 10, 10, 10, 10, 1000 µs =
+    505 µs) is 50x the 10 µs median, over the 10x rule: one finding says so, nothing else about it."""
+    run = Run(1)
+    run.device()
+    for i in range(6):
+        start = i * 2000 * US
+        run.span("annotation", f"ProfilerStep#{i}", start, start + (1000 if i == 5 else 10) * US, iteration=i)
+        run.gpu("kernel", "k", (start, start + US), (start + 2 * US, start + 9 * US))
+    found = find(open_session(write(tmp_path / "spread.duckdb", [run])))
+    (f,) = [f for f in found if f.kind == "unusable_capture"]
+    assert f.text.startswith("run 1: the capture is unusable: its model latency's p90 505 µs is 50x its median 10 µs (over 10x)")
+    assert f.severity == 1.0 and found[0] is f
+    # Silent where the spread is ordinary: the leveled capture (M run: p90 224 ns, 2.1x its 105 ns median)
+    # and the plain trace.
+    assert not [f for f in find(open_session(leveled)) if f.kind == "unusable_capture"]
+    assert not [k for k in plain_findings if k[0] == "unusable_capture"]

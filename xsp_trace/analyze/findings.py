@@ -49,6 +49,7 @@ from .findings_base import (
     MIN_SEVERITY,
     NON_GPU_LAYER_PCT,
     PROFILING_OVERHEAD_PCT,
+    SPREAD_FACTOR,
     Finding,
     duration,
     gpu_label,
@@ -131,9 +132,12 @@ def findings_from_results(
     out += _exposed_communication(recs["comm_compute_overlap"], windows)
     out += findings_cpu.pageable(recs["pageable_memcpy"], windows, pytorch_runs)
     out += _memory_bound(recs["kernel_roofline"])
-    out += _non_gpu_layers(recs["layer_gpu_vs_nongpu"], recs["model_info"])
+    out += _non_gpu_layers(recs["layer_gpu_vs_nongpu"], recs["model_info"], recs["level_overhead"])
     out += _profiling(recs["level_overhead"], recs["program_changes"])
-    kept = [f for f in out if f.severity >= MIN_SEVERITY or f.kind == "program_changed"]
+    # An experiment whose model latencies spread too wide says nothing reliable: flag it, derive nothing.
+    unusable = _unusable(recs["model_info"])
+    out = [f for f in out if f.facts.get("experiment") not in {u.facts["experiment"] for u in unusable}] + unusable
+    kept = [f for f in out if f.severity >= MIN_SEVERITY or f.kind in ("program_changed", "unusable_capture")]
     kept += _healthy(recs["gpu_busy_idle"], {f.facts.get("run_id") for f in kept})
     return sorted(kept, key=lambda f: (-f.severity, f.kind, f.text))
 
@@ -236,9 +240,34 @@ def _memory_bound(rows: list[dict]) -> list[Finding]:
     return out
 
 
-def _non_gpu_layers(layers: list[dict], models: list[dict]) -> list[Finding]:
-    """Layers whose latency is mostly not GPU kernel time (layer_gpu_vs_nongpu, leveled-corrected)."""
+def _unusable(models: list[dict]) -> list[Finding]:
+    """Experiments whose model latencies (model_info: the M run's, or the plain trace's) spread wider
+    than SPREAD_FACTOR: p90 over SPREAD_FACTOR x the median. Outliers (a shared machine, page faults,
+    first-call work) then dominate every mean and interval derived from the run."""
+    out = []
+    for r in models:
+        median, p90 = r["median_ms"], r["p90_ms"]
+        if not median or p90 is None or float(p90) <= SPREAD_FACTOR * float(median):
+            continue
+        text = (
+            f"{r['experiment']}: the capture is unusable: its model latency's p90 {duration(ms_to_ns(p90))} is "
+            f"{float(p90) / float(median):.0f}x its median {duration(ms_to_ns(median))} (over {SPREAD_FACTOR:.0f}x), so outliers "
+            f"dominate every figure derived from it; capture again on a quiet machine (more warm-up, pinned CPU)."
+        )
+        where = f"experiment = '{sql_text(r['experiment'])}'"
+        out.append(Finding("unusable_capture", 1.0, text, "model_info", where, {"experiment": r["experiment"], "median_ms": median, "p90_ms": p90}))
+    return out
+
+
+def _non_gpu_layers(layers: list[dict], models: list[dict], overheads: list[dict]) -> list[Finding]:
+    """Layers whose latency is mostly not GPU kernel time (layer_gpu_vs_nongpu, leveled-corrected),
+    against the model latency of the run the layer latencies come from: the ML run's own model
+    ranges (level_overhead), else model_info's. (The M run's latency holds no layer ranges: the ML
+    run's layers, each slowed by its ranges, can add up to more than it -- a share over 100 %.)"""
     model_ns = {r["experiment"]: ms_to_ns(r["latency_ms"]) for r in models}
+    for r in overheads:
+        if r["level"] == "ML" and r["model_latency_ms"]:
+            model_ns[r["experiment"]] = ms_to_ns(r["model_latency_ms"])
     per_exp: dict[str, list[dict]] = defaultdict(list)
     for r in layers:
         per_exp[r["experiment"]].append(r)
@@ -259,13 +288,13 @@ def _non_gpu_layers(layers: list[dict], models: list[dict]) -> list[Finding]:
         text = (
             f"{exp}: {len(hit)} of {len(mine)} layers spend most of their latency off the GPU (kernels under "
             f"{NON_GPU_LAYER_PCT:.0f} % of it): {duration(non_gpu)} of non-GPU time per inference, {pct(non_gpu / model)} "
-            f"of the {duration(model)} model latency; most in layer {worst['layer_index']} {worst['layer_name']} "
+            f"of the {duration(model)} model latency of the run that measured the layers; most in layer {worst['layer_index']} {worst['layer_name']} "
             f"({duration(ms_to_ns(worst['non_gpu_latency_ms']))}, GPU {float(worst['gpu_pct']):.1f} %) ({source})."
         )
         out.append(
             Finding(
                 "non_gpu_layers",
-                min(non_gpu / model, 1.0),
+                non_gpu / model,
                 text,
                 "layer_gpu_vs_nongpu",
                 f"experiment = '{sql_text(exp)}' AND gpu_pct < {NON_GPU_LAYER_PCT}",

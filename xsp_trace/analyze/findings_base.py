@@ -14,6 +14,8 @@ NON_GPU_LAYER_PCT = 50.0  # a layer whose kernels cover less than half its laten
 PROFILING_OVERHEAD_PCT = 25.0  # ranges cost microseconds per layer call; a level adding over a quarter of the model
 #                                latency has very short layers or made the model run another program (a hook turns
 #                                off nn.TransformerEncoderLayer's fused path: docs/design.md)
+SPREAD_FACTOR = 10.0  # a capture whose model-latency p90 is over 10x its median is dominated by outliers: its means
+#                      and bootstrap intervals describe the outliers, not the model
 TOP_CAUSES = 2  # CPU causes named per idle-gap finding
 TOP_WAITS = 2  # blocking calls named per sync-bound finding
 
@@ -21,7 +23,8 @@ TOP_WAITS = 2  # blocking calls named per sync-bound finding
 @dataclass(frozen=True)
 class Finding:
     kind: str  # launch_bound, sync_bound_steps, host_bound_steps, idle_gaps, sync_in_loop, exposed_communication,
-    #            pageable_memcpy, memory_bound_kernels, non_gpu_layers, profiling_overhead, program_changed, healthy
+    #            pageable_memcpy, memory_bound_kernels, non_gpu_layers, profiling_overhead, program_changed, healthy,
+#            unusable_capture
     severity: float  # share of the time at stake, 0..1 (the ranking key)
     text: str  # one sentence with the numbers
     analysis: str  # the analysis that shows it (catalog name)
