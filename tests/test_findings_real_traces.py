@@ -249,9 +249,16 @@ def test_the_fixtures_give_findings(converted_path):
     for case in GPU_FIXTURES:
         for f in _findings(case, converted_path)[0]:
             kinds[f.kind].add(case)
-    assert {"idle_gaps", "launch_bound", "host_bound_steps", "sync_bound_steps", "sync_in_loop", "exposed_communication", "pageable_memcpy", "healthy"} <= set(
-        kinds
-    )
+    assert {
+        "idle_gaps",
+        "launch_bound",
+        "host_bound_steps",
+        "sync_bound_steps",
+        "sync_in_loop",
+        "exposed_communication",
+        "pageable_memcpy",
+        "healthy",
+    } <= set(kinds)
 
 
 @pytest.mark.parametrize("case", list(GPU_FIXTURES))

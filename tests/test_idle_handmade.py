@@ -126,7 +126,18 @@ def test_an_async_copy_to_pageable_memory_is_sync_time(pageable):
 
 
 def test_gaps_name_the_other_thread_when_the_launching_one_has_no_span(pageable):
-    columns = ["gap_start_ns", "gap_ns", "launch_tid", "cpu_span", "sync_call", "sync_kind", "cpu_class", "other_tid", "other_cpu_span", "other_cpu_class"]
+    columns = [
+        "gap_start_ns",
+        "gap_ns",
+        "launch_tid",
+        "cpu_span",
+        "sync_call",
+        "sync_kind",
+        "cpu_class",
+        "other_tid",
+        "other_cpu_span",
+        "other_cpu_class",
+    ]
     assert rows(pageable, "gpu_idle_gaps", columns) == [
         (60, 620, 100, "cudaMemcpyAsync", "cudaMemcpyAsync", "pageable copy", "sync", None, None, None),
         (690, 80, 200, None, None, None, "idle", 100, "aten::to", "host"),

@@ -24,7 +24,7 @@ TOP_WAITS = 2  # blocking calls named per sync-bound finding
 class Finding:
     kind: str  # launch_bound, sync_bound_steps, host_bound_steps, idle_gaps, sync_in_loop, exposed_communication,
     #            pageable_memcpy, memory_bound_kernels, non_gpu_layers, profiling_overhead, program_changed, healthy,
-#            unusable_capture
+    #            unusable_capture
     severity: float  # share of the time at stake, 0..1 (the ranking key)
     text: str  # one sentence with the numbers
     analysis: str  # the analysis that shows it (catalog name)
