@@ -14,6 +14,7 @@ from .cli_options import (
     Engine,
     OutputFormat,
     ProgressReporter,
+    Scope,
     StoreFormat,
     comma_list,
     err_console,
@@ -172,6 +173,9 @@ def perfetto(
     ),
     to_ns: int | None = typer.Option(None, "--to-ns", help="Window end (exclusive): ns after each run's first timestamp."),
     keep_clocks: bool = typer.Option(False, "--keep-clocks", help="Keep each run's own clock instead of starting every run at time 0."),
+    critical_path: bool = typer.Option(
+        False, "--critical-path", help="Add each run's critical path (analyze -a critical_path) as a track of its own, its segments linked by flows."
+    ),
 ) -> None:
     """Write runs of a database as one Perfetto trace: nested CPU slices per thread, one track per
     GPU stream, flows from each launch to its GPU work.
@@ -181,6 +185,8 @@ def perfetto(
       xsp-trace perfetto run.duckdb -o run.pftrace
 
       xsp-trace perfetto all.duckdb -o layers.pftrace --runs 1,2 --kinds model,layer,kernel --from-ns 0 --to-ns 50000000
+
+      xsp-trace perfetto run.duckdb -o run.pftrace --critical-path
 
     Then open the .pftrace in https://ui.perfetto.dev.
     """
@@ -192,6 +198,7 @@ def perfetto(
         from_ns=from_ns,
         to_ns=to_ns,
         align_runs=not keep_clocks,
+        critical_path=critical_path,
     )
     _write_perfetto(database, output, options)
 
@@ -354,6 +361,17 @@ def analyze(
     ),
     iteration: list[str] | None = typer.Option(None, "--iteration", help="Only these iterations (step numbers; repeat, comma-separate or A-B)."),
     window: str | None = typer.Option(None, "--window", help="Only spans starting in START:END (ns on the run clock)."),
+    what_if: list[str] | None = typer.Option(
+        None,
+        "--what-if",
+        help="Predict the step time with some work changed (repeat): KIND:REGEX*FACTOR or KIND:REGEX=DURATION, KIND one of kernel, memcpy, memset, communication, gpu, op, api, sync; e.g. 'kernel:gemm*0.5', 'sync:cudaStreamSynchronize=0', 'op:aten::to*0'. Prints the what_if analysis.",
+    ),
+    scope: Scope = typer.Option(
+        Scope.all,
+        "--scope",
+        help="GPU work counted: all (default: every kernel, copy and set of the trace, whenever launched) or profiled "
+        "(as HTA 0.5: in a run with 2+ steps, only work whose launch is in the trace and started by the end of the last step).",
+    ),
     findings: bool = typer.Option(
         False,
         "--findings",
@@ -374,10 +392,15 @@ def analyze(
 
       xsp-trace analyze rank0.duckdb --iteration 552 -a step_bound -a gpu_idle_gaps
 
+      xsp-trace analyze rank1.duckdb --scope profiled -a comm_compute_overlap -a gpu_busy_idle
+
       xsp-trace analyze run.duckdb --findings
+
+      xsp-trace analyze run.duckdb --what-if 'kernel:gemm*0.5' --what-if 'sync:cudaStreamSynchronize=0'
     """
     from .analyze import ANALYSES, BY_NAME, AnalysisOptions, open_session, run_analysis
     from .analyze.output import print_csv, print_json, print_tables, uncorrected_notes
+    from .analyze.scope import scope_notes
 
     if list_analyses:
         for a in ANALYSES:
@@ -386,7 +409,12 @@ def analyze(
     try:
         if database is None:
             raise InputError(None, "no database given", "xsp-trace analyze RUN.duckdb (or --list to see the analyses)")
-        names = list(analysis) if analysis else [a.name for a in ANALYSES]
+        if what_if:
+            from .analyze.what_if import parse_rule
+
+            for rule in what_if:
+                parse_rule(rule)  # one line for a rule that does not parse, before anything runs
+        names = list(analysis or []) + (["what_if"] if what_if else []) if (analysis or what_if) else [a.name for a in ANALYSES]
         unknown = [n for n in names if n not in BY_NAME]
         if unknown:
             raise InputError(None, f"unknown analysis {', '.join(unknown)}", "see xsp-trace analyze --list")
@@ -408,6 +436,8 @@ def analyze(
             layer_depth=layer_depth,
             iterations=iteration_list(iteration),
             window_ns=time_window(window),
+            what_if=tuple(what_if or ()),
+            scope=scope.value,
         )
         con = open_session(_readable(database), options)
         if findings:
@@ -421,7 +451,8 @@ def analyze(
         elif fmt is OutputFormat.json:
             print_json(results, limit)
         else:
-            print_tables(results, limit, uncorrected_notes(run_analysis(con, "level_sources")))
+            notes = uncorrected_notes(run_analysis(con, "level_sources")) + scope_notes(con, scope.value, [r.name for r in results])
+            print_tables(results, limit, notes)
         if report is not None:
             from .analyze.findings import find
             from .analyze.report import write_report

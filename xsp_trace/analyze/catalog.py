@@ -54,6 +54,7 @@ ANALYSES: tuple[Analysis, ...] = (
     Analysis("nvtx_gpu_projection", "NVTX ranges projected onto the GPU", "gpu"),
     Analysis("critical_path_summary", "Critical path of each step: what sets the step time", "gpu", builds=("xsp_critical_path",)),
     Analysis("critical_path", "Critical path of each step, segment by segment", "gpu", builds=("xsp_critical_path",)),
+    Analysis("what_if", "Predicted step time under --what-if rules, and the new critical path", "gpu", builds=("xsp_what_if",)),
     Analysis("comm_compute_split", "GPU time: computation, communication, memory and their overlaps", "comm"),
     Analysis("comm_compute_overlap", "Communication overlapped by computation", "comm"),
     Analysis("nccl_collectives", "NCCL collectives: count, size, time, algorithm and bus bandwidth", "comm"),

@@ -167,6 +167,15 @@ class TrackRegistry:
             self._parents[uuid] = uuid
         return self._runs[run]
 
+    def critical_path(self, run: int, on_run: int) -> int:
+        """The track of a run's critical path (xsp_trace.analyze.critical_path), or of the part of it
+        that lies on another run (rank) it waited for."""
+        uuid = self._uuid()
+        name = f"{self.titles[run]} · critical path" + ("" if on_run == run else f" · on run {on_run}")
+        self.writer.track_descriptor(pb.TrackDescriptor(uuid=uuid, name=name))
+        self._parents[uuid] = uuid
+        return uuid
+
     def lane(self, base_uuid: int, lane: int) -> int:
         """A sibling (or child) track of `base_uuid` for slices that cannot go on it."""
         uuid = self._uuid()
