@@ -6,8 +6,9 @@ CPU -> GPU, GPU work serial per stream, synchronisation edges GPU -> CPU) taken 
 dependencies*: starting at the end of the step on its thread, at every point it steps back to
 whatever the work there had to wait for last --
 - on a CPU thread, the innermost span running just before that point (a gap between spans is CPU
-  idle); inside a call that blocks on the GPU (an explicit sync, a synchronous copy or set, an async
-  copy to or from pageable memory), the GPU work that finished last before the call returned;
+  idle); inside a call that blocks on the GPU (the prelude's CPU-time taxonomy, xsp_cpu_calls'
+  'sync' class: an explicit sync, a synchronous copy or set, an async copy to or from pageable
+  memory), the GPU work that finished last before the call returned;
 - on a GPU stream, the work item itself, then the later of its two dependencies: the previous work
   on the stream (GPU-bound: the gap between them is GPU idle) or the call that launched it
   (CPU-bound: the time from the call to the start is queue delay).
@@ -99,15 +100,7 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: int) -> _Run:
             launch_of[row_of[gpu_id]] = row_of[api_id]
     blocking = {
         row_of[span_id]
-        for (span_id,) in con.execute(
-            """
-            SELECT span_id FROM spans WHERE run_id = $run AND xsp_sync_call_kind(kind, name) IS NOT NULL
-            UNION
-            SELECT l.api_span_id FROM launches AS l JOIN memops AS m ON m.run_id = l.run_id AND m.span_id = l.gpu_span_id
-            WHERE l.run_id = $run AND (m.src_kind = 'Pageable' OR m.dst_kind = 'Pageable')
-            """,
-            {"run": run_id},
-        ).fetchall()
+        for (span_id,) in con.execute("SELECT span_id FROM xsp_cpu_calls WHERE run_id = ? AND cpu_class = 'sync'", [run_id]).fetchall()
         if span_id in row_of
     }
     gpu_rows = np.flatnonzero(is_gpu)
