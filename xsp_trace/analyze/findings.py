@@ -35,8 +35,10 @@ thresholds and wording helpers in findings_base.py.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Collection, Mapping
+from dataclasses import replace
 
 import duckdb
 
@@ -58,6 +60,7 @@ from .findings_base import (
     sql_text,
 )
 from .session import Result, run_analysis
+from .what_if import parse_rule, step_gain
 
 __all__ = [
     "DEVICE_BOUND_PCT",
@@ -115,7 +118,21 @@ def find(con: duckdb.DuckDBPyConnection, results: Mapping[str, Result] | None = 
             "OR run_id IN (SELECT DISTINCT run_id FROM spans WHERE kind IN ('op', 'annotation') AND starts_with(name, 'aten::'))"
         ).fetchall()
     }
-    return findings_from_results(have, levels, pytorch)
+    return [_with_expected_gain(con, f) for f in findings_from_results(have, levels, pytorch)]
+
+
+def _with_expected_gain(con: duckdb.DuckDBPyConnection, finding: Finding) -> Finding:
+    """A sync-bound finding with what removing its waits would save, from the what-if replay of its
+    steps over the critical path's dependencies (analyze --what-if with the rule it names)."""
+    waits = finding.facts.get("waits") if finding.kind == "sync_bound_steps" else None
+    if not waits:
+        return finding
+    names = sorted({name for _, name, *_ in waits})
+    rule = "sync:^(" + "|".join(re.escape(name) for name in names) + ")$=0"
+    measured, predicted = step_gain(con, finding.facts["run_id"], finding.facts["iterations"], [parse_rule(rule)])
+    saved = measured - predicted
+    text = f"{finding.text.rstrip('.')}; without these waits those steps would take ~{duration(saved)} ({pct(saved / measured)}) less (--what-if '{rule}')."
+    return replace(finding, text=text, facts={**finding.facts, "expected_gain_ns": saved, "what_if": rule})
 
 
 def findings_from_results(

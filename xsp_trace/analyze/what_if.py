@@ -230,6 +230,19 @@ def predict(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], rule
     return new_end - start_ns, walk(copy, start_ns, new_end, thread)
 
 
+def step_gain(con: duckdb.DuckDBPyConnection, run_id: int, iterations: list, rules: list[Rule]) -> tuple[int, int]:
+    """(measured, predicted) total latency of a run's steps of these iterations under the rules."""
+    run = load_run(con, run_id)
+    wanted = set(iterations)
+    measured = predicted = 0
+    for unit_run, iteration, _, start_ns, end_ns, pid, tid in units(con):
+        if unit_run == run_id and iteration in wanted:
+            latency, _ = predict(run, int(start_ns), int(end_ns), (int(pid), int(tid)), rules)
+            measured += int(end_ns) - int(start_ns)
+            predicted += latency
+    return measured, predicted
+
+
 TABLE = "xsp_what_if"
 TOP_ITEMS = 5
 
