@@ -1,0 +1,153 @@
+"""What the M and ML levels cost per inference: median paired overhead, bootstrap interval.
+
+Real leveled captures (`xsp-trace capture`, torch and nsys tools, levels M and ML, batch 1,
+CPU, one thread) of small models; for each run, read straight from its session.json:
+
+  * paired difference = instrumented - un-instrumented latency of pair i (the capture alternates
+    the two inference by inference, order flipped every pair, both timed with the same plain
+    timer in the same process), in µs;
+  * its median, with a seeded percentile-bootstrap 95 % interval of the median (2,000 resamples
+    of the pairs);
+  * per layer call (ML) = that median / the layer calls of one inference (session layers'
+    calls_per_inference summed).
+
+Captures alternate tool by tool and model by model, so the machine's noise reaches them alike;
+only differences inside one run are meaningful on a shared machine. Prints a markdown table
+(BENCHMARKS.md) and, with --json, every figure.
+
+    OMP_NUM_THREADS=1 python bench/capture_m_level.py --iterations 200 --repeats 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+CHECKOUT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(CHECKOUT))
+
+MODELS = ("tiny_cnn", "mlp")
+
+
+def build_model(name: str):
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    if name == "tiny_cnn":  # the capture's own example: conv, attention, 8 layers
+        from xsp_trace.capture.examples.tiny_cnn import TinyNet, make_input
+
+        return TinyNet().eval(), make_input
+    if name == "mlp":  # 80 tiny layers: the per-layer-call cost dominates
+        layers = []
+        for _ in range(40):
+            layers += [nn.Linear(64, 64), nn.ReLU()]
+        return nn.Sequential(*layers).eval(), lambda b: torch.randn(b, 64)
+    raise SystemExit(f"unknown model {name}")
+
+
+def median_interval(values: list[float], resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """Seeded percentile-bootstrap 95 % interval of the median of `values`."""
+    rng = random.Random(seed)
+    n = len(values)
+    medians = sorted(statistics.median(values[rng.randrange(n)] for _ in range(n)) for _ in range(resamples))
+    return medians[int(0.025 * resamples)], medians[int(0.975 * resamples) - 1]
+
+
+def paired_overhead(session: dict) -> dict:
+    """Median paired difference (µs) of one run, its interval, per layer call."""
+    lat = session["latencies_ns"]
+    plain, instrumented = lat["uninstrumented"], lat["instrumented"]
+    if set(lat["uninstrumented_phase"]) != {"interleaved"}:
+        raise SystemExit(f"run {session['tool']} {session['level']} did not interleave its loops: no paired difference")
+    diffs = [(i - p) / 1000 for p, i in zip(plain, instrumented, strict=True)]
+    low, high = median_interval(diffs)
+    layer_calls = sum(layer.get("calls_per_inference") or 0 for layer in session.get("layers") or [])
+    median = statistics.median(diffs)
+    per_call = (lambda v: v / layer_calls) if layer_calls and session["level"] != "M" else (lambda v: None)
+    return {
+        "pairs": len(diffs),
+        "uninstrumented_median_us": statistics.median(plain) / 1000,
+        "overhead_median_us": median,
+        "overhead_low_us": low,
+        "overhead_high_us": high,
+        "layer_calls": layer_calls,
+        "per_layer_call_us": per_call(median),
+        "per_layer_call_low_us": per_call(low),
+        "per_layer_call_high_us": per_call(high),
+        "profiler_scope": session.get("profiler_scope"),
+    }
+
+
+def capture(model: str, tool: str, levels: list[str], iterations: int, out: Path) -> list[dict]:
+    from xsp_trace.capture.runner import CaptureRequest, capture_levels
+
+    command = [sys.executable, str(Path(__file__).resolve()), "--profiled-model", model]
+    request = CaptureRequest(command=command, out=out, levels=levels, iterations=iterations, warmup=20, tools=[tool], overwrite=True)
+    manifest = capture_levels(request)
+    rows = []
+    for entry in manifest["runs"]:
+        session = json.loads((out / entry["session"]).read_text())
+        rows.append({"model": model, "tool": tool, "level": entry["level"], **paired_overhead(session)})
+    return rows
+
+
+def markdown(rows: list[dict]) -> str:
+    out = [
+        "| model | tool | level | repeat | pairs | un-instrumented median µs | overhead per inference, median µs [95 % interval] | layer calls | per layer call µs [95 % interval] |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        per_call = "-"
+        if r["per_layer_call_us"] is not None:
+            per_call = f"{r['per_layer_call_us']:.2f} [{r['per_layer_call_low_us']:.2f} .. {r['per_layer_call_high_us']:.2f}]"
+        out.append(
+            f"| {r['model']} | {r['tool']} | {r['level']} | {r['repeat']} | {r['pairs']} | {r['uninstrumented_median_us']:.0f} | "
+            f"{r['overhead_median_us']:+.1f} [{r['overhead_low_us']:+.1f} .. {r['overhead_high_us']:+.1f}] | {r['layer_calls'] or '-'} | {per_call} |"
+        )
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--iterations", type=int, default=200, help="interleaved pairs per run (>= 100)")
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--tools", default="torch,nsys")
+    parser.add_argument("--levels", default="M,ML")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--profiled-model", help=argparse.SUPPRESS)  # child: the script the runner profiles
+    args = parser.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if args.profiled_model:
+        import torch
+
+        from xsp_trace.capture import run
+
+        torch.set_num_threads(1)
+        model, make_input = build_model(args.profiled_model)
+        run(model, make_input, name=args.profiled_model)
+        return
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for repeat in range(args.repeats):
+            for model in args.models.split(","):
+                for tool in args.tools.split(","):
+                    for row in capture(model, tool, args.levels.split(","), args.iterations, Path(tmp) / f"{model}-{tool}"):
+                        rows.append({**row, "repeat": repeat + 1})
+                        print(markdown([rows[-1]]).splitlines()[-1], file=sys.stderr, flush=True)
+    report = {"rows": rows, "load_average": os.getloadavg(), "iterations": args.iterations}
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1))
+    print(markdown(rows))
+    print(f"\nload average at the end: {', '.join(f'{x:.2f}' for x in report['load_average'])}")
+
+
+if __name__ == "__main__":
+    main()
