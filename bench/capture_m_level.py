@@ -11,11 +11,13 @@ CPU, one thread) of small models; for each run, read straight from its session.j
   * per layer call (ML) = that median / the layer calls of one inference (session layers'
     calls_per_inference summed).
 
-Captures alternate tool by tool and model by model, so the machine's noise reaches them alike;
-only differences inside one run are meaningful on a shared machine. Prints a markdown table
-(BENCHMARKS.md) and, with --json, every figure.
+Captures alternate checkout by checkout (--checkout NAME=PATH: the capture side the profiled
+script imports, e.g. main before a change and this checkout after it), tool by tool and model by
+model, so the machine's noise reaches them alike; only differences inside one run are
+meaningful on a shared machine. Prints a markdown table (BENCHMARKS.md) and, with --json, every
+figure.
 
-    OMP_NUM_THREADS=1 python bench/capture_m_level.py --iterations 200 --repeats 2
+    OMP_NUM_THREADS=1 python bench/capture_m_level.py --iterations 200 --checkout main=/work/main --checkout after=.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ import tempfile
 from pathlib import Path
 
 CHECKOUT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(CHECKOUT))
+# The profiled child imports the capture side of the checkout under test (XSP_BENCH_CHECKOUT).
+sys.path.insert(0, os.environ.get("XSP_BENCH_CHECKOUT") or str(CHECKOUT))
 
 MODELS = ("tiny_cnn", "mlp")
 
@@ -85,12 +88,16 @@ def paired_overhead(session: dict) -> dict:
     }
 
 
-def capture(model: str, tool: str, levels: list[str], iterations: int, out: Path) -> list[dict]:
+def capture(checkout: Path, model: str, tool: str, levels: list[str], iterations: int, out: Path) -> list[dict]:
     from xsp_trace.capture.runner import CaptureRequest, capture_levels
 
     command = [sys.executable, str(Path(__file__).resolve()), "--profiled-model", model]
     request = CaptureRequest(command=command, out=out, levels=levels, iterations=iterations, warmup=20, tools=[tool], overwrite=True)
-    manifest = capture_levels(request)
+    os.environ["XSP_BENCH_CHECKOUT"] = str(checkout)
+    try:
+        manifest = capture_levels(request)
+    finally:
+        del os.environ["XSP_BENCH_CHECKOUT"]
     rows = []
     for entry in manifest["runs"]:
         session = json.loads((out / entry["session"]).read_text())
@@ -100,15 +107,15 @@ def capture(model: str, tool: str, levels: list[str], iterations: int, out: Path
 
 def markdown(rows: list[dict]) -> str:
     out = [
-        "| model | tool | level | repeat | pairs | un-instrumented median µs | overhead per inference, median µs [95 % interval] | layer calls | per layer call µs [95 % interval] |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| code | model | tool | level | repeat | pairs | un-instrumented median µs | overhead per inference, median µs [95 % interval] | layer calls | per layer call µs [95 % interval] |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         per_call = "-"
         if r["per_layer_call_us"] is not None:
             per_call = f"{r['per_layer_call_us']:.2f} [{r['per_layer_call_low_us']:.2f} .. {r['per_layer_call_high_us']:.2f}]"
         out.append(
-            f"| {r['model']} | {r['tool']} | {r['level']} | {r['repeat']} | {r['pairs']} | {r['uninstrumented_median_us']:.0f} | "
+            f"| {r['code']} | {r['model']} | {r['tool']} | {r['level']} | {r['repeat']} | {r['pairs']} | {r['uninstrumented_median_us']:.0f} | "
             f"{r['overhead_median_us']:+.1f} [{r['overhead_low_us']:+.1f} .. {r['overhead_high_us']:+.1f}] | {r['layer_calls'] or '-'} | {per_call} |"
         )
     return "\n".join(out)
@@ -121,6 +128,7 @@ def main() -> None:
     parser.add_argument("--tools", default="torch,nsys")
     parser.add_argument("--levels", default="M,ML")
     parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--checkout", action="append", default=[], help="NAME=PATH of a checkout whose capture side is measured (default: this one)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--profiled-model", help=argparse.SUPPRESS)  # child: the script the runner profiles
     args = parser.parse_args()
@@ -136,11 +144,14 @@ def main() -> None:
         return
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
+        checkouts = [tuple(c.split("=", 1)) for c in args.checkout] or [("this", str(CHECKOUT))]
         for repeat in range(args.repeats):
             for model in args.models.split(","):
                 for tool in args.tools.split(","):
-                    for row in capture(model, tool, args.levels.split(","), args.iterations, Path(tmp) / f"{model}-{tool}"):
-                        rows.append({**row, "repeat": repeat + 1})
+                    for code, path in checkouts:
+                        out = Path(tmp) / f"{code}-{model}-{tool}"
+                        for row in capture(Path(path).resolve(), model, tool, args.levels.split(","), args.iterations, out):
+                            rows.append({**row, "code": code, "repeat": repeat + 1})
                         print(markdown([rows[-1]]).splitlines()[-1], file=sys.stderr, flush=True)
     report = {"rows": rows, "load_average": os.getloadavg(), "iterations": args.iterations}
     if args.json:
