@@ -1,12 +1,16 @@
 """`xsp-trace diff` (regression gate) and `analyze --iteration / --window`, in-process (CliRunner).
 
-Hand-made pair: kernel k 100 -> 110 ns per step (+10 %), kernel j 100 -> 103 (+3 %), op aten::mm 50
--> 50, new kernel z 5 ns (2.4 % of the baseline's 200 ns of kernel time: above --min-share 1 %).
+Hand-made pair, 12 steps each with one call of every entry (constant durations: no spread, so any
+change is beyond the noise): kernel k 100 -> 110 ns per call and per step (+10 %), kernel j 100 ->
+103 (+3 %), op "aten::mm, seq = N, op_id = M" 50 -> 50 under one name, new kernel z 5 ns (on one
+side only: never gates).
 """
 
 from __future__ import annotations
 
+import csv
 import gzip
+import io
 import json
 from pathlib import Path
 
@@ -15,20 +19,23 @@ from typer.testing import CliRunner
 
 from handmade_trace import Run, write
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
-from xsp_trace.analyze.diff import diff_databases
+from xsp_trace.analyze.diff import Gate, diff_databases
 from xsp_trace.cli import app
 
 TWO_RANKS = sorted((Path(__file__).parent / "data" / "kineto_two_ranks_sendrecv").glob("sampled_rank-*.json.gz"))
+STEPS = 12
 
 
 def _db(path, k, j, z=None):
     run = Run(1)
-    run.span("annotation", "ProfilerStep#1", 0, 10_000, iteration=1)
-    run.span("op", "aten::mm", 0, 50)
-    run.gpu("kernel", "k", (1, 2), (100, 100 + k))
-    run.gpu("kernel", "j", (3, 4), (300, 300 + j))
-    if z:
-        run.gpu("kernel", "z", (5, 6), (500, 500 + z))
+    for step in range(STEPS):
+        t = step * 10_000
+        run.span("annotation", f"ProfilerStep#{step}", t, t + 10_000, iteration=step)
+        run.span("op", f"aten::mm, seq = {step}, op_id = {100 + step}", t, t + 50)
+        run.gpu("kernel", "k", (t + 1, t + 2), (t + 100, t + 100 + k))
+        run.gpu("kernel", "j", (t + 3, t + 4), (t + 300, t + 300 + j))
+        if z:
+            run.gpu("kernel", "z", (t + 5, t + 6), (t + 500, t + 500 + z))
     return write(path, [run])
 
 
@@ -39,40 +46,61 @@ def pair(tmp_path_factory):
 
 
 def test_diff_library_rows(pair):
-    rows = {(r.level, r.name): r for r in diff_databases(*pair, fail_above_pct=5.0)}
-    assert (rows[("kernel", "k")].delta_pct, rows[("kernel", "k")].regression) == (10.0, True)
-    assert (rows[("kernel", "j")].delta_pct, rows[("kernel", "j")].regression) == (3.0, False)
-    assert (rows[("op", "aten::mm")].delta_ns, rows[("op", "aten::mm")].regression) == (0.0, False)
-    assert (rows[("kernel", "z")].base_per_step_ns, rows[("kernel", "z")].new_per_step_ns, rows[("kernel", "z")].regression) == (None, 5.0, True)
+    summary, found = diff_databases(*pair, Gate(fail_above_pct=5.0))
+    rows = {(r.level, r.name): r for r in found}
+    assert summary.per_step and (summary.base_steps, summary.new_steps) == (STEPS, STEPS)
+    assert (summary.level, summary.base_ns, summary.new_ns) == ("kernel", 200.0, 218.0)
+    k, j, mm, z = rows[("kernel", "k")], rows[("kernel", "j")], rows[("op", "aten::mm")], rows[("kernel", "z")]
+    assert (k.calls_base, k.calls_new, k.per_call_change_pct, k.per_step_change_pct, k.regression) == (STEPS, STEPS, 10.0, 10.0, True)
+    assert (j.per_step_change_pct, j.significant, j.regression) == (3.0, True, False)
+    assert (mm.calls_base, mm.per_call_change_pct, mm.significant, mm.regression) == (STEPS, 0.0, False, False)
+    assert not [name for level, name in rows if level == "op" and name != "aten::mm"]  # one op, not twelve
+    assert (z.calls_base, z.calls_new, z.per_step_ns_new, z.regression) == (0, STEPS, 5.0, False)
+    assert found[0] is k  # regressions first
 
 
-def test_diff_cli_exit_codes(pair):
+def test_diff_cli_exit_codes_and_formats(pair):
     runner = CliRunner()
     failing = runner.invoke(app, ["diff", str(pair[0]), str(pair[1]), "--fail-above", "5%"])
     assert failing.exit_code == 1, failing.output
-    assert "2 regression(s)" in failing.output and "REGRESSION\tk" in failing.output
-    passing = runner.invoke(app, ["diff", str(pair[0]), str(pair[1]), "--fail-above", "15%", "--min-share", "3%"])
-    assert passing.exit_code == 0, passing.output
+    assert failing.output.startswith("GPU kernel time per step: 0.000200 ms -> 0.000218 ms (+9.00 %), 12 -> 12 steps")
+    assert "1 regression(s)" in failing.output and "REGRESSION" in failing.output
+    assert runner.invoke(app, ["diff", str(pair[0]), str(pair[1]), "--fail-above", "15%"]).exit_code == 0
+    assert runner.invoke(app, ["diff", str(pair[0]), str(pair[1]), "--min-calls", str(STEPS + 1)]).exit_code == 0
+    assert runner.invoke(app, ["diff", str(pair[0]), str(pair[1]), "--min-share", "60%"]).exit_code == 0
+    as_json = runner.invoke(app, ["diff", str(pair[0]), str(pair[1]), "--format", "json", "--limit", "0"])
+    payload = json.loads(as_json.stdout)
+    entries = {(e["level"], e["name"]): e for e in payload["entries"]}
+    assert {"name", "level", "calls_base", "calls_new", "per_call_change_pct", "per_step_change_pct"} <= set(entries[("kernel", "k")])
+    assert (entries[("kernel", "k")]["per_call_change_pct"], entries[("kernel", "z")]["per_call_change_pct"]) == (10.0, None)
+    assert payload["summary"]["per_step"] is True and payload["summary"]["regressions"] == 1
+    as_csv = runner.invoke(app, ["diff", str(pair[0]), str(pair[1]), "--format", "csv", "--level", "op"])
+    (mm,) = list(csv.DictReader(io.StringIO(as_csv.stdout)))
+    assert (mm["name"], mm["calls_base"], mm["per_step_change_pct"]) == ("aten::mm", str(STEPS), "0.0")
     bad = runner.invoke(app, ["diff", str(pair[0]), str(pair[1]), "--fail-above", "lots"])
     assert bad.exit_code == 2 and "is not a percentage" in bad.output
     missing = runner.invoke(app, ["diff", str(pair[0]), "nope.duckdb"])
     assert missing.exit_code == 2 and "does not exist" in missing.output
 
 
-def test_diff_of_a_real_trace_with_itself_and_with_the_other_rank(converted_path, tmp_path):
+def test_diff_of_a_real_trace_with_itself_and_with_the_other_rank(converted_path):
     dbs = [converted_path(path) for path in TWO_RANKS]
-    assert not any(r.regression or r.delta_ns for r in diff_databases(dbs[0], dbs[0]))
-    # Rank 1 against rank 0: per-step NCCL kernel time from the JSON, 2 steps each.
-    per_step = []
+    _, same = diff_databases(dbs[0], dbs[0])
+    assert same and not any(r.regression or r.significant or r.per_call_change_pct for r in same)
+    # Rank 1 against rank 0: NCCL kernel calls, time per call and per step from the JSON, 2 steps each.
+    raw = []
     for path in TWO_RANKS:
         with gzip.open(path, "rt") as f:
             events = json.load(f)["traceEvents"]
-        per_step.append(sum(e["dur"] for e in events if e.get("cat") == "kernel" and e["name"].startswith("ncclKernel")) * 1000 / 2)
-    rows = {(r.level, r.name): r for r in diff_databases(dbs[0], dbs[1])}
-    (nccl,) = [r for (lvl, name), r in rows.items() if lvl == "kernel" and name.startswith("ncclKernel")]
-    assert (nccl.base_per_step_ns, nccl.new_per_step_ns) == (per_step[0], per_step[1])
+        durations = [e["dur"] * 1000 for e in events if e.get("cat") == "kernel" and e["name"].startswith("ncclKernel")]
+        raw.append((len(durations), sum(durations) / len(durations), sum(durations) / 2))
+    summary, found = diff_databases(dbs[0], dbs[1])
+    (nccl,) = [r for r in found if r.level == "kernel" and r.name.startswith("ncclKernel")]
+    assert summary.per_step and (summary.base_steps, summary.new_steps) == (2, 2)
+    assert (nccl.calls_base, nccl.mean_ns_base, nccl.per_step_ns_base) == raw[0]
+    assert (nccl.calls_new, nccl.mean_ns_new, nccl.per_step_ns_new) == raw[1]
     result = CliRunner().invoke(app, ["diff", str(dbs[0]), str(dbs[1]), "--level", "kernel", "--fail-above", "1000%"])
-    gate = diff_databases(dbs[0], dbs[1], fail_above_pct=1000.0, levels=("kernel",))
+    _, gate = diff_databases(dbs[0], dbs[1], Gate(fail_above_pct=1000.0), levels=("kernel",))
     assert result.exit_code == (1 if any(r.regression for r in gate) else 0)
     assert result.output.count("REGRESSION") == sum(r.regression for r in gate)
 

@@ -172,6 +172,9 @@ def perfetto(
     ),
     to_ns: int | None = typer.Option(None, "--to-ns", help="Window end (exclusive): ns after each run's first timestamp."),
     keep_clocks: bool = typer.Option(False, "--keep-clocks", help="Keep each run's own clock instead of starting every run at time 0."),
+    critical_path: bool = typer.Option(
+        False, "--critical-path", help="Add each run's critical path (analyze -a critical_path) as a track of its own, its segments linked by flows."
+    ),
 ) -> None:
     """Write runs of a database as one Perfetto trace: nested CPU slices per thread, one track per
     GPU stream, flows from each launch to its GPU work.
@@ -181,6 +184,8 @@ def perfetto(
       xsp-trace perfetto run.duckdb -o run.pftrace
 
       xsp-trace perfetto all.duckdb -o layers.pftrace --runs 1,2 --kinds model,layer,kernel --from-ns 0 --to-ns 50000000
+
+      xsp-trace perfetto run.duckdb -o run.pftrace --critical-path
 
     Then open the .pftrace in https://ui.perfetto.dev.
     """
@@ -192,6 +197,7 @@ def perfetto(
         from_ns=from_ns,
         to_ns=to_ns,
         align_runs=not keep_clocks,
+        critical_path=critical_path,
     )
     _write_perfetto(database, output, options)
 
@@ -354,6 +360,11 @@ def analyze(
     ),
     iteration: list[str] | None = typer.Option(None, "--iteration", help="Only these iterations (step numbers; repeat, comma-separate or A-B)."),
     window: str | None = typer.Option(None, "--window", help="Only spans starting in START:END (ns on the run clock)."),
+    what_if: list[str] | None = typer.Option(
+        None,
+        "--what-if",
+        help="Predict the step time with some work changed (repeat): KIND:REGEX*FACTOR or KIND:REGEX=DURATION, KIND one of kernel, memcpy, memset, communication, gpu, op, api, sync; e.g. 'kernel:gemm*0.5', 'sync:cudaStreamSynchronize=0', 'op:aten::to*0'. Prints the what_if analysis.",
+    ),
     findings: bool = typer.Option(
         False,
         "--findings",
@@ -375,6 +386,8 @@ def analyze(
       xsp-trace analyze rank0.duckdb --iteration 552 -a step_bound -a gpu_idle_gaps
 
       xsp-trace analyze run.duckdb --findings
+
+      xsp-trace analyze run.duckdb --what-if 'kernel:gemm*0.5' --what-if 'sync:cudaStreamSynchronize=0'
     """
     from .analyze import ANALYSES, BY_NAME, AnalysisOptions, open_session, run_analysis
     from .analyze.output import print_csv, print_json, print_tables, uncorrected_notes
@@ -386,7 +399,12 @@ def analyze(
     try:
         if database is None:
             raise InputError(None, "no database given", "xsp-trace analyze RUN.duckdb (or --list to see the analyses)")
-        names = list(analysis) if analysis else [a.name for a in ANALYSES]
+        if what_if:
+            from .analyze.what_if import parse_rule
+
+            for rule in what_if:
+                parse_rule(rule)  # one line for a rule that does not parse, before anything runs
+        names = list(analysis or []) + (["what_if"] if what_if else []) if (analysis or what_if) else [a.name for a in ANALYSES]
         unknown = [n for n in names if n not in BY_NAME]
         if unknown:
             raise InputError(None, f"unknown analysis {', '.join(unknown)}", "see xsp-trace analyze --list")
@@ -408,6 +426,7 @@ def analyze(
             layer_depth=layer_depth,
             iterations=iteration_list(iteration),
             window_ns=time_window(window),
+            what_if=tuple(what_if or ()),
         )
         con = open_session(_readable(database), options)
         if findings:
@@ -437,20 +456,28 @@ def analyze(
 def diff(
     base: Path = typer.Argument(..., help="Baseline xsp-trace database, or a raw trace (converted once into .xsp-cache/)."),
     new: Path = typer.Argument(..., help="Candidate xsp-trace database, or a raw trace."),
-    fail_above: str = typer.Option("5%", "--fail-above", help="Exit 1 when a kernel/op/layer's time per step grew by more than this."),
+    fail_above: str = typer.Option(
+        "5%", "--fail-above", help="Exit 1 when an entry's time per step (per call without steps) grew by more than this."
+    ),
+    min_calls: int = typer.Option(10, "--min-calls", help="Calls an entry needs on both sides to gate."),
     min_share: str = typer.Option("1%", "--min-share", help="Ignore entries below this share of their level's baseline time."),
     level: list[str] | None = typer.Option(None, "--level", help="kernel, op or layer (repeat); default all three."),
+    fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help="table, csv (summary on stderr) or json."),
     limit: int = typer.Option(20, "--limit", help="Rows to print (0 = all); regressions are always printed."),
 ) -> None:
-    """Compare two databases per kernel, op and layer (time per step) and fail on regressions (CI gate).
+    """Compare two databases per kernel, op and layer -- calls, mean time per call, and time per step when both have steps -- and fail on regressions (CI gate).
 
-    Exit code 0: no regression; 1: some entry grew by more than --fail-above; 2: bad input.
+    Names are compared without per-instance details (", seq = N", ", op_id = N", ", sizes = [...]": normalize_name in xsp_trace/naming.py). Without steps (fewer than 2 on a side) the comparison is per call and the summary line says so: captures of different lengths are never compared by their totals.
+
+    Gate: an entry is a regression when its time per step (both sides with steps, else its mean time per call) grew by more than --fail-above, by more than 2 standard errors of the difference (the spread of its per-call, or per-step, times), with at least --min-calls calls on both sides, and it held at least --min-share of its level's baseline time. Entries on one side only never gate.
+
+    Exit code 0: no regression; 1: some regression; 2: bad input.
 
     Example:
 
-      xsp-trace diff main.duckdb pr.duckdb --fail-above 5% --level kernel
+      xsp-trace diff main.duckdb pr.duckdb --fail-above 5% --level kernel --format json
     """
-    from .analyze.diff import LEVELS, diff_databases
+    from .analyze.diff import LEVELS, Gate, diff_databases, print_diff
 
     try:
         for path in (base, new):
@@ -461,18 +488,12 @@ def diff(
         unknown = [lvl for lvl in levels if lvl not in LEVELS]
         if unknown:
             raise InputError(None, f"--level {', '.join(unknown)} is not one of {', '.join(LEVELS)}", "pick kernel, op or layer")
-        rows = diff_databases(base, new, percent(fail_above, "--fail-above"), percent(min_share, "--min-share"), levels)
+        gate = Gate(percent(fail_above, "--fail-above"), min_calls, percent(min_share, "--min-share"))
+        summary, rows = diff_databases(base, new, gate, levels)
     except (InputError, OSError) as exc:
         fail(exc)
-    shown = [r for i, r in enumerate(rows) if r.regression or limit <= 0 or i < limit]
-    typer.echo("level\tchange_%\tbase_ms_per_step\tnew_ms_per_step\tregression\tname")
-    for r in shown:
-        ms = lambda v: "-" if v is None else f"{v / 1e6:.6f}"  # noqa: E731
-        pct = "new" if r.delta_pct is None else f"{r.delta_pct:+.2f}"
-        typer.echo(f"{r.level}\t{pct}\t{ms(r.base_per_step_ns)}\t{ms(r.new_per_step_ns)}\t{'REGRESSION' if r.regression else ''}\t{r.name}")
-    regressions = sum(r.regression for r in rows)
-    typer.echo(f"{regressions} regression(s) above {fail_above} among {len(rows)} entries")
-    if regressions:
+    print_diff(summary, rows, gate, fmt.value, limit)
+    if any(r.regression for r in rows):
         raise typer.Exit(1)
 
 

@@ -137,3 +137,25 @@ LAYER_RANGE_PRESETS: dict[str, str] = {
 def layer_range_pattern(text: str) -> str:
     """The regular expression for --layer-ranges: a preset's, or the text itself."""
     return LAYER_RANGE_PRESETS.get(text, text)
+
+
+# Per-instance details that profilers append to a name: torch's NVTX op ranges (emit_nvtx, and
+# nsys's --pytorch=autograd-shapes-nvtx) read "aten::mm, seq = 12, op_id = 345, sizes = [[8, 16],
+# [16, 4]], input_op_ids = [(344, 0)]" -- the sequence number and op id are new on every call, the
+# sizes and input edges vary with the data. What follows the first of them names no different op.
+INSTANCE_SUFFIX_PATTERN = r", (seq|op_id|sizes|input_op_ids) = .*$"
+_INSTANCE_SUFFIX_RE = re.compile(INSTANCE_SUFFIX_PATTERN, re.DOTALL)
+
+
+def normalize_name(name: str) -> str:
+    """The name without its per-instance details, so that every call of one op (kernel, layer)
+    compares under one name: "aten::mm, seq = 12, op_id = 345, sizes = [[8, 16]]" -> "aten::mm".
+    Names without such details are returned unchanged. `install_normalize_macro` is the same in SQL."""
+    return _INSTANCE_SUFFIX_RE.sub("", name)
+
+
+def install_normalize_macro(con) -> None:
+    """TEMP macro xsp_normalized_name(name), equal to normalize_name (same pattern; RE2 and Python
+    agree on it; 's' lets '.' match newlines like re.DOTALL)."""
+    pattern = _sql_text(INSTANCE_SUFFIX_PATTERN)
+    con.execute(f"CREATE OR REPLACE TEMP MACRO xsp_normalized_name(name) AS regexp_replace(name, {pattern}, '', 's')")

@@ -7,6 +7,7 @@ import sys
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 
 def format_cell(value) -> str:
@@ -37,10 +38,10 @@ def print_table(console: Console, columns: list[str], rows: list, *, limit: int 
     """Rows as a rich table, at most `limit` of them (0 = all), saying how many were left out."""
     table = Table(title=title, title_justify="left", show_lines=False)
     for name in columns:
-        table.add_column(name, overflow="fold")
+        table.add_column(Text(name), overflow="fold")
     shown = rows if limit <= 0 else rows[:limit]
     for row in shown:
-        table.add_row(*(format_cell(v) for v in row))
+        table.add_row(*(Text(format_cell(v)) for v in row))  # Text: names like [CUDA memset] are not markup
     console.print(table)
     if not rows and empty_note:
         console.print(f"  ({empty_note})")

@@ -1,23 +1,35 @@
--- analyses/diff_totals: what `xsp-trace diff` compares between two databases -- per kernel name, per
--- framework op name and per layer name, the time per step (summed over every run of the database,
--- divided by its number of steps; a database without steps counts as one step).
+-- analyses/diff_totals: what `xsp-trace diff` compares between two databases -- per kernel, framework
+-- op and layer name (per-instance details such as ", op_id = N" removed: xsp_normalized_name,
+-- xsp_trace/naming.py) and per step, the calls, their summed duration and summed squared duration
+-- (mean and spread per call, and per step), and how many steps the database holds. Spans outside
+-- every step (all of them in a database without steps) form the rows whose step is NULL.
 --
--- From: spans (kernel: GPU time; op and layer: inclusive CPU wall time), steps.
+-- From: spans (kernel: GPU time; op and layer: inclusive CPU wall time), attribution (the step of
+-- each span, whatever thread ran it), steps. Needs the macro xsp_normalized_name
+-- (xsp_trace.naming.install_normalize_macro).
 WITH step_count AS (
-    SELECT greatest(count(*), 1) AS steps FROM steps
+    SELECT count(*) AS steps FROM steps
+), durations AS (
+    SELECT s.kind, xsp_normalized_name(s.name) AS name, a.step_span_id, (s.end_ns - s.start_ns)::DOUBLE AS ns
+    FROM spans AS s
+    LEFT JOIN attribution AS a USING (run_id, span_id)
+    WHERE s.kind IN ('kernel', 'op', 'layer')
 )
 SELECT
     -- kernel, op or layer.
-    kind AS level,
-    -- Kernel / op / layer name.
-    name,
-    -- Instances in the database.
-    count(*) AS instances,
-    -- Summed duration, ns.
-    sum(end_ns - start_ns) AS total_ns,
-    -- Summed duration per step, ns.
-    sum(end_ns - start_ns) / any_value(s.steps) AS per_step_ns
-FROM spans, step_count AS s
-WHERE kind IN ('kernel', 'op', 'layer')
-GROUP BY kind, name
-ORDER BY kind, total_ns DESC;
+    d.kind AS level,
+    -- Kernel / op / layer name without per-instance details.
+    d.name,
+    -- The step the calls belong to (steps.step_span_id); NULL outside every step.
+    d.step_span_id,
+    -- Calls of the name in that step.
+    count(*) AS calls,
+    -- Their summed duration, ns.
+    sum(d.ns) AS total_ns,
+    -- Their summed squared duration, ns^2 (for the spread of the time per call).
+    sum(d.ns * d.ns) AS total_sq_ns2,
+    -- Steps in the database (0: none).
+    any_value(c.steps) AS steps
+FROM durations AS d, step_count AS c
+GROUP BY d.kind, d.name, d.step_span_id
+ORDER BY level, name, step_span_id;

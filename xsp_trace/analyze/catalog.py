@@ -14,6 +14,8 @@ class Analysis:
     name: str  # also the file: queries/analyses/<name>.sql
     title: str
     group: str  # model, layer, kernel, gpu, comm, summary, compare
+    # Tables a Python builder fills before the query runs (xsp_trace.analyze.session.BUILDERS).
+    builds: tuple[str, ...] = ()
 
     @property
     def query(self) -> str:
@@ -50,6 +52,9 @@ ANALYSES: tuple[Analysis, ...] = (
     Analysis("pageable_memcpy", "Copies from / to pageable host memory", "gpu"),
     Analysis("kernel_launch_stats", "Kernel launch: CPU launch time vs GPU kernel time", "gpu"),
     Analysis("nvtx_gpu_projection", "NVTX ranges projected onto the GPU", "gpu"),
+    Analysis("critical_path_summary", "Critical path of each step: what sets the step time", "gpu", builds=("xsp_critical_path",)),
+    Analysis("critical_path", "Critical path of each step, segment by segment", "gpu", builds=("xsp_critical_path",)),
+    Analysis("what_if", "Predicted step time under --what-if rules, and the new critical path", "gpu", builds=("xsp_what_if",)),
     Analysis("comm_compute_split", "GPU time: computation, communication, memory and their overlaps", "comm"),
     Analysis("comm_compute_overlap", "Communication overlapped by computation", "comm"),
     Analysis("nccl_collectives", "NCCL collectives: count, size, time, algorithm and bus bandwidth", "comm"),

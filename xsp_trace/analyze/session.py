@@ -8,6 +8,7 @@ shadowing each table with a TEMP view of the selected runs' rows (the SQL files 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +23,8 @@ from ..sql import quote_identifier as _quote
 from ..sql import scalar, set_variables
 from ..store import open_store
 from .catalog import BY_NAME, PRELUDES
+from .critical_path import build_critical_path
+from .what_if import build_what_if
 
 # Tables the capture side adds; databases converted without it get empty TEMP stand-ins.
 _OPTIONAL_TABLES = {
@@ -44,6 +47,7 @@ class AnalysisOptions:
     layer_depth: int | None = None  # nesting level among those ranges (1 = outermost); None = innermost
     iterations: list[int] | None = None  # only spans and steps of these iterations (step numbers)
     window_ns: tuple[int, int] | None = None  # only spans starting in [start, end) on the run clock
+    what_if: tuple[str, ...] = ()  # rules of analyze --what-if (xsp_trace.analyze.what_if), checked before use
 
 
 @dataclass
@@ -95,6 +99,8 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
     set_variables(con, {name: float(value) for name, value in numbers.items() if value is not None})
     if options.layer_ranges is not None:
         _set_layer_view(con, options.layer_ranges, options.layer_depth)
+    if options.what_if:
+        set_variables(con, {"xsp_what_if_rules": list(options.what_if)})
     if options.compare is not None:
         a, b = options.compare
         set_variables(con, {"xsp_compare_runs": [int(a), int(b)]})
@@ -250,10 +256,16 @@ def open_session(database: Path, options: AnalysisOptions | None = None) -> duck
     return con
 
 
+# Tables computed in Python, on first use in a session, for the analyses that read them.
+BUILDERS: dict[str, Callable[[duckdb.DuckDBPyConnection], None]] = {"xsp_critical_path": build_critical_path, "xsp_what_if": build_what_if}
+
+
 def run_analysis(con: duckdb.DuckDBPyConnection, name: str) -> Result:
     if name not in BY_NAME:
         raise InputError(None, f"unknown analysis {name!r}", "choose from: " + ", ".join(BY_NAME))
     analysis = BY_NAME[name]
+    for table in analysis.builds:
+        BUILDERS[table](con)
     cursor = con.execute(query_text(analysis.query))
     columns = [d[0] for d in cursor.description]
     rows = cursor.fetchall()

@@ -56,6 +56,7 @@ class PerfettoOptions:
     # folder, so the export's memory stays flat whatever the trace size. (DuckDB 2.0.1 ran out
     # of memory at 512MB on 2.7 M spans: its join + sort of perfetto_slices did not spill.)
     duckdb_memory_limit: str = "1GB"
+    critical_path: bool = False  # add each run's critical path as a track of its own, with flows along it
 
 
 @dataclass
@@ -191,6 +192,44 @@ def _write_counters(con, writer: PacketWriter, tracks: TrackRegistry, options: P
         stats.counter_samples += 1
 
 
+# Flow ids of the critical path's links: above every id perfetto/slices.sql gives a launch
+# (run_id * 2^40 + span id), so the two never collide.
+CRITICAL_PATH_FLOW_BASE = 1 << 62
+CRITICAL_PATH_CATEGORY = "critical_path"
+
+
+def _write_critical_path(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats) -> None:
+    """One slice per segment of each step's critical path on a track of its own per run, each
+    linked to the next by a flow, on the same clock and window as the spans."""
+    from ..analyze import AnalysisOptions
+    from ..analyze.critical_path import TABLE, build_critical_path
+    from ..analyze.session import prepare
+
+    prepare(con, AnalysisOptions(runs=options.run_ids))
+    build_critical_path(con)
+    rows = con.execute(
+        f"""
+        SELECT p.run_id, p.iteration, p.kind, p.name, p.span_id, p.start_ns - r.shift_ns AS ts, p.end_ns - r.shift_ns AS end_ts
+        FROM {TABLE} AS p JOIN perfetto_runs AS r ON r.run_id = p.run_id
+        WHERE p.end_ns > coalesce(r.window_start_ns, p.end_ns - 1) AND p.start_ns < coalesce(r.window_end_ns, p.start_ns + 1)
+        ORDER BY p.run_id, p.start_ns, p.seq
+        """
+    ).fetchall()
+    track, flow = 0, CRITICAL_PATH_FLOW_BASE
+    incoming: tuple[int, ...] = ()
+    for i, (run_id, iteration, kind, name, span_id, ts, end) in enumerate(rows):
+        if i == 0 or rows[i - 1][0] != run_id:
+            track, incoming = tracks.critical_path(run_id), ()
+        outgoing = (flow + 1,) if i + 1 < len(rows) and rows[i + 1][0] == run_id else ()
+        int_args = [(k, v) for k, v in (("span_id", span_id), ("iteration", iteration), ("on_path_ns", end - ts)) if v is not None]
+        writer.slice_begin(track, ts, f"{kind}: {name}" if name else kind, CRITICAL_PATH_CATEGORY, int_args, [("kind", kind)], (), outgoing, incoming)
+        writer.slice_end(track, end)
+        stats.slices += 1
+        stats.flows += len(outgoing)
+        flow += 1
+        incoming = outgoing
+
+
 def write_trace(con: duckdb.DuckDBPyConnection, out, options: PerfettoOptions, database: Path | None = None) -> ExportStats:
     """Write the trace of an open database to a binary file object."""
     _check_options(con, database, options)
@@ -202,6 +241,8 @@ def write_trace(con: duckdb.DuckDBPyConnection, out, options: PerfettoOptions, d
     _write_slices(con, writer, tracks, options, stats)
     _write_marks(con, writer, tracks, options, stats)
     _write_counters(con, writer, tracks, options, stats)
+    if options.critical_path:
+        _write_critical_path(con, writer, tracks, options, stats)
     writer.flush()
     stats.thread_tracks = len(tracks.threads)
     stats.gpu_stream_tracks = len(tracks.streams)

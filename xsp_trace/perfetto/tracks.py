@@ -167,6 +167,13 @@ class TrackRegistry:
             self._parents[uuid] = uuid
         return self._runs[run]
 
+    def critical_path(self, run: int) -> int:
+        """The track of a run's critical path (xsp_trace.analyze.critical_path), first among its tracks."""
+        uuid = self._uuid()
+        self.writer.track_descriptor(pb.TrackDescriptor(uuid=uuid, name=f"{self.titles[run]} · critical path"))
+        self._parents[uuid] = uuid
+        return uuid
+
     def lane(self, base_uuid: int, lane: int) -> int:
         """A sibling (or child) track of `base_uuid` for slices that cannot go on it."""
         uuid = self._uuid()

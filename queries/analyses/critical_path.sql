@@ -1,0 +1,29 @@
+-- analyses/critical_path: the critical path of each step -- the chain of CPU work, launches, queue
+-- delays, GPU work and synchronisation waits that set the step's latency -- as consecutive segments.
+-- The segments tile the step, so their on_path_ns add up to the step's latency.
+--
+-- From: xsp_critical_path (built by xsp_trace/analyze/critical_path.py from spans, launches, memops,
+-- xsp_gpu_work and xsp_sync_call_kind; see that module for the dependency rules and their
+-- assumptions), steps. A run without steps is one unit from its first to its last CPU span.
+SELECT
+    -- The run.
+    p.run_id,
+    -- The step's iteration number (NULL: a run without steps, analysed whole).
+    p.iteration,
+    -- Position of the segment on the path, from the step's start.
+    p.seq,
+    -- What the time is: cpu_op, launch, queue_delay (launch call to GPU start), kernel, memcpy,
+    -- memset, communication, sync_wait (a blocking call returning after the GPU work it waited for),
+    -- cpu_idle (no span on the thread), gpu_idle (the stream waited for earlier work).
+    p.kind,
+    -- The span the time is charged to (NULL for idle time).
+    p.span_id,
+    -- Its name.
+    p.name,
+    -- Segment start, ns from the step's start.
+    p.start_ns - coalesce(st.start_ns, first_value(p.start_ns) OVER (PARTITION BY p.run_id, p.step_span_id ORDER BY p.seq)) AS offset_ns,
+    -- Length of the segment (ns).
+    p.on_path_ns
+FROM xsp_critical_path AS p
+LEFT JOIN steps AS st ON st.run_id = p.run_id AND st.step_span_id = p.step_span_id
+ORDER BY p.run_id, p.iteration NULLS FIRST, p.seq

@@ -1,0 +1,24 @@
+-- analyses/what_if: the step time predicted under `analyze --what-if` rules (some work faster, or
+-- gone), by replaying every step over the critical path's dependencies, and the top of the new
+-- critical path. Without rules the prediction equals the measured latency.
+--
+-- From: xsp_what_if (built by xsp_trace/analyze/what_if.py from the critical path's dependencies:
+-- spans, launches, memops, xsp_gpu_work, xsp_sync_call_kind; the rules in the variable
+-- xsp_what_if_rules).
+SELECT
+    -- The run.
+    run_id,
+    -- The step's iteration number (NULL: a run without steps, analysed whole).
+    iteration,
+    -- The rules applied (space-separated, as given).
+    rules,
+    -- The step's measured latency (ns).
+    latency_ns,
+    -- Its predicted latency under the rules (ns).
+    predicted_ns,
+    -- Predicted change of the step time (%): negative is faster.
+    round(100.0 * (predicted_ns - latency_ns) / nullif(latency_ns, 0), 2) AS change_pct,
+    -- The five spans with the most time on the new critical path: name [kind] ns.
+    new_top_on_path
+FROM xsp_what_if
+ORDER BY run_id, iteration NULLS FIRST

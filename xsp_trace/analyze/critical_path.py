@@ -1,0 +1,305 @@
+"""The critical path of each step: the chain of CPU work, launches, queue delays, GPU work and
+synchronisation waits that set the step's latency, found by walking back from the step's end.
+
+The walk is HTA's lightweight critical path (CPU ops serial per thread and nested, launch edges
+CPU -> GPU, GPU work serial per stream, synchronisation edges GPU -> CPU) taken as *last-arriving
+dependencies*: starting at the end of the step on its thread, at every point it steps back to
+whatever the work there had to wait for last --
+- on a CPU thread, the innermost span running just before that point (a gap between spans is CPU
+  idle); inside a call that blocks on the GPU (an explicit sync, a synchronous copy or set, an async
+  copy to or from pageable memory), the GPU work that finished last before the call returned;
+- on a GPU stream, the work item itself, then the later of its two dependencies: the previous work
+  on the stream (GPU-bound: the gap between them is GPU idle) or the call that launched it
+  (CPU-bound: the time from the call to the start is queue delay).
+Every step back is contiguous in time, so the segments tile the step: the path's length is the
+step's latency. HTA assumes, and so does this walk, that a thread's CPU spans run serially, that a
+stream runs its work in order, and that nothing else orders work across streams (event waits
+between streams are not followed).
+
+Computed in Python over numpy arrays of time-ordered spans (no graph library), once per session,
+into the TEMP table `xsp_critical_path` that analyses/critical_path.sql and
+analyses/critical_path_summary.sql read.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+# Segment kinds, in the words the analyses print.
+CPU_OP = "cpu_op"
+LAUNCH = "launch"
+QUEUE_DELAY = "queue_delay"
+SYNC_WAIT = "sync_wait"
+CPU_IDLE = "cpu_idle"
+GPU_IDLE = "gpu_idle"
+GPU_KIND = {"computation": "kernel", "communication": "communication", "memory": None, "other": "kernel"}
+
+TABLE = "xsp_critical_path"
+_MAX_HOPS_PER_SPAN = 8  # a guard: every hop moves back in time or to an earlier item
+
+
+@dataclass
+class _Thread:
+    """A CPU thread's timeline as elementary segments, each owned by its innermost span (-1: idle)."""
+
+    starts: list[int]
+    ends: list[int]
+    owners: list[int]
+
+
+@dataclass
+class _Run:
+    spans: dict[str, np.ndarray]  # columns of the run's spans, indexed by row
+    row_of: dict[int, int]  # span_id -> row
+    threads: dict[tuple[int, int], list[int]]  # (pid, tid) -> rows of CPU spans
+    streams: dict[tuple[int, int], list[int]]  # (device, stream) -> rows of GPU work in start order
+    stream_pos: dict[int, tuple[tuple[int, int], int]]  # GPU row -> (stream key, position)
+    launch_of: dict[int, int]  # GPU row -> launching CPU row
+    blocking: set[int]  # CPU rows of calls that wait for the GPU
+    launchers: set[int] = field(default_factory=set)  # CPU rows of calls that launched GPU work
+    gpu_ends: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # sorted GPU end times
+    gpu_end_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    flat: dict[tuple[int, int], _Thread] = field(default_factory=dict)
+
+
+def load_run(con: duckdb.DuckDBPyConnection, run_id: int) -> _Run:
+    arrays = con.execute(
+        """
+        SELECT s.span_id, s.kind, s.name, s.start_ns, s.end_ns, coalesce(s.pid, -1) AS pid, coalesce(s.tid, -1) AS tid,
+               coalesce(s.device_id, -1) AS device_id, coalesce(s.stream_id, -1) AS stream_id, coalesce(s.depth, 0) AS depth,
+               coalesce(g.work_class, '') AS work_class
+        FROM spans AS s
+        LEFT JOIN xsp_gpu_work AS g ON g.run_id = s.run_id AND g.span_id = s.span_id
+        WHERE s.run_id = ? AND s.end_ns >= s.start_ns
+          AND (g.span_id IS NOT NULL OR (s.tid IS NOT NULL AND s.stream_id IS NULL AND s.kind NOT IN ('model', 'marker')))
+        ORDER BY s.start_ns, s.end_ns DESC, s.depth
+        """,
+        [run_id],
+    ).fetchnumpy()
+    spans = {name: np.asarray(values) for name, values in arrays.items()}
+    row_of = {int(span_id): row for row, span_id in enumerate(spans["span_id"])}
+    threads: dict[tuple[int, int], list[int]] = {}
+    streams: dict[tuple[int, int], list[int]] = {}
+    is_gpu = spans["work_class"] != ""
+    for row in range(len(row_of)):
+        if is_gpu[row]:
+            streams.setdefault((int(spans["device_id"][row]), int(spans["stream_id"][row])), []).append(row)
+        else:
+            threads.setdefault((int(spans["pid"][row]), int(spans["tid"][row])), []).append(row)
+    stream_pos = {row: (key, i) for key, rows in streams.items() for i, row in enumerate(rows)}
+    launch_of = {}
+    for api_id, gpu_id in con.execute("SELECT api_span_id, gpu_span_id FROM launches WHERE run_id = ?", [run_id]).fetchall():
+        if gpu_id in row_of and api_id in row_of:
+            launch_of[row_of[gpu_id]] = row_of[api_id]
+    blocking = {
+        row_of[span_id]
+        for (span_id,) in con.execute(
+            """
+            SELECT span_id FROM spans WHERE run_id = $run AND xsp_sync_call_kind(kind, name) IS NOT NULL
+            UNION
+            SELECT l.api_span_id FROM launches AS l JOIN memops AS m ON m.run_id = l.run_id AND m.span_id = l.gpu_span_id
+            WHERE l.run_id = $run AND (m.src_kind = 'Pageable' OR m.dst_kind = 'Pageable')
+            """,
+            {"run": run_id},
+        ).fetchall()
+        if span_id in row_of
+    }
+    gpu_rows = np.flatnonzero(is_gpu)
+    order = np.argsort(spans["end_ns"][gpu_rows], kind="stable")
+    run = _Run(spans, row_of, threads, streams, stream_pos, launch_of, blocking, set(launch_of.values()))
+    run.gpu_end_rows = gpu_rows[order]
+    run.gpu_ends = spans["end_ns"][run.gpu_end_rows]
+    return run
+
+
+def _flatten(run: _Run, key: tuple[int, int]) -> _Thread:
+    """The thread's elementary segments: the innermost span running in each, gaps as -1."""
+    if key in run.flat:
+        return run.flat[key]
+    starts: list[int] = []
+    ends: list[int] = []
+    owners: list[int] = []
+    start_ns, end_ns = run.spans["start_ns"], run.spans["end_ns"]
+    stack: list[int] = []  # open spans, outermost first
+    cursor = None
+
+    def emit(until: int) -> None:
+        nonlocal cursor
+        if cursor is not None and until > cursor:
+            starts.append(cursor)
+            ends.append(until)
+            owners.append(stack[-1] if stack else -1)
+        cursor = until if cursor is None or until > cursor else cursor
+
+    for row in run.threads.get(key, []):  # in start order, outer before inner
+        begin = int(start_ns[row])
+        while stack and int(end_ns[stack[-1]]) <= begin:
+            emit(int(end_ns[stack[-1]]))
+            stack.pop()
+        emit(begin)
+        if stack and int(end_ns[row]) > int(end_ns[stack[-1]]):
+            continue  # overlaps its enclosing span without nesting: not a call stack, left out
+        stack.append(row)
+    while stack:
+        emit(int(end_ns[stack[-1]]))
+        stack.pop()
+    run.flat[key] = _Thread(starts, ends, owners)
+    return run.flat[key]
+
+
+@dataclass
+class Segment:
+    start_ns: int
+    end_ns: int
+    kind: str
+    row: int  # the span the time is charged to (-1: none)
+
+
+def _gpu_kind(run: _Run, row: int) -> str:
+    kind = str(run.spans["kind"][row])
+    return kind if kind in ("memcpy", "memset") else (GPU_KIND.get(str(run.spans["work_class"][row])) or kind)
+
+
+def _waited_for(run: _Run, call: int, before: int) -> int | None:
+    """The GPU work that finished last inside the blocking call, before `before`."""
+    i = int(np.searchsorted(run.gpu_ends, before, side="right")) - 1
+    if i >= 0 and int(run.gpu_ends[i]) > int(run.spans["start_ns"][call]):
+        return int(run.gpu_end_rows[i])
+    return None
+
+
+def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int]) -> list[Segment]:
+    """The critical path of [start_ns, end_ns] ending on `thread`, as contiguous segments, latest first."""
+    spans = run.spans
+    segments: list[Segment] = []
+    t = end_ns
+    lane: tuple[str, object] = ("cpu", thread)
+    hops = 0
+    limit = _MAX_HOPS_PER_SPAN * (len(run.row_of) + 1)
+    while t > start_ns and hops < limit:
+        hops += 1
+        if lane[0] == "cpu":
+            key = lane[1]
+            assert isinstance(key, tuple)
+            flat = _flatten(run, key)
+            i = bisect.bisect_left(flat.ends, t)  # first segment ending at or after t
+            if i >= len(flat.ends) or flat.starts[i] >= t:  # t lies in a gap before segment i (or after all)
+                gap_start = flat.ends[i - 1] if i > 0 else start_ns
+                low = max(gap_start, start_ns)
+                segments.append(Segment(low, t, CPU_IDLE, -1))
+                t = low
+                continue
+            owner, low = flat.owners[i], max(flat.starts[i], start_ns)
+            if owner < 0:
+                segments.append(Segment(low, t, CPU_IDLE, -1))
+                t = low
+                continue
+            if owner in run.blocking:
+                waited = _waited_for(run, owner, t)
+                if waited is not None and int(spans["end_ns"][waited]) > low:
+                    gpu_end = max(int(spans["end_ns"][waited]), start_ns)
+                    segments.append(Segment(gpu_end, t, SYNC_WAIT, owner))
+                    t = gpu_end
+                    lane = ("gpu", waited)
+                    continue
+            kind = LAUNCH if owner in run.launchers else CPU_OP
+            segments.append(Segment(low, t, kind, owner))
+            t = low
+            continue
+        row = lane[1]
+        assert isinstance(row, int)
+        begin = max(int(spans["start_ns"][row]), start_ns)
+        if begin < t:
+            segments.append(Segment(begin, t, _gpu_kind(run, row), row))
+        t = begin
+        if t <= start_ns:
+            break
+        stream, position = run.stream_pos[row]
+        previous = run.streams[stream][position - 1] if position > 0 else None
+        previous_end = min(int(spans["end_ns"][previous]), t) if previous is not None else None
+        launcher: int | None = run.launch_of.get(row)
+        launched_at = None
+        if launcher is not None:
+            call_end = int(spans["end_ns"][launcher])
+            launched_at = min(call_end if call_end <= t else int(spans["start_ns"][launcher]), t)
+        if previous_end is not None and (launched_at is None or previous_end >= launched_at):
+            low = max(previous_end, start_ns)
+            if low < t:
+                segments.append(Segment(low, t, GPU_IDLE, -1))
+            t, lane = low, ("gpu", previous)
+        elif launched_at is not None and launcher is not None:
+            low = max(launched_at, start_ns)
+            if low < t:
+                segments.append(Segment(low, t, QUEUE_DELAY, launcher))
+            t, lane = low, ("cpu", (int(spans["pid"][launcher]), int(spans["tid"][launcher])))
+        else:  # launched before the trace began and first on its stream: back to the step's thread
+            lane = ("cpu", thread)
+    return segments
+
+
+_COLUMNS = (
+    "run_id INTEGER, iteration INTEGER, step_span_id BIGINT, seq INTEGER, span_id BIGINT, name VARCHAR, kind VARCHAR, "
+    "start_ns BIGINT, end_ns BIGINT, on_path_ns BIGINT"
+)
+
+
+def units(con: duckdb.DuckDBPyConnection) -> list[tuple]:
+    """(run_id, iteration, step_span_id, start_ns, end_ns, pid, tid) of every step; a run without
+    steps is one unit from its first to its last CPU span, ending on the thread of that last span."""
+    return con.execute(
+        """
+        SELECT run_id, iteration, step_span_id, start_ns, end_ns, coalesce(pid, -1), coalesce(tid, -1) FROM steps
+        UNION ALL
+        SELECT run_id, NULL, NULL, min(start_ns), max(end_ns), arg_max(coalesce(pid, -1), end_ns), arg_max(tid, end_ns)
+        FROM spans
+        WHERE tid IS NOT NULL AND stream_id IS NULL AND run_id NOT IN (SELECT run_id FROM steps)
+        GROUP BY run_id
+        ORDER BY 1, 4
+        """
+    ).fetchall()
+
+
+def build_critical_path(con: duckdb.DuckDBPyConnection) -> None:
+    """Fill the TEMP table xsp_critical_path (once per session) with the path of every step."""
+    exists = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND temporary", [TABLE]).fetchone()
+    if exists and exists[0]:
+        return
+    con.execute(f"CREATE TEMP TABLE {TABLE} ({_COLUMNS})")
+    runs: dict[int, _Run] = {}
+    columns: dict[str, list] = {name.split()[0]: [] for name in _COLUMNS.split(", ")}
+    for run_id, iteration, step_span_id, start_ns, end_ns, pid, tid in units(con):
+        run = runs.get(run_id) or runs.setdefault(run_id, load_run(con, run_id))
+        segments = merged(walk(run, int(start_ns), int(end_ns), (int(pid), int(tid)))[::-1])
+        for seq, s in enumerate(segments):
+            row = (
+                run_id,
+                iteration,
+                step_span_id,
+                seq,
+                int(run.spans["span_id"][s.row]) if s.row >= 0 else None,
+                str(run.spans["name"][s.row]) if s.row >= 0 else None,
+                s.kind,
+                s.start_ns,
+                s.end_ns,
+                s.end_ns - s.start_ns,
+            )
+            for values, value in zip(columns.values(), row, strict=True):
+                values.append(value)
+    segments_table = pa.table(columns)  # noqa: F841 -- read by the INSERT below through DuckDB's replacement scan
+    con.execute(f"INSERT INTO {TABLE} SELECT * FROM segments_table")
+
+
+def merged(segments: list[Segment]) -> list[Segment]:
+    """Adjacent segments of the same span and kind as one (a parent op split by its children's time is not)."""
+    out: list[Segment] = []
+    for s in segments:
+        if out and out[-1].row == s.row and out[-1].kind == s.kind and out[-1].end_ns == s.start_ns:
+            out[-1] = Segment(out[-1].start_ns, s.end_ns, s.kind, s.row)
+        else:
+            out.append(s)
+    return out

@@ -1,0 +1,277 @@
+"""What-if: the step time predicted when some work gets faster (or vanishes), by replaying each step
+with changed durations over the dependencies the critical path walks (critical_path.py).
+
+Rules (`analyze --what-if RULE`, repeatable; the first rule that matches a span applies):
+
+    KIND:REGEX*FACTOR    scale the matching spans' time by FACTOR (0.5: twice as fast, 0: gone)
+    KIND:REGEX=DURATION  set their time to DURATION (a number of ns, or with a unit: 3us, 1.5ms, 0)
+
+KIND is kernel, memcpy, memset, communication, gpu (any GPU work), op (CPU ops and annotations:
+their own time, not their children's), api (runtime calls) or sync (calls that block on the GPU:
+`sync:cudaStreamSynchronize=0` also removes the wait, so the call no longer waits for the GPU).
+REGEX is a Python regular expression searched in the span's name.
+
+The replay keeps what the trace shows about each dependency: a thread runs its spans in order and
+keeps its idle gaps; a GPU item starts after the previous item of its stream, or after its launch
+plus the queue delay it had, whichever bound it in the trace; a blocking call returns as long after
+the GPU work it waited for as it did. Work launched before the step keeps its times. The new
+critical path is walked over the replayed times.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass, replace
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from ..errors import InputError
+from .critical_path import _flatten, _Run, _waited_for, load_run, merged, units, walk
+
+KINDS = ("kernel", "memcpy", "memset", "communication", "gpu", "op", "api", "sync")
+_RULE = re.compile(r"^(?P<kind>[a-z]+):(?P<pattern>.+)(?P<op>[*=])(?P<value>[0-9.]+(?:[eE][+-]?[0-9]+)?)(?P<unit>ns|us|ms|s)?$")
+_UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000, None: 1}
+GRAMMAR = "KIND:REGEX*FACTOR or KIND:REGEX=DURATION (e.g. kernel:gemm*0.5, sync:cudaStreamSynchronize=0, op:aten::to*0)"
+
+
+@dataclass(frozen=True)
+class Rule:
+    kind: str
+    pattern: re.Pattern
+    scale: float | None  # *FACTOR
+    set_ns: int | None  # =DURATION
+
+    def duration(self, measured: int, total: int) -> int:
+        """The new duration of a piece of `measured` ns of a span whose time is `total` ns."""
+        if self.scale is not None:
+            return round(measured * self.scale)
+        assert self.set_ns is not None
+        return round(self.set_ns * measured / total) if total > 0 else 0
+
+
+def parse_rule(text: str) -> Rule:
+    match = _RULE.match(text.strip())
+    if not match or match["kind"] not in KINDS:
+        raise InputError(None, f"--what-if {text!r} is not a rule", f"write {GRAMMAR}; KIND is one of {', '.join(KINDS)}")
+    try:
+        pattern = re.compile(match["pattern"])
+    except re.error as exc:
+        raise InputError(None, f"--what-if {text!r}: the regular expression does not compile ({exc})", "fix the REGEX part") from exc
+    value = float(match["value"])
+    if match["op"] == "*":
+        if match["unit"]:
+            raise InputError(None, f"--what-if {text!r}: a factor has no unit", f"write {GRAMMAR}")
+        return Rule(match["kind"], pattern, value, None)
+    return Rule(match["kind"], pattern, None, round(value * _UNIT_NS[match["unit"]]))
+
+
+def _kinds_of(run: _Run, row: int) -> tuple[str, ...]:
+    """The rule kinds a span answers to."""
+    spans = run.spans
+    if spans["work_class"][row] != "":
+        kind = str(spans["kind"][row])
+        if kind == "kernel" and spans["work_class"][row] == "communication":
+            return ("communication", "kernel", "gpu")
+        return (kind, "gpu")
+    if row in run.blocking:
+        return ("sync", "api")
+    return ("api",) if str(spans["kind"][row]) == "api" else ("op",)
+
+
+def _rule_for(run: _Run, row: int, rules: list[Rule]) -> Rule | None:
+    name = str(run.spans["name"][row])
+    kinds = _kinds_of(run, row)
+    return next((r for r in rules if r.kind in kinds and r.pattern.search(name)), None)
+
+
+@dataclass
+class _Piece:
+    """An elementary CPU segment of a thread (owner -1: idle), measured and replayed."""
+
+    start: int
+    end: int
+    owner: int
+    new_start: int = 0
+    new_end: int = 0
+
+
+def _pieces(run: _Run, key: tuple[int, int], start_ns: int, end_ns: int) -> list[_Piece]:
+    """The thread's segments clipped to the window, its idle gaps as pieces of their own."""
+    flat = _flatten(run, key)
+    out: list[_Piece] = []
+    cursor = start_ns
+    for s, e, owner in zip(flat.starts, flat.ends, flat.owners, strict=True):
+        s, e = max(s, start_ns), min(e, end_ns)
+        if e <= s:
+            continue
+        if s > cursor:
+            out.append(_Piece(cursor, s, -1))
+        out.append(_Piece(s, e, owner))
+        cursor = e
+    if cursor < end_ns:
+        out.append(_Piece(cursor, end_ns, -1))
+    return out
+
+
+def replay(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[dict[int, tuple[int, int]], dict[tuple[int, int], list[_Piece]]]:
+    """New (start, end) of every GPU item of the window and the replayed pieces of every thread."""
+    spans = run.spans
+    start, end = spans["start_ns"], spans["end_ns"]
+    threads = {key: _pieces(run, key, start_ns, end_ns) for key in run.threads}
+    self_time: dict[int, int] = {}
+    for pieces in threads.values():
+        for p in pieces:
+            if p.owner >= 0:
+                self_time[p.owner] = self_time.get(p.owner, 0) + p.end - p.start
+    last_piece = {p.owner: p for pieces in threads.values() for p in pieces if p.owner >= 0}  # pieces are in time order
+    # (time, 0 = CPU piece / 1 = GPU item, thread, piece index or GPU row): replayed in this order,
+    # a CPU piece at its end, a GPU item at its start -- every dependency is replayed before its user.
+    events: list[tuple[int, int, tuple[int, int], int]] = []
+    for key, pieces in threads.items():
+        events += [(p.end, 0, key, i) for i, p in enumerate(pieces)]
+    gpu_rows = [row for rows in run.streams.values() for row in rows if start_ns <= int(start[row]) < end_ns]
+    events += [(int(start[row]), 1, (0, 0), row) for row in gpu_rows]
+    events.sort(key=lambda e: (e[0], e[1]))
+    cursor = {key: start_ns for key in threads}
+    done = {key: 0 for key in threads}  # pieces replayed so far
+    gpu_new: dict[int, tuple[int, int]] = {}
+    piece_starts = {key: [p.start for p in pieces] for key, pieces in threads.items()}
+
+    def new_time(key: tuple[int, int], at: int) -> int:
+        pieces = threads[key]
+        i = bisect_right(piece_starts[key], at) - 1
+        if i < 0:
+            return at
+        p = pieces[i]
+        begin = p.new_start if i < done[key] else cursor[key]
+        measured = p.end - p.start
+        replayed = (p.new_end - p.new_start) if i < done[key] else measured
+        return begin + (round((at - p.start) * replayed / measured) if measured else 0)
+
+    for _, is_gpu, key, item in events:
+        if is_gpu:
+            row = item
+            stream, position = run.stream_pos[row]
+            previous = run.streams[stream][position - 1] if position > 0 else None
+            prev_end = int(end[previous]) if previous is not None else None
+            prev_new = gpu_new[previous][1] if previous in gpu_new else prev_end
+            launcher = run.launch_of.get(row)
+            launched_at = launch_new = 0
+            if launcher is not None:
+                call_end = int(end[launcher])
+                launched_at = call_end if call_end <= int(start[row]) else int(start[launcher])
+                caller = (int(spans["pid"][launcher]), int(spans["tid"][launcher]))
+                launch_new = new_time(caller, launched_at) if caller in threads else launched_at
+            candidates = []
+            if prev_end is not None and prev_new is not None:
+                stream_bound = launcher is None or prev_end >= launched_at
+                candidates.append(prev_new + (int(start[row]) - prev_end if stream_bound else 0))
+            if launcher is not None:
+                launch_bound = prev_end is None or launched_at > prev_end
+                candidates.append(launch_new + (int(start[row]) - launched_at if launch_bound else 0))
+            new_start = max(candidates) if candidates else int(start[row])
+            measured = int(end[row]) - int(start[row])
+            rule = _rule_for(run, row, rules)
+            gpu_new[row] = (new_start, new_start + (rule.duration(measured, measured) if rule else measured))
+            continue
+        i = item
+        p = threads[key][i]
+        p.new_start = cursor[key]
+        measured = p.end - p.start
+        rule = _rule_for(run, p.owner, rules) if p.owner >= 0 else None
+        p.new_end = p.new_start + (rule.duration(measured, self_time[p.owner]) if rule else measured)
+        if p.owner in run.blocking and last_piece.get(p.owner) is p and not (rule and rule.kind == "sync" and rule.set_ns is not None):
+            waited = _waited_for(run, p.owner, int(end[p.owner]))
+            if waited is not None and int(end[waited]) > p.start and waited in gpu_new:
+                returned = int(end[p.owner]) - int(end[waited])
+                p.new_end = max(p.new_start + min(measured, returned), gpu_new[waited][1] + returned)
+        cursor[key] = p.new_end
+        done[key] = i + 1
+    return gpu_new, threads
+
+
+def replayed_run(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[_Run, dict[tuple[int, int], int]]:
+    """A copy of `run` on replayed times (to walk the new critical path), and each thread's new end of the window."""
+    gpu_new, threads = replay(run, start_ns, end_ns, rules)
+    new_start = run.spans["start_ns"].copy()
+    new_end = run.spans["end_ns"].copy()
+    for row, (s, e) in gpu_new.items():
+        new_start[row], new_end[row] = s, e
+    for key, pieces in threads.items():
+        starts = [p.start for p in pieces]
+
+        def mapped(at: int, pieces=pieces, starts=starts) -> int:
+            i = bisect_right(starts, at) - 1
+            if i < 0:
+                return at
+            p = pieces[i]
+            measured = p.end - p.start
+            return p.new_start + (round(min(at - p.start, measured) * (p.new_end - p.new_start) / measured) if measured else 0)
+
+        for row in run.threads[key]:
+            if int(run.spans["end_ns"][row]) > start_ns and int(run.spans["start_ns"][row]) < end_ns:
+                if int(run.spans["start_ns"][row]) >= start_ns:
+                    new_start[row] = mapped(int(run.spans["start_ns"][row]))
+                new_end[row] = max(new_start[row], mapped(min(int(run.spans["end_ns"][row]), end_ns)))
+    copy = replace(run, spans=dict(run.spans, start_ns=new_start, end_ns=new_end), flat={})
+    order = np.argsort(new_end[run.gpu_end_rows], kind="stable")
+    copy.gpu_end_rows = run.gpu_end_rows[order]
+    copy.gpu_ends = new_end[copy.gpu_end_rows]
+    return copy, {key: pieces[-1].new_end for key, pieces in threads.items() if pieces}
+
+
+def predict(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], rules: list[Rule]) -> tuple[int, list]:
+    """(predicted latency ns, the new critical path's segments latest first) of the step [start_ns, end_ns] ending on `thread`."""
+    copy, new_ends = replayed_run(run, start_ns, end_ns, rules)
+    new_end = new_ends.get(thread, end_ns)
+    return new_end - start_ns, walk(copy, start_ns, new_end, thread)
+
+
+TABLE = "xsp_what_if"
+TOP_ITEMS = 5
+
+
+def _top(run: _Run, segments: list) -> str:
+    """The spans with the most time on a path, 'name [kind] ns; ...'."""
+    totals: dict[tuple[str, str], int] = {}
+    for seg in segments:
+        if seg.row >= 0:
+            key = (str(run.spans["name"][seg.row]), seg.kind)
+            totals[key] = totals.get(key, 0) + seg.end_ns - seg.start_ns
+    ranked = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_ITEMS]
+    return "; ".join(f"{name} [{kind}] {ns}" for (name, kind), ns in ranked)
+
+
+def build_what_if(con: duckdb.DuckDBPyConnection) -> None:
+    """Fill the TEMP table xsp_what_if: every step's measured and predicted latency under the
+    session's rules (the variable xsp_what_if_rules) and the top of its new critical path."""
+    exists = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND temporary", [TABLE]).fetchone()
+    if exists and exists[0]:
+        return
+    found = con.execute("SELECT getvariable('xsp_what_if_rules')").fetchone()
+    texts = [str(t) for t in (found[0] if found and found[0] else [])]
+    rules = [parse_rule(t) for t in texts]
+    columns: dict[str, list] = {k: [] for k in ("run_id", "iteration", "step_span_id", "latency_ns", "predicted_ns", "rules", "new_top_on_path")}
+    runs: dict[int, _Run] = {}
+    for run_id, iteration, step_span_id, start_ns, end_ns, pid, tid in units(con):
+        run = runs.get(run_id) or runs.setdefault(run_id, load_run(con, run_id))
+        predicted, segments = predict(run, int(start_ns), int(end_ns), (int(pid), int(tid)), rules)
+        for name, value in zip(
+            columns,
+            (
+                run_id,
+                iteration,
+                step_span_id,
+                int(end_ns) - int(start_ns),
+                predicted,
+                "  ".join(texts),
+                _top(run, merged(segments[::-1])),
+            ),
+            strict=True,
+        ):
+            columns[name].append(value)
+    what_if_rows = pa.table(columns)  # noqa: F841 -- read by the statement below through DuckDB's replacement scan
+    con.execute(f"CREATE TEMP TABLE {TABLE} AS SELECT * FROM what_if_rows")
