@@ -142,6 +142,8 @@ def main() -> None:
         model, make_input = build_model(args.profiled_model)
         run(model, make_input, name=args.profiled_model)
         return
+    from xsp_trace.errors import InputError
+
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         checkouts = [tuple(c.split("=", 1)) for c in args.checkout] or [("this", str(CHECKOUT))]
@@ -150,9 +152,18 @@ def main() -> None:
                 for tool in args.tools.split(","):
                     for code, path in checkouts:
                         out = Path(tmp) / f"{code}-{model}-{tool}"
-                        for row in capture(Path(path).resolve(), model, tool, args.levels.split(","), args.iterations, out):
+                        for attempt in (1, 2):  # nsys on a shared machine now and then fails to start (sem_open)
+                            try:
+                                captured = capture(Path(path).resolve(), model, tool, args.levels.split(","), args.iterations, out)
+                                break
+                            except InputError as exc:
+                                print(f"capture failed (attempt {attempt}): {exc}", file=sys.stderr, flush=True)
+                                captured = []
+                        for row in captured:
                             rows.append({**row, "code": code, "repeat": repeat + 1})
-                        print(markdown([rows[-1]]).splitlines()[-1], file=sys.stderr, flush=True)
+                            print(markdown([rows[-1]]).splitlines()[-1], file=sys.stderr, flush=True)
+                        if args.json:  # after every capture, so an interrupted run keeps what it measured
+                            args.json.write_text(json.dumps({"rows": rows, "iterations": args.iterations}, indent=1))
     report = {"rows": rows, "load_average": os.getloadavg(), "iterations": args.iterations}
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
