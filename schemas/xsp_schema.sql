@@ -35,6 +35,7 @@ CREATE TABLE IF NOT EXISTS runs (
     model VARCHAR,
     batch_size INTEGER,
     rank INTEGER,
+    world_size INTEGER,
     host VARCHAR,
     started_at TIMESTAMP,
     clock_origin_utc_ns BIGINT,
@@ -52,6 +53,7 @@ COMMENT ON COLUMN runs.level IS 'XSP profiling level of the run (M, ML, MLG, or 
 COMMENT ON COLUMN runs.model IS 'Name of the profiled model, where known.';
 COMMENT ON COLUMN runs.batch_size IS 'Batch size of the profiled inference, where known.';
 COMMENT ON COLUMN runs.rank IS 'Distributed rank of the traced process (Kineto distributedInfo.rank), where known.';
+COMMENT ON COLUMN runs.world_size IS 'Number of ranks of the distributed job (Kineto distributedInfo.world_size), where known.';
 COMMENT ON COLUMN runs.host IS 'Host the trace was recorded or exported on, where known.';
 COMMENT ON COLUMN runs.started_at IS 'UTC wall-clock time at which the recording session started, where known.';
 COMMENT ON COLUMN runs.clock_origin_utc_ns IS 'UTC epoch nanoseconds of the run clock''s zero, where known (start_ns + this = UTC).';

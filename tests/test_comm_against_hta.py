@@ -6,6 +6,11 @@ point. On integer-µs traces the figures agree to HTA's printed precision; on fl
 first rounds every event inward to whole µs (ts -> ceil, end -> floor: see kineto_cases.py), which
 drops ~1 µs from each of thousands of short kernels and moves the figures by up to half a point.
 The NCCL collective summary and the multi-rank view are checked against the raw JSON.
+
+`analyze --scope profiled` counts the GPU work HTA counts (HTA drops GPU work whose launch is not
+in the trace or came after the last ProfilerStep): on every multi-GPU fixture, fed the trace as HTA
+reads it (float µs rounded inward, as HTA does), the overlap and the idle share are within 0.1
+point of HTA's. The default scope counts every GPU operation of the trace.
 """
 
 from __future__ import annotations
@@ -13,17 +18,28 @@ from __future__ import annotations
 import gzip
 import json
 import logging
+import math
 import shutil
 from collections import defaultdict
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
-from kineto_cases import KINETO_TRACES
-from xsp_trace.analyze import open_session, run_analysis
+from kineto_cases import KINETO_TRACES, _decimal_text, load_raw
+from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
+from xsp_trace.cli import app
 
 TWO_RANKS = sorted((Path(__file__).parent / "data" / "kineto_two_ranks_sendrecv").glob("sampled_rank-*.json.gz"))
 NCCL_CASES = ["kineto_nccl_collectives", "kineto_2022_integer_us_rank3"]
+V100 = Path(__file__).parent / "data" / "kineto_cuda_graphs_v100_2022" / "hta_v100_cuda_graphs_rank1_2022.json.gz"
+MULTI_GPU = {
+    "kineto_nccl_collectives": [KINETO_TRACES["kineto_nccl_collectives"]],
+    "kineto_2022_integer_us_rank3": [KINETO_TRACES["kineto_2022_integer_us_rank3"]],
+    "kineto_cuda_graphs_v100_2022": [V100],
+    "kineto_two_ranks_sendrecv": TWO_RANKS,
+}
 
 
 def _hta(paths, workdir):
@@ -135,3 +151,116 @@ def test_rank_skew_against_the_raw_steps_and_kernels(converted_path):
         straggler = min(comm, key=comm.get)
         assert [r for r, m in mine.items() if m["straggler"]] == [straggler]
         assert mine[1 - straggler]["collective_wait_ms"] == pytest.approx(comm[1 - straggler] - comm[straggler])
+
+
+def _hta_scope(paths, workdir):
+    """HTA 0.5 per rank: (overlap %, idle µs, kernel window µs) of get_comm_comp_overlap and get_temporal_breakdown."""
+    logging.disable(logging.WARNING)
+    from hta.trace_analysis import TraceAnalysis
+
+    folder = workdir / "hta_scope"
+    folder.mkdir()
+    for p in paths:
+        shutil.copyfile(p, folder / p.name)
+    analysis = TraceAnalysis(trace_dir=str(folder), include_last_profiler_step=True)
+    overlap = analysis.get_comm_comp_overlap(visualize=False)
+    temporal = analysis.get_temporal_breakdown(visualize=False)
+    pct = {int(r): float(p) for r, p in zip(overlap["rank"], overlap["comp_comm_overlap_pctg"], strict=True)}
+    return {
+        int(r): (pct[int(r)], float(idle), float(window))
+        for r, idle, window in zip(temporal["rank"], temporal["idle_time(us)"], temporal["kernel_time(us)"], strict=True)
+    }
+
+
+def _as_hta_reads_it(path, workdir):
+    """The trace as HTA 0.5 reads it: float µs timestamps rounded inward to whole µs (ts -> ceil,
+    end -> floor; hta.common.trace_parser.round_down_time_stamps); an integer-µs trace unchanged."""
+    raw = load_raw(path)
+    if not any(isinstance(e.get("ts"), Decimal) for e in raw["traceEvents"]):
+        return path
+    for e in raw["traceEvents"]:
+        if "ts" not in e:
+            continue
+        start = float(e["ts"])
+        e["ts"] = math.ceil(start)
+        if "dur" in e:  # an event rounded to nothing (end before start in HTA) keeps no time
+            e["dur"] = max(0, math.floor(start + float(e["dur"])) - e["ts"])
+    copy = workdir / "as_hta" / path.name
+    copy.parent.mkdir(exist_ok=True)
+    with gzip.open(copy, "wt", encoding="utf-8") as f:
+        json.dump(raw, f, default=_decimal_text)
+    return copy
+
+
+def _scope_figures(con):
+    """Per rank: (overlap %, idle share of the GPU window %) as the analyses report them."""
+    rank_of = dict(con.execute("SELECT run_id, rank FROM runs").fetchall())
+    overlap = {r["rank"]: r["overlap_pct"] for r in run_analysis(con, "comm_compute_overlap").records()}
+    idle = {rank_of[r["run_id"]]: 100 * r["idle_ns"] / r["window_ns"] for r in run_analysis(con, "gpu_busy_idle").records()}
+    assert overlap.keys() == idle.keys()
+    return {rank: (overlap[rank], idle[rank]) for rank in overlap}
+
+
+@pytest.mark.parametrize("case", list(MULTI_GPU))
+def test_profiled_scope_within_a_tenth_of_a_point_of_hta(case, converted_path, tmp_path):
+    paths = MULTI_GPU[case]
+    hta = _hta_scope(paths, tmp_path)
+    con = open_session(converted_path(*(_as_hta_reads_it(p, tmp_path) for p in paths)), AnalysisOptions(scope="profiled"))
+    ours = _scope_figures(con)
+    assert ours.keys() == hta.keys()
+    for rank, (overlap_pct, idle_us, window_us) in hta.items():
+        assert abs(ours[rank][0] - overlap_pct) <= 0.1, (rank, ours[rank], hta[rank])
+        assert abs(ours[rank][1] - 100 * idle_us / window_us) <= 0.1, (rank, ours[rank], hta[rank])
+
+
+def test_v100_scope_all_counts_the_work_hta_leaves_out(converted_path, tmp_path):
+    """The V100 rank: 614 GPU operations (56.5 ms) carry correlation ids of no runtime call in the
+    trace (launched before it started). Scope all counts them (overlap 70.84 %, idle 27.3 ms), scope
+    profiled does not and equals HTA to the µs (integer-µs trace: 69.07 %, idle 51.692 ms)."""
+    raw = load_raw(V100)["traceEvents"]
+    launched = {e["args"]["correlation"] for e in raw if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    gpu = [e for e in raw if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    orphans = [e for e in gpu if e["args"].get("correlation") not in launched]
+    assert len(orphans) == 614
+    (rank, (overlap_pct, idle_us, window_us)), *_ = _hta_scope([V100], tmp_path).items()
+    path = converted_path(V100)
+    all_con, profiled_con = open_session(path), open_session(path, AnalysisOptions(scope="profiled"))
+    left_out = profiled_con.execute("SELECT count(*), sum(duration_ns) FROM xsp_unprofiled_gpu_work").fetchone()
+    assert left_out == (len(orphans), sum(int(e["dur"]) for e in orphans) * 1000)
+    (busy,) = run_analysis(profiled_con, "gpu_busy_idle").records()
+    assert (busy["window_ns"], busy["idle_ns"]) == (window_us * 1000, idle_us * 1000)
+    assert _scope_figures(profiled_con)[rank][0] == overlap_pct == 69.07
+    (busy_all,) = run_analysis(all_con, "gpu_busy_idle").records()
+    assert _scope_figures(all_con)[rank][0] - overlap_pct > 1 and busy_all["idle_ns"] < busy["idle_ns"] / 1.5
+
+
+def test_analyze_prints_what_the_scope_counted(converted_path):
+    db = str(converted_path(V100))
+    default = CliRunner().invoke(app, ["analyze", db, "-a", "comm_compute_overlap", "-a", "gpu_busy_idle"])
+    assert default.exit_code == 0, default.output
+    assert "note: scope all: comm_compute_overlap, gpu_busy_idle count every GPU kernel, copy and set" in default.output
+    assert "note: run 1: 614 GPU operations (56.517 ms) were launched before the trace or after its last step" in default.output
+    profiled = CliRunner().invoke(app, ["analyze", db, "--scope", "profiled", "-a", "gpu_idle_gaps"])
+    assert profiled.exit_code == 0, profiled.output
+    assert "note: scope profiled: gpu_idle_gaps count only GPU work launched in each run's profiled steps (as HTA 0.5)" in profiled.output
+    assert "note: run 1: left out 614 GPU operations (56.517 ms)" in profiled.output
+    other = CliRunner().invoke(app, ["analyze", db, "-a", "top_kernels"])
+    assert "scope" not in other.output
+
+
+@pytest.mark.parametrize("case", ["kineto_2022_integer_us_rank3", "kineto_cuda_graphs_v100_2022", "kineto_two_ranks_sendrecv"])
+def test_nccl_bus_bandwidth_from_the_world_size(case, converted_path):
+    """No process group recorded: group_size is distributedInfo.world_size of the raw JSON and busbw
+    is algbw times nccl-tests' factor for it (PERFORMANCE.md: all_reduce 2(n-1)/n; all_gather,
+    reduce_scatter, all_to_all (n-1)/n; broadcast, reduce, send_recv 1)."""
+    paths = MULTI_GPU[case]
+    sizes = {i: load_raw(p)["distributedInfo"]["world_size"] for i, p in enumerate(paths, 1)}
+    factor = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather": lambda n: (n - 1) / n, "reduce_scatter": lambda n: (n - 1) / n}
+    factor |= {"all_to_all": factor["all_gather"], "broadcast": lambda n: 1.0, "reduce": lambda n: 1.0, "send_recv": lambda n: 1.0}
+    rows = [r for r in run_analysis(open_session(converted_path(*paths)), "nccl_collectives").records() if r["message_bytes"]]
+    assert rows
+    for r in rows:
+        assert (r["group_size"], r["group_size_from"]) == (sizes[r["run_id"]], "world size")
+        if r["collective"] in factor:
+            assert r["busbw_gb_per_s"] == pytest.approx(r["algbw_gb_per_s"] * factor[r["collective"]](r["group_size"]), abs=2e-3), r
+    assert sum(r["busbw_gb_per_s"] is not None for r in rows) >= 3

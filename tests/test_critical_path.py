@@ -211,3 +211,56 @@ def test_analyze_prints_the_summary(tmp_path):
     (row,) = json.loads(result.stdout)["critical_path_summary"]
     assert row["iteration"] == 100 and row["path_ns"] == row["latency_ns"] == 3154000
     assert row["top_on_path"].startswith("aten::empty [cpu_op] 69.3")
+
+
+def _two_ranks() -> list[Run]:
+    """Rank 0 (run 1) spends 600 ns in a slow op before its all-reduce; rank 1 (run 2) arrives at
+    120 ns and its all-reduce kernel waits until rank 0's starts (620 ns); both end at 900 ns."""
+    runs = []
+    for run_id, (op, op_end) in ((1, ("aten::slow_dataloader_step", 600)), (2, ("aten::fast_step", 100))):
+        run = Run(run_id, rank=run_id - 1)
+        run.span("annotation", "ProfilerStep#7", 0, 1000, iteration=7)
+        run.span("op", op, 0, op_end)
+        run.gpu("kernel", "ncclKernel_AllReduce_RING_LL_Sum_float", (op_end, op_end + 10), (op_end + 20, 900))
+        run.span("api", "cudaDeviceSynchronize", op_end + 10, 950, category="cuda_runtime")
+        runs.append(run)
+    return runs
+
+
+def test_the_path_crosses_into_the_rank_that_arrived_last(tmp_path):
+    db = write(tmp_path / "ranks.duckdb", _two_ranks())
+    con = open_session(db, AnalysisOptions())
+    result = run_analysis(con, "critical_path")
+    at = {c: i for i, c in enumerate(result.columns)}
+    rank1 = [(r[at["on_run_id"]], r[at["kind"]], r[at["name"]], r[at["on_path_ns"]]) for r in result.rows if r[at["run_id"]] == 2]
+    assert rank1 == [
+        (1, "cpu_op", "aten::slow_dataloader_step", 600),
+        (1, "launch", "cudaLaunchKernel", 10),
+        (1, "queue_delay", "cudaLaunchKernel", 10),
+        (2, "communication", "ncclKernel_AllReduce_RING_LL_Sum_float", 280),
+        (2, "sync_wait", "cudaDeviceSynchronize", 50),
+        (2, "cpu_op", "ProfilerStep#7", 50),
+    ]
+    rank0 = [r for r in result.rows if r[at["run_id"]] == 1]
+    assert {r[at["on_run_id"]] for r in rank0} == {1}  # the straggler waited for nobody
+    summary = run_analysis(con, "critical_path_summary")
+    by_run = {r[summary.columns.index("run_id")]: dict(zip(summary.columns, r, strict=True)) for r in summary.rows}
+    assert by_run[2]["waited_for_runs"] == "1" and by_run[1]["waited_for_runs"] is None
+    assert by_run[2]["top_on_path"].startswith("run 1: aten::slow_dataloader_step [cpu_op] 60.0")
+
+
+def test_two_real_ranks_in_one_database(tmp_path):
+    """Two ranks of a real job (kineto_two_ranks_sendrecv) in one database: both CPU-bound (the main
+    thread's ops hold 97-99.6 % of every path), so no path crosses ranks, and each step's path still
+    equals its ProfilerStep's duration in the raw JSON."""
+    folder = DATA / "kineto_two_ranks_sendrecv"
+    db = tmp_path / "two.duckdb"
+    traces = [folder / "sampled_rank-0.json.gz", folder / "sampled_rank-1.json.gz"]
+    assert runner.invoke(app, ["convert", *map(str, traces), "-o", str(db), "-q"]).exit_code == 0
+    summary = run_analysis(open_session(db, AnalysisOptions()), "critical_path_summary")
+    rows = [dict(zip(summary.columns, r, strict=True)) for r in summary.rows]
+    for run_id, trace in enumerate(traces, start=1):
+        expected = _profiler_steps(trace)
+        got = {r["iteration"]: r["path_ns"] for r in rows if r["run_id"] == run_id}
+        assert got == expected and len(got) == 2
+    assert all(r["waited_for_runs"] is None for r in rows)

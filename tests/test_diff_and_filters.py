@@ -119,3 +119,13 @@ def test_iteration_and_window_filters(converted_path):
     (row,) = json.loads(result.output)["step_bound"]
     assert row["iteration"] == 551 and row["gpu_busy_ms"] == step["gpu_busy_ms"]
     assert CliRunner().invoke(app, ["analyze", str(path), "--iteration", "x"]).exit_code == 2
+
+
+def test_run_and_iteration_together_narrow_the_memory_summaries(converted_path):
+    """--run with --iteration: memops follows the narrowed spans of the selected run only (each
+    narrowing view reads the database's tables, never a view it replaces)."""
+    path = converted_path(*TWO_RANKS)
+    both = open_session(path, AnalysisOptions(runs=[2], iterations=[551]))
+    alone = open_session(path, AnalysisOptions(iterations=[551]))
+    rows = run_analysis(both, "cuda_gpu_mem_size_sum").records()
+    assert rows and rows == [r for r in run_analysis(alone, "cuda_gpu_mem_size_sum").records() if r["run_id"] == 2]

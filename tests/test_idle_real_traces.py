@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import NSYS_EXPORTS, nsys_stats, without_backtrace_rows
+from raw_traces import GPU_FIXTURES, merge, raw_runs
 from xsp_trace.analyze import open_session, run_analysis
 from xsp_trace.formats import nsys_export as fmt
 
@@ -149,13 +150,20 @@ def test_idle_gap_cpu_span_is_the_innermost_range_at_mid_gap(converted_path):
     assert checked > 50
 
 
-def test_utilization_bins_against_the_raw_export(converted_path):
-    raw = _raw(H100)
+@pytest.mark.parametrize("case", [H100, "nsys_2022_saxpy_mpi_a100"])
+def test_utilization_bins_against_the_raw_export(case, converted_path):
+    """Every bin's busy time equals the raw export's kernels, copies and sets merged and clipped to it.
+
+    The saxpy run idles for long stretches (29 of its 50 bins hold no GPU work): each such bin is 0 %
+    busy, not its full width."""
+    raw = _raw(case)
     acts = []
     for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
         acts += raw.execute(f'SELECT deviceId, start, "end" FROM {table}').fetchall()
-    rows = run_analysis(_session(converted_path, NSYS_EXPORTS[H100]), "gpu_utilization_bins").records()
-    for dev in (0, 1):
+    rows = run_analysis(_session(converted_path, NSYS_EXPORTS[case]), "gpu_utilization_bins").records()
+    devices = sorted({d for d, _, _ in acts})
+    assert sorted({r["device_id"] for r in rows}) == devices
+    for dev in devices:
         merged = _merge([(s, e) for d, s, e in acts if d == dev])
         first, last = merged[0][0], merged[-1][1]
         mine = [r for r in rows if r["device_id"] == dev]
@@ -164,7 +172,26 @@ def test_utilization_bins_against_the_raw_export(converted_path):
             lo, hi = first + (last - first) * r["bin"] // 50, first + (last - first) * (r["bin"] + 1) // 50
             busy = sum(max(0, min(e, hi) - max(s, lo)) for s, e in merged)
             assert (r["bin_start_ns"], r["bin_end_ns"], r["busy_ns"]) == (lo, hi, busy)
-    assert min(r["busy_pct"] for r in rows) < 95 < max(r["busy_pct"] for r in rows)
+    if case == H100:
+        assert min(r["busy_pct"] for r in rows) < 95 < max(r["busy_pct"] for r in rows)
+    else:  # long idle stretches: whole bins without GPU work
+        assert sum(1 for r in rows if r["busy_ns"] == 0 and r["busy_pct"] == 0) == 29
+
+
+@pytest.mark.parametrize("case", list(GPU_FIXTURES))
+def test_utilization_bins_add_up_to_the_busy_time(case, converted_path):
+    """Per GPU, the bins sum to gpu_busy_idle's busy time and to the raw trace's merged GPU work."""
+    con = _session(converted_path, *GPU_FIXTURES[case])
+    busy = {(r["run_id"], r["device_id"]): r["busy_ns"] for r in run_analysis(con, "gpu_busy_idle").records()}
+    binned: dict[tuple[int, int], int] = {}
+    for r in run_analysis(con, "gpu_utilization_bins").records():
+        binned[(r["run_id"], r["device_id"])] = binned.get((r["run_id"], r["device_id"]), 0) + r["busy_ns"]
+    raw = {
+        (run_id, dev): sum(e - s for s, e in merge([(g.start, g.end) for g in run.gpu if g.device == dev]))
+        for run_id, run in raw_runs(case).items()
+        for dev in {g.device for g in run.gpu}
+    }
+    assert binned == busy == raw
 
 
 def test_sync_calls_and_pageable_copies_against_the_raw_export(converted_path):

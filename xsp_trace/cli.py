@@ -14,6 +14,7 @@ from .cli_options import (
     Engine,
     OutputFormat,
     ProgressReporter,
+    Scope,
     StoreFormat,
     comma_list,
     err_console,
@@ -365,6 +366,12 @@ def analyze(
         "--what-if",
         help="Predict the step time with some work changed (repeat): KIND:REGEX*FACTOR or KIND:REGEX=DURATION, KIND one of kernel, memcpy, memset, communication, gpu, op, api, sync; e.g. 'kernel:gemm*0.5', 'sync:cudaStreamSynchronize=0', 'op:aten::to*0'. Prints the what_if analysis.",
     ),
+    scope: Scope = typer.Option(
+        Scope.all,
+        "--scope",
+        help="GPU work counted: all (default: every kernel, copy and set of the trace, whenever launched) or profiled "
+        "(as HTA 0.5: in a run with 2+ steps, only work whose launch is in the trace and started by the end of the last step).",
+    ),
     findings: bool = typer.Option(
         False,
         "--findings",
@@ -385,12 +392,15 @@ def analyze(
 
       xsp-trace analyze rank0.duckdb --iteration 552 -a step_bound -a gpu_idle_gaps
 
+      xsp-trace analyze rank1.duckdb --scope profiled -a comm_compute_overlap -a gpu_busy_idle
+
       xsp-trace analyze run.duckdb --findings
 
       xsp-trace analyze run.duckdb --what-if 'kernel:gemm*0.5' --what-if 'sync:cudaStreamSynchronize=0'
     """
     from .analyze import ANALYSES, BY_NAME, AnalysisOptions, open_session, run_analysis
     from .analyze.output import print_csv, print_json, print_tables, uncorrected_notes
+    from .analyze.scope import scope_notes
 
     if list_analyses:
         for a in ANALYSES:
@@ -427,6 +437,7 @@ def analyze(
             iterations=iteration_list(iteration),
             window_ns=time_window(window),
             what_if=tuple(what_if or ()),
+            scope=scope.value,
         )
         con = open_session(_readable(database), options)
         if findings:
@@ -440,7 +451,8 @@ def analyze(
         elif fmt is OutputFormat.json:
             print_json(results, limit)
         else:
-            print_tables(results, limit, uncorrected_notes(run_analysis(con, "level_sources")))
+            notes = uncorrected_notes(run_analysis(con, "level_sources")) + scope_notes(con, scope.value, [r.name for r in results])
+            print_tables(results, limit, notes)
         if report is not None:
             from .analyze.findings import find
             from .analyze.report import write_report

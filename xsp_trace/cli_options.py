@@ -27,6 +27,13 @@ class Engine(str, Enum):
     ray = "ray"
 
 
+class Scope(str, Enum):
+    """Which GPU work `analyze` counts (xsp_trace/analyze/scope.py)."""
+
+    all = "all"
+    profiled = "profiled"
+
+
 class OutputFormat(str, Enum):
     """How `analyze` prints its tables."""
 

@@ -17,7 +17,7 @@ from .output_files import atomic_output
 from .resources import schema_text
 from .sql import scalar
 
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 
 
 def usable_cores() -> int:
@@ -164,7 +164,7 @@ def next_run_id(con: duckdb.DuckDBPyConnection) -> int:
 
 
 RUN_FIELDS = (
-    "source_kind source_path source_format_version tool tool_version level model batch_size rank host started_at clock_origin_utc_ns label"
+    "source_kind source_path source_format_version tool tool_version level model batch_size rank world_size host started_at clock_origin_utc_ns label"
 ).split()
 
 

@@ -6,6 +6,10 @@
 -- From: xsp_gpu_class_segments (prelude): kernels classed as communication (NCCL/RCCL) or
 -- computation (xsp_trace/formats/collectives.py), each class merged over all streams of the GPU.
 -- Memory copies neither add to nor take from the overlap.
+-- Counts: every kernel, copy and set the session holds -- under `analyze --scope all` (the
+-- default) all of the trace's, also work launched before the trace started (no launching call in
+-- it) or after its last step; under --scope profiled only work launched in the profiled steps, as
+-- Holistic Trace Analysis 0.5 counts (analyses/prelude_scope.sql says which work that leaves out).
 WITH per_gpu AS (
     SELECT run_id, device_id,
            sum(end_ns - start_ns) AS busy_ns,
@@ -23,9 +27,9 @@ SELECT
     r.rank,
     -- The GPU.
     p.device_id,
-    -- Time with any computation kernel running, ns (intervals merged over streams).
+    -- Time with any computation kernel of the scope running, ns (intervals merged over streams).
     computation_ns,
-    -- Time with any communication (NCCL/RCCL) kernel running, ns (merged over streams).
+    -- Time with any communication (NCCL/RCCL) kernel of the scope running, ns (merged over streams).
     communication_ns,
     -- Time with a computation and a communication kernel running at once, ns.
     overlap_ns,

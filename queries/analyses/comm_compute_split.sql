@@ -6,6 +6,10 @@
 -- From: xsp_gpu_class_segments (prelude): kernels, memcpys and memsets classed by
 -- xsp_gpu_work_class (NCCL/RCCL kernels are communication; xsp_trace/formats/collectives.py),
 -- each class's intervals merged over all streams of the GPU, the timeline cut where any changes.
+-- Counts: every kernel, copy and set the session holds -- under `analyze --scope all` (the
+-- default) all of the trace's, also work launched before the trace started (no launching call in
+-- it) or after its last step; under --scope profiled only work launched in the profiled steps, as
+-- Holistic Trace Analysis 0.5 counts (analyses/prelude_scope.sql says which work that leaves out).
 SELECT
     -- Run.
     run_id,
@@ -14,7 +18,7 @@ SELECT
     -- The classes running together in this share of the time: computation, communication, memory,
     -- or several joined by '+'.
     classes,
-    -- Time during which exactly these classes were running, ns.
+    -- Time during which exactly these classes were running, ns (GPU work of the scope).
     sum(end_ns - start_ns) AS time_ns,
     -- Share of the GPU's busy time (the union of all three classes), percent.
     round(100.0 * sum(end_ns - start_ns) / sum(sum(end_ns - start_ns)) OVER (PARTITION BY run_id, device_id), 2) AS time_pct

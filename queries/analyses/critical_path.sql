@@ -1,6 +1,9 @@
 -- analyses/critical_path: the critical path of each step -- the chain of CPU work, launches, queue
 -- delays, GPU work and synchronisation waits that set the step's latency -- as consecutive segments.
--- The segments tile the step, so their on_path_ns add up to the step's latency.
+-- The segments tile the step, so their on_path_ns add up to the step's latency. In a database of
+-- several ranks, a collective that waited for a later rank continues the path on that rank (the
+-- last to arrive is the rank whose collective kernel is shortest; collectives match by name and
+-- order, iterations by number).
 --
 -- From: xsp_critical_path (built by xsp_trace/analyze/critical_path.py from spans, launches, memops,
 -- xsp_gpu_work and xsp_sync_call_kind; see that module for the dependency rules and their
@@ -16,14 +19,16 @@ SELECT
     -- memset, communication, sync_wait (a blocking call returning after the GPU work it waited for),
     -- cpu_idle (no span on the thread), gpu_idle (the stream waited for earlier work).
     p.kind,
+    -- The run (rank) the segment lies on: another rank's when the step waited for it in a collective.
+    p.on_run_id,
     -- The span the time is charged to (NULL for idle time).
     p.span_id,
     -- Its name.
     p.name,
-    -- Segment start, ns from the step's start.
-    p.start_ns - coalesce(st.start_ns, first_value(p.start_ns) OVER (PARTITION BY p.run_id, p.step_span_id ORDER BY p.seq)) AS offset_ns,
+    -- Segment start, ns from the path's start (the step's start, or on another rank the time the
+    -- path entered it: ranks keep their own clocks).
+    coalesce(sum(p.on_path_ns) OVER (PARTITION BY p.run_id, p.step_span_id ORDER BY p.seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS offset_ns,
     -- Length of the segment (ns).
     p.on_path_ns
 FROM xsp_critical_path AS p
-LEFT JOIN steps AS st ON st.run_id = p.run_id AND st.step_span_id = p.step_span_id
 ORDER BY p.run_id, p.iteration NULLS FIRST, p.seq

@@ -4,15 +4,19 @@
 --
 -- From: xsp_critical_path (xsp_trace/analyze/critical_path.py), steps.
 WITH units AS (
-    SELECT run_id, step_span_id, any_value(iteration) AS iteration, sum(on_path_ns) AS path_ns,
-           max(end_ns) - min(start_ns) AS latency_ns
-    FROM xsp_critical_path GROUP BY run_id, step_span_id
+    SELECT p.run_id, p.step_span_id, any_value(p.iteration) AS iteration, sum(p.on_path_ns) AS path_ns,
+           coalesce(any_value(st.end_ns - st.start_ns), max(p.end_ns) - min(p.start_ns)) AS latency_ns,
+           string_agg(DISTINCT p.on_run_id::VARCHAR, ',' ORDER BY p.on_run_id::VARCHAR) FILTER (WHERE p.on_run_id <> p.run_id) AS waited_for_runs
+    FROM xsp_critical_path AS p
+    LEFT JOIN steps AS st ON st.run_id = p.run_id AND st.step_span_id = p.step_span_id
+    GROUP BY p.run_id, p.step_span_id
 ), by_kind AS (
     SELECT run_id, step_span_id, kind, sum(on_path_ns) AS ns FROM xsp_critical_path GROUP BY run_id, step_span_id, kind
 ), top_spans AS (
-    SELECT run_id, step_span_id, kind, name, sum(on_path_ns) AS ns,
-           row_number() OVER (PARTITION BY run_id, step_span_id ORDER BY sum(on_path_ns) DESC, name) AS rank
-    FROM xsp_critical_path WHERE span_id IS NOT NULL GROUP BY run_id, step_span_id, kind, name
+    SELECT run_id, step_span_id, kind, CASE WHEN on_run_id <> run_id THEN 'run ' || on_run_id || ': ' ELSE '' END || name AS name,
+           sum(on_path_ns) AS ns,
+           row_number() OVER (PARTITION BY run_id, step_span_id ORDER BY sum(on_path_ns) DESC, 4) AS rank
+    FROM xsp_critical_path WHERE span_id IS NOT NULL GROUP BY run_id, step_span_id, kind, 4
 )
 SELECT
     -- The run.
@@ -21,12 +25,15 @@ SELECT
     u.iteration,
     -- The step's latency (ns): from its start to its end.
     u.latency_ns,
-    -- Length of its critical path (ns); equal to the latency by construction.
+    -- Length of its critical path (ns); equal to the latency by construction on one rank.
     u.path_ns,
+    -- Other runs (ranks) the path passes through: the stragglers this step waited for.
+    u.waited_for_runs,
     -- Share of the path (%) by kind of segment, largest first ("kernel 61.2, cpu_op 20.1, ...").
     (SELECT string_agg(k.kind || ' ' || round(100.0 * k.ns / nullif(u.path_ns, 0), 1), ', ' ORDER BY k.ns DESC)
      FROM by_kind AS k WHERE k.run_id = u.run_id AND k.step_span_id IS NOT DISTINCT FROM u.step_span_id) AS share_by_kind_pct,
-    -- The five spans with the most time on the path, with their kind and share (%).
+    -- The five spans with the most time on the path, with their kind and share (%); "run N: " names
+    -- a span of another rank.
     (SELECT string_agg(t.name || ' [' || t.kind || '] ' || round(100.0 * t.ns / nullif(u.path_ns, 0), 1), '; ' ORDER BY t.rank)
      FROM top_spans AS t WHERE t.run_id = u.run_id AND t.step_span_id IS NOT DISTINCT FROM u.step_span_id AND t.rank <= 5) AS top_on_path
 FROM units AS u

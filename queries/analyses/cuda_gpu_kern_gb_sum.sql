@@ -21,21 +21,21 @@ SELECT
     -- Run of the kernels.
     run_id,
     -- Share of the run's summed kernel time, percent.
-    round(100.0 * total_ns / sum(total_ns) OVER (PARTITION BY run_id), 1) AS time_pct,
+    _xsp_nsys_pct(total_ns, sum(total_ns) OVER (PARTITION BY run_id)) AS time_pct,
     -- Summed GPU time, ns.
     total_ns,
     -- Number of executions.
     instances,
-    -- Mean duration per execution, ns (rounded to 0.1 as nsys).
-    round(avg_ns, 1) AS avg_ns,
+    -- Mean duration per execution, ns (rounded to 0.1 as nsys: _xsp_nsys_round).
+    _xsp_nsys_round(avg_ns) AS avg_ns,
     -- Median duration, ns (an even count: mean of the two middle values).
-    round(med_ns, 1) AS med_ns,
+    _xsp_nsys_round(med_ns) AS med_ns,
     -- Shortest execution, ns.
     min_ns,
     -- Longest execution, ns.
     max_ns,
     -- Sample standard deviation of the durations, ns (0 for a single execution).
-    round(stddev_ns, 1) AS stddev_ns,
+    _xsp_nsys_round(stddev_ns) AS stddev_ns,
     -- Grid dimensions 'x y z', as nsys prints them (NULL where the trace has none).
     grid,
     -- Block (thread-block) dimensions 'x y z', as nsys prints them (NULL where the trace has none).

@@ -8,7 +8,7 @@
 -- No join to spans: memops carries copies of the span's kind and duration, and an analysis
 -- session narrowed to a window or iterations narrows memops with its spans. Statistics as nsys
 -- computes them: median of an even count = mean of the two middle values, sample standard
--- deviation, averages rounded to 0.1 ns.
+-- deviation, averages rounded to 0.1 ns as nsys rounds (_xsp_nsys_round: .x5 up).
 WITH per_kind AS (
     SELECT run_id, kind, copy_kind, sum(duration_ns) AS total_ns, count(*) AS count,
            avg(duration_ns) AS avg_ns, median(duration_ns) AS med_ns,
@@ -23,21 +23,21 @@ SELECT
     -- Run of the operations.
     run_id,
     -- Share of the run's summed memory-operation GPU time, percent.
-    round(100.0 * total_ns / sum(total_ns) OVER (PARTITION BY run_id), 1) AS time_pct,
+    _xsp_nsys_pct(total_ns, sum(total_ns) OVER (PARTITION BY run_id)) AS time_pct,
     -- Summed GPU duration, ns.
     total_ns,
     -- Number of operations.
     count,
-    -- Mean duration per operation, ns (rounded to 0.1 as nsys).
-    round(avg_ns, 1) AS avg_ns,
+    -- Mean duration per operation, ns (rounded to 0.1 as nsys: _xsp_nsys_round).
+    _xsp_nsys_round(avg_ns) AS avg_ns,
     -- Median duration, ns (an even count: mean of the two middle values).
-    round(med_ns, 1) AS med_ns,
+    _xsp_nsys_round(med_ns) AS med_ns,
     -- Shortest operation, ns.
     min_ns,
     -- Longest operation, ns.
     max_ns,
     -- Sample standard deviation of the durations, ns (0 for a single operation).
-    round(stddev_ns, 1) AS stddev_ns,
+    _xsp_nsys_round(stddev_ns) AS stddev_ns,
     -- "[CUDA memcpy HtoD]", "[CUDA memset]", ...
     operation
 FROM summary

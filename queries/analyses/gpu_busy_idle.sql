@@ -3,6 +3,10 @@
 -- Analysis's temporal breakdown and the Nsight recipes report as busy/idle time).
 --
 -- From: spans of kind kernel, memcpy, memset. Overlapping operations (several streams) count once.
+-- Counts: every kernel, copy and set the session holds -- under `analyze --scope all` (the
+-- default) all of the trace's, also work launched before the trace started (no launching call in
+-- it) or after its last step; under --scope profiled only work launched in the profiled steps, as
+-- Holistic Trace Analysis 0.5 counts (analyses/prelude_scope.sql says which work that leaves out).
 WITH gpu AS (
     SELECT run_id, device_id, kind, start_ns, end_ns
     FROM spans WHERE kind IN ('kernel', 'memcpy', 'memset')
@@ -33,11 +37,11 @@ SELECT
     b.run_id,
     -- GPU (CUDA device ordinal).
     b.device_id,
-    -- Window from the first GPU operation's start to the last one's end, ns.
+    -- Window from the first GPU operation's start to the last one's end, ns (operations of the scope).
     b.last_ns - b.first_ns AS window_ns,
     -- Busy time: the union of all GPU operations, ns; idle time: the rest of the window, ns.
     b.busy_ns,
-    -- Idle time: the window minus the busy time, ns.
+    -- Idle time: the window minus the busy time, ns (work outside the scope counts as idle).
     (b.last_ns - b.first_ns) - b.busy_ns AS idle_ns,
     -- Busy share of the window, percent.
     round(100.0 * b.busy_ns / nullif(b.last_ns - b.first_ns, 0), 2) AS busy_pct,

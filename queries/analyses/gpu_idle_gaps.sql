@@ -7,6 +7,10 @@
 -- spans (the call that launched the first GPU operation after the gap, its thread's spans),
 -- xsp_sync_call_kind (xsp_trace/formats/cuda_api.py). Gaps shorter than the variable
 -- xsp_min_gap_ns (default 1000 ns) are left out.
+-- Counts: every kernel, copy and set the session holds -- under `analyze --scope all` (the
+-- default) all of the trace's, also work launched before the trace started (no launching call in
+-- it) or after its last step; under --scope profiled only work launched in the profiled steps, as
+-- Holistic Trace Analysis 0.5 counts (analyses/prelude_scope.sql says which work that leaves out).
 -- host-side launch late: the launching call started after the GPU went idle (the CPU was not
 -- feeding the GPU: host-bound); otherwise the work was already queued and the GPU waited on
 -- something else (a dependency, an event).
@@ -50,7 +54,7 @@ SELECT
     la.gap_start_ns,
     -- End of the idle stretch (start of the next GPU operation), ns on the run clock.
     la.gap_end_ns,
-    -- Length of the idle stretch, ns.
+    -- Length of the idle stretch, ns (no GPU work of the scope running).
     la.gap_end_ns - la.gap_start_ns AS gap_ns,
     -- Name of the GPU operation (kernel, copy, set) that ended the gap.
     la.next_gpu_name,

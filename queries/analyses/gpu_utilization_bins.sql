@@ -5,6 +5,10 @@
 -- From: xsp_gpu_busy_intervals (prelude: union of kernels, copies and sets per GPU, all streams).
 -- Bins: the variable xsp_bins per GPU (default 50) of equal width, the last one ending at the last
 -- operation's end.
+-- Counts: every kernel, copy and set the session holds -- under `analyze --scope all` (the
+-- default) all of the trace's, also work launched before the trace started (no launching call in
+-- it) or after its last step; under --scope profiled only work launched in the profiled steps, as
+-- Holistic Trace Analysis 0.5 counts (analyses/prelude_scope.sql says which work that leaves out).
 WITH windows AS (
     SELECT run_id, device_id, min(start_ns) AS first_ns, max(end_ns) AS last_ns,
            CAST(coalesce(getvariable('xsp_bins'), 50) AS BIGINT) AS bins
@@ -14,6 +18,17 @@ WITH windows AS (
            w.first_ns + (w.last_ns - w.first_ns) * b.i // w.bins AS bin_start_ns,
            w.first_ns + (w.last_ns - w.first_ns) * (b.i + 1) // w.bins AS bin_end_ns
     FROM windows AS w, LATERAL (SELECT unnest(range(w.bins)) AS i) AS b
+), clipped AS (
+    -- Each busy interval's part inside each bin it touches. An inner join: a bin no interval
+    -- touches gets no row here (DuckDB's least/greatest skip NULLs, so clipping the NULLs of an
+    -- outer join would give such a bin its full width), and counts 0 below.
+    SELECT e.run_id, e.device_id, e.bin,
+           least(i.end_ns, e.bin_end_ns) - greatest(i.start_ns, e.bin_start_ns) AS inside_ns
+    FROM bin_edges AS e
+    JOIN xsp_gpu_busy_intervals AS i
+        ON i.run_id = e.run_id AND i.device_id = e.device_id AND i.start_ns < e.bin_end_ns AND i.end_ns > e.bin_start_ns
+), per_bin AS (
+    SELECT run_id, device_id, bin, sum(inside_ns) AS busy_ns FROM clipped GROUP BY run_id, device_id, bin
 )
 SELECT
     -- Run.
@@ -26,13 +41,11 @@ SELECT
     e.bin_start_ns,
     -- End of the bin, ns on the run clock (start of the next one).
     e.bin_end_ns,
-    -- GPU busy time inside the bin, ns.
-    coalesce(sum(least(i.end_ns, e.bin_end_ns) - greatest(i.start_ns, e.bin_start_ns)), 0) AS busy_ns,
+    -- GPU busy time inside the bin (work of the scope), ns (0 for a bin with no GPU work); the bins of a GPU add up
+    -- to gpu_busy_idle's busy_ns.
+    CAST(coalesce(p.busy_ns, 0) AS BIGINT) AS busy_ns,
     -- GPU busy time as a percent of the bin's width.
-    round(100.0 * coalesce(sum(least(i.end_ns, e.bin_end_ns) - greatest(i.start_ns, e.bin_start_ns)), 0)
-          / nullif(e.bin_end_ns - e.bin_start_ns, 0), 2) AS busy_pct
+    round(100.0 * coalesce(p.busy_ns, 0) / nullif(e.bin_end_ns - e.bin_start_ns, 0), 2) AS busy_pct
 FROM bin_edges AS e
-LEFT JOIN xsp_gpu_busy_intervals AS i
-    ON i.run_id = e.run_id AND i.device_id = e.device_id AND i.start_ns < e.bin_end_ns AND i.end_ns > e.bin_start_ns
-GROUP BY e.run_id, e.device_id, e.bin, e.bin_start_ns, e.bin_end_ns
+LEFT JOIN per_bin AS p USING (run_id, device_id, bin)
 ORDER BY e.run_id, e.device_id, e.bin;

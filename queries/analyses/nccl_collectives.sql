@@ -6,7 +6,9 @@
 -- (span_ancestors). Collective: arg "Collective name", else the nearest enclosing nccl:<collective>
 -- range of the launch, else the kernel name (ncclKernel_AllReduce_..);
 -- message: the larger of "In msg nelems" / "Out msg nelems" (else the product of the first
--- "Input Dims") times the size of "dtype" (else the first "Input type"); ranks: "Group size".
+-- "Input Dims") times the size of "dtype" (else the first "Input type"); ranks: "Group size" (the
+-- process group's), else -- no process group recorded -- the job's world size (runs.world_size,
+-- Kineto distributedInfo.world_size), which assumes the collective spans every rank.
 -- Names, sizes and bus-bandwidth factors: xsp_trace/formats/collectives.py (session tables).
 -- Bandwidths use the kernel time; a kernel also waits for its slowest peer, so a rank that
 -- arrives early shows a low bandwidth (see analysis_rank_skew).
@@ -53,7 +55,8 @@ WITH comm AS (
     LEFT JOIN ranged AS rg ON rg.run_id = c.run_id AND rg.span_id = c.span_id
     GROUP BY c.run_id, c.span_id, c.name, c.duration_ns
 ), sized AS (
-    SELECT w.*,
+    SELECT w.* REPLACE (coalesce(w.group_size, r.world_size) AS group_size),
+           CASE WHEN w.group_size IS NOT NULL THEN 'process group' WHEN r.world_size IS NOT NULL THEN 'world size' END AS group_size_from,
            coalesce(cn.collective, kn.collective, 'unknown') AS collective,
            cn.busbw_scale IS NOT NULL OR kn.busbw_scale IS NOT NULL AS known,
            coalesce(cn.busbw_scale, kn.busbw_scale) AS busbw_scale,
@@ -62,6 +65,7 @@ WITH comm AS (
                     TRY_CAST(list_product(TRY_CAST(json_extract(w.input_dims, '$[0]') AS BIGINT[])) AS BIGINT))
                * db.bytes AS message_bytes
     FROM wide AS w
+    LEFT JOIN runs AS r ON r.run_id = w.run_id
     LEFT JOIN _xsp_collective_names AS cn ON cn.name_key = lower(regexp_replace(w.collective_arg, '[^A-Za-z]', '', 'g'))
     LEFT JOIN _xsp_collective_names AS kn
         ON kn.name_key = lower(regexp_extract(w.name, getvariable('xsp_collective_from_kernel'), 1))
@@ -75,8 +79,12 @@ SELECT
     collective,
     -- Message size in bytes (NULL where the trace gives no size or an unknown dtype).
     message_bytes,
-    -- Ranks in the communicator, where the trace says.
+    -- Ranks in the communicator: the process group's size where the trace records it, else the
+    -- job's world size (NULL where the trace says neither).
     group_size,
+    -- Where group_size comes from: 'process group' (the collective's "Group size") or 'world size'
+    -- (distributedInfo.world_size: no process group recorded; assumes all ranks take part).
+    group_size_from,
     -- Number of collectives (kernels) of this size.
     count(*) AS count,
     -- Summed kernel time, ns.
@@ -96,5 +104,5 @@ SELECT
           * CASE WHEN any_value(busbw_offset) = 0 THEN any_value(busbw_scale)
                  ELSE any_value(busbw_scale) * (group_size - any_value(busbw_offset)) / group_size END, 3) AS busbw_gb_per_s
 FROM sized
-GROUP BY run_id, collective, message_bytes, group_size
+GROUP BY run_id, collective, message_bytes, group_size, group_size_from
 ORDER BY run_id, total_ns DESC, collective, message_bytes, group_size;

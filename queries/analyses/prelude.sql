@@ -572,6 +572,22 @@ CREATE OR REPLACE TEMP MACRO _xsp_memop_operation(op_kind, op_copy_kind) AS coal
     '[' || op_kind || ' ' || coalesce(op_copy_kind, '?') || ']'
 );
 
+-- x rounded to 1 decimal as `nsys stats` prints it: SQLite's round(x, 1), which adds 0.05 and a
+-- nudge of x * 3e-16, then truncates (xsp_trace/formats/nsys_stats.py), so exact .x5 ties and
+-- doubles just below them round up (DuckDB's round(x, 1) rounds 1234.45, stored as 1234.4499..., down).
+-- Read by the nsys-stats summaries (analyses/cuda_*_sum.sql, nvtx_sum, osrt_sum, kernel_launch_stats).
+CREATE OR REPLACE TEMP MACRO _xsp_nsys_round(x) AS CASE
+    WHEN abs(x) >= getvariable('xsp_sqlite_round_whole_from') THEN x
+    -- whole part and fraction apart, both exact, so the nudge is not lost in the whole part's ulp;
+    -- the rounder 0.05 + nudge is a double, as SQLite keeps it
+    ELSE sign(x) * (floor(abs(x)) * 10 + floor((abs(x) - floor(abs(x))
+              + (CAST(0.05 AS DOUBLE) + CASE WHEN abs(x) < getvariable('xsp_sqlite_round_nudge_below')
+                                             THEN abs(x) * getvariable('xsp_sqlite_round_nudge') ELSE 0 END)) * 10)) / 10
+END;
+-- part's share of whole in percent, computed and rounded as `nsys stats` does (part * 100.0 / whole).
+CREATE OR REPLACE TEMP MACRO _xsp_nsys_pct(part, whole) AS
+    _xsp_nsys_round(CAST(part AS DOUBLE) * CAST(100 AS DOUBLE) / CAST(whole AS DOUBLE));
+
 -- Duration statistics of CPU calls per run and function, as `nsys stats` computes them (median of an
 -- even count = mean of the two middle values; sample standard deviation), of the spans of one kind
 -- and, where `wanted_category` is not NULL, one category: ('api', NULL) for CUDA/HIP API calls,

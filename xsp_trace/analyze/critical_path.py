@@ -54,6 +54,7 @@ class _Thread:
 
 @dataclass
 class _Run:
+    run_id: int
     spans: dict[str, np.ndarray]  # columns of the run's spans, indexed by row
     row_of: dict[int, int]  # span_id -> row
     threads: dict[tuple[int, int], list[int]]  # (pid, tid) -> rows of CPU spans
@@ -111,7 +112,7 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: int) -> _Run:
     }
     gpu_rows = np.flatnonzero(is_gpu)
     order = np.argsort(spans["end_ns"][gpu_rows], kind="stable")
-    run = _Run(spans, row_of, threads, streams, stream_pos, launch_of, blocking, set(launch_of.values()))
+    run = _Run(run_id, spans, row_of, threads, streams, stream_pos, launch_of, blocking, set(launch_of.values()))
     run.gpu_end_rows = gpu_rows[order]
     run.gpu_ends = spans["end_ns"][run.gpu_end_rows]
     return run
@@ -158,6 +159,7 @@ class Segment:
     end_ns: int
     kind: str
     row: int  # the span the time is charged to (-1: none)
+    run_id: int = 0  # the run (rank) the segment lies on
 
 
 def _gpu_kind(run: _Run, row: int) -> str:
@@ -173,14 +175,19 @@ def _waited_for(run: _Run, call: int, before: int) -> int | None:
     return None
 
 
-def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int]) -> list[Segment]:
-    """The critical path of [start_ns, end_ns] ending on `thread`, as contiguous segments, latest first."""
+def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: Ranks | None = None) -> list[Segment]:
+    """The critical path of [start_ns, end_ns] ending on `thread`, as contiguous segments, latest first.
+    With `ranks`, a collective that waited for a later rank continues the path on that rank."""
     spans = run.spans
     segments: list[Segment] = []
     t = end_ns
     lane: tuple[str, object] = ("cpu", thread)
     hops = 0
-    limit = _MAX_HOPS_PER_SPAN * (len(run.row_of) + 1)
+    limit = _MAX_HOPS_PER_SPAN * (len(run.row_of) + 1) * (len(ranks.runs) if ranks else 1)
+
+    def add(low: int, high: int, kind: str, row: int) -> None:
+        segments.append(Segment(low, high, kind, row, run.run_id))
+
     while t > start_ns and hops < limit:
         hops += 1
         if lane[0] == "cpu":
@@ -191,32 +198,41 @@ def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int]) -> list
             if i >= len(flat.ends) or flat.starts[i] >= t:  # t lies in a gap before segment i (or after all)
                 gap_start = flat.ends[i - 1] if i > 0 else start_ns
                 low = max(gap_start, start_ns)
-                segments.append(Segment(low, t, CPU_IDLE, -1))
+                add(low, t, CPU_IDLE, -1)
                 t = low
                 continue
             owner, low = flat.owners[i], max(flat.starts[i], start_ns)
             if owner < 0:
-                segments.append(Segment(low, t, CPU_IDLE, -1))
+                add(low, t, CPU_IDLE, -1)
                 t = low
                 continue
             if owner in run.blocking:
                 waited = _waited_for(run, owner, t)
                 if waited is not None and int(spans["end_ns"][waited]) > low:
                     gpu_end = max(int(spans["end_ns"][waited]), start_ns)
-                    segments.append(Segment(gpu_end, t, SYNC_WAIT, owner))
+                    add(gpu_end, t, SYNC_WAIT, owner)
                     t = gpu_end
                     lane = ("gpu", waited)
                     continue
-            kind = LAUNCH if owner in run.launchers else CPU_OP
-            segments.append(Segment(low, t, kind, owner))
+            add(low, t, LAUNCH if owner in run.launchers else CPU_OP, owner)
             t = low
             continue
         row = lane[1]
         assert isinstance(row, int)
-        begin = max(int(spans["start_ns"][row]), start_ns)
-        if begin < t:
-            segments.append(Segment(begin, t, _gpu_kind(run, row), row))
-        t = begin
+        if lane[0] == "gpu":
+            late = ranks.later_arrival(run, row) if ranks is not None and spans["work_class"][row] == "communication" else None
+            if late is not None:  # the collective ran once the last rank arrived: its time, then that rank
+                other, other_row, other_start, other_thread = late
+                low = max(int(spans["end_ns"][row]) - (int(other.spans["end_ns"][other_row]) - int(other.spans["start_ns"][other_row])), start_ns)
+                if low < t:
+                    add(low, t, _gpu_kind(run, row), row)
+                run, spans, start_ns, thread = other, other.spans, other_start, other_thread
+                t, lane = int(spans["start_ns"][other_row]), ("arrived", other_row)
+                continue
+            begin = max(int(spans["start_ns"][row]), start_ns)
+            if begin < t:
+                add(begin, t, _gpu_kind(run, row), row)
+            t = begin
         if t <= start_ns:
             break
         stream, position = run.stream_pos[row]
@@ -230,20 +246,68 @@ def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int]) -> list
         if previous_end is not None and (launched_at is None or previous_end >= launched_at):
             low = max(previous_end, start_ns)
             if low < t:
-                segments.append(Segment(low, t, GPU_IDLE, -1))
+                add(low, t, GPU_IDLE, -1)
             t, lane = low, ("gpu", previous)
         elif launched_at is not None and launcher is not None:
             low = max(launched_at, start_ns)
             if low < t:
-                segments.append(Segment(low, t, QUEUE_DELAY, launcher))
+                add(low, t, QUEUE_DELAY, launcher)
             t, lane = low, ("cpu", (int(spans["pid"][launcher]), int(spans["tid"][launcher])))
         else:  # launched before the trace began and first on its stream: back to the step's thread
             lane = ("cpu", thread)
     return segments
 
 
+class Ranks:
+    """The collectives of the runs (ranks) of one database matched across ranks -- the k-th
+    communication kernel of a name on one rank is the k-th of that name on every other -- and each
+    rank's steps, for walking a path from a rank into the rank it waited for.
+
+    A collective ends at the same moment on every rank, once the last one has arrived; the ranks'
+    clocks need not agree, so the last to arrive is the one whose kernel is shortest (it waited for
+    nobody): the others' kernels waited for it for the difference. Iterations match by number."""
+
+    def __init__(self, runs: dict[int, _Run], unit_rows: list[tuple]):
+        self.runs = runs
+        self.matches: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        self.key_of: dict[tuple[int, int], tuple[str, int]] = {}
+        for run in runs.values():
+            seen: dict[str, int] = {}
+            comm = np.flatnonzero(run.spans["work_class"] == "communication")
+            for row in comm[np.argsort(run.spans["start_ns"][comm], kind="stable")]:
+                name = str(run.spans["name"][row])
+                key = (name, seen.get(name, 0))
+                seen[name] = key[1] + 1
+                self.matches.setdefault(key, []).append((run.run_id, int(row)))
+                self.key_of[(run.run_id, int(row))] = key
+        self.steps: dict[int, list[tuple[int, int, tuple[int, int]]]] = {}
+        for run_id, _, _, start, end, pid, tid in unit_rows:
+            self.steps.setdefault(run_id, []).append((int(start), int(end), (int(pid), int(tid))))
+
+    def later_arrival(self, run: _Run, row: int) -> tuple[_Run, int, int, tuple[int, int]] | None:
+        """(rank, its kernel, the start of its step, its step's thread) of the last rank to arrive at
+        this collective, when that is another rank than `run`'s; else None."""
+        key = self.key_of.get((run.run_id, row))
+        if key is None:
+            return None
+
+        def length(run_id: int, r: int) -> int:
+            spans = self.runs[run_id].spans
+            return int(spans["end_ns"][r]) - int(spans["start_ns"][r])
+
+        run_id, other_row = min(self.matches[key], key=lambda m: (length(*m), m[0] != run.run_id, m[0]))
+        if run_id == run.run_id or length(run_id, other_row) >= length(run.run_id, row):
+            return None
+        other = self.runs[run_id]
+        at = int(other.spans["start_ns"][other_row])
+        for start, end, thread in self.steps.get(run_id, []):
+            if start <= at <= end:
+                return other, other_row, start, thread
+        return None
+
+
 _COLUMNS = (
-    "run_id INTEGER, iteration INTEGER, step_span_id BIGINT, seq INTEGER, span_id BIGINT, name VARCHAR, kind VARCHAR, "
+    "run_id INTEGER, iteration INTEGER, step_span_id BIGINT, seq INTEGER, on_run_id INTEGER, span_id BIGINT, name VARCHAR, kind VARCHAR, "
     "start_ns BIGINT, end_ns BIGINT, on_path_ns BIGINT"
 )
 
@@ -270,19 +334,22 @@ def build_critical_path(con: duckdb.DuckDBPyConnection) -> None:
     if exists and exists[0]:
         return
     con.execute(f"CREATE TEMP TABLE {TABLE} ({_COLUMNS})")
-    runs: dict[int, _Run] = {}
+    unit_rows = units(con)
+    runs = {run_id: load_run(con, run_id) for run_id in sorted({u[0] for u in unit_rows})}
+    ranks = Ranks(runs, unit_rows) if len(runs) > 1 else None
     columns: dict[str, list] = {name.split()[0]: [] for name in _COLUMNS.split(", ")}
-    for run_id, iteration, step_span_id, start_ns, end_ns, pid, tid in units(con):
-        run = runs.get(run_id) or runs.setdefault(run_id, load_run(con, run_id))
-        segments = merged(walk(run, int(start_ns), int(end_ns), (int(pid), int(tid)))[::-1])
+    for run_id, iteration, step_span_id, start_ns, end_ns, pid, tid in unit_rows:
+        segments = merged(walk(runs[run_id], int(start_ns), int(end_ns), (int(pid), int(tid)), ranks)[::-1])
         for seq, s in enumerate(segments):
+            spans = runs[s.run_id].spans
             row = (
                 run_id,
                 iteration,
                 step_span_id,
                 seq,
-                int(run.spans["span_id"][s.row]) if s.row >= 0 else None,
-                str(run.spans["name"][s.row]) if s.row >= 0 else None,
+                s.run_id,
+                int(spans["span_id"][s.row]) if s.row >= 0 else None,
+                str(spans["name"][s.row]) if s.row >= 0 else None,
                 s.kind,
                 s.start_ns,
                 s.end_ns,
@@ -298,8 +365,8 @@ def merged(segments: list[Segment]) -> list[Segment]:
     """Adjacent segments of the same span and kind as one (a parent op split by its children's time is not)."""
     out: list[Segment] = []
     for s in segments:
-        if out and out[-1].row == s.row and out[-1].kind == s.kind and out[-1].end_ns == s.start_ns:
-            out[-1] = Segment(out[-1].start_ns, s.end_ns, s.kind, s.row)
+        if out and out[-1].row == s.row and out[-1].kind == s.kind and out[-1].run_id == s.run_id and out[-1].end_ns == s.start_ns:
+            out[-1] = Segment(out[-1].start_ns, s.end_ns, s.kind, s.row, s.run_id)
         else:
             out.append(s)
     return out

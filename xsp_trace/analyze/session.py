@@ -24,6 +24,7 @@ from ..sql import scalar, set_variables
 from ..store import open_store
 from .catalog import BY_NAME, PRELUDES
 from .critical_path import build_critical_path
+from .scope import DEFAULT_SCOPE, apply_scope, check_scope
 from .what_if import build_what_if
 
 # Tables the capture side adds; databases converted without it get empty TEMP stand-ins.
@@ -48,6 +49,7 @@ class AnalysisOptions:
     iterations: list[int] | None = None  # only spans and steps of these iterations (step numbers)
     window_ns: tuple[int, int] | None = None  # only spans starting in [start, end) on the run clock
     what_if: tuple[str, ...] = ()  # rules of analyze --what-if (xsp_trace.analyze.what_if), checked before use
+    scope: str = DEFAULT_SCOPE  # "all": every GPU operation; "profiled": as HTA 0.5 (analyze/scope.py)
 
 
 @dataclass
@@ -73,6 +75,7 @@ def _main_tables(con: duckdb.DuckDBPyConnection, catalog: str) -> dict[str, list
 def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path | str = "database") -> None:
     """Load the selection, stand-ins, device peaks, settings and the prelude into `con`."""
     catalog = scalar(con, "SELECT current_database()")
+    check_scope(options.scope)
     tables = _main_tables(con, catalog)
     if options.runs:
         known = {r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()}
@@ -93,6 +96,13 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
             con.execute(f"CREATE OR REPLACE TEMP TABLE {table} ({ddl})")
     if options.iterations or options.window_ns:
         _narrow_spans(con, catalog, options)
+    base = {t: _selected(catalog, t, options.runs) for t in ("spans", "memops")}
+    if options.iterations or options.window_ns:
+        base = {
+            "spans": "_xsp_narrow_spans",
+            "memops": f"(SELECT m.* FROM {base['memops']} AS m SEMI JOIN _xsp_narrow_spans AS s USING (run_id, span_id))",
+        }
+    apply_scope(con, options.scope, base["spans"], base["memops"])
     _fill_device_peaks(con, catalog, options)
     _load_format_tables(con)
     numbers = {"xsp_peak_flops": options.peak_flops, "xsp_peak_dram_bytes_per_s": options.peak_dram_bytes_per_s, "xsp_trim": options.trim}
@@ -116,6 +126,14 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
     )
     for prelude in PRELUDES:
         con.execute(query_text(prelude))
+
+
+def _selected(catalog: str, table: str, runs: list[int] | None) -> str:
+    """SQL for the database table's rows of the selected runs (all runs without a selection)."""
+    source = f"{_quote(catalog)}.main.{_quote(table)}"
+    if not runs:
+        return source
+    return f"(SELECT * FROM {source} WHERE run_id IN ({', '.join(str(int(r)) for r in runs)}))"
 
 
 def _set_layer_view(con: duckdb.DuckDBPyConnection, text: str, depth: int | None) -> None:
@@ -147,11 +165,9 @@ def _narrow_spans(con: duckdb.DuckDBPyConnection, catalog: str, options: Analysi
     memops follows its spans: the memory summaries read it alone (it carries the span's kind and
     duration), so it must hold the narrowed spans' rows only.
     """
-    source = {t: ("" if options.runs else f"{_quote(catalog)}.main.") + _quote(t) for t in ("spans", "steps", "attribution", "memops")}
-    for t in source:  # the run selection's views, if any, become the sources
-        if options.runs:
-            con.execute(f"CREATE OR REPLACE TEMP VIEW {_quote('_xsp_unfiltered_' + t)} AS SELECT * FROM temp.main.{_quote(t)}")
-            source[t] = _quote("_xsp_unfiltered_" + t)
+    # The database's tables of the selected runs: not the run selection's TEMP views, which the
+    # views below replace (a view over them would then read itself).
+    source = {t: _selected(catalog, t, options.runs) for t in ("spans", "steps", "attribution", "memops")}
     span_where, step_where = [], []
     if options.iterations:
         its = ", ".join(str(int(i)) for i in options.iterations)
@@ -214,6 +230,9 @@ def _load_format_tables(con: duckdb.DuckDBPyConnection) -> None:
                 ("xsp_implicit_sync_api", cuda_api.IMPLICIT_SYNC_API),
                 ("xsp_pageable", cuda_api.PAGEABLE),
                 ("xsp_osrt_category", nsys_export.OSRT_CATEGORY),
+                ("xsp_sqlite_round_nudge", nsys_stats.SQLITE_ROUND_NUDGE),
+                ("xsp_sqlite_round_nudge_below", nsys_stats.SQLITE_ROUND_NUDGE_BELOW),
+                ("xsp_sqlite_round_whole_from", nsys_stats.SQLITE_ROUND_WHOLE_FROM),
             )
         ),
     )

@@ -14,6 +14,9 @@ EVENTS_KEY = "traceEvents"
 SCHEMA_VERSION_KEY = "schemaVersion"
 DEVICE_PROPERTIES_KEY = "deviceProperties"
 DISTRIBUTED_INFO_KEY = "distributedInfo"
+# Keys inside distributedInfo: this process's rank and the job's number of ranks.
+DISTRIBUTED_RANK = "rank"
+DISTRIBUTED_WORLD_SIZE = "world_size"
 BASE_TIME_NS_KEY = "baseTimeNanoseconds"  # 2024+: UTC epoch ns of ts = 0
 HOST_NAME_KEYS = ("host_name", "hostname")
 TOOL_VERSION_KEYS = ("pytorch_version", "torch_version")

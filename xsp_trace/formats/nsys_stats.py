@@ -8,7 +8,11 @@ per-name kernel summary of nsys 2022.4 is the CUDA_KERNEL rows of gpusum.
 How the reports compute (nsys 2022.4.2 reports/*.py, on nsys's bundled SQLite 3.36):
   * median: the middle value, or the mean of the two middle values for an even count;
   * stddev: the sample standard deviation (n - 1 in the denominator; 0 for a single value);
-  * avg, median, stddev printed rounded to 1 decimal (SQLite round(x, 1)), time % likewise;
+  * avg, median, stddev printed rounded to 1 decimal (SQLite round(x, 1)), time % likewise
+    (total * 100.0 / sum of totals, in floating point); SQLite 3.36 rounds by printing "%.1f" with
+    its own printf, which adds 0.05 plus a nudge of x * 3e-16 (while x < 2^42) and truncates: an
+    exact .x5 tie, and a double a few ulps below one (1234.45 is stored as 1234.4499999999998),
+    round up -- where DuckDB's round(x, 1) gives 1234.4 (SQLITE_ROUND_* below);
   * NVTX ranges: push/pop and start/end ranges, grouped by (domain:text, style); a range never
     closed ends at the trace's last NVTX timestamp (the converter already ends it there);
   * CUDA API: every row of CUPTI_ACTIVITY_KIND_RUNTIME (runtime and driver calls) by name, a
@@ -30,6 +34,14 @@ REPORT_NAMES: dict[str, dict[str, str]] = {
     "osrt_sum": {"2022.4": "osrtsum", "2023.1": "osrt_sum"},
 }
 GPUSUM_KERNEL_CATEGORY = "CUDA_KERNEL"
+
+# SQLite 3.36's printf("%.*f") rounding (sqlite3/printf.c, etFLOAT): rounder = 0.5 * 10^-precision,
+# plus value * SQLITE_ROUND_NUDGE when precision + (binary exponent) / 3 < 15, i.e. for 1 decimal
+# below SQLITE_ROUND_NUDGE_BELOW; values of 2^52 and above have no fraction and are left as they
+# are (SQLITE_ROUND_WHOLE_FROM). Session variables of the macro _xsp_nsys_round (prelude).
+SQLITE_ROUND_NUDGE = 3e-16
+SQLITE_ROUND_NUDGE_BELOW = 2.0**42
+SQLITE_ROUND_WHOLE_FROM = 2.0**52
 
 
 def report_name(analysis: str, nsys_version: str) -> str:

@@ -209,21 +209,25 @@ def _write_critical_path(con, writer: PacketWriter, tracks: TrackRegistry, optio
     build_critical_path(con)
     rows = con.execute(
         f"""
-        SELECT p.run_id, p.iteration, p.kind, p.name, p.span_id, p.start_ns - r.shift_ns AS ts, p.end_ns - r.shift_ns AS end_ts
-        FROM {TABLE} AS p JOIN perfetto_runs AS r ON r.run_id = p.run_id
+        SELECT p.run_id, p.on_run_id, p.iteration, p.kind, p.name, p.span_id, p.start_ns - r.shift_ns AS ts, p.end_ns - r.shift_ns AS end_ts
+        FROM {TABLE} AS p JOIN perfetto_runs AS r ON r.run_id = p.on_run_id
         WHERE p.end_ns > coalesce(r.window_start_ns, p.end_ns - 1) AND p.start_ns < coalesce(r.window_end_ns, p.start_ns + 1)
-        ORDER BY p.run_id, p.start_ns, p.seq
+        ORDER BY p.run_id, p.iteration NULLS FIRST, p.step_span_id, p.seq
         """
     ).fetchall()
-    track, flow = 0, CRITICAL_PATH_FLOW_BASE
+    track_of: dict[tuple[int, int], int] = {}
+    flow = CRITICAL_PATH_FLOW_BASE
     incoming: tuple[int, ...] = ()
-    for i, (run_id, iteration, kind, name, span_id, ts, end) in enumerate(rows):
+    for i, (run_id, on_run_id, iteration, kind, name, span_id, ts, end) in enumerate(rows):
         if i == 0 or rows[i - 1][0] != run_id:
-            track, incoming = tracks.critical_path(run_id), ()
+            incoming = ()
+        if (run_id, on_run_id) not in track_of:  # a path through another rank gets a track of its own (that rank's clock)
+            track_of[(run_id, on_run_id)] = tracks.critical_path(run_id, on_run_id)
         outgoing = (flow + 1,) if i + 1 < len(rows) and rows[i + 1][0] == run_id else ()
         int_args = [(k, v) for k, v in (("span_id", span_id), ("iteration", iteration), ("on_path_ns", end - ts)) if v is not None]
-        writer.slice_begin(track, ts, f"{kind}: {name}" if name else kind, CRITICAL_PATH_CATEGORY, int_args, [("kind", kind)], (), outgoing, incoming)
-        writer.slice_end(track, end)
+        title = f"{kind}: {name}" if name else kind
+        writer.slice_begin(track_of[(run_id, on_run_id)], ts, title, CRITICAL_PATH_CATEGORY, int_args, [("kind", kind)], (), outgoing, incoming)
+        writer.slice_end(track_of[(run_id, on_run_id)], end)
         stats.slices += 1
         stats.flows += len(outgoing)
         flow += 1

@@ -167,10 +167,12 @@ class TrackRegistry:
             self._parents[uuid] = uuid
         return self._runs[run]
 
-    def critical_path(self, run: int) -> int:
-        """The track of a run's critical path (xsp_trace.analyze.critical_path), first among its tracks."""
+    def critical_path(self, run: int, on_run: int) -> int:
+        """The track of a run's critical path (xsp_trace.analyze.critical_path), or of the part of it
+        that lies on another run (rank) it waited for."""
         uuid = self._uuid()
-        self.writer.track_descriptor(pb.TrackDescriptor(uuid=uuid, name=f"{self.titles[run]} · critical path"))
+        name = f"{self.titles[run]} · critical path" + ("" if on_run == run else f" · on run {on_run}")
+        self.writer.track_descriptor(pb.TrackDescriptor(uuid=uuid, name=name))
         self._parents[uuid] = uuid
         return uuid
 
