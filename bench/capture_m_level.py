@@ -29,6 +29,7 @@ import random
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 CHECKOUT = Path(__file__).resolve().parent.parent
@@ -88,6 +89,84 @@ def paired_overhead(session: dict) -> dict:
     }
 
 
+def range_alone(pairs: int = 1000) -> dict:
+    """In this process: median paired difference (µs, with interval) of an A/A control (plain vs
+    plain inference of a small CNN) and of plain vs the same inside one NVTX model range, pairs
+    interleaved with the order flipped every pair, as the capture does."""
+    import resource
+
+    import torch
+    from torch import nn
+
+    from xsp_trace.capture.ranges import RangeFactory
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3, padding=1), nn.ReLU(), nn.Flatten(), nn.Linear(2048, 10)
+    ).eval()
+    x = torch.randn(1, 3, 16, 16)
+    push, pop = (lambda r: (r.push, r.pop))(RangeFactory(nvtx=True, torch=False)("xsp.model:aa"))
+    clock = time.perf_counter_ns
+
+    def plain() -> int:
+        start = clock()
+        model(x)
+        return clock() - start
+
+    def ranged() -> int:
+        start = clock()
+        push()
+        try:
+            model(x)
+        finally:
+            pop()
+        return clock() - start
+
+    result = {}
+    with torch.inference_mode():
+        for _ in range(100):
+            model(x)
+        for name, timed in (("A/A", plain), ("NVTX model range", ranged)):
+            diffs = []
+            for i in range(pairs):
+                first, second = (plain, timed) if i % 2 == 0 else (timed, plain)
+                a = first()
+                resource.getrusage(resource.RUSAGE_SELF)  # what the capture does between the two
+                b = second()
+                diffs.append(((b - a) if i % 2 == 0 else (a - b)) / 1000)
+            low, high = median_interval(diffs)
+            result[name] = {"median_us": statistics.median(diffs), "low_us": low, "high_us": high}
+    return result
+
+
+def range_alone_under_nsys() -> dict:
+    """range_alone in a child without a tool and in one recorded by nsys --trace=nvtx,osrt."""
+    import subprocess
+
+    from xsp_trace.capture.tools import NSYS_COMMON, find_tool
+
+    out: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for tool in ("no tool", "nsys"):
+            result = Path(tmp) / "aa.json"
+            child = [sys.executable, str(Path(__file__).resolve()), "--range-alone-to", str(result)]
+            if tool == "nsys":
+                nsys = find_tool("nsys", None, "NSYS")
+                if nsys is None:
+                    continue
+                child = [nsys, "profile", "--trace=nvtx,osrt", *NSYS_COMMON, "-o", str(Path(tmp) / "aa"), *child]
+            for _ in range(3):  # nsys on a shared machine now and then fails to start (sem_open)
+                done = subprocess.run(child, capture_output=True, text=True, timeout=900)
+                if result.exists():
+                    break
+            if not result.exists():  # nsys may exit 1 for its report import while the child finished
+                raise SystemExit(f"{tool}: the child wrote nothing (exit {done.returncode}): {done.stderr[-2000:]}")
+            out[tool] = json.loads(result.read_text())
+            result.unlink()
+    return out
+
+
 def capture(checkout: Path, model: str, tool: str, levels: list[str], iterations: int, out: Path) -> list[dict]:
     from xsp_trace.capture.runner import CaptureRequest, capture_levels
 
@@ -130,7 +209,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--checkout", action="append", default=[], help="NAME=PATH of a checkout whose capture side is measured (default: this one)")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--range-alone", action="store_true", help="only the A/A control and the NVTX model range alone, no tool and under nsys")
     parser.add_argument("--profiled-model", help=argparse.SUPPRESS)  # child: the script the runner profiles
+    parser.add_argument("--range-alone-to", type=Path, help=argparse.SUPPRESS)  # child: range_alone into this JSON
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     if args.profiled_model:
@@ -141,6 +222,15 @@ def main() -> None:
         torch.set_num_threads(1)
         model, make_input = build_model(args.profiled_model)
         run(model, make_input, name=args.profiled_model)
+        return
+    if args.range_alone_to:
+        args.range_alone_to.write_text(json.dumps(range_alone()))
+        return
+    if args.range_alone:
+        print("| process | control | median paired difference µs [95 % interval] |\n| --- | --- | --- |")
+        for tool, controls in range_alone_under_nsys().items():
+            for name, r in controls.items():
+                print(f"| {tool} | {name} | {r['median_us']:+.2f} [{r['low_us']:+.2f} .. {r['high_us']:+.2f}] |")
         return
     from xsp_trace.errors import InputError
 

@@ -180,6 +180,20 @@ class Range:
             self.push = self._push
             self.pop = self._pop
 
+    @property
+    def timed_by_caller(self) -> bool:
+        """Whether the range can be stored from times its caller took (`record`): a timer-only range."""
+        return self._only_timer()
+
+    def record(self, start_ns: int, end_ns: int) -> None:
+        """Store the range as [start_ns, end_ns] (perf_counter_ns) read by the caller: a timed
+        inference is its own model range, with no clock read added to it."""
+        recorder = self._recorder
+        recorder.names.append(self.name)  # type: ignore[union-attr]
+        recorder.starts.append(start_ns)  # type: ignore[union-attr]
+        recorder.ends.append(end_ns)  # type: ignore[union-attr]
+        recorder.threads.append(threading.get_ident())  # type: ignore[union-attr]
+
     def _only_nvtx(self) -> bool:
         return self._nvtx is not None and self._enter is None and self._recorder is None
 
