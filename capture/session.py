@@ -334,7 +334,9 @@ def _interleaved_own_timer(call, config: SessionConfig, sync, annotation, faults
 
 
 def _torch_profiler(config: SessionConfig, device):
-    return _FullProfiler(cuda=device.type == "cuda") if config.level == "MLG" else _UserScopeProfiler()
+    """The profiler of a torch-tool run: only MLG has one (M and ML use the capture's own timer;
+    _UserScopeProfiler, which they used, stays for recording user annotations alone)."""
+    return _FullProfiler(cuda=device.type == "cuda")
 
 
 def _interleaved_under_torch(call, config: SessionConfig, sync, annotation, device, faults: dict, record: dict):
