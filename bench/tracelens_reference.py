@@ -1,12 +1,16 @@
 """Per-op FLOPs and bytes of a Kineto trace as TraceLens computes them: the reference the shape-based
 roofline (queries/analyses/prelude_op_perf.sql) is tested against.
 
-TraceLens (AMD-AGI/TraceLens) is not on PyPI, so CI cannot install it; this script is run by hand in
-an environment that has it and writes a small CSV next to the fixture, which the test reads:
+TraceLens (AMD-AGI/TraceLens) is not on PyPI -- PyPI's `tracelens` (0.7.0) is an unrelated project
+(ssf0409/tracelens, agent evaluation) -- so CI cannot install it; this script is run by hand in a venv
+with AMD-AGI/TraceLens' source on PYTHONPATH and writes a small CSV next to the fixture, which the test
+reads:
 
-    pip install git+https://github.com/AMD-AGI/TraceLens pandas tqdm orjson tabulate pyyaml
-    python bench/tracelens_reference.py tests/data/kineto_2025_all_options_h100/*.json.gz \\
-        tests/data/kineto_2025_all_options_h100/tracelens_perf_model.csv
+    python3 -m venv /work/venvs/tracelens
+    /work/venvs/tracelens/bin/pip install pandas tqdm orjson tabulate pyyaml
+    git clone https://github.com/AMD-AGI/TraceLens && git -C TraceLens checkout 171dd747
+    PYTHONPATH=TraceLens /work/venvs/tracelens/bin/python bench/tracelens_reference.py \\
+        tests/data/kineto_2025_all_options_h100/*.json.gz tests/data/kineto_2025_all_options_h100/tracelens_perf_model.csv
 
 Columns: the op's External id and name, TraceLens' GFLOPS (FLOPs / 1e9) and Data Moved (MB =
 MiB, bytes / 2**20) per call, for every cpu_op whose name has a model in xsp-trace's
@@ -27,6 +31,8 @@ MODELLED = {
     "aten::_scaled_dot_product_flash_attention",
     "aten::_scaled_dot_product_efficient_attention",
     "aten::_scaled_dot_product_cudnn_attention",
+    "aten::convolution",
+    "aten::convolution_backward",
     *(f"aten::{op}{suffix}" for op in ("add", "sub", "mul", "div") for suffix in ("", "_")),
 }
 

@@ -264,3 +264,37 @@ def test_two_real_ranks_in_one_database(tmp_path):
         got = {r["iteration"]: r["path_ns"] for r in rows if r["run_id"] == run_id}
         assert got == expected and len(got) == 2
     assert all(r["waited_for_runs"] is None for r in rows)
+
+
+def test_analyze_timeout_stops_python_work_too(converted_path):
+    """The critical path's walk is Python: --timeout stops it with one line (an alarm), as it stops
+    a DuckDB query (an interrupt)."""
+    import time
+
+    database = converted_path(DATA / "kineto_2022_integer_us_rank3" / "hta_a100_rank3_of_8_2022.json.gz")
+    started = time.monotonic()
+    result = runner.invoke(app, ["analyze", str(database), "-a", "critical_path", "--timeout", "0.2"])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "stopped after 0.2 s (--timeout)" in lines[0]
+    assert time.monotonic() - started < 60
+
+
+def test_the_report_plots_each_steps_path_by_kind(converted_path, tmp_path):
+    """The HTML report's critical-path plot: one bar per step, its parts (one per kind) adding up to
+    the step's latency from the raw JSON."""
+    import re
+
+    trace = DATA / "kineto_2022_integer_us_rank3" / "hta_a100_rank3_of_8_2022.json.gz"
+    report = tmp_path / "r.html"
+    result = runner.invoke(app, ["analyze", str(converted_path(trace)), "-a", "step_bound", "--report", str(report), "--limit", "1"])
+    assert result.exit_code == 0, result.output
+    html = report.read_text()
+    at = html.index("critical path of each step, by kind")
+    plot = html[html.rfind("<svg", 0, at) : html.index("</svg>", at)]
+    bars = re.findall(r'<text x="154" y="[0-9.]+" [^>]*>(step \d+)</text>(.*?)(?=<text x="154"|<line)', plot)
+    expected = _profiler_steps(trace)
+    assert [label for label, _ in bars] == [f"step {i}" for i in sorted(expected)]
+    for label, parts in bars:
+        total_ms = sum(float(v) for v in re.findall(r"<title>[a-z_]+: ([0-9.e+-]+) ms</title>", parts))
+        assert abs(total_ms - expected[int(label.split()[1])] / 1e6) < 0.01  # parts are printed to 4 significant digits

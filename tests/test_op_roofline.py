@@ -1,5 +1,6 @@
 """Rooflines without Nsight Compute: FLOPs and bytes of every modelled op from its recorded shapes,
-checked against TraceLens' own perf models on four real traces (H100 and B200 bf16, A100 fp32, MI250),
+checked against TraceLens' own perf models on real traces (H100 and B200 bf16, A100 fp32, MI250; the
+convolutions of a MI300X ResNet training step, an H100 ViT and a CPU trace of every conv variant),
 kernel time per op against the raw trace, and MFU against a figure computed from the raw JSON.
 
 The TraceLens figures (tests/data/<fixture>/tracelens_perf_model.csv) were written by
@@ -25,11 +26,20 @@ FIXTURES = {
     "kineto_relative_ts_b200": "tracelens_b200_eager.json.gz",
     "kineto_2022_integer_us_rank3": "hta_a100_rank3_of_8_2022.json.gz",
     "kineto_rocm_mi250": "hta_mi250_rocm62_minitoy.json.gz",
+    "kineto_conv_vit_h100": "tracelens_h100_falconsai_vit.json.gz",
+    "kineto_cpu_conv_variants": "conv_variants.json.gz",
 }
+CONV_FIXTURES = {
+    "kineto_conv_resnet_mi300": "tracelens_mi300_resnet_act_checkpoint.json.gz",
+    "kineto_conv_vit_h100": FIXTURES["kineto_conv_vit_h100"],
+    "kineto_cpu_conv_variants": FIXTURES["kineto_cpu_conv_variants"],
+}
+CONV_OPS = ("aten::convolution", "aten::convolution_backward")
+TRACES = FIXTURES | CONV_FIXTURES
 
 
 def _session(converted, fixture: str):
-    con = converted(DATA / fixture / FIXTURES[fixture])
+    con = converted(DATA / fixture / TRACES[fixture])
     prepare(con, AnalysisOptions())
     return con
 
@@ -40,25 +50,30 @@ def _reference(fixture: str) -> dict[str, dict]:
 
 
 def _raw_events(fixture: str) -> list[dict]:
-    with gzip.open(DATA / fixture / FIXTURES[fixture]) as f:
+    with gzip.open(DATA / fixture / TRACES[fixture]) as f:
         return json.load(f)["traceEvents"]
+
+
+def _ours(con) -> dict[str, tuple]:
+    """External id -> (name, FLOPs, bytes, not_modelled_reason, kernel ns) of every counted modelled op."""
+    return {
+        row[0]: row[1:]
+        for row in con.execute(
+            "SELECT a.value, o.name, o.flops, o.bytes, o.not_modelled_reason, o.kernel_ns FROM xsp_op_perf AS o "
+            "JOIN span_args AS a ON a.run_id = o.run_id AND a.span_id = o.span_id AND a.key = 'External id'"
+        ).fetchall()
+    }
 
 
 @pytest.mark.parametrize("fixture", FIXTURES)
 def test_flops_and_bytes_equal_tracelens(converted, fixture):
     con = _session(converted, fixture)
-    ours = {
-        ext: (name, flops, nbytes)
-        for ext, name, flops, nbytes in con.execute(
-            "SELECT a.value, o.name, o.flops, o.bytes FROM xsp_op_perf AS o "
-            "JOIN span_args AS a ON a.run_id = o.run_id AND a.span_id = o.span_id AND a.key = 'External id'"
-        ).fetchall()
-    }
+    ours = _ours(con)
     reference = _reference(fixture)
     assert reference, "the reference lists the ops TraceLens models"
     assert set(reference) <= set(ours), "every op TraceLens models has a FLOP count here too"
     for ext, row in reference.items():
-        name, flops, nbytes = ours[ext]
+        name, flops, nbytes, _, _ = ours[ext]
         assert name == row["name"]
         assert flops == pytest.approx(float(row["gflops"]) * 1e9, rel=1e-9), (ext, name)
         if row["data_moved_mib"]:
@@ -123,3 +138,88 @@ def test_op_roofline_bounds_on_the_h100(converted):
     assert gemm["attainable_tflops"] == 989.4
     assert all(r["bound"] == "memory" for r in rows if r["name"] in ("aten::mul", "aten::add"))
     assert sum(r["calls"] for r in rows) == 558
+
+
+@pytest.mark.parametrize("fixture", CONV_FIXTURES)
+def test_every_conv_op_equals_tracelens(converted, fixture):
+    """Forward and backward convolutions (MIOpen and cuDNN on GPUs; 1d/2d/3d, groups, stride, padding,
+    dilation, transposed on the CPU trace): FLOPs and bytes of every call equal TraceLens', and no
+    conv op has a count TraceLens does not."""
+    con = _session(converted, fixture)
+    ours = {ext: row for ext, row in _ours(con).items() if row[0] in CONV_OPS}
+    reference = {ext: row for ext, row in _reference(fixture).items() if row["name"] in CONV_OPS}
+    raw_convs = sum(1 for e in _raw_events(fixture) if e.get("cat") == "cpu_op" and e.get("name") in CONV_OPS)
+    assert len(reference) == raw_convs > 0, "TraceLens models every conv call of the trace"
+    assert set(ours) == set(reference)
+    for ext, row in reference.items():
+        name, flops, nbytes, reason, _ = ours[ext]
+        assert (name, reason) == (row["name"], None)
+        assert flops == pytest.approx(float(row["gflops"]) * 1e9, rel=1e-12), (ext, name)
+        assert nbytes == pytest.approx(float(row["data_moved_mib"]) * 2**20, rel=1e-12), (ext, name)
+
+
+def test_conv_variants_cover_what_the_model_claims():
+    """The CPU trace holds each variant the conv model states it covers, forward and backward."""
+    convs = [e["args"] for e in _raw_events("kineto_cpu_conv_variants") if e.get("name") == "aten::convolution"]
+    backward = [e for e in _raw_events("kineto_cpu_conv_variants") if e.get("name") == "aten::convolution_backward"]
+    assert len(convs) == len(backward) == 8
+    assert {len(a["Input Dims"][0]) - 2 for a in convs} == {1, 2, 3}
+    concrete = [a["Concrete Inputs"] for a in convs]
+    assert {c[6] for c in concrete} == {"True", "False"}, "transposed and not"
+    assert any(c[8] not in ("1", "") for c in concrete), "groups"
+    assert any(c[5] not in ("[1]", "[1, 1]", "[1, 1, 1]") for c in concrete), "dilation"
+    assert any(c[7] not in ("[0]", "[0, 0]", "[0, 0, 0]") for c in concrete), "output_padding"
+
+
+def test_mfu_of_a_resnet_counts_its_convolutions(converted):
+    """MI300X ResNet training, bf16: MFU = TraceLens' FLOPs of every op it models / the three
+    ProfilerSteps' wall time (raw JSON) / 1,307.4 TFLOP/s (the MI300X datasheet's dense BF16 matrix
+    peak). Without conv models it was 0.0 %; now within 1 % of that figure (TraceLens also counts an
+    aten::div that only wraps another, counted here once)."""
+    fixture = "kineto_conv_resnet_mi300"
+    con = _session(converted, fixture)
+    (row,) = run_analysis(con, "model_flops_utilization").records()
+    steps_us = sum(e["dur"] for e in _raw_events(fixture) if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"))
+    flops = sum(float(r["gflops"]) * 1e9 for r in _reference(fixture).values())
+    tracelens_mfu = 100 * flops / (steps_us / 1e6) / 1307.4e12
+    assert row["steps"] == 3 and row["precision"] == "bf16" and row["peak_tflops"] == 1307.4
+    assert row["not_modelled_ops"] == 0 and row["not_modelled_reason"] is None
+    assert row["mfu_pct"] == pytest.approx(tracelens_mfu, rel=0.01)
+    assert 0 < row["modelled_kernel_time_pct"] < 100
+
+
+def test_conv_bias_add_counted_beside_the_conv_and_its_kernels_once(converted):
+    """H100 ViT: the patch-embedding aten::convolution runs its bias as an aten::add_ nested inside it.
+    Both are counted (as TraceLens counts both), and each raw kernel under the convolution is charged
+    once: the conv's kernel time plus the add_'s equals the raw kernels launched inside the conv."""
+    fixture = "kineto_conv_vit_h100"
+    con = _session(converted, fixture)
+    ours = _ours(con)
+    events = _raw_events(fixture)
+    ops = [e for e in events if e.get("cat") == "cpu_op"]
+    conv = next(e for e in ops if e["name"] == "aten::convolution")
+    inside = [o for o in ops if o["tid"] == conv["tid"] and conv["ts"] <= o["ts"] and o["ts"] + o["dur"] <= conv["ts"] + conv["dur"]]
+    add = next(o for o in inside if o["name"] == "aten::add_")
+    inside_ids = {o["args"]["External id"] for o in inside}
+    raw_ns = 1000 * sum(e["dur"] for e in events if e.get("cat") == "kernel" and e["args"].get("External id") in inside_ids)
+    conv_ns, add_ns = ours[str(conv["args"]["External id"])][4], ours[str(add["args"]["External id"])][4]
+    assert conv_ns > 0 and add_ns > 0
+    assert conv_ns + add_ns == pytest.approx(raw_ns, abs=4)
+
+
+def test_unmodelled_op_is_null_with_its_reason(converted):
+    """V100 ResNet-50 training recorded without record_shapes: every convolution is listed with NULL
+    FLOPs and the reason, MFU is NULL (not 0.0) and states that 0 % of the kernel time is modelled."""
+    fixture = "kineto_2024_ns_resolution"
+    con = converted(DATA / fixture / "hta_v100_ns_resolution_2024.json.gz")
+    prepare(con, AnalysisOptions())
+    raw = [e for e in json.load(gzip.open(DATA / fixture / "hta_v100_ns_resolution_2024.json.gz"))["traceEvents"] if e.get("cat") == "cpu_op"]
+    rows = {r["name"]: r for r in run_analysis(con, "op_roofline").records() if r["name"] in CONV_OPS}
+    for name in CONV_OPS:
+        row = rows[name]
+        assert row["calls"] == sum(1 for e in raw if e["name"] == name) == 265
+        assert row["flops_per_call"] is None and row["bytes_per_call"] is None and row["attainable_tflops"] is None
+        assert "record_shapes=True" in row["not_modelled_reason"] and row["kernel_ms"] > 0
+    (mfu,) = run_analysis(con, "model_flops_utilization").records()
+    assert mfu["ops"] == 0 and mfu["not_modelled_ops"] > 0 and "record_shapes=True" in mfu["not_modelled_reason"]
+    assert mfu["mfu_pct"] is None and mfu["gflop_per_step"] is None and mfu["modelled_kernel_time_pct"] == 0

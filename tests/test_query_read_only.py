@@ -161,5 +161,5 @@ def test_timeout_stops_a_runaway_query(sql, data):
     result = runner.invoke(app, ["query", str(data / "db.duckdb"), sql, "--timeout", "1"])
     assert result.exit_code == 2, result.output
     lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and "query stopped after 1 s (--timeout)" in lines[0], result.stderr
+    assert len(lines) == 1 and "stopped after 1 s (--timeout)" in lines[0], result.stderr
     assert time.monotonic() - started < 30

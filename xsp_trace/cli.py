@@ -85,6 +85,16 @@ def convert(
     run_id_offset: int = typer.Option(
         0, "--run-id-offset", help="With --engine ray: number the runs from OFFSET+1, in input order (several jobs sharing one dataset)."
     ),
+    max_gzip_ratio: float | None = typer.Option(
+        None,
+        "--max-gzip-ratio",
+        help="Stop when a .gz trace gives more bytes than this many per compressed byte read, from 64 MiB on (default 100, or $XSP_MAX_GZIP_RATIO; 0 = no limit).",
+    ),
+    max_input_size: str | None = typer.Option(
+        None,
+        "--max-input-size",
+        help="Stop when a .gz trace decompresses, or a pipe runs, past this size (default 64GB, or $XSP_MAX_INPUT_SIZE; 0 = no limit).",
+    ),
 ) -> None:
     """Convert traces into one DuckDB database (one run per trace), or a Parquet dataset.
 
@@ -101,14 +111,20 @@ def convert(
       xsp-trace convert ranks/*.json.gz --engine ray -o ranks_dataset --run-id-offset 0
 
     The same queries run over either: xsp-trace query ranks_dataset @queries/analyses/top_kernels.sql
+
+    A trace that decompresses too far stops with one line (docs/robustness.md, Limits); a real one past them:
+
+      xsp-trace convert huge.json.gz -o huge.duckdb --max-gzip-ratio 500 --max-input-size 200GB
     """
     from .convert import ConvertOptions, default_output
+    from .convert.input_limits import InputLimits
     from .convert.parallel import convert_files_parallel, convert_to_dataset
 
     if output is None:
         output = default_output(inputs[0], dataset=out_format is StoreFormat.parquet or engine is Engine.ray)
-    options = ConvertOptions(nsys=nsys, label=label, include_python_functions=python_functions)
     try:
+        limits = InputLimits.from_env(max_gzip_ratio, max_input_size)
+        options = ConvertOptions(nsys=nsys, label=label, include_python_functions=python_functions, limits=limits)
         if perfetto is not None:  # refused before converting, not after
             check_output_path(perfetto)
             refuse_inputs(perfetto, [*inputs, output])
@@ -139,6 +155,10 @@ def convert(
 def _readable(path: Path) -> Path:
     """The database a reading command opens for `path`: a raw trace (.nsys-rep, .sqlite, .json[.gz])
     is converted once into the cache beside it (xsp_trace/convert/trace_cache.py) and read from there."""
+    from .store import is_duckdb_file
+
+    if path.is_dir() or is_duckdb_file(path):
+        return path  # no need to import the converters
     from .convert.trace_cache import database_for
 
     return database_for(path, lambda what, _fraction: err_console.print(what, markup=False, highlight=False, soft_wrap=True))
@@ -372,10 +392,21 @@ def analyze(
         help="GPU work counted: all (default: every kernel, copy and set of the trace, whenever launched) or profiled "
         "(as HTA 0.5: in a run with 2+ steps, only work whose launch is in the trace and started by the end of the last step).",
     ),
+    timeout: float = typer.Option(600, "--timeout", help="Stop after this many seconds (0 = no limit)."),
+    memory_limit: str = typer.Option(
+        QUERY_MEMORY_LIMIT, "--memory-limit", help="DuckDB's memory cap; beyond it DuckDB spills to a temporary folder."
+    ),
     findings: bool = typer.Option(
         False,
         "--findings",
         help="Print what matters in the trace, ranked, in words, with the analysis rows that show it (then only the -a analyses).",
+    ),
+    settings: list[str] | None = typer.Option(
+        None,
+        "--set",
+        help="NAME=VALUE, a setting of the expert rules (repeat), named as nsys analyze names its rule options: rows (per rule and run, "
+        "default 50), start / end (ns on the run clock), nvtx (TEXT[@DOMAIN]: the first such range's window and process), gap "
+        "(gpu_starvation, ms, default 500), threshold (gpu_low_utilization, %, default 50), chunks (gpu_low_utilization, default 30).",
     ),
 ) -> None:
     """The XSP analyses, leveled-corrected: model, layer and kernel latency, rooflines, GPU time.
@@ -397,10 +428,14 @@ def analyze(
       xsp-trace analyze run.duckdb --findings
 
       xsp-trace analyze run.duckdb --what-if 'kernel:gemm*0.5' --what-if 'sync:cudaStreamSynchronize=0'
+
+      xsp-trace analyze h100.duckdb -a gpu_starvation -a cuda_sync_api --set gap=100 --set rows=10
     """
     from .analyze import ANALYSES, BY_NAME, AnalysisOptions, open_session, run_analysis
     from .analyze.output import print_csv, print_json, print_tables, uncorrected_notes
     from .analyze.scope import scope_notes
+    from .analyze.settings import parse_settings
+    from .sandbox import interrupt_after
 
     if list_analyses:
         for a in ANALYSES:
@@ -436,30 +471,33 @@ def analyze(
             layer_depth=layer_depth,
             iterations=iteration_list(iteration),
             window_ns=time_window(window),
+            settings=parse_settings(settings),
             what_if=tuple(what_if or ()),
             scope=scope.value,
         )
         con = open_session(_readable(database), options)
-        if findings:
-            from .analyze.findings import find, findings_result
+        con.execute("SET memory_limit = ?", [memory_limit])
+        with interrupt_after(con, timeout, database):
+            if findings:
+                from .analyze.findings import find, findings_result
 
-            results = [findings_result(find(con))] + [run_analysis(con, n) for n in (analysis or [])]
-        else:
-            results = [run_analysis(con, n) for n in names]
-        if fmt is OutputFormat.csv:
-            print_csv(results, limit)
-        elif fmt is OutputFormat.json:
-            print_json(results, limit)
-        else:
-            notes = uncorrected_notes(run_analysis(con, "level_sources")) + scope_notes(con, scope.value, [r.name for r in results])
-            print_tables(results, limit, notes)
-        if report is not None:
-            from .analyze.findings import find
-            from .analyze.report import write_report
+                results = [findings_result(find(con))] + [run_analysis(con, n) for n in (analysis or [])]
+            else:
+                results = [run_analysis(con, n) for n in names]
+            if fmt is OutputFormat.csv:
+                print_csv(results, limit)
+            elif fmt is OutputFormat.json:
+                print_json(results, limit)
+            else:
+                notes = uncorrected_notes(run_analysis(con, "level_sources")) + scope_notes(con, scope.value, [r.name for r in results])
+                print_tables(results, limit, notes)
+            if report is not None:
+                from .analyze.findings import find
+                from .analyze.report import write_report
 
-            all_results = {a.name: run_analysis(con, a.name) for a in ANALYSES}
-            write_report(report, database, all_results, find(con, all_results))
-            err_console.print(f"wrote {report}", markup=False, highlight=False)
+                all_results = {a.name: run_analysis(con, a.name) for a in ANALYSES}
+                write_report(report, database, all_results, find(con, all_results))
+                err_console.print(f"wrote {report}", markup=False, highlight=False)
     except (InputError, OSError) as exc:
         fail(exc)
 

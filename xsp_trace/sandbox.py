@@ -20,6 +20,7 @@ By default the connection is locked down before the user's SQL runs:
 from __future__ import annotations
 
 import shutil
+import signal
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
@@ -179,11 +180,16 @@ def query_connection(path: Path, allow_external_access: bool = False, memory_lim
 
 @contextmanager
 def interrupt_after(con: duckdb.DuckDBPyConnection, seconds: float, path: Path) -> Iterator[None]:
-    """Interrupt what DuckDB runs on `con` once `seconds` have passed (0 = never): one InputError line."""
+    """Stop what runs in the block once `seconds` have passed (0 = never), with one InputError line:
+    DuckDB's query is interrupted from a timer thread, and Python work (the critical path's walk) by
+    an alarm signal in the main thread."""
     if seconds <= 0:
         yield
         return
     fired = threading.Event()
+
+    def stopped() -> InputError:
+        return InputError(path, f"stopped after {seconds:g} s (--timeout)", "narrow it (a WHERE, a LIMIT, --run, --iteration), or raise --timeout")
 
     def stop() -> None:
         fired.set()
@@ -191,14 +197,27 @@ def interrupt_after(con: duckdb.DuckDBPyConnection, seconds: float, path: Path) 
 
     timer = threading.Timer(seconds, stop)
     timer.daemon = True
+    in_main = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    previous = None
+    if in_main:
+
+        def alarm(signum, frame) -> None:
+            # The one line itself: the alarm may arrive while DuckDB's interrupt is already being handled.
+            fired.set()
+            raise stopped()
+
+        previous = signal.signal(signal.SIGALRM, alarm)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
     timer.start()
     try:
         yield
-    except Exception as exc:  # DuckDB's interrupt, or the caller's InputError wrapping it
+    except Exception as exc:  # DuckDB's interrupt, the alarm, or the caller's InputError wrapping either
         if fired.is_set():
-            raise InputError(
-                path, f"query stopped after {seconds:g} s (--timeout)", "narrow the query (a WHERE, a LIMIT), or raise --timeout"
-            ) from exc
+            raise stopped() from exc
         raise
     finally:
         timer.cancel()
+        timer.join()  # no thread of ours may outlive the block: DuckDB aborts if one is alive when it is torn down at exit
+        if in_main:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)

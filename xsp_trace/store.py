@@ -13,6 +13,7 @@ import duckdb
 from .database import connect
 from .dataset import is_dataset, open_dataset
 from .errors import InputError
+from .formats.file_magic import DUCKDB_MAGIC, DUCKDB_MAGIC_OFFSET
 
 
 def open_store(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
@@ -27,3 +28,13 @@ def open_store(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
             "pass a .duckdb file or a folder written by xsp-trace convert --format parquet",
         )
     return connect(path, read_only=read_only)
+
+
+def is_duckdb_file(path: Path) -> bool:
+    """True for a DuckDB database file (its magic bytes), whatever its name."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(DUCKDB_MAGIC_OFFSET + len(DUCKDB_MAGIC))
+    except OSError:
+        return False
+    return head[DUCKDB_MAGIC_OFFSET:] == DUCKDB_MAGIC

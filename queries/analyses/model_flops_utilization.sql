@@ -1,6 +1,8 @@
 -- analyses/model_flops_utilization: model FLOPs utilisation (MFU) per run -- the FLOPs of the modelled
 -- framework ops (GEMMs, attention, elementwise; TraceLens' perf models on recorded shapes) per second of
 -- step wall time, against the device's dense peak for the precision that carries most of those FLOPs.
+-- Ops with a model but without the shapes it needs are not counted as 0: they are counted apart, with
+-- the reason, and modelled_kernel_time_pct says how much of the kernel time the FLOPs cover.
 --
 -- From: xsp_op_perf and _xsp_matrix_peaks (queries/analyses/prelude_op_perf.sql), steps and attribution
 -- (which step each op belongs to), spans (kernel time of the run).
@@ -10,7 +12,9 @@ WITH op_steps AS (
     JOIN attribution AS att ON att.run_id = o.run_id AND att.span_id = o.span_id
     WHERE att.step_span_id IS NOT NULL
 ), per_run AS (
-    SELECT run_id, sum(flops) AS flops, sum(kernel_ns) AS modelled_kernel_ns, count(*) AS ops,
+    SELECT run_id, sum(flops) AS flops, coalesce(sum(kernel_ns) FILTER (WHERE flops IS NOT NULL), 0) AS modelled_kernel_ns,
+           count(flops) AS ops, count(*) FILTER (WHERE flops IS NULL) AS not_modelled_ops,
+           mode(not_modelled_reason) AS not_modelled_reason,
            arg_max(precision, flops) AS precision, min(device_id) AS device_id
     FROM op_steps GROUP BY run_id
 ), step_time AS (
@@ -25,8 +29,12 @@ SELECT
     p.run_id,
     -- Steps (inferences / training iterations) measured.
     t.steps,
-    -- Modelled op calls inside those steps.
+    -- Modelled op calls inside those steps (with FLOPs).
     p.ops,
+    -- Calls of ops with a model whose FLOPs could not be computed (not counted, not 0).
+    p.not_modelled_ops,
+    -- Why, for most of them (e.g. shapes not recorded); NULL when every call is modelled.
+    p.not_modelled_reason,
     -- Modelled FLOPs per step, GFLOP.
     round(p.flops / t.steps / 1e9, 3) AS gflop_per_step,
     -- Mean step wall time, ms.
@@ -37,7 +45,7 @@ SELECT
     p.precision,
     -- That peak on the run's device, TFLOP/s (NULL for a device or precision the table does not know).
     round(mp.peak_flops / 1e12, 1) AS peak_tflops,
-    -- MFU: achieved / peak, percent.
+    -- MFU: achieved / peak, percent (NULL, never 0, when no op has FLOPs or the peak is unknown).
     round(100.0 * (p.flops / t.step_ns * 1e9) / mp.peak_flops, 3) AS mfu_pct,
     -- Share of the steps' kernel time spent in kernels of modelled ops, percent (how much of the GPU
     -- time the FLOP count explains).

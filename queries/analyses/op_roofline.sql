@@ -1,6 +1,7 @@
 -- analyses/op_roofline: a roofline point per framework op and operand shape, from the shapes and
 -- dtypes the profiler recorded (no Nsight Compute needed): FLOPs and bytes by TraceLens' perf models,
--- the kernel time the op launched, and the device's roof for the op's precision.
+-- the kernel time the op launched, and the device's roof for the op's precision. An op with a model
+-- whose inputs the profiler did not record has NULL FLOPs and bytes and says why (never 0).
 --
 -- From: xsp_op_perf and _xsp_op_roof (queries/analyses/prelude_op_perf.sql) over spans, span_args
 -- ("Input Dims", "Input type", "Concrete Inputs"), span_ancestors and devices.
@@ -17,10 +18,12 @@ SELECT
     o.precision,
     -- Calls with these shapes.
     count(*) AS calls,
-    -- FLOPs of one call (TraceLens' model).
+    -- FLOPs of one call (TraceLens' model); NULL when not modelled.
     any_value(o.flops) AS flops_per_call,
     -- Bytes one call must move at least (operands read, result written).
     any_value(o.bytes) AS bytes_per_call,
+    -- Why the op has no FLOPs (e.g. shapes not recorded); NULL when it has them.
+    o.not_modelled_reason,
     -- Kernel time of all calls, ms, and per call, us.
     round(sum(o.kernel_ns) / 1e6, 6) AS kernel_ms,
     -- Mean kernel time of one call, us.
@@ -30,17 +33,20 @@ SELECT
     -- y: achieved FLOP/s over the kernels' time, TFLOP/s.
     round(sum(o.flops) / nullif(sum(o.kernel_ns), 0) / 1e3, 3) AS achieved_tflops,
     -- The roof at this intensity: min(peak FLOP/s for the precision, intensity x DRAM bandwidth), TFLOP/s.
-    round(least(any_value(r.peak_flops), any_value(o.flops) / nullif(any_value(o.bytes), 0) * any_value(r.peak_dram_bytes_per_s)) / 1e12, 3)
+    -- (DuckDB's least() skips NULLs: an op without FLOPs or bytes gets no roof, not the peak).
+    round(CASE WHEN any_value(o.flops) IS NOT NULL AND any_value(o.bytes) IS NOT NULL
+               THEN least(any_value(r.peak_flops), any_value(o.flops) / nullif(any_value(o.bytes), 0) * any_value(r.peak_dram_bytes_per_s)) END / 1e12, 3)
         AS attainable_tflops,
     -- Achieved share of that roof, percent.
     round(100.0 * (sum(o.flops) / nullif(sum(o.kernel_ns), 0) * 1e9)
           / nullif(least(any_value(r.peak_flops), any_value(o.flops) / nullif(any_value(o.bytes), 0) * any_value(r.peak_dram_bytes_per_s)), 0), 2)
         AS roof_pct,
     -- memory when the intensity lies left of the ridge point (peak FLOP/s / DRAM bandwidth), else compute.
-    CASE WHEN any_value(r.peak_flops) IS NULL OR any_value(r.peak_dram_bytes_per_s) IS NULL THEN NULL
+    CASE WHEN any_value(r.peak_flops) IS NULL OR any_value(r.peak_dram_bytes_per_s) IS NULL
+              OR any_value(o.flops) / nullif(any_value(o.bytes), 0) IS NULL THEN NULL
          WHEN any_value(o.flops) / nullif(any_value(o.bytes), 0) < any_value(r.peak_flops) / any_value(r.peak_dram_bytes_per_s)
          THEN 'memory' ELSE 'compute' END AS bound
 FROM xsp_op_perf AS o
 LEFT JOIN _xsp_op_roof AS r USING (run_id, span_id)
-GROUP BY o.run_id, o.name, o.input_dims, o.dtype, o.precision
+GROUP BY o.run_id, o.name, o.input_dims, o.dtype, o.precision, o.not_modelled_reason
 ORDER BY o.run_id, sum(o.kernel_ns) DESC, o.name, o.input_dims;

@@ -150,7 +150,9 @@ SELECT
     -- Bytes moved or set.
     _kineto_int(a[getvariable('kineto_arg_bytes')]) AS bytes,
     CASE WHEN kind = 'memcpy' THEN nullif(regexp_extract(name, getvariable('kineto_memcpy_pattern'), 2), '') END AS src_kind,
-    CASE WHEN kind = 'memcpy' THEN nullif(regexp_extract(name, getvariable('kineto_memcpy_pattern'), 3), '') END AS dst_kind
+    -- A set's memory kind from its name ("Memset (Device)"), as nsys keeps it in dst_kind.
+    CASE WHEN kind = 'memcpy' THEN nullif(regexp_extract(name, getvariable('kineto_memcpy_pattern'), 3), '')
+         WHEN kind = 'memset' THEN nullif(regexp_extract(name, getvariable('kineto_memset_pattern'), 1), '') END AS dst_kind
 FROM _kineto_complete WHERE kind IN ('memcpy', 'memset')
 ORDER BY span_id;
 

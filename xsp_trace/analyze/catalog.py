@@ -13,7 +13,7 @@ from dataclasses import dataclass
 class Analysis:
     name: str  # also the file: queries/analyses/<name>.sql
     title: str
-    group: str  # model, layer, kernel, gpu, comm, summary, compare
+    group: str  # model, layer, kernel, gpu, rules, comm, summary, compare
     # Tables a Python builder fills before the query runs (xsp_trace.analyze.session.BUILDERS).
     builds: tuple[str, ...] = ()
 
@@ -55,6 +55,12 @@ ANALYSES: tuple[Analysis, ...] = (
     Analysis("critical_path_summary", "Critical path of each step: what sets the step time", "gpu", builds=("xsp_critical_path",)),
     Analysis("critical_path", "Critical path of each step, segment by segment", "gpu", builds=("xsp_critical_path",)),
     Analysis("what_if", "Predicted step time under --what-if rules, and the new critical path", "gpu", builds=("xsp_what_if",)),
+    Analysis("cuda_async_memcpy", "Async copies made synchronous by pageable memory (nsys analyze cuda-async-memcpy)", "rules"),
+    Analysis("cuda_sync_memcpy", "Synchronous copies (nsys analyze cuda-sync-memcpy)", "rules"),
+    Analysis("cuda_sync_memset", "Synchronous sets of pinned/managed memory (nsys analyze cuda-sync-memset)", "rules"),
+    Analysis("cuda_sync_api", "Device and stream synchronisation calls (nsys analyze cuda-sync-api)", "rules"),
+    Analysis("gpu_starvation", "GPU idle gaps above --set gap (nsys analyze gpu-starv)", "rules"),
+    Analysis("gpu_low_utilization", "Regions of low GPU use (nsys analyze gpu-low-util)", "rules"),
     Analysis("comm_compute_split", "GPU time: computation, communication, memory and their overlaps", "comm"),
     Analysis("comm_compute_overlap", "Communication overlapped by computation", "comm"),
     Analysis("nccl_collectives", "NCCL collectives: count, size, time, algorithm and bus bandwidth", "comm"),
@@ -73,5 +79,6 @@ ANALYSES: tuple[Analysis, ...] = (
 )
 
 BY_NAME = {a.name: a for a in ANALYSES}
-# Run in this order before any analysis: the XSP building blocks, then the shape-based op models.
-PRELUDES = ("analyses/prelude", "analyses/prelude_op_perf")
+# Run in this order before any analysis: the XSP building blocks, the shape-based op models, then
+# what the expert rules share.
+PRELUDES = ("analyses/prelude", "analyses/prelude_op_perf", "analyses/prelude_rules")

@@ -17,7 +17,7 @@ import duckdb
 from ..errors import InputError
 from ..formats import aten_perf_models, collectives, cuda_api, kineto_fields, ncu_metrics, nsys_export, nsys_stats, torch_dtypes
 from ..formats.device_peaks import lookup_peak
-from ..naming import LAYER_RANGE_PRESETS, install_name_macros, layer_range_pattern
+from ..naming import LAYER_RANGE_PRESETS, install_name_macros, install_normalize_macro, layer_range_pattern
 from ..resources import query_text
 from ..sql import quote_identifier as _quote
 from ..sql import scalar, set_variables
@@ -25,6 +25,7 @@ from ..store import open_store
 from .catalog import BY_NAME, PRELUDES
 from .critical_path import build_critical_path
 from .scope import DEFAULT_SCOPE, apply_scope, check_scope
+from .settings import set_rule_variables
 from .what_if import build_what_if
 
 # Tables the capture side adds; databases converted without it get empty TEMP stand-ins.
@@ -48,6 +49,7 @@ class AnalysisOptions:
     layer_depth: int | None = None  # nesting level among those ranges (1 = outermost); None = innermost
     iterations: list[int] | None = None  # only spans and steps of these iterations (step numbers)
     window_ns: tuple[int, int] | None = None  # only spans starting in [start, end) on the run clock
+    settings: dict[str, int | str] | None = None  # --set NAME=VALUE (xsp_trace/analyze/settings.py)
     what_if: tuple[str, ...] = ()  # rules of analyze --what-if (xsp_trace.analyze.what_if), checked before use
     scope: str = DEFAULT_SCOPE  # "all": every GPU operation; "profiled": as HTA 0.5 (analyze/scope.py)
 
@@ -115,6 +117,8 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
         a, b = options.compare
         set_variables(con, {"xsp_compare_runs": [int(a), int(b)]})
     install_name_macros(con)
+    set_rule_variables(con, options.settings)
+    install_normalize_macro(con)
     set_variables(
         con,
         {
@@ -206,9 +210,13 @@ def _load_format_tables(con: duckdb.DuckDBPyConnection) -> None:
     )
     con.execute(
         "CREATE OR REPLACE TEMP TABLE _xsp_op_models (op_name VARCHAR, model VARCHAR, a_arg INTEGER, b_arg INTEGER, "
-        "bias_arg INTEGER, batched BOOLEAN, causal_arg INTEGER)"
+        "bias_arg INTEGER, batched BOOLEAN, causal_arg INTEGER, params_arg INTEGER, outer_counted BOOLEAN)"
     )
-    con.executemany("INSERT INTO _xsp_op_models VALUES (?, ?, ?, ?, ?, ?, ?)", [(name, *model) for name, model in aten_perf_models.OP_MODELS.items()])
+    con.executemany(
+        "INSERT INTO _xsp_op_models VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", [(name, *model) for name, model in aten_perf_models.OP_MODELS.items()]
+    )
+    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_not_modelled_reasons (reason_key VARCHAR, reason VARCHAR)")
+    con.executemany("INSERT INTO _xsp_not_modelled_reasons VALUES (?, ?)", list(aten_perf_models.NOT_MODELLED_REASONS.items()))
     set_variables(
         con,
         dict(
@@ -229,6 +237,8 @@ def _load_format_tables(con: duckdb.DuckDBPyConnection) -> None:
                 ("xsp_explicit_sync_api", cuda_api.EXPLICIT_SYNC_API),
                 ("xsp_implicit_sync_api", cuda_api.IMPLICIT_SYNC_API),
                 ("xsp_pageable", cuda_api.PAGEABLE),
+                ("xsp_async_copy_api", cuda_api.ASYNC_COPY_API),
+                ("xsp_pageable_kinds", sorted({k for kinds in cuda_api.PAGEABLE_KINDS.values() for k in kinds})),
                 ("xsp_osrt_category", nsys_export.OSRT_CATEGORY),
                 ("xsp_sqlite_round_nudge", nsys_stats.SQLITE_ROUND_NUDGE),
                 ("xsp_sqlite_round_nudge_below", nsys_stats.SQLITE_ROUND_NUDGE_BELOW),

@@ -18,21 +18,11 @@ from pathlib import Path
 
 from .. import __version__
 from ..database import SCHEMA_VERSION
-from ..formats.file_magic import DUCKDB_MAGIC, DUCKDB_MAGIC_OFFSET
+from ..store import is_duckdb_file
 from .common import ConvertOptions, Progress, detect_source, no_progress
 from .nsys_report import CACHE_DIR
 
 HASH_CHUNK = 1 << 20
-
-
-def is_duckdb_file(path: Path) -> bool:
-    """True for a DuckDB database file (its magic bytes), whatever its name."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(DUCKDB_MAGIC_OFFSET + len(DUCKDB_MAGIC))
-    except OSError:
-        return False
-    return head[DUCKDB_MAGIC_OFFSET:] == DUCKDB_MAGIC
 
 
 def content_key(path: Path) -> str:

@@ -12,8 +12,37 @@ the anchor the issue names; the formulas themselves live in queries/analyses/pre
   bytes = q + k + v + output at q's element size.
 - binary elementwise: FLOPs = elements of the broadcast output; bytes = both inputs (a 0-d operand counts as
   one element) + output at the wider input's size when both are tensors, else the first input's size.
+- conv, conv_bwd (1d/2d/3d, any groups, stride, padding, dilation, transposed; torch.utils.flop_counter's
+  formulas as TraceLens applies them): x is N x C_in x spatial, w is C_out x C_in/groups x kernel (transposed:
+  C_in x C_out/groups x kernel); the output's spatial size is (in + 2p - d(k-1) - 1) / s + 1, truncated
+  (transposed: (in - 1)s - 2p + d(k-1) + output_padding + 1), its channels w[0] (transposed: w[1], as
+  TraceLens has it: C_out/groups, so a grouped transposed conv's output bytes are counted per group).
+  Forward FLOPs = 2 * numel(w[1:]) * numel(out) (transposed: numel(x)); bytes = x + w + out.
+  Backward FLOPs = grad-input (2 * numel(w[1:]) * numel(out), transposed numel(x)) + grad-weight
+  (2 * numel(w) * numel(out) / out[1], transposed numel(x) / x[1]) + numel(out) when a bias gradient is
+  asked for; bytes = 2 * (grad_out + x + w) (+ grad_out + out[1] for the bias), all at x's element size.
+  Like TraceLens, the forward never counts a bias (its test `len(Input Dims) == 3` is never true of
+  aten::convolution's nine operands) and the backward counts one only when "Input Dims" has a shape at
+  `bias_arg` (bias_sizes is an int list, recorded as []), so neither does in the traces seen so far.
+  So the bias add_ that aten::convolution runs inside itself (cuDNN, MIOpen) is counted as its own
+  binary op, as TraceLens does, and the conv op is counted although it encloses a modelled op
+  (`outer_counted`); each kernel's time goes to its nearest counted op only.
 
 `causal_arg` is the position of `is_causal` in "Concrete Inputs" (NULL: not causal or not recorded).
+`params_arg` is the position of `stride` in "Concrete Inputs"; padding, dilation, transposed,
+output_padding and groups follow it in that order (aten::convolution and aten::convolution_backward share
+the order).
+
+Convolution ops in Kineto traces, forward: aten::conv1d/conv2d/conv3d/conv_transpose*d (Python entry
+points, no padding mode resolved) -> aten::convolution (modelled: one signature for every backend) ->
+aten::_convolution -> the backend op (aten::cudnn_convolution, aten::cudnn_convolution_transpose,
+aten::miopen_convolution, aten::miopen_depthwise_convolution, aten::thnn_conv2d /
+aten::_slow_conv2d_forward on CPU, aten::mkldnn_convolution ...). Backward since PyTorch 1.11:
+ConvolutionBackward0 -> aten::convolution_backward (modelled), which calls the backend directly;
+before 1.11 the autograd node called backend ops (aten::cudnn_convolution_backward,
+aten::miopen_convolution_backward, aten::thnn_conv2d_backward) that have no model here.
+"Concrete Inputs" (the stride/padding/... values) is recorded with record_shapes since PyTorch 2.1; a
+trace with "Input Dims" but no "Concrete Inputs" gets no conv FLOPs (NOT_MODELLED_REASONS says why).
 """
 
 from __future__ import annotations
@@ -22,12 +51,14 @@ from typing import NamedTuple
 
 
 class OpModel(NamedTuple):
-    model: str  # gemm, sdpa, binary
-    a_arg: int  # 0-based position of the first operand in "Input Dims"
-    b_arg: int | None  # second operand
-    bias_arg: int | None  # gemm: the added matrix/vector (addmm, baddbmm)
+    model: str  # gemm, sdpa, binary, conv, conv_bwd
+    a_arg: int  # 0-based position of the first operand in "Input Dims" (conv: the input x)
+    b_arg: int | None  # second operand (conv: the weight)
+    bias_arg: int | None  # gemm: the added matrix/vector (addmm, baddbmm); conv: the bias (sizes)
     batched: bool  # gemm: bmm/baddbmm
     causal_arg: int | None  # sdpa: position of is_causal in "Concrete Inputs"
+    params_arg: int | None = None  # conv: position of stride in "Concrete Inputs"
+    outer_counted: bool = False  # counted even when it encloses another modelled op
 
 
 OP_MODELS: dict[str, OpModel] = {
@@ -41,5 +72,19 @@ OP_MODELS: dict[str, OpModel] = {
     "aten::_scaled_dot_product_efficient_attention": OpModel("sdpa", 0, 1, None, False, 6),
     # (query, key, value, attn_bias, compute_log_sumexp, dropout_p, is_causal, return_debug_mask, *, scale)
     "aten::_scaled_dot_product_cudnn_attention": OpModel("sdpa", 0, 1, None, False, 6),
+    # (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+    "aten::convolution": OpModel("conv", 0, 1, 2, False, None, 3, True),
+    # (grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups,
+    #  output_mask)
+    "aten::convolution_backward": OpModel("conv_bwd", 1, 2, 3, False, None, 4, True),
     **{f"aten::{op}{suffix}": OpModel("binary", 0, 1, None, False, None) for op in ("add", "sub", "mul", "div") for suffix in ("", "_")},
+}
+
+# Why a modelled op gets no FLOPs (reported in xsp_op_perf.not_modelled_reason, FLOPs and bytes NULL).
+NOT_MODELLED_REASONS: dict[str, str] = {
+    "no_shapes": 'no "Input Dims" recorded (profile with record_shapes=True)',
+    "no_concrete_inputs": 'no "Concrete Inputs" recorded (stride, padding, ... : PyTorch 2.1+ with record_shapes=True)',
+    "unknown_dtype": "element type not known to xsp_trace/formats/torch_dtypes.py",
+    "mixed_dtypes": "input and weight have different element types (TraceLens models neither)",
+    "bad_shapes": "operand shapes do not fit the model",
 }

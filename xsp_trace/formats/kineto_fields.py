@@ -160,3 +160,5 @@ AMD_API_PREFIX = "hip"
 
 # Memcpy names: "Memcpy HtoD (Pageable -> Device)"; ROCm: "Memcpy HtoD (Host -> Device)".
 MEMCPY_NAME_PATTERN = r"^Memcpy (\w+)(?: \((\w+) -> (\w+)\))?"
+# Memset names carry the memory kind that was set (CUPTI's memory kind): "Memset (Device)".
+MEMSET_NAME_PATTERN = r"^Memset \((\w[\w ]*)\)$"

@@ -1,0 +1,37 @@
+-- analyses/cuda_async_memcpy: asynchronous copies that become synchronous because one side is
+-- pageable host memory (the CPU waits for them) -- nsys analyze's cuda-async-memcpy rule, longest
+-- first, at most xsp_rule_rows per run.
+--
+-- From: xsp_rules_memops (prelude_rules: copies in the window with their launching call); the
+-- call name pattern (variable xsp_rule_async_memcpy_api) and the pageable kind
+-- (xsp_rule_pageable_kind) come from xsp_trace/formats/nsys_rules.py. Suggestion, as nsys gives
+-- it: pinned memory instead.
+SELECT
+    -- Run.
+    run_id,
+    -- GPU duration of the copy, ns.
+    duration_ns,
+    -- Start of the copy on the GPU, ns on the run clock.
+    start_ns,
+    -- Memory kind of the source (Pageable, Pinned, Device, ...).
+    src_kind,
+    -- Memory kind of the destination.
+    dst_kind,
+    -- Bytes copied.
+    bytes,
+    -- The same in MB (10^6 bytes), as nsys prints it.
+    bytes / 1e6 AS bytes_mb,
+    -- Process that launched the copy.
+    pid,
+    -- GPU (CUDA device ordinal).
+    device_id,
+    -- GPU stream.
+    stream_id,
+    -- The API call that launched it (e.g. cudaMemcpyAsync).
+    api_name
+FROM xsp_rules_memops
+WHERE kind = 'memcpy'
+  AND api_name ILIKE getvariable('xsp_rule_async_memcpy_api')
+  AND (src_kind = getvariable('xsp_rule_pageable_kind') OR dst_kind = getvariable('xsp_rule_pageable_kind'))
+QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY duration_ns DESC, start_ns, span_id) <= (SELECT row_limit FROM xsp_rules_settings)
+ORDER BY run_id, duration_ns DESC, start_ns, span_id;

@@ -1,0 +1,41 @@
+-- analyses/cuda_sync_memcpy: copies made by synchronous cudaMemcpy* calls (no Async), which block
+-- the CPU until they are done -- nsys analyze's cuda-sync-memcpy rule, longest first, at most
+-- xsp_rule_rows per run. Host-to-device copies of at most 64 KB are left out (CUDA returns once
+-- they are staged), as nsys does.
+--
+-- From: xsp_rules_memops (prelude_rules); the call name patterns (variables
+-- xsp_rule_sync_memcpy_api, xsp_rule_sync_memcpy_not_api) and the small-copy rule
+-- (xsp_rule_small_htod_bytes, xsp_rule_small_copy_kind) from xsp_trace/formats/nsys_rules.py.
+-- Copies within one device are not left out: the schema keeps no source and destination
+-- device (nsys drops srcDeviceId = dstDeviceId, which CUPTI records for peer copies only).
+-- Suggestion, as nsys gives it: cudaMemcpy*Async.
+SELECT
+    -- Run.
+    run_id,
+    -- GPU duration of the copy, ns.
+    duration_ns,
+    -- Start of the copy on the GPU, ns on the run clock.
+    start_ns,
+    -- Memory kind of the source (Pageable, Pinned, Device, ...).
+    src_kind,
+    -- Memory kind of the destination.
+    dst_kind,
+    -- Bytes copied.
+    bytes,
+    -- The same in MB (10^6 bytes), as nsys prints it.
+    bytes / 1e6 AS bytes_mb,
+    -- Process that launched the copy.
+    pid,
+    -- GPU (CUDA device ordinal).
+    device_id,
+    -- GPU stream.
+    stream_id,
+    -- The API call that launched it (e.g. cudaMemcpy).
+    api_name
+FROM xsp_rules_memops
+WHERE kind = 'memcpy'
+  AND api_name ILIKE getvariable('xsp_rule_sync_memcpy_api')
+  AND api_name NOT ILIKE getvariable('xsp_rule_sync_memcpy_not_api')
+  AND NOT (bytes <= getvariable('xsp_rule_small_htod_bytes') AND copy_kind = getvariable('xsp_rule_small_copy_kind'))
+QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY duration_ns DESC, start_ns, span_id) <= (SELECT row_limit FROM xsp_rules_settings)
+ORDER BY run_id, duration_ns DESC, start_ns, span_id;
