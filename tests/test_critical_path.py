@@ -13,8 +13,9 @@ critical_path_summary).
    once the time HTA's graph weighs zero is taken out -- its edges between top-level CPU ops
    (our cpu_idle), the time inside user annotations (ProfilerStep#N), a blocking call's own time and
    the return from it (our sync_wait). Within 0.2 % on three traces; on cuda_event_sync_multi_stream
-   HTA follows a cudaStreamWaitEvent edge between streams that this walk does not, and routes 16 us
-   through a memset's queue instead of the concurrent cudaEventQuery on the CPU: 1.36 %.
+   1.36 %: at one point HTA routes 16 us through a memset waiting on the other stream (its
+   kernel-kernel and launch overheads) where the last-arriving dependency is the concurrent
+   cudaEventQuery on the CPU (this walk follows the same cudaStreamWaitEvent edge, tested below).
 """
 
 from __future__ import annotations
@@ -101,6 +102,30 @@ def test_a_copy_to_pageable_memory_blocks_and_puts_the_gpu_on_the_path(tmp_path)
         ("sync_wait", "cudaMemcpyAsync", 750, 50),
         ("cpu_op", "aten::to", 800, 10),
         ("cpu_op", "ProfilerStep#1", 810, 190),
+    ]
+
+
+def test_a_stream_waits_for_an_event_recorded_on_another(tmp_path):
+    """Kernel A on stream 7 [100,500); cudaEventRecord after its launch, cudaStreamWaitEvent on stream 8
+    (Kineto's "Stream Wait Event" activity names the record call); kernel B on stream 8, launched at
+    [50,60), starts only when A ends (500): the path goes from B to A over the event, not to B's launch."""
+    run = Run(1, source_kind="kineto")
+    run.span("annotation", "ProfilerStep#1", 0, 700, iteration=1)
+    run.gpu("kernel", "A", (10, 20), (100, 500), stream=7)
+    run.span("api", "cudaEventRecord", 30, 35, correlation_id=900, category="cuda_runtime")
+    run.span("api", "cudaStreamWaitEvent", 40, 45, correlation_id=901, category="cuda_runtime")
+    wait = run.span("sync", "Stream Wait Event", 45, 46, device_id=0, stream_id=8, correlation_id=901)
+    run.args(wait, {"wait_on_stream": 7, "wait_on_cuda_event_record_corr_id": 900})
+    run.gpu("kernel", "B", (50, 60), (500, 600), stream=8)
+    run.span("api", "cudaDeviceSynchronize", 70, 650, category="cuda_runtime")
+    assert _path(tmp_path, run) == [
+        ("cpu_op", "ProfilerStep#1", 0, 10),
+        ("launch", "cudaLaunchKernel", 10, 10),
+        ("queue_delay", "cudaLaunchKernel", 20, 80),
+        ("kernel", "A", 100, 400),
+        ("kernel", "B", 500, 100),
+        ("sync_wait", "cudaDeviceSynchronize", 600, 50),
+        ("cpu_op", "ProfilerStep#1", 650, 50),
     ]
 
 

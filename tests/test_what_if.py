@@ -43,6 +43,21 @@ def _pageable_step() -> Run:
     return run
 
 
+def _event_step() -> Run:
+    """Kernel B on stream 8 waits (cudaStreamWaitEvent) for kernel A [100,500) on stream 7; the step
+    syncs until 650 and the step ends at 1000 (tests/test_critical_path.py has its path)."""
+    run = Run(1, source_kind="kineto")
+    run.span("annotation", "ProfilerStep#1", 0, 1000, iteration=1)
+    run.gpu("kernel", "A", (10, 20), (100, 500), stream=7)
+    run.span("api", "cudaEventRecord", 30, 35, correlation_id=900, category="cuda_runtime")
+    run.span("api", "cudaStreamWaitEvent", 40, 45, correlation_id=901, category="cuda_runtime")
+    wait = run.span("sync", "Stream Wait Event", 45, 46, device_id=0, stream_id=8, correlation_id=901)
+    run.args(wait, {"wait_on_stream": 7, "wait_on_cuda_event_record_corr_id": 900})
+    run.gpu("kernel", "B", (50, 60), (500, 600), stream=8)
+    run.span("api", "cudaDeviceSynchronize", 70, 650, category="cuda_runtime")
+    return run
+
+
 def _predicted(tmp_path, run: Run, *rules: str) -> int:
     db = write(tmp_path / "t.duckdb", [run])
     con = open_session(db, AnalysisOptions(what_if=rules))
@@ -70,8 +85,10 @@ def _predicted(tmp_path, run: Run, *rules: str) -> int:
         # All GPU work gone: K and the copy take 0 ns at 310 (K keeps its 60 ns queue after its launch);
         # the call (from 300) returns 50 ns after the copy, at 360; then 10 + 190 ns of CPU: 560.
         (_pageable_step, ("gpu:.**0",), 560),
+        # A twice as fast [100,300): B still waits for it over the event, [300,400); sync 450; end 1000 - 200.
+        (_event_step, ("kernel:^A$*0.5",), 800),
     ],
-    ids=["no_rule", "scale_kernel", "set_kernel_duration", "sync_removed", "op_removed", "kernel_before_blocking_copy", "all_gpu_gone"],
+    ids=["no_rule", "scale_kernel", "set_kernel_duration", "sync_removed", "op_removed", "kernel_before_blocking_copy", "all_gpu_gone", "event_wait"],
 )
 def test_rule_forms_on_hand_made_steps(build, rules, expected, tmp_path):
     assert _predicted(tmp_path, build(), *rules) == expected
