@@ -28,6 +28,7 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import DATA
+from handmade_steps import event_step, pageable_step, sync_step
 from handmade_trace import Run, write
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.analyze.critical_path import load_run, walk
@@ -69,11 +70,7 @@ def test_sync_waits_for_the_gpu_chain_launches_and_queue_delay(tmp_path):
     [160,170), runs after A on the same stream from 700 (A ends 600: 100 ns GPU idle? no -- B waits for
     A, so the stream gap [600,700) is B's own queue after A); cudaDeviceSynchronize [180,950) returns
     at 950 after B ends at 900."""
-    run = Run(1)
-    run.span("annotation", "ProfilerStep#1", 0, 1000, iteration=1)
-    run.gpu("kernel", "A", (100, 150), (200, 600))
-    run.gpu("kernel", "B", (160, 170), (700, 900))
-    run.span("api", "cudaDeviceSynchronize", 180, 950, category="cuda_runtime")
+    run = sync_step()
     assert _path(tmp_path, run) == [
         ("cpu_op", "ProfilerStep#1", 0, 100),
         ("launch", "cudaLaunchKernel", 100, 50),
@@ -88,11 +85,7 @@ def test_sync_waits_for_the_gpu_chain_launches_and_queue_delay(tmp_path):
 
 def test_a_copy_to_pageable_memory_blocks_and_puts_the_gpu_on_the_path(tmp_path):
     """cudaMemcpyAsync Device->Pageable [300,800): its copy runs [700,750) after kernel K [310,700)."""
-    run = Run(1)
-    run.span("annotation", "ProfilerStep#1", 0, 1000, iteration=1)
-    run.span("op", "aten::to", 290, 810)
-    run.gpu("kernel", "K", (200, 250), (310, 700))
-    run.memop("memcpy", (300, 800), (700, 750), "DtoH", 4096, src="Device", dst="Pageable")
+    run = pageable_step()
     assert _path(tmp_path, run) == [
         ("cpu_op", "ProfilerStep#1", 0, 200),
         ("launch", "cudaLaunchKernel", 200, 50),
@@ -109,15 +102,7 @@ def test_a_stream_waits_for_an_event_recorded_on_another(tmp_path):
     """Kernel A on stream 7 [100,500); cudaEventRecord after its launch, cudaStreamWaitEvent on stream 8
     (Kineto's "Stream Wait Event" activity names the record call); kernel B on stream 8, launched at
     [50,60), starts only when A ends (500): the path goes from B to A over the event, not to B's launch."""
-    run = Run(1, source_kind="kineto")
-    run.span("annotation", "ProfilerStep#1", 0, 700, iteration=1)
-    run.gpu("kernel", "A", (10, 20), (100, 500), stream=7)
-    run.span("api", "cudaEventRecord", 30, 35, correlation_id=900, category="cuda_runtime")
-    run.span("api", "cudaStreamWaitEvent", 40, 45, correlation_id=901, category="cuda_runtime")
-    wait = run.span("sync", "Stream Wait Event", 45, 46, device_id=0, stream_id=8, correlation_id=901)
-    run.args(wait, {"wait_on_stream": 7, "wait_on_cuda_event_record_corr_id": 900})
-    run.gpu("kernel", "B", (50, 60), (500, 600), stream=8)
-    run.span("api", "cudaDeviceSynchronize", 70, 650, category="cuda_runtime")
+    run = event_step(step_end=700)
     assert _path(tmp_path, run) == [
         ("cpu_op", "ProfilerStep#1", 0, 10),
         ("launch", "cudaLaunchKernel", 10, 10),

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import DATA
+from handmade_steps import event_step, pageable_step, sync_step
 from handmade_trace import Run, write
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.analyze.critical_path import load_run, units
@@ -21,41 +22,6 @@ from xsp_trace.cli import app
 from xsp_trace.errors import InputError
 
 runner = CliRunner()
-
-
-def _sync_step() -> Run:
-    """Launches [100,150) -> A [200,600) and [160,170) -> B [700,900) on one stream;
-    cudaDeviceSynchronize [180,950) returns 50 ns after B; the step ends at 1000."""
-    run = Run(1)
-    run.span("annotation", "ProfilerStep#1", 0, 1000, iteration=1)
-    run.gpu("kernel", "A", (100, 150), (200, 600))
-    run.gpu("kernel", "B", (160, 170), (700, 900))
-    run.span("api", "cudaDeviceSynchronize", 180, 950, category="cuda_runtime")
-    return run
-
-
-def _pageable_step() -> Run:
-    run = Run(1)
-    run.span("annotation", "ProfilerStep#1", 0, 1000, iteration=1)
-    run.span("op", "aten::to", 290, 810)
-    run.gpu("kernel", "K", (200, 250), (310, 700))
-    run.memop("memcpy", (300, 800), (700, 750), "DtoH", 4096, src="Device", dst="Pageable")
-    return run
-
-
-def _event_step() -> Run:
-    """Kernel B on stream 8 waits (cudaStreamWaitEvent) for kernel A [100,500) on stream 7; the step
-    syncs until 650 and the step ends at 1000 (tests/test_critical_path.py has its path)."""
-    run = Run(1, source_kind="kineto")
-    run.span("annotation", "ProfilerStep#1", 0, 1000, iteration=1)
-    run.gpu("kernel", "A", (10, 20), (100, 500), stream=7)
-    run.span("api", "cudaEventRecord", 30, 35, correlation_id=900, category="cuda_runtime")
-    run.span("api", "cudaStreamWaitEvent", 40, 45, correlation_id=901, category="cuda_runtime")
-    wait = run.span("sync", "Stream Wait Event", 45, 46, device_id=0, stream_id=8, correlation_id=901)
-    run.args(wait, {"wait_on_stream": 7, "wait_on_cuda_event_record_corr_id": 900})
-    run.gpu("kernel", "B", (50, 60), (500, 600), stream=8)
-    run.span("api", "cudaDeviceSynchronize", 70, 650, category="cuda_runtime")
-    return run
 
 
 def _predicted(tmp_path, run: Run, *rules: str) -> int:
@@ -71,22 +37,22 @@ def _predicted(tmp_path, run: Run, *rules: str) -> int:
 @pytest.mark.parametrize(
     "build,rules,expected",
     [
-        (_sync_step, (), 1000),
+        (sync_step, (), 1000),
         # B 200 -> 100 ns: the sync returns 50 ns after B's new end (800), the step 50 ns later.
-        (_sync_step, ("kernel:^B$*0.5",), 900),
+        (sync_step, ("kernel:^B$*0.5",), 900),
         # A 400 -> 100 ns: B keeps its 100 ns behind A on the stream (300 + 100 .. 600), sync 650, end 700.
-        (_sync_step, ("kernel:^A$=100ns",), 700),
+        (sync_step, ("kernel:^A$=100ns",), 700),
         # The sync no longer waits and takes 0 ns: 180 + 50 ns of the step's own time.
-        (_sync_step, ("sync:cudaDeviceSynchronize=0",), 230),
+        (sync_step, ("sync:cudaDeviceSynchronize=0",), 230),
         # aten::to's own 20 ns go; the blocking copy still waits for K and the copy: 990.
-        (_pageable_step, ("op:aten::to*0",), 990),
+        (pageable_step, ("op:aten::to*0",), 990),
         # K twice as fast (390 -> 195 ns): the copy runs [505,555), the call returns at 605.
-        (_pageable_step, ("kernel:^K$*0.5",), 805),
+        (pageable_step, ("kernel:^K$*0.5",), 805),
         # All GPU work gone: K and the copy take 0 ns at 310 (K keeps its 60 ns queue after its launch);
         # the call (from 300) returns 50 ns after the copy, at 360; then 10 + 190 ns of CPU: 560.
-        (_pageable_step, ("gpu:.**0",), 560),
+        (pageable_step, ("gpu:.**0",), 560),
         # A twice as fast [100,300): B still waits for it over the event, [300,400); sync 450; end 1000 - 200.
-        (_event_step, ("kernel:^A$*0.5",), 800),
+        (event_step, ("kernel:^A$*0.5",), 800),
     ],
     ids=["no_rule", "scale_kernel", "set_kernel_duration", "sync_removed", "op_removed", "kernel_before_blocking_copy", "all_gpu_gone", "event_wait"],
 )
@@ -134,7 +100,7 @@ def test_a_sync_bound_finding_states_the_expected_gain(tmp_path):
     the wait the call takes 0 ns and the step 200 + 50 + 40 + 10 + 10 + 190 = 500 ns: 500 ns saved."""
     from xsp_trace.analyze.findings import find
 
-    db = write(tmp_path / "t.duckdb", [_pageable_step()])
+    db = write(tmp_path / "t.duckdb", [pageable_step()])
     (finding,) = [f for f in find(open_session(db, AnalysisOptions())) if f.kind == "sync_bound_steps"]
     assert finding.facts["expected_gain_ns"] == 500
     assert "--what-if 'sync:^(cudaMemcpyAsync)$=0'" in finding.text and "would take ~" in finding.text
