@@ -13,6 +13,7 @@ and is shown apart).
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -32,11 +33,15 @@ t0 = time.perf_counter()
 analysis = TraceAnalysis(trace_dir=folder)
 t1 = time.perf_counter()
 steps = int(sys.argv[2])
+failed = []
 for i in range(steps):
-    graph, ok = analysis.critical_path_analysis(rank=3, annotation="ProfilerStep", instance_id=i)
-    assert ok
+    try:
+        graph, ok = analysis.critical_path_analysis(rank=3, annotation="ProfilerStep", instance_id=i)
+        assert ok
+    except Exception as exc:  # HTA 0.5 fails on some steps of this trace: counted, not hidden
+        failed.append(f"{i}: {type(exc).__name__}: {str(exc).splitlines()[0][:80]}")
 t2 = time.perf_counter()
-print(f"hta load {t1 - t0:.2f} s, critical path of {steps} steps {t2 - t1:.2f} s", file=sys.stderr)
+print(f"hta load {t1 - t0:.2f} s, critical path of {steps} steps {t2 - t1:.2f} s, failed: {failed}")
 """
 
 XSP_SCRIPT = """
@@ -45,7 +50,7 @@ from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 t0 = time.perf_counter()
 con = open_session(sys.argv[1], AnalysisOptions())
 result = run_analysis(con, "critical_path_summary")
-print(f"xsp-trace critical path of {len(result.rows)} steps {time.perf_counter() - t0:.2f} s", file=sys.stderr)
+print(f"xsp-trace session + critical path of {len(result.rows)} steps {time.perf_counter() - t0:.2f} s")
 """
 
 
@@ -56,12 +61,19 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         database = Path(folder) / "rank3.duckdb"
-        convert = measure([sys.executable, "-m", "xsp_trace.cli", "convert", str(TRACE), "-o", str(database), "-q"])
-        hta = measure([args.hta_python, "-W", "ignore", "-c", HTA_SCRIPT, str(TRACE), str(args.steps)])
-        xsp = measure([sys.executable, "-c", XSP_SCRIPT, str(database)])
-    for name, m in (("xsp-trace convert", convert), ("HTA load + critical path", hta), ("xsp-trace critical path", xsp)):
-        print(f"| {name} | {m['wall_s']:.2f} s | {m['maxrss_mib']:.0f} MiB |")
-    print(f"ratio HTA / xsp-trace (critical path incl. load vs from the database): {hta['wall_s'] / xsp['wall_s']:.1f}x")
+        convert = measure([sys.executable, "-c", "from xsp_trace.cli import main; main()", "convert", str(TRACE), "-o", str(database), "-q"])
+        hta = measure([args.hta_python, "-W", "ignore", "-c", HTA_SCRIPT, str(TRACE), str(args.steps)], stdout=subprocess.PIPE)
+        xsp = measure([sys.executable, "-c", XSP_SCRIPT, str(database)], stdout=subprocess.PIPE)
+    print("| command | wall | peak RSS | what it says |\n| --- | ---: | ---: | --- |")
+    for name, m in (
+        ("xsp-trace convert", convert),
+        ("HTA 0.5: load + critical_path_analysis per step", hta),
+        ("xsp-trace: session + critical path", xsp),
+    ):
+        print(f"| {name} | {m['seconds']:.2f} s | {m['peak_mib']:.0f} MiB | {m.get('stdout', '').strip()} |")
+    print(
+        f"HTA / xsp-trace critical path: {hta['seconds'] / xsp['seconds']:.1f}x; HTA / (convert + critical path): {hta['seconds'] / (convert['seconds'] + xsp['seconds']):.1f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -41,11 +41,12 @@ KINETO_READING = (
     PRELUDE
     + """
 from pathlib import Path
+from xsp_trace.convert.input_limits import InputLimits
 from xsp_trace.convert.kineto_fast import read_events
 from xsp_trace.database import CONVERT_MEMORY_LIMIT, duckdb_connect, memory_limit
 con = duckdb_connect()
 with memory_limit(con, CONVERT_MEMORY_LIMIT):
-    meta = read_events(con, Path(sys.argv[1]), lambda offset: con.execute("DROP TABLE _kineto_events"))
+    meta = read_events(con, Path(sys.argv[1]), lambda offset: con.execute("DROP TABLE _kineto_events"), InputLimits())
 assert meta is not None, 'not read by DuckDB'
 """
 )

@@ -1,27 +1,29 @@
-"""Model and layer annotation of a PyTorch nn.Module: NVTX / record_function ranges from hooks.
+"""Model and layer annotation of a PyTorch nn.Module: NVTX / record_function / timed ranges.
 
 - The model range ("xsp.model:<name>") encloses each inference: either explicitly
-  (`with annotation.inference(): model(x)`) or from hooks on the root module (model_hook=True).
+  (`with annotation.inference(): model(x)`) or around the root module's forward (model_hook=True).
 - Layer ranges ("xsp.layer:<index>:<qualified name>:<type>") enclose each call of a selected
-  module, from a forward pre-hook (push) and an always-called forward hook (pop), so an
-  exception inside a layer still closes its range.
+  module: its `forward` is replaced, on the instance, by one that runs the original inside the
+  range (try/finally, so an exception inside a layer still closes it). Not module hooks: a
+  module with hooks leaves torch's fast call path (about 2.5 µs more per call, BENCHMARKS.md)
+  and some modules check for hooks (nn.TransformerEncoderLayer then leaves its fused fast path).
 - Layers are the leaf modules by default; `depth=d` takes the modules d levels below the root
   (plus leaves above that depth) for coarser layers. Given the modules one forward called
   (`called_modules`), a module whose children are never called (nn.MultiheadAttention uses its
   out_proj weights without calling it) counts as a leaf. Indices follow the module tree order
   (named_modules), so they are stable across runs, batch sizes and levels.
-- `remove()` takes every hook away again: the model's hook dictionaries are as before.
+- `remove()` takes every wrapper away again: the modules are as before.
 
-Per-module hooks are what XSP's layer level needs, but they change what some modules run:
-nn.TransformerEncoderLayer leaves its fused fast path when any of its modules carries a hook.
-`compare_programs` runs one forward with and one without hooks under a dispatch-level op
-counter and reports the ops that differ, so the capture can record the change.
+Which modules one forward calls (`called_modules`), their shapes (`probe_layers`) and whether the
+layer wrappers change the ops the model runs (`compare_programs`, under a dispatch-level op
+counter, so the capture can record a change) are found with the same kind of wrapper, so they
+describe the program the layer run times.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -52,15 +54,53 @@ class LayerInfo:
         return asdict(self)
 
 
-def called_modules(model, call: Callable[[], Any]) -> set[int]:
-    """ids of the modules that one `call()` (a forward) calls through their __call__."""
-    called: set[int] = set()
-    handles = [m.register_forward_pre_hook(lambda m, a: called.add(id(m))) for m in model.modules()]
+_NO_FORWARD = object()  # the module had no instance-level forward before ours
+
+
+def install_forward(module, forward: Callable) -> Any:
+    """Put `forward` on the module instance (torch's __call__ calls self.forward); returns what
+    was there before, for restore_forward. Written to __dict__: nn.Module.__setattr__ is slower
+    and would refuse nothing here."""
+    previous = module.__dict__.get("forward", _NO_FORWARD)
+    module.__dict__["forward"] = forward
+    return previous
+
+
+def restore_forward(module, previous: Any) -> None:
+    if previous is _NO_FORWARD:
+        module.__dict__.pop("forward", None)
+    else:
+        module.__dict__["forward"] = previous
+
+
+@contextmanager
+def wrapped_forwards(modules: Iterable, make_wrapper: Callable[[Any, Callable], Callable]):
+    """Each module's forward replaced by make_wrapper(module, its forward) for the block."""
+    installed = []
     try:
-        call()
+        for module in modules:
+            installed.append((module, install_forward(module, make_wrapper(module, module.forward))))
+        yield
     finally:
-        for handle in handles:
-            handle.remove()
+        for module, previous in reversed(installed):
+            restore_forward(module, previous)
+
+
+def called_modules(model, call: Callable[[], Any]) -> set[int]:
+    """ids of the modules whose forward one `call()` (a forward of the model) runs."""
+    called: set[int] = set()
+
+    def noting(module, forward):
+        key = id(module)
+
+        def forward_noted(*args, **kwargs):
+            called.add(key)
+            return forward(*args, **kwargs)
+
+        return forward_noted
+
+    with wrapped_forwards(model.modules(), noting):
+        call()
     return called
 
 
@@ -137,21 +177,23 @@ def probe_layers(model, call: Callable[[], Any], infos: list[LayerInfo], depth: 
     """Fill input/output shapes and calls per inference of `infos` from one forward (`call`)."""
     modules = [m for _, m in select_layers(model, depth, called)]
     calls = [0] * len(infos)
-    handles = []
-    for info, module in zip(infos, modules, strict=True):
+    info_of = {id(module): info for info, module in zip(infos, modules, strict=True)}
 
-        def record(module, args, output, info=info):
+    def recording(module, forward):
+        info = info_of[id(module)]
+
+        def forward_recorded(*args, **kwargs):
+            output = forward(*args, **kwargs)
             calls[info.index] += 1
             if calls[info.index] == 1:
                 info.input_shapes = shapes_of(args)
                 info.output_shapes = shapes_of(output)
+            return output
 
-        handles.append(module.register_forward_hook(record))
-    try:
+        return forward_recorded
+
+    with wrapped_forwards(modules, recording):
         call()
-    finally:
-        for handle in handles:
-            handle.remove()
     for info in infos:
         info.calls_per_inference = calls[info.index]
 
@@ -174,11 +216,13 @@ def count_ops(call: Callable[[], Any]) -> Counter:
 
 @dataclass
 class ProgramChange:
-    """How attaching layer hooks changed the ops one forward runs (empty when it did not)."""
+    """How the layer wrappers changed the ops one forward runs (empty when they did not).
+
+    (The field names keep the session format: "hooks" is the layer instrumentation.)"""
 
     changed: bool
-    ops_without_hooks_only: dict = field(default_factory=dict)  # op -> calls lost when hooks are attached
-    ops_with_hooks_only: dict = field(default_factory=dict)  # op -> calls added when hooks are attached
+    ops_without_hooks_only: dict = field(default_factory=dict)  # op -> calls lost when the layers are instrumented
+    ops_with_hooks_only: dict = field(default_factory=dict)  # op -> calls added when the layers are instrumented
     note: str | None = None
 
     def to_json(self) -> dict:
@@ -192,26 +236,26 @@ _FAST_PATH_OPS = {
 
 
 def compare_programs(model, call: Callable[[], Any], depth: int | None = None, called: set[int] | None = None) -> ProgramChange:
-    """Ops of one forward without hooks vs with (silent) hooks on the layers."""
+    """Ops of one forward without vs with (silent) layer wrappers, as ModelAnnotation installs them."""
     plain = count_ops(call)
-    handles = []
-    for _, module in select_layers(model, depth, called):
-        handles.append(module.register_forward_pre_hook(lambda module, args: None))
-        handles.append(module.register_forward_hook(lambda module, args, output: None, always_call=True))
-    try:
+
+    def silent(module, forward):
+        def forward_passed(*args, **kwargs):
+            return forward(*args, **kwargs)
+
+        return forward_passed
+
+    with wrapped_forwards([m for _, m in select_layers(model, depth, called)], silent):
         hooked = count_ops(call)
-    finally:
-        for handle in handles:
-            handle.remove()
     lost = {op: n - hooked.get(op, 0) for op, n in plain.items() if n > hooked.get(op, 0)}
     added = {op: n - plain.get(op, 0) for op, n in hooked.items() if n > plain.get(op, 0)}
     if not lost and not added:
         return ProgramChange(changed=False)
     paths = sorted({_FAST_PATH_OPS[op] for op in lost if op in _FAST_PATH_OPS})
-    note = "layer hooks change the ops the model runs"
+    note = "layer instrumentation changes the ops the model runs"
     if paths:
-        note += f" (hooks turn off the {', '.join(paths)})"
-    note += "; layer-level latencies measure the hooked program, model latency comes from the M run"
+        note += f" (it turns off the {', '.join(paths)})"
+    note += "; layer-level latencies measure the instrumented program, model latency comes from the M run"
     return ProgramChange(changed=True, ops_without_hooks_only=dict(sorted(lost.items())), ops_with_hooks_only=dict(sorted(added.items())), note=note)
 
 
@@ -219,10 +263,11 @@ class ModelAnnotation:
     """Model and layer ranges on a module, attached by `attach()` and taken away by `remove()`.
 
     nvtx: emit NVTX ranges in the "xsp" domain. torch: record_function annotations -- True,
-    False, or "auto" (only while a torch profiler records). layer_sync: called at the end of
-    each layer before its range closes (e.g. torch.cuda.synchronize, so a layer's range covers
-    its kernels). model_hook: open/close the model range from hooks on the root module.
-    called: ids of the modules one forward calls (called_modules), to find leaves by calls.
+    False, or "auto" (only while a torch profiler records). timer: time the ranges with the
+    capture's own clock into `self.recorder` (a RangeRecorder; no profiler needed). layer_sync:
+    called at the end of each layer before its range closes (e.g. torch.cuda.synchronize, so a
+    layer's range covers its kernels). model_hook: the model range around the root module's
+    forward. called: ids of the modules one forward calls (called_modules), to find leaves by calls.
     """
 
     def __init__(
@@ -237,6 +282,7 @@ class ModelAnnotation:
         layer_sync: Callable[[], None] | None = None,
         model_hook: bool = True,
         called: set[int] | None = None,
+        timer: bool = False,
     ):
         self.model = model
         self.name = name or type(model).__name__
@@ -247,34 +293,30 @@ class ModelAnnotation:
         self.called = called
         self.layers = describe_layers(model, depth, called) if layers else []
         self._modules = [m for _, m in select_layers(model, depth, called)] if layers else []
-        ranges = RangeFactory(nvtx=nvtx, torch=torch)
+        ranges = RangeFactory(nvtx=nvtx, torch=torch, timer=timer)
+        self.recorder = ranges.recorder
         self.model_range = ranges(model_range_name(self.name))
         self._layer_ranges = [ranges(info.range_name) for info in self.layers]
-        self._handles: list = []
+        self._installed: list = []  # (module, its previous instance forward), in install order
 
     @property
     def attached(self) -> bool:
-        return bool(self._handles)
+        return bool(self._installed)
 
     def attach(self) -> ModelAnnotation:
-        if self._handles:
+        if self._installed:
             return self
         for module, layer_range in zip(self._modules, self._layer_ranges, strict=True):
-            pre, post = layer_range.hooks(self.layer_sync)
-            self._handles.append(module.register_forward_pre_hook(pre))
-            self._handles.append(module.register_forward_hook(post, always_call=True))
+            self._installed.append((module, install_forward(module, layer_range.wrap(module.forward, self.layer_sync))))
         if self.model_hook:
-            # Registered last and prepended, so the model range opens before and closes after a
-            # root-level layer range.
-            push, pop = self.model_range.push, self.model_range.pop
-            self._handles.append(self.model.register_forward_pre_hook(lambda m, a: push(), prepend=True))
-            self._handles.append(self.model.register_forward_hook(lambda m, a, o: pop(), always_call=True))
+            # Wrapped last, so the model range encloses a root-level layer range.
+            self._installed.append((self.model, install_forward(self.model, self.model_range.wrap(self.model.forward))))
         return self
 
     def remove(self) -> None:
-        for handle in self._handles:
-            handle.remove()
-        self._handles.clear()
+        for module, previous in reversed(self._installed):
+            restore_forward(module, previous)
+        self._installed.clear()
 
     def __enter__(self) -> ModelAnnotation:
         return self.attach()

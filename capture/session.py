@@ -14,12 +14,14 @@ batch size) with these environment variables, and `run` measures exactly that:
     XSP_OUT         the run's folder: session.json (+ trace.json for torch) go there
 
 One measurement: warm-up; a probe forward (layer shapes, calls) and, for levels with layers, a
-comparison of the ops run with and without hooks; then the same inference timed with
-time.perf_counter_ns, instrumented (ranges on, profiler recording) and not. The two alternate
-inference by inference, the order flipped every pair, so drift and bursts of machine noise hit
-both alike: under nsys (which records the whole process anyway) hooks are attached only for the
-instrumented one; under torch.profiler (started once) the profiler is also paused for the
-un-instrumented one. Under ncu (and a torch without toggle_collection_dynamic) half of the
+comparison of the ops run with and without the layer wrappers; then the same inference timed
+with time.perf_counter_ns, instrumented (ranges on, profiler recording) and not. The two
+alternate inference by inference, the order flipped every pair, so drift and bursts of machine
+noise hit both alike: the layer wrappers are installed only for the instrumented one. The
+torch tool's M and ML runs start no profiler: the capture times its model and layer ranges
+itself and writes them as a Kineto trace (ranges.RangeRecorder), so no op pays for profiler
+callbacks; its MLG run starts torch.profiler once and pauses it for the un-instrumented
+inferences. Under ncu (and, at MLG, a torch without toggle_collection_dynamic) half of the
 un-instrumented inferences run before the instrumented loop and half after. Inference runs
 under torch.inference_mode(); a training step (`step`, e.g. forward + loss.backward() +
 optimizer.step()) with autograd on, its model range around the whole step.
@@ -42,6 +44,8 @@ from .manifest import FORMAT_VERSION, SESSION_FORMAT, SESSION_NAME, level_has_la
 from .ranges import nvtx_version
 
 TOOLS = ("nsys", "torch", "ncu")
+OWN_TIMER_LEVELS = ("M", "ML")  # the torch tool's levels recorded by the capture's own timer, no profiler
+OWN_TIMER_SCOPE = "none"  # profiler_scope of those runs: no profiler recorded anything
 LAYER_SYNC_CHOICES = ("none", "sync", "launch-blocking")
 
 
@@ -149,19 +153,38 @@ def _quiet_stderr():
         os.close(devnull)
 
 
-def _timed_loop(call, n: int, sync, around=None) -> list[int]:
-    """n timed inferences; `around` is a context-manager factory enclosing each one (the model range)."""
+def _timed_loop(call, n: int, sync, model_range=None) -> list[int]:
+    """n timed inferences, each inside `model_range` when given (its push/pop called directly:
+    what the instrumented inference pays beyond the plain one is the range and nothing else; a
+    range of the capture's own timer is the timed interval itself, stored after it ends)."""
     latencies = []
     clock = time.perf_counter_ns
     for _ in range(n):
-        start = clock()
-        if around is None:
+        if model_range is not None and model_range.timed_by_caller:
+            start = clock()
             call()
             if sync is not None:
                 sync()
-        else:
-            with around(sync):
-                call()
+            end = clock()
+            model_range.record(start, end)
+            latencies.append(end - start)
+            continue
+        if model_range is None:
+            start = clock()
+            call()
+            if sync is not None:
+                sync()
+            latencies.append(clock() - start)
+            continue
+        push, pop = model_range.push, model_range.pop
+        start = clock()
+        push()
+        try:
+            call()
+            if sync is not None:
+                sync()
+        finally:
+            pop()
         latencies.append(clock() - start)
     return latencies
 
@@ -289,7 +312,7 @@ def _interleaved(call, iterations: int, sync, annotation, faults: dict, pause=No
                 pause(True)
             start_faults = _minor_faults()
             try:
-                latency = _timed_loop(call, 1, sync, annotation.inference if with_ranges else None)[0]
+                latency = _timed_loop(call, 1, sync, annotation.model_range if with_ranges else None)[0]
             finally:
                 if with_ranges:
                     annotation.remove()
@@ -300,8 +323,20 @@ def _interleaved(call, iterations: int, sync, annotation, faults: dict, pause=No
     return plain, ["interleaved"] * len(plain), instrumented
 
 
+def _interleaved_own_timer(call, config: SessionConfig, sync, annotation, faults: dict, record: dict):
+    """The torch tool's M and ML runs: no profiler; the ranges the capture timed itself become trace.json."""
+    plain, phases, instrumented = _interleaved(call, config.iterations, sync, annotation, faults)
+    trace = config.out / "trace.json"
+    annotation.recorder.write_trace(trace)
+    record["trace"] = trace.name
+    record["profiler_scope"] = OWN_TIMER_SCOPE
+    return plain, phases, instrumented
+
+
 def _torch_profiler(config: SessionConfig, device):
-    return _FullProfiler(cuda=device.type == "cuda") if config.level == "MLG" else _UserScopeProfiler()
+    """The profiler of a torch-tool run: only MLG has one (M and ML use the capture's own timer;
+    _UserScopeProfiler, which they used, stays for recording user annotations alone)."""
+    return _FullProfiler(cuda=device.type == "cuda")
 
 
 def _interleaved_under_torch(call, config: SessionConfig, sync, annotation, device, faults: dict, record: dict):
@@ -332,9 +367,9 @@ def _before_during_after(call, config: SessionConfig, sync, annotation, device, 
         start_faults = _minor_faults()
         if profiler is not None:
             with profiler:
-                instrumented = _timed_loop(call, config.iterations, sync, annotation.inference)
+                instrumented = _timed_loop(call, config.iterations, sync, annotation.model_range)
         else:
-            instrumented = _timed_loop(call, config.iterations, sync, annotation.inference)
+            instrumented = _timed_loop(call, config.iterations, sync, annotation.model_range)
         faults["instrumented"] = _minor_faults() - start_faults
     finally:
         annotation.remove()
@@ -405,21 +440,25 @@ def measure(
         probe_layers(model, call, layers, config.depth, called)
         change = compare_programs(model, call, config.depth, called) if with_layers else None
 
+        own_timer = config.tool == "torch" and config.level in OWN_TIMER_LEVELS
         annotation = ModelAnnotation(
             model,
             record["model"],
             layers=with_layers,
             depth=config.depth,
             nvtx=config.tool in ("nsys", "ncu"),
-            torch=config.tool == "torch",
+            torch=config.tool == "torch" and not own_timer,
             layer_sync=layer_sync,
             model_hook=False,
             called=called,
+            timer=own_timer,
         )
         if config.tool == "nsys":
-            # Nothing to start or stop: alternate single inferences (hooks attached only for the
-            # instrumented one), so bursts of machine noise hit both loops alike.
+            # Nothing to start or stop: alternate single inferences (layer wrappers installed only
+            # for the instrumented one), so bursts of machine noise hit both loops alike.
             plain, phases, instrumented = _interleaved(call, config.iterations, sync, annotation, faults)
+        elif own_timer:
+            plain, phases, instrumented = _interleaved_own_timer(call, config, sync, annotation, faults, record)
         elif config.tool == "torch" and _can_pause_profiler():
             plain, phases, instrumented = _interleaved_under_torch(call, config, sync, annotation, device, faults, record)
         else:

@@ -372,7 +372,7 @@ COMMENT ON COLUMN capture_runs.device IS 'Device the model ran on: cpu or the GP
 COMMENT ON COLUMN capture_runs.threads IS 'torch intra-op threads of the profiled process.';
 COMMENT ON COLUMN capture_runs.torch_version IS 'torch version of the profiled process.';
 COMMENT ON COLUMN capture_runs.nvtx_version IS 'nvtx package version of the profiled process (nsys 2022.4 records ranges only from nvtx <= 0.2.11).';
-COMMENT ON COLUMN capture_runs.profiler_scope IS 'torch runs: user (only record_function annotations: M, ML) or all (every aten op: MLG); NULL otherwise.';
+COMMENT ON COLUMN capture_runs.profiler_scope IS 'torch runs: none (no profiler: model/layer ranges timed by the capture itself: M, ML), user (only record_function annotations: older captures) or all (every aten op: MLG); NULL otherwise.';
 COMMENT ON COLUMN capture_runs.program_changed IS 'Whether attaching layer hooks changed the ops one forward runs (e.g. nn.TransformerEncoderLayer leaves its fused fast path); NULL for M.';
 COMMENT ON COLUMN capture_runs.program_change_note IS 'What changed, in words, and which ops were lost or added; NULL when nothing changed.';
 COMMENT ON COLUMN capture_runs.minor_faults_uninstrumented IS 'Minor page faults of the process during the un-instrumented loop (getrusage).';

@@ -21,6 +21,7 @@ GPU_FIXTURES = {
     "kineto_cuda_graphs_v100_2022": [DATA / "kineto_cuda_graphs_v100_2022" / "hta_v100_cuda_graphs_rank1_2022.json.gz"],
     "kineto_hip_graphs_mi300x_vllm": [DATA / "kineto_hip_graphs_mi300x_vllm" / "tracelens_mi300x_vllm_full_graph_decode.json.gz"],
     "kineto_two_ranks_sendrecv": sorted((DATA / "kineto_two_ranks_sendrecv").glob("sampled_rank-*.json.gz")),
+    "kineto_pageable_dtoh_a100": [DATA / "kineto_pageable_dtoh_a100" / "hta_a100_pageable_dtoh_rank0.json.gz"],
 }
 
 _KINETO_GPU = {"kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "memcpy", "Memcpy": "memcpy", "gpu_memset": "memset", "Memset": "memset"}
@@ -67,6 +68,15 @@ class RawRun:
 
     def launch_of(self, op: Gpu) -> Cpu | None:
         return self.calls().get((op.pid, op.correlation))
+
+    def launched_by(self, call: Cpu) -> list[Gpu]:
+        """The GPU operations a call launched (same process and correlation id)."""
+        if "_launched" not in self.__dict__:
+            index: dict[tuple, list[Gpu]] = {}
+            for g in self.gpu:
+                index.setdefault((g.pid, g.correlation), []).append(g)
+            self.__dict__["_launched"] = index
+        return self.__dict__["_launched"].get((call.pid, call.correlation), []) if call.correlation is not None else []
 
     def starting_at(self, device: int, start: int) -> list[Gpu]:
         """The GPU operations of `device` starting at `start`."""

@@ -29,7 +29,8 @@ from xsp_trace.capture.hooks import (  # noqa: E402
 )
 from xsp_trace.capture.session import _UserScopeProfiler  # noqa: E402
 
-# Module tree order of the leaves (by calls) of TinyModel -> the layer index.
+# Module tree order of the leaves (by calls) of TinyModel -> the layer index, when the encoder
+# layer calls its submodules (autograd on: torch's fused fast path is off).
 TREE_ORDER = [
     ("conv.0", "Conv2d"),
     ("conv.1", "ReLU"),
@@ -46,8 +47,8 @@ TREE_ORDER = [
     ("encoder.dropout2", "Dropout"),
     ("head", "Linear"),
 ]
-# The order one (hooked) forward calls them: TransformerEncoderLayer runs its attention block
-# (self_attn, dropout1, norm1) before its feed-forward block.
+# The order one forward with autograd on calls them: TransformerEncoderLayer runs its attention
+# block (self_attn, dropout1, norm1) before its feed-forward block.
 CALL_ORDER = [
     "conv.0",
     "conv.1",
@@ -66,14 +67,21 @@ CALL_ORDER = [
 ]
 
 
-def _range(name: str) -> str:
-    index = [n for n, _ in TREE_ORDER].index(name)
-    return f"xsp.layer:{index}:{name}:{TREE_ORDER[index][1]}"
+# Under inference_mode the encoder layer runs torch's fused fast path
+# (_transformer_encoder_layer_fwd) and calls none of its submodules: it is one leaf by calls.
+FUSED_TREE_ORDER = [(n, t) for n, t in TREE_ORDER if not n.startswith("encoder.")]
+FUSED_TREE_ORDER.insert(5, ("encoder", "TransformerEncoderLayer"))
+FUSED_CALL_ORDER = ["conv.0", "conv.1", "conv.2", "conv.3", "proj", "encoder", "head"]
 
 
-def _profiled_events(model, call, tmp_path: Path, iterations: int) -> list[dict]:
+def _range(name: str, order=TREE_ORDER) -> str:
+    index = [n for n, _ in order].index(name)
+    return f"xsp.layer:{index}:{name}:{order[index][1]}"
+
+
+def _profiled_events(model, call, tmp_path: Path, iterations: int, mode=torch.inference_mode) -> list[dict]:
     profiler = _UserScopeProfiler()
-    with torch.inference_mode(), profiler:
+    with mode(), profiler:
         for _ in range(iterations):
             call()
     path = tmp_path / "trace.json"
@@ -82,21 +90,26 @@ def _profiled_events(model, call, tmp_path: Path, iterations: int) -> list[dict]
     return sorted((e for e in events if e.get("ph") == "X" and e["name"].startswith("xsp.")), key=lambda e: (e["ts"], -e["dur"]))
 
 
-def test_layer_ranges_follow_the_module_tree_and_nest_in_the_model_range(tmp_path):
+@pytest.mark.parametrize(
+    "mode, tree_order, call_order",
+    [(torch.enable_grad, TREE_ORDER, CALL_ORDER), (torch.inference_mode, FUSED_TREE_ORDER, FUSED_CALL_ORDER)],
+    ids=["autograd", "inference-fused-encoder"],
+)
+def test_layer_ranges_follow_the_module_tree_and_nest_in_the_model_range(tmp_path, mode, tree_order, call_order):
     model, x = build(), make_input(2)
-    with torch.inference_mode():
+    with mode():
         called = called_modules(model, lambda: model(x))
     annotation = annotate(model, "tiny", nvtx=False, torch=True, called=called)
-    events = _profiled_events(model, lambda: model(x), tmp_path, iterations=3)
+    events = _profiled_events(model, lambda: model(x), tmp_path, iterations=3, mode=mode)
     annotation.remove()
 
-    assert [(layer.name, layer.type) for layer in annotation.layers] == TREE_ORDER
+    assert [(layer.name, layer.type) for layer in annotation.layers] == tree_order
     models = [e for e in events if e["name"] == "xsp.model:tiny"]
     assert len(models) == 3
     for m in models:
         inside = [e["name"] for e in events if e["name"].startswith("xsp.layer:") and m["ts"] <= e["ts"] and e["ts"] + e["dur"] <= m["ts"] + m["dur"]]
-        assert inside == [_range(name) for name in CALL_ORDER]
-    assert sum(e["name"].startswith("xsp.layer:") for e in events) == 3 * len(CALL_ORDER)  # none outside a model range
+        assert inside == [_range(name, tree_order) for name in call_order]
+    assert sum(e["name"].startswith("xsp.layer:") for e in events) == 3 * len(call_order)  # none outside a model range
     assert profiler_scope_is_user(events)
 
 
@@ -148,6 +161,7 @@ def _hook_state(model) -> list:
 def test_remove_restores_the_model_exactly():
     model, x = build(), make_input(2)
     before_state = _hook_state(model)
+    before_attributes = [sorted(vars(m)) for m in model.modules()]
     before_params = {k: v.clone() for k, v in model.state_dict().items()}
     with torch.inference_mode():
         plain_out = model(x)
@@ -155,30 +169,48 @@ def test_remove_restores_the_model_exactly():
         with annotate(model, "tiny", nvtx=True, torch="auto") as annotation:
             assert annotation.attached
             hooked_out = model(x)
-            assert "_transformer_encoder_layer_fwd" not in count_ops(lambda: model(x))
+            assert count_ops(lambda: model(x)) == plain_ops  # the layer wrappers leave the fused fast path on
+            assert _hook_state(model) == before_state  # no module hooks at all
         restored_ops = count_ops(lambda: model(x))
         restored_out = model(x)
-    assert _hook_state(model) == before_state
+    assert _hook_state(model) == before_state and [sorted(vars(m)) for m in model.modules()] == before_attributes
     assert all(torch.equal(before_params[k], v) for k, v in model.state_dict().items())
     assert restored_ops == plain_ops and plain_ops["_transformer_encoder_layer_fwd"] == 1  # fast path is back
     assert torch.allclose(hooked_out, plain_out, atol=1e-5) and torch.equal(restored_out, plain_out)
 
 
-def test_transformer_fast_path_loss_is_detected_and_a_plain_cnn_is_not_flagged():
+class _ChecksForWrappers(torch.nn.Module):
+    """A module whose program depends on whether its child's forward was replaced."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.inner(x)
+        return y.relu() if "forward" in vars(self.inner) else y
+
+
+def test_layer_wrappers_keep_the_transformer_fast_path_and_a_changed_program_is_detected():
     model, x = build(), make_input(2)
     with torch.inference_mode():
-        change = compare_programs(model, lambda: model(x))
-    assert change.changed
-    assert change.ops_without_hooks_only == {"_transformer_encoder_layer_fwd": 1}
-    assert "TransformerEncoderLayer fused fast path" in change.note
-    cnn = model.conv
+        fused = count_ops(lambda: model(x))["_transformer_encoder_layer_fwd"]
+        handle = model.encoder.norm1.register_forward_pre_hook(lambda m, a: None)
+        with_a_hook = count_ops(lambda: model(x))["_transformer_encoder_layer_fwd"]  # what module hooks did
+        handle.remove()
+        change = compare_programs(model, lambda: model(x))  # layers: the leaves of the module tree
+    assert fused == 1 and with_a_hook == 0
+    assert not change.changed and change.note is None
+    probe, x4 = _ChecksForWrappers(), torch.randn(2, 4)
     with torch.inference_mode():
-        assert not compare_programs(cnn, lambda: cnn(x)).changed
+        change = compare_programs(probe, lambda: probe(x4))
+    assert change.changed and change.ops_with_hooks_only == {"relu": 1}
+    assert "layer instrumentation changes the ops the model runs" in change.note
 
 
 def test_layer_metadata_shapes_and_parameter_bytes():
     model, x = build(), make_input(2)
-    with torch.inference_mode():
+    with torch.enable_grad():  # the encoder layer calls its submodules
         called = called_modules(model, lambda: model(x))
         infos = describe_layers(model, None, called)
         probe_layers(model, lambda: model(x), infos, None, called)
@@ -204,20 +236,17 @@ def test_depth_selects_coarser_layers():
 
 def test_an_exception_inside_a_layer_closes_its_ranges(tmp_path):
     model, x = build(), make_input(1)
-
-    def explode(module, args):
-        raise RuntimeError("boom")
+    wrong_channels = torch.randn(1, 5, 16, 16)  # conv.0 raises inside its own range
 
     annotation = annotate(model, "tiny", nvtx=False, torch=True)
-    handle = model.head.register_forward_pre_hook(explode)
     profiler = _UserScopeProfiler()
     with torch.inference_mode(), profiler:
-        with pytest.raises(RuntimeError, match="boom"):
-            model(x)
-        handle.remove()
+        with pytest.raises(RuntimeError, match="channels"):
+            model(wrong_channels)
         model(x)
     annotation.remove()
     assert all(not r._open for r in annotation._layer_ranges) and not annotation.model_range._open
     profiler.export(tmp_path / "t.json")
     events = [e for e in json.loads((tmp_path / "t.json").read_text())["traceEvents"] if e.get("ph") == "X"]
     assert sum(e["name"] == "xsp.model:tiny" for e in events) == 2
+    assert sum(e["name"].startswith("xsp.layer:0:conv.0:") for e in events) == 2  # the raising call's range too

@@ -13,8 +13,9 @@ critical_path_summary).
    once the time HTA's graph weighs zero is taken out -- its edges between top-level CPU ops
    (our cpu_idle), the time inside user annotations (ProfilerStep#N), a blocking call's own time and
    the return from it (our sync_wait). Within 0.2 % on three traces; on cuda_event_sync_multi_stream
-   HTA follows a cudaStreamWaitEvent edge between streams that this walk does not, and routes 16 us
-   through a memset's queue instead of the concurrent cudaEventQuery on the CPU: 1.36 %.
+   1.36 %: at one point HTA routes 16 us through a memset waiting on the other stream (its
+   kernel-kernel and launch overheads) where the last-arriving dependency is the concurrent
+   cudaEventQuery on the CPU (this walk follows the same cudaStreamWaitEvent edge, tested below).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import DATA
+from handmade_steps import event_step, pageable_step, sync_step
 from handmade_trace import Run, write
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.analyze.critical_path import load_run, walk
@@ -68,11 +70,7 @@ def test_sync_waits_for_the_gpu_chain_launches_and_queue_delay(tmp_path):
     [160,170), runs after A on the same stream from 700 (A ends 600: 100 ns GPU idle? no -- B waits for
     A, so the stream gap [600,700) is B's own queue after A); cudaDeviceSynchronize [180,950) returns
     at 950 after B ends at 900."""
-    run = Run(1)
-    run.span("annotation", "ProfilerStep#1", 0, 1000, iteration=1)
-    run.gpu("kernel", "A", (100, 150), (200, 600))
-    run.gpu("kernel", "B", (160, 170), (700, 900))
-    run.span("api", "cudaDeviceSynchronize", 180, 950, category="cuda_runtime")
+    run = sync_step()
     assert _path(tmp_path, run) == [
         ("cpu_op", "ProfilerStep#1", 0, 100),
         ("launch", "cudaLaunchKernel", 100, 50),
@@ -87,11 +85,7 @@ def test_sync_waits_for_the_gpu_chain_launches_and_queue_delay(tmp_path):
 
 def test_a_copy_to_pageable_memory_blocks_and_puts_the_gpu_on_the_path(tmp_path):
     """cudaMemcpyAsync Device->Pageable [300,800): its copy runs [700,750) after kernel K [310,700)."""
-    run = Run(1)
-    run.span("annotation", "ProfilerStep#1", 0, 1000, iteration=1)
-    run.span("op", "aten::to", 290, 810)
-    run.gpu("kernel", "K", (200, 250), (310, 700))
-    run.memop("memcpy", (300, 800), (700, 750), "DtoH", 4096, src="Device", dst="Pageable")
+    run = pageable_step()
     assert _path(tmp_path, run) == [
         ("cpu_op", "ProfilerStep#1", 0, 200),
         ("launch", "cudaLaunchKernel", 200, 50),
@@ -101,6 +95,22 @@ def test_a_copy_to_pageable_memory_blocks_and_puts_the_gpu_on_the_path(tmp_path)
         ("sync_wait", "cudaMemcpyAsync", 750, 50),
         ("cpu_op", "aten::to", 800, 10),
         ("cpu_op", "ProfilerStep#1", 810, 190),
+    ]
+
+
+def test_a_stream_waits_for_an_event_recorded_on_another(tmp_path):
+    """Kernel A on stream 7 [100,500); cudaEventRecord after its launch, cudaStreamWaitEvent on stream 8
+    (Kineto's "Stream Wait Event" activity names the record call); kernel B on stream 8, launched at
+    [50,60), starts only when A ends (500): the path goes from B to A over the event, not to B's launch."""
+    run = event_step(step_end=700)
+    assert _path(tmp_path, run) == [
+        ("cpu_op", "ProfilerStep#1", 0, 10),
+        ("launch", "cudaLaunchKernel", 10, 10),
+        ("queue_delay", "cudaLaunchKernel", 20, 80),
+        ("kernel", "A", 100, 400),
+        ("kernel", "B", 500, 100),
+        ("sync_wait", "cudaDeviceSynchronize", 600, 50),
+        ("cpu_op", "ProfilerStep#1", 650, 50),
     ]
 
 
@@ -278,3 +288,23 @@ def test_analyze_timeout_stops_python_work_too(converted_path):
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "stopped after 0.2 s (--timeout)" in lines[0]
     assert time.monotonic() - started < 60
+
+
+def test_the_report_plots_each_steps_path_by_kind(converted_path, tmp_path):
+    """The HTML report's critical-path plot: one bar per step, its parts (one per kind) adding up to
+    the step's latency from the raw JSON."""
+    import re
+
+    trace = DATA / "kineto_2022_integer_us_rank3" / "hta_a100_rank3_of_8_2022.json.gz"
+    report = tmp_path / "r.html"
+    result = runner.invoke(app, ["analyze", str(converted_path(trace)), "-a", "step_bound", "--report", str(report), "--limit", "1"])
+    assert result.exit_code == 0, result.output
+    html = report.read_text()
+    at = html.index("critical path of each step, by kind")
+    plot = html[html.rfind("<svg", 0, at) : html.index("</svg>", at)]
+    bars = re.findall(r'<text x="154" y="[0-9.]+" [^>]*>(step \d+)</text>(.*?)(?=<text x="154"|<line)', plot)
+    expected = _profiler_steps(trace)
+    assert [label for label, _ in bars] == [f"step {i}" for i in sorted(expected)]
+    for label, parts in bars:
+        total_ms = sum(float(v) for v in re.findall(r"<title>[a-z_]+: ([0-9.e+-]+) ms</title>", parts))
+        assert abs(total_ms - expected[int(label.split()[1])] / 1e6) < 0.01  # parts are printed to 4 significant digits

@@ -11,9 +11,18 @@ GPU busy: [30,100) [460,470) [720,900) [920,980) = 320 ns. Gaps (xsp_min_gap_ns 
   [470,720) 250 ns, ended by C; at 595 the thread is in cudaDeviceSynchronize (explicit);
   [900,920)  20 ns, ended by the copy; at 910 the thread is in cudaMemcpy (implicit).
 Two bins over [30, 980): [30,505) busy 70 + 10 = 80 of 475; [505,980) busy 180 + 60 = 240 of 475.
-Step: GPU busy 320 of 1000 ns (32 %); launch calls 10 + 50 + 10 + 80 (cudaMemcpy launched the copy)
-= 150 ns; synchronising calls 150 + 80 = 230 ns -> under 80 % busy, launch 150 < busy 320, sync 230 <
-500: host-bound.
+Step: GPU busy 320 of 1000 ns (32 %); CPU time in the taxonomy's classes: launch 10 + 50 + 10 = 70 ns
+(cudaMemcpy launched the copy but waits for it: sync, not launch), sync 150 + 80 = 230 ns, host work
+= the spans' union [0,300) [400,600) [700,710) [910,990) = 590 minus the calls 300 = 290 ns, idle
+1000 - 590 = 410 ns -> under 80 % busy, sync 23 % < 25 %, launch 70 < busy 320: host-bound.
+
+Second trace (pageable): ProfilerStep#1 [0, 1000) on thread 100 (the loop), aten::to [100, 740) on it:
+  cudaMemcpyAsync [110, 690) on 100 -> copy DtoH Device -> Pageable [680, 690), 8 B (the call waits)
+  cudaLaunchKernel [0, 10) on 200 -> K1 [20, 60); cudaLaunchKernel [750, 760) on 200 -> K2 [770, 900)
+GPU busy 40 + 10 + 130 = 180 (18 %); sync 580 ns (58 % >= 25 %): sync-bound before launch (20 ns).
+Loop thread: launch 0, sync 580, host 640 - 580 = 60, idle 360. Gaps: [60, 680) ended by the copy, at
+370 its thread is in cudaMemcpyAsync (sync, pageable copy); [690, 770) ended by K2 from thread 200,
+which at 730 is in no span: thread 100 is in aten::to (host).
 """
 
 from __future__ import annotations
@@ -82,7 +91,54 @@ def test_kernel_launch_stats(con):
     ]
 
 
+THREAD_SPLIT = ["thread_launch_ms", "thread_sync_ms", "thread_host_ms", "thread_idle_ms"]
+
+
 def test_step_bound(con):
-    assert rows(con, "step_bound", ["iteration", "step_ms", "gpu_busy_ms", "gpu_busy_pct", "launch_ms", "sync_ms", "bound"]) == [
-        (1, 1e-3, 3.2e-4, 32.0, 1.5e-4, 2.3e-4, "host-bound")
+    assert rows(con, "step_bound", ["iteration", "step_ms", "gpu_busy_ms", "gpu_busy_pct", "launch_ms", "sync_ms", *THREAD_SPLIT, "bound"]) == [
+        (1, 1e-3, 3.2e-4, 32.0, 7e-5, 2.3e-4, 7e-5, 2.3e-4, 2.9e-4, 4.1e-4, "host-bound")
+    ]
+
+
+@pytest.fixture(scope="module")
+def pageable(tmp_path_factory):
+    run = Run(1)
+    run.span("annotation", "ProfilerStep#1", 0, 1000, iteration=1)
+    run.span("op", "aten::to", 100, 740)
+    run.memop("memcpy", (110, 690), (680, 690), "DtoH", 8, src="Device", dst="Pageable", api="cudaMemcpyAsync")
+    run.gpu("kernel", "K1", (0, 10), (20, 60), tid=200)
+    run.gpu("kernel", "K2", (750, 760), (770, 900), tid=200)
+    con = open_session(write(tmp_path_factory.mktemp("idle") / "pageable.duckdb", [run]))
+    con.execute("SET VARIABLE xsp_min_gap_ns = 5")
+    return con
+
+
+def test_an_async_copy_to_pageable_memory_is_sync_time(pageable):
+    assert rows(pageable, "step_bound", ["gpu_busy_ms", "launch_ms", "sync_ms", *THREAD_SPLIT, "bound"]) == [
+        (1.8e-4, 2e-5, 5.8e-4, 0.0, 5.8e-4, 6e-5, 3.6e-4, "sync-bound")
+    ]
+    assert rows(pageable, "sync_calls", ["name", "sync_kind", "copy_endpoints", "origin", "calls", "calls_in_steps", "total_ns"]) == [
+        ("cudaMemcpyAsync", "pageable copy", "Device -> Pageable", "aten::to", 1, 1, 580)
+    ]
+    assert rows(pageable, "pageable_memcpy", ["copy_kind", "api_name", "copies", "bytes", "total_ns", "cpu_ns", "blocking_calls"]) == [
+        ("DtoH", "cudaMemcpyAsync", 1, 8, 10, 580, 1)
+    ]
+
+
+def test_gaps_name_the_other_thread_when_the_launching_one_has_no_span(pageable):
+    columns = [
+        "gap_start_ns",
+        "gap_ns",
+        "launch_tid",
+        "cpu_span",
+        "sync_call",
+        "sync_kind",
+        "cpu_class",
+        "other_tid",
+        "other_cpu_span",
+        "other_cpu_class",
+    ]
+    assert rows(pageable, "gpu_idle_gaps", columns) == [
+        (60, 620, 100, "cudaMemcpyAsync", "cudaMemcpyAsync", "pageable copy", "sync", None, None, None),
+        (690, 80, 200, None, None, None, "idle", 100, "aten::to", "host"),
     ]

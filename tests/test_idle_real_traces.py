@@ -201,11 +201,19 @@ def test_sync_calls_and_pageable_copies_against_the_raw_export(converted_path):
     pageable = raw.execute("""SELECT count(*), sum(m.bytes), sum(m."end" - m.start) FROM CUPTI_ACTIVITY_KIND_MEMCPY m
                               JOIN ENUM_CUDA_MEM_KIND k ON k.id IN (m.srcKind, m.dstKind) WHERE k.label = 'Pageable'""").fetchone()
     con = _session(converted_path, NSYS_EXPORTS[H100])
-    sync = {r["name"]: r for r in run_analysis(con, "sync_calls").records()}
-    assert (sync["cudaStreamSynchronize"]["calls"], sync["cudaStreamSynchronize"]["total_ns"]) == syncs
-    assert sync["cudaStreamSynchronize"]["sync_kind"] == "explicit"
+    # One row per (name, kind, copy endpoints, origin op): summed over the origins.
+    stream_syncs = [r for r in run_analysis(con, "sync_calls").records() if r["name"] == "cudaStreamSynchronize"]
+    assert (sum(r["calls"] for r in stream_syncs), sum(r["total_ns"] for r in stream_syncs)) == syncs
+    assert {r["sync_kind"] for r in stream_syncs} == {"explicit"}
     (page,) = run_analysis(con, "pageable_memcpy").records()
     assert (page["copies"], page["bytes"], page["total_ns"]) == pageable and pageable[0] > 0
+    # The CPU time the issuing calls held: the runtime rows with the copies' correlation ids.
+    held = raw.execute("""SELECT count(*), sum(r."end" - r.start), min(s.value) FROM CUPTI_ACTIVITY_KIND_RUNTIME r
+                          JOIN StringIds s ON s.id = r.nameId
+                          WHERE (r.correlationId, r.globalTid >> 24) IN (
+                              SELECT m.correlationId, m.globalPid >> 24 FROM CUPTI_ACTIVITY_KIND_MEMCPY m
+                              JOIN ENUM_CUDA_MEM_KIND k ON k.id IN (m.srcKind, m.dstKind) WHERE k.label = 'Pageable')""").fetchone()
+    assert (page["blocking_calls"], page["cpu_ns"], page["api_name"]) == (held[0], held[1], fmt.API_NAME_VERSION_SUFFIX.sub("", held[2]))
 
 
 def test_step_bound_gpu_busy_against_the_raw_json(converted_path):

@@ -259,3 +259,33 @@ def test_nesting_in_small_windows_matches_one_window_on_real_traces(case, crossi
     assert results  # at least one windowed run
     for label, got in results.items():
         assert got == one, label
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("far_apart", [False, True])
+def test_many_threads_in_one_pass_match_each_thread_alone(seed, far_apart):
+    """nest() nests all threads at once; each thread must get what the stack walk gives it alone,
+    laminar threads and crossing ones mixed, also with times so far apart that shifting threads
+    past each other would not fit in int64 (then ranks are used)."""
+    rng = np.random.default_rng(1000 + seed)
+    threads, starts, ends = [], [], []
+    for t in range(300):
+        if rng.random() < 0.2:
+            spans = [(int(s), int(s + rng.integers(0, 300))) for s in rng.integers(0, 1000, int(rng.integers(1, 12)))]
+        else:
+            spans = _laminar(rng, int(rng.integers(1, 12)))
+        if far_apart:  # a thread's spans at both ends of the time range
+            spans = [(a + o, b + o) for a, b in spans for o in [int(rng.choice([-(2**62) + 10**6, 0, 2**62 - 10**6]))]]
+        s, e = _sorted(spans)
+        threads += [t] * len(s)
+        starts.append(s)
+        ends.append(e)
+    thread, start, end = np.array(threads), np.concatenate(starts), np.concatenate(ends)
+    parent, depth = nest(thread, start, end)
+    lo = 0
+    for s in starts:
+        hi = lo + len(s)
+        p, d = _nest_stack(start[lo:hi], end[lo:hi])
+        assert parent[lo:hi].tolist() == [x + lo if x >= 0 else -1 for x in p.tolist()]
+        assert depth[lo:hi].tolist() == d.tolist()
+        lo = hi

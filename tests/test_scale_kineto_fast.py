@@ -6,6 +6,7 @@ from __future__ import annotations
 import duckdb
 
 from xsp_trace.convert import ConvertOptions, convert_files, kineto_fast
+from xsp_trace.convert.input_limits import InputLimits
 from xsp_trace.convert.kineto_fast import extract_events
 from xsp_trace.convert.kineto_pieces import PieceWriter
 
@@ -14,7 +15,7 @@ def extract(trace, folder, piece_bytes: int = 1 << 40):
     """(metadata, the pieces' bytes) of extract_events on `trace`."""
     pieces: list[bytes] = []
     writer = PieceWriter(folder, piece_bytes, 2 * kineto_fast.TAIL_BYTES, lambda piece: pieces.append(piece.read_bytes()))
-    return extract_events(trace, writer), pieces
+    return extract_events(trace, writer, InputLimits()), pieces
 
 
 def test_events_array_is_cut_exactly_with_metadata_on_both_sides(tmp_path):

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import DATA
+from handmade_steps import event_step, pageable_step, sync_step
 from handmade_trace import Run, write
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.analyze.critical_path import load_run, units
@@ -21,26 +22,6 @@ from xsp_trace.cli import app
 from xsp_trace.errors import InputError
 
 runner = CliRunner()
-
-
-def _sync_step() -> Run:
-    """Launches [100,150) -> A [200,600) and [160,170) -> B [700,900) on one stream;
-    cudaDeviceSynchronize [180,950) returns 50 ns after B; the step ends at 1000."""
-    run = Run(1)
-    run.span("annotation", "ProfilerStep#1", 0, 1000, iteration=1)
-    run.gpu("kernel", "A", (100, 150), (200, 600))
-    run.gpu("kernel", "B", (160, 170), (700, 900))
-    run.span("api", "cudaDeviceSynchronize", 180, 950, category="cuda_runtime")
-    return run
-
-
-def _pageable_step() -> Run:
-    run = Run(1)
-    run.span("annotation", "ProfilerStep#1", 0, 1000, iteration=1)
-    run.span("op", "aten::to", 290, 810)
-    run.gpu("kernel", "K", (200, 250), (310, 700))
-    run.memop("memcpy", (300, 800), (700, 750), "DtoH", 4096, src="Device", dst="Pageable")
-    return run
 
 
 def _predicted(tmp_path, run: Run, *rules: str) -> int:
@@ -56,22 +37,24 @@ def _predicted(tmp_path, run: Run, *rules: str) -> int:
 @pytest.mark.parametrize(
     "build,rules,expected",
     [
-        (_sync_step, (), 1000),
+        (sync_step, (), 1000),
         # B 200 -> 100 ns: the sync returns 50 ns after B's new end (800), the step 50 ns later.
-        (_sync_step, ("kernel:^B$*0.5",), 900),
+        (sync_step, ("kernel:^B$*0.5",), 900),
         # A 400 -> 100 ns: B keeps its 100 ns behind A on the stream (300 + 100 .. 600), sync 650, end 700.
-        (_sync_step, ("kernel:^A$=100ns",), 700),
+        (sync_step, ("kernel:^A$=100ns",), 700),
         # The sync no longer waits and takes 0 ns: 180 + 50 ns of the step's own time.
-        (_sync_step, ("sync:cudaDeviceSynchronize=0",), 230),
+        (sync_step, ("sync:cudaDeviceSynchronize=0",), 230),
         # aten::to's own 20 ns go; the blocking copy still waits for K and the copy: 990.
-        (_pageable_step, ("op:aten::to*0",), 990),
+        (pageable_step, ("op:aten::to*0",), 990),
         # K twice as fast (390 -> 195 ns): the copy runs [505,555), the call returns at 605.
-        (_pageable_step, ("kernel:^K$*0.5",), 805),
+        (pageable_step, ("kernel:^K$*0.5",), 805),
         # All GPU work gone: K and the copy take 0 ns at 310 (K keeps its 60 ns queue after its launch);
         # the call (from 300) returns 50 ns after the copy, at 360; then 10 + 190 ns of CPU: 560.
-        (_pageable_step, ("gpu:.**0",), 560),
+        (pageable_step, ("gpu:.**0",), 560),
+        # A twice as fast [100,300): B still waits for it over the event, [300,400); sync 450; end 1000 - 200.
+        (event_step, ("kernel:^A$*0.5",), 800),
     ],
-    ids=["no_rule", "scale_kernel", "set_kernel_duration", "sync_removed", "op_removed", "kernel_before_blocking_copy", "all_gpu_gone"],
+    ids=["no_rule", "scale_kernel", "set_kernel_duration", "sync_removed", "op_removed", "kernel_before_blocking_copy", "all_gpu_gone", "event_wait"],
 )
 def test_rule_forms_on_hand_made_steps(build, rules, expected, tmp_path):
     assert _predicted(tmp_path, build(), *rules) == expected
@@ -110,3 +93,25 @@ def test_analyze_what_if_prints_the_prediction():
     (row,) = json.loads(result.stdout)["what_if"]
     # aten::empty held 2,187 us of the 3,154 us step on the CPU, nothing waited for it elsewhere.
     assert row["latency_ns"] == 3154000 and row["predicted_ns"] == 3154000 - 2187000
+
+
+def test_a_sync_bound_finding_states_the_expected_gain(tmp_path):
+    """The hand-made pageable step is sync-bound (500 of 1000 ns blocked in cudaMemcpyAsync); without
+    the wait the call takes 0 ns and the step 200 + 50 + 40 + 10 + 10 + 190 = 500 ns: 500 ns saved."""
+    from xsp_trace.analyze.findings import find
+
+    db = write(tmp_path / "t.duckdb", [pageable_step()])
+    (finding,) = [f for f in find(open_session(db, AnalysisOptions())) if f.kind == "sync_bound_steps"]
+    assert finding.facts["expected_gain_ns"] == 500
+    assert "--what-if 'sync:^(cudaMemcpyAsync)$=0'" in finding.text and "would take ~" in finding.text
+
+
+def test_the_real_pageable_trace_states_a_gain_bounded_by_its_waits(converted_path):
+    """On the A100 trace whose steps block in 30 Device->Pageable copies (758 ms in the raw JSON), the
+    finding's expected gain is positive and no more than the time the steps' threads sat in them."""
+    from xsp_trace.analyze.findings import find
+
+    trace = DATA / "kineto_pageable_dtoh_a100" / "hta_a100_pageable_dtoh_rank0.json.gz"
+    (finding,) = [f for f in find(open_session(converted_path(trace), AnalysisOptions())) if f.kind == "sync_bound_steps"]
+    assert 0 < finding.facts["expected_gain_ns"] <= finding.facts["sync_ns"]
+    assert "cudaMemcpyAsync" in finding.facts["what_if"]

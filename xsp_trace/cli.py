@@ -89,6 +89,16 @@ def convert(
     run_id_offset: int = typer.Option(
         0, "--run-id-offset", help="With --engine ray: number the runs from OFFSET+1, in input order (several jobs sharing one dataset)."
     ),
+    max_gzip_ratio: float | None = typer.Option(
+        None,
+        "--max-gzip-ratio",
+        help="Stop when a .gz trace gives more bytes than this many per compressed byte read, from 64 MiB on (default 100, or $XSP_MAX_GZIP_RATIO; 0 = no limit).",
+    ),
+    max_input_size: str | None = typer.Option(
+        None,
+        "--max-input-size",
+        help="Stop when a .gz trace decompresses, or a pipe runs, past this size (default 64GB, or $XSP_MAX_INPUT_SIZE; 0 = no limit).",
+    ),
 ) -> None:
     """Convert traces into one DuckDB database (one run per trace), or a Parquet dataset.
 
@@ -105,14 +115,20 @@ def convert(
       xsp-trace convert ranks/*.json.gz --engine ray -o ranks_dataset --run-id-offset 0
 
     The same queries run over either: xsp-trace query ranks_dataset @queries/analyses/top_kernels.sql
+
+    A trace that decompresses too far stops with one line (docs/robustness.md, Limits); a real one past them:
+
+      xsp-trace convert huge.json.gz -o huge.duckdb --max-gzip-ratio 500 --max-input-size 200GB
     """
     from .convert import ConvertOptions, default_output
+    from .convert.input_limits import InputLimits
     from .convert.parallel import convert_files_parallel, convert_to_dataset
 
     if output is None:
         output = default_output(inputs[0], dataset=out_format is StoreFormat.parquet or engine is Engine.ray)
-    options = ConvertOptions(nsys=nsys, label=label, include_python_functions=python_functions)
     try:
+        limits = InputLimits.from_env(max_gzip_ratio, max_input_size)
+        options = ConvertOptions(nsys=nsys, label=label, include_python_functions=python_functions, limits=limits)
         if perfetto is not None:  # refused before converting, not after
             check_output_path(perfetto)
             refuse_inputs(perfetto, [*inputs, output])

@@ -26,7 +26,7 @@ import pyarrow as pa
 from .database import CONVERT_MEMORY_LIMIT, memory_limit, run_script
 from .formats import kineto_fields as kf
 from .naming import KIND_NESTING_RANK, install_phase_rules
-from .nesting import nest
+from .nesting import nest, separate_threads, thread_starts
 from .resources import query_text
 from .sql import one_row, scalar, set_variables
 
@@ -65,14 +65,20 @@ def _window_bounds(con: duckdb.DuckDBPyConnection, run_id: int) -> list[int]:
 
 def _open_runs(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Which rows (sorted per thread) may still enclose spans yet to come: per thread, the rows from the
-    last one that starts at or after every earlier end of its thread (nothing before it is still open)."""
-    keep = np.zeros(len(thread), dtype=bool)
-    firsts = np.r_[0, np.flatnonzero(np.diff(thread)) + 1]
-    for lo, hi in zip(firsts, np.r_[firsts[1:], len(thread)], strict=True):
-        open_until = np.maximum.accumulate(end[lo:hi])
-        cuts = np.flatnonzero(start[lo + 1 : hi] >= open_until[:-1])
-        keep[lo + 1 + int(cuts[-1]) if len(cuts) else lo : hi] = True
-    return keep
+    last one that starts at or after every earlier end of its thread (nothing before it is still open).
+    All threads at once: with their times apart (separate_threads), a running maximum of the ends
+    over all rows is each thread's own, and every thread's first row starts after it."""
+    n = len(thread)
+    if n == 0:
+        return np.zeros(0, dtype=bool)
+    start, end = separate_threads(thread, start, end)
+    open_until = np.maximum.accumulate(end)
+    rows = np.arange(n)
+    cut = np.r_[True, start[1:] >= open_until[:-1]]
+    last_cut = np.maximum.accumulate(np.where(cut, rows, 0))
+    firsts = thread_starts(thread)
+    last_rows = np.r_[firsts[1:], n] - 1
+    return rows >= np.repeat(last_cut[last_rows], np.diff(np.r_[firsts, n]))
 
 
 def nest_cpu_spans(con: duckdb.DuckDBPyConnection, run_id: int) -> None:

@@ -11,11 +11,46 @@ Two algorithms, one answer:
   exactly when the thread is laminar.
 - `_nest_stack` (a stack walk, Python): for threads where ranges cross (start/end ranges,
   rounding in profiler timestamps): the parent is the innermost open span that encloses the child.
+
+All threads are nested in one vectorised pass, not one by one: `separate_threads` moves each
+thread's times into a range of its own, after the previous thread's, so the pass sees each thread
+as it would alone; only threads whose spans cross go through the per-thread path (a Python loop
+over threads cost ~0.3 ms each: a trace of 10^6 threads did not finish in 120 s).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+
+def thread_starts(thread: np.ndarray) -> np.ndarray:
+    """Index of each thread's first row (`thread` sorted, not empty)."""
+    return np.r_[0, np.flatnonzero(np.diff(thread)) + 1]
+
+
+def separate_threads(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end moved so that every thread's times lie after the previous thread's (`thread`
+    sorted, ends >= starts): comparisons within a thread are unchanged, none crosses threads.
+    Each thread is shifted to begin one past the latest end of the threads before it; where the
+    threads' time ranges add up to more than int64 holds, each time becomes its rank in
+    (thread, time) order instead."""
+    n = len(start)
+    if n == 0:
+        return start, end
+    firsts = thread_starts(thread)
+    thread_index = np.repeat(np.arange(len(firsts)), np.diff(np.r_[firsts, n]))
+    lowest = np.minimum.reduceat(start, firsts)
+    highest = np.maximum.reduceat(end, firsts)
+    if float((highest.astype(np.float64) - lowest + 1).sum()) < 2.0**61:  # a float sum: an int64 one could wrap
+        base = np.r_[0, np.cumsum(highest - lowest + 1)[:-1]] - lowest
+        return start + base[thread_index], end + base[thread_index]
+    keys = np.r_[start, end]
+    threads = np.r_[thread_index, thread_index]
+    order = np.lexsort((keys, threads))
+    new_value = np.r_[True, (np.diff(keys[order]) != 0) | (np.diff(threads[order]) != 0)]
+    rank = np.empty(2 * n, dtype=np.int64)
+    rank[order] = np.cumsum(new_value)
+    return rank[:n], rank[n:]
 
 
 def nest(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -25,8 +60,15 @@ def nest(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.nda
     depth = np.zeros(n, dtype=np.int32)
     if n == 0:
         return parent, depth
-    bounds = np.flatnonzero(np.diff(thread)) + 1
-    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, n], strict=True):
+    firsts = thread_starts(thread)
+    thread_index = np.repeat(np.arange(len(firsts)), np.diff(np.r_[firsts, n]))
+    start, end = separate_threads(thread, start, end)
+    all_parent, all_depth, wrong = _nest_laminar_all(start, end, thread_index)
+    crossing = np.zeros(len(firsts), dtype=bool)
+    crossing[thread_index[wrong]] = True
+    take = ~crossing[thread_index]
+    parent[take], depth[take] = all_parent[take], all_depth[take]
+    for lo, hi in zip(firsts[crossing], np.r_[firsts[1:], n][crossing], strict=True):
         s, e = start[lo:hi], end[lo:hi]
         result = _nest_laminar(s, e)
         if result is None:
@@ -37,7 +79,8 @@ def nest(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.nda
     return parent, depth
 
 
-def _nest_laminar(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+def _open_before(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per span, how many spans before it are still open at its start (negative where spans cross)."""
     n = len(start)
     order = np.arange(n)
     # Spans closed before span i starts: ended at or before its start and come before it. Only
@@ -52,17 +95,47 @@ def _nest_laminar(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.nd
         last_zero_at = np.searchsorted(zero_starts, start, side="right")
         not_before = last_zero_at - np.maximum(first_zero_at, np.searchsorted(zero, order, side="left"))
         closed = closed - np.maximum(not_before, 0)
-    depth = (order - closed).astype(np.int64)
-    if depth.min(initial=0) < 0:
-        return None
-    parent = np.full(n, -1, dtype=np.int64)
+    return (order - closed).astype(np.int64)
+
+
+def _parents_by_level(depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(parent, missing): each span's parent is the latest earlier span one level up; `missing`
+    marks spans with none."""
+    parent = np.full(len(depth), -1, dtype=np.int64)
+    missing = np.zeros(len(depth), dtype=bool)
     for level in range(1, int(depth.max(initial=0)) + 1):
         above = np.flatnonzero(depth == level - 1)
         here = np.flatnonzero(depth == level)
         slot = np.searchsorted(above, here, side="left") - 1
-        if (slot < 0).any():
-            return None
-        parent[here] = above[slot]
+        missing[here[slot < 0]] = True
+        parent[here] = np.where(slot >= 0, above[np.maximum(slot, 0)], -1)
+    return parent, missing
+
+
+def _nest_laminar_all(start: np.ndarray, end: np.ndarray, thread_index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`_nest_laminar` over the spans of all threads at once (times from separate_threads):
+    (parent, depth, the spans where it fails). A thread with no such span gets exactly what
+    `_nest_laminar` gives it alone: the threads before it are all closed at its spans' starts, so
+    its depths count its own open spans only, and a parent found in another thread, or one that
+    does not enclose its child, marks the child."""
+    depth = _open_before(start, end)
+    wrong = depth < 0
+    depth = np.maximum(depth, 0)
+    parent, wrong_parent = _parents_by_level(depth)
+    wrong |= wrong_parent
+    child = np.flatnonzero(parent >= 0)
+    up = parent[child]
+    wrong[child] |= (thread_index[up] != thread_index[child]) | (end[up] < end[child]) | (start[up] > start[child])
+    return parent, depth.astype(np.int32), wrong
+
+
+def _nest_laminar(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    depth = _open_before(start, end)
+    if depth.min(initial=0) < 0:
+        return None
+    parent, missing = _parents_by_level(depth)
+    if missing.any():
+        return None
     has = parent >= 0
     if not (end[parent[has]] >= end[has]).all() or not (start[parent[has]] <= start[has]).all():
         return None

@@ -217,6 +217,7 @@ def interrupt_after(con: duckdb.DuckDBPyConnection, seconds: float, path: Path) 
         raise
     finally:
         timer.cancel()
+        timer.join()  # no thread of ours may outlive the block: DuckDB aborts if one is alive when it is torn down at exit
         if in_main:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)

@@ -1,19 +1,22 @@
 -- analyses/gpu_idle_gaps: every stretch of time a GPU sat idle between two pieces of work, longest
 -- first, with what the CPU was doing meanwhile -- on the thread that launched the work that ended
--- the gap: the innermost CPU span (op, API call, range) running at the middle of the gap, and
--- whether a synchronising call was running then.
+-- the gap: the innermost CPU span (op, API call, range) running at the middle of the gap, whether a
+-- synchronising call was running then, and the thread's class in the CPU-time taxonomy (launch,
+-- sync, host, idle: xsp_trace/formats/cuda_api.py). Where that thread had no span then (or no
+-- launch is recorded), the other threads of the process say what the CPU was doing: the thread
+-- whose innermost span at mid-gap ranks first by class (sync, then launch, then host) and depth.
 --
 -- From: xsp_gpu_busy_intervals (prelude: union of kernels, copies and sets per GPU), launches and
 -- spans (the call that launched the first GPU operation after the gap, its thread's spans),
--- xsp_sync_call_kind (xsp_trace/formats/cuda_api.py). Gaps shorter than the variable
--- xsp_min_gap_ns (default 1000 ns) are left out.
+-- xsp_cpu_calls (prelude: the class of each API call, and why a sync call waits). Gaps shorter than
+-- the variable xsp_min_gap_ns (default 1000 ns) are left out.
 -- Counts: every kernel, copy and set the session holds -- under `analyze --scope all` (the
 -- default) all of the trace's, also work launched before the trace started (no launching call in
 -- it) or after its last step; under --scope profiled only work launched in the profiled steps, as
 -- Holistic Trace Analysis 0.5 counts (analyses/prelude_scope.sql says which work that leaves out).
 -- host-side launch late: the launching call started after the GPU went idle (the CPU was not
--- feeding the GPU: host-bound); otherwise the work was already queued and the GPU waited on
--- something else (a dependency, an event).
+-- feeding the GPU: host-bound; HTA's "host wait"); otherwise the work was already queued and the
+-- GPU waited on something else (a dependency, an event).
 WITH busy AS (
     SELECT *, lead(start_ns) OVER (PARTITION BY run_id, device_id ORDER BY start_ns) AS next_start_ns
     FROM xsp_gpu_busy_intervals
@@ -29,20 +32,43 @@ WITH busy AS (
     GROUP BY ALL
 ), launched AS (
     SELECT n.*, w.name AS next_gpu_name, api.span_id AS api_span_id, api.name AS launch_call, api.start_ns AS launch_start_ns,
-           api.pid, api.tid
+           api.pid, api.tid, coalesce(api.pid, w.pid) AS process_pid, (n.gap_start_ns + n.gap_end_ns) // 2 AS mid_ns
     FROM next_op AS n
-    JOIN xsp_gpu_work AS w ON w.run_id = n.run_id AND w.span_id = n.gpu_span_id
+    JOIN spans AS w ON w.run_id = n.run_id AND w.span_id = n.gpu_span_id
     LEFT JOIN launches AS l ON l.run_id = n.run_id AND l.gpu_span_id = n.gpu_span_id
     LEFT JOIN spans AS api ON api.run_id = l.run_id AND api.span_id = l.api_span_id
-), cpu_at_mid AS (
-    SELECT la.run_id, la.device_id, la.gap_start_ns,
-           arg_max(c.name, c.depth) AS cpu_span,
-           arg_max(c.kind, c.depth) AS cpu_kind,
-           max(xsp_sync_call_kind(c.kind, c.name)) AS sync_kind,
-           arg_max(c.name, xsp_sync_call_kind(c.kind, c.name) IS NOT NULL) AS sync_call
+), at_mid AS (
+    -- Every CPU span of the process running at mid-gap, with its class.
+    SELECT la.run_id, la.device_id, la.gap_start_ns, c.tid, c.name, c.kind, c.depth,
+           la.tid IS NOT DISTINCT FROM c.tid AS on_launch_thread,
+           k.wait_kind AS sync_kind,
+           CASE WHEN c.kind = 'api' THEN k.cpu_class ELSE 'host' END AS cpu_class
     FROM launched AS la
-    JOIN spans AS c ON c.run_id = la.run_id AND c.pid = la.pid AND c.tid = la.tid
-                   AND c.start_ns <= (la.gap_start_ns + la.gap_end_ns) // 2 AND c.end_ns > (la.gap_start_ns + la.gap_end_ns) // 2
+    JOIN spans AS c ON c.run_id = la.run_id AND c.pid = la.process_pid AND c.tid IS NOT NULL
+                   AND c.kind IN ('model', 'layer', 'op', 'annotation', 'api', 'other')
+                   AND c.start_ns <= la.mid_ns AND c.end_ns > la.mid_ns
+    LEFT JOIN xsp_cpu_calls AS k ON k.run_id = c.run_id AND k.span_id = c.span_id
+), cpu_at_mid AS (
+    SELECT run_id, device_id, gap_start_ns,
+           arg_max(name, depth) AS cpu_span,
+           arg_max(kind, depth) AS cpu_kind,
+           arg_max(cpu_class, depth) AS cpu_class,
+           max(sync_kind) AS sync_kind,
+           arg_max(name, sync_kind IS NOT NULL) AS sync_call
+    FROM at_mid
+    WHERE on_launch_thread
+    GROUP BY ALL
+), innermost_per_thread AS (
+    SELECT run_id, device_id, gap_start_ns, tid, arg_max(name, depth) AS name, arg_max(cpu_class, depth) AS cpu_class, max(depth) AS depth
+    FROM at_mid
+    WHERE NOT on_launch_thread
+    GROUP BY ALL
+), other_thread AS (
+    SELECT run_id, device_id, gap_start_ns,
+           arg_max(tid, (CASE cpu_class WHEN 'sync' THEN 3 WHEN 'launch' THEN 2 ELSE 1 END, depth, -tid)) AS other_tid,
+           arg_max(name, (CASE cpu_class WHEN 'sync' THEN 3 WHEN 'launch' THEN 2 ELSE 1 END, depth, -tid)) AS other_cpu_span,
+           arg_max(cpu_class, (CASE cpu_class WHEN 'sync' THEN 3 WHEN 'launch' THEN 2 ELSE 1 END, depth, -tid)) AS other_cpu_class
+    FROM innermost_per_thread
     GROUP BY ALL
 )
 SELECT
@@ -70,8 +96,18 @@ SELECT
     m.cpu_kind,
     -- A synchronising call running then on that thread, by name (NULL: none).
     CASE WHEN m.sync_kind IS NOT NULL THEN m.sync_call END AS sync_call,
-    -- Whether that call synchronises explicitly or implicitly (xsp_sync_call_kind; NULL: none).
-    m.sync_kind
+    -- Why that call waits: explicit, implicit, pageable copy (xsp_cpu_calls.wait_kind; NULL: none).
+    m.sync_kind,
+    -- The launching thread's class at mid-gap: launch, sync, host or idle (NULL: no launch recorded).
+    CASE WHEN la.api_span_id IS NULL THEN NULL ELSE coalesce(m.cpu_class, 'idle') END AS cpu_class,
+    -- Where the launching thread had no span at mid-gap, or no launch is recorded: another thread of
+    -- the process, the one whose innermost span then ranks first (sync, launch, host; then depth).
+    CASE WHEN m.cpu_span IS NULL THEN o.other_tid END AS other_tid,
+    -- Its innermost span at mid-gap (NULL: no other thread had one, or the launching thread had one).
+    CASE WHEN m.cpu_span IS NULL THEN o.other_cpu_span END AS other_cpu_span,
+    -- Its class: launch, sync or host.
+    CASE WHEN m.cpu_span IS NULL THEN o.other_cpu_class END AS other_cpu_class
 FROM launched AS la
 LEFT JOIN cpu_at_mid AS m ON m.run_id = la.run_id AND m.device_id = la.device_id AND m.gap_start_ns = la.gap_start_ns
+LEFT JOIN other_thread AS o ON o.run_id = la.run_id AND o.device_id = la.device_id AND o.gap_start_ns = la.gap_start_ns
 ORDER BY la.run_id, gap_ns DESC, la.device_id, la.gap_start_ns;

@@ -1,24 +1,41 @@
--- analyses/pageable_memcpy: copies between the GPU and pageable (not pinned) host memory, per run
--- and direction. The driver stages them through a pinned buffer: they are slower and an Async
--- copy from pageable memory does not overlap with the CPU.
+-- analyses/pageable_memcpy: copies between the GPU and pageable (not pinned) host memory, per run,
+-- direction and the call that issued them. The driver stages them through a pinned buffer: they are
+-- slower, and the CPU sits in the call until the data is staged (to the device) or the copy is done
+-- (to the host, after every GPU operation queued before it) -- even for Async calls. What they cost
+-- is mostly that CPU time (cpu_ns), not their GPU time (total_ns).
 --
 -- From: spans of kind memcpy with memops.src_kind / dst_kind (nsys srcKind/dstKind, Kineto's
--- "Memcpy HtoD (Pageable -> Device)" names); 'Pageable': xsp_trace/formats/cuda_api.py.
+-- "Memcpy HtoD (Pageable -> Device)" names; the pageable kinds are the variable xsp_pageable_kinds
+-- from xsp_trace/formats/cuda_api.py), launches and xsp_cpu_calls (the API call of each copy).
+WITH copies AS (
+    SELECT s.run_id, s.span_id, m.copy_kind, m.bytes, s.end_ns - s.start_ns AS gpu_ns,
+           c.name AS api_name, c.end_ns - c.start_ns AS api_ns, c.cpu_class
+    FROM spans AS s
+    JOIN memops AS m ON m.run_id = s.run_id AND m.span_id = s.span_id
+    LEFT JOIN launches AS l ON l.run_id = s.run_id AND l.gpu_span_id = s.span_id
+    LEFT JOIN xsp_cpu_calls AS c ON c.run_id = l.run_id AND c.span_id = l.api_span_id
+    WHERE s.kind = 'memcpy'
+      AND (list_contains(getvariable('xsp_pageable_kinds'), m.src_kind) OR list_contains(getvariable('xsp_pageable_kinds'), m.dst_kind))
+)
 SELECT
     -- Run.
-    s.run_id,
+    run_id,
     -- The copy direction (HtoD, DtoH ...).
-    m.copy_kind,
+    copy_kind,
+    -- The API call that issued them (cudaMemcpyAsync, cudaMemcpy ...; NULL: no launch recorded).
+    api_name,
     -- Number of copies to or from pageable memory.
     count(*) AS copies,
     -- Bytes they moved.
-    sum(m.bytes) AS bytes,
+    sum(bytes) AS bytes,
     -- Their summed GPU time, ns.
-    sum(s.end_ns - s.start_ns) AS total_ns,
+    sum(gpu_ns) AS total_ns,
     -- Achieved bandwidth over those copies, GB/s (1e9 bytes/s).
-    round(sum(m.bytes) / nullif(sum(s.end_ns - s.start_ns), 0), 3) AS gb_per_s
-FROM spans AS s
-JOIN memops AS m ON m.run_id = s.run_id AND m.span_id = s.span_id
-WHERE s.kind = 'memcpy' AND getvariable('xsp_pageable') IN (m.src_kind, m.dst_kind)
-GROUP BY s.run_id, m.copy_kind
-ORDER BY s.run_id, total_ns DESC;
+    round(sum(bytes) / nullif(sum(gpu_ns), 0), 3) AS gb_per_s,
+    -- CPU time in the calls that issued them, ns: the time the CPU was held (NULL: no call recorded).
+    sum(api_ns) AS cpu_ns,
+    -- How many of those calls are in the taxonomy's sync class (they blocked the CPU).
+    count(*) FILTER (WHERE cpu_class = 'sync') AS blocking_calls
+FROM copies
+GROUP BY run_id, copy_kind, api_name
+ORDER BY run_id, coalesce(sum(api_ns), 0) + sum(gpu_ns) DESC, copy_kind, api_name;

@@ -554,14 +554,112 @@ WITH ordered AS (
 SELECT run_id, device_id, min(start_ns) AS start_ns, max(end_ns) AS end_ns
 FROM islands GROUP BY run_id, device_id, island;
 
--- 'explicit' for calls that wait for the GPU (cudaDeviceSynchronize, cudaStreamSynchronize, ...),
--- 'implicit' for calls that wait as a side effect (cudaMemcpy, cudaFree, ...), NULL otherwise.
+-- By name alone: 'explicit' for calls that wait for the GPU (cudaDeviceSynchronize,
+-- cudaStreamSynchronize, ...), 'implicit' for calls that wait as a side effect (cudaMemcpy, cudaFree,
+-- ...), NULL otherwise. Async copies that block (pageable memory) need the copy: xsp_cpu_calls.
 CREATE OR REPLACE TEMP MACRO xsp_sync_call_kind(kind, name) AS
     CASE
         WHEN kind <> 'api' THEN NULL
         WHEN regexp_matches(name, getvariable('xsp_explicit_sync_api')) THEN 'explicit'
         WHEN regexp_matches(name, getvariable('xsp_implicit_sync_api')) THEN 'implicit'
     END;
+
+-- The CPU-time taxonomy (xsp_trace/formats/cuda_api.py): what a CPU thread was waiting for at each
+-- instant -- 'launch' (inside a call that launched GPU work and returned without waiting), 'sync'
+-- (inside a call that blocks: explicit or implicit synchronisation, an async copy to or from
+-- pageable memory), 'host' (inside any other recorded span: framework ops, Python, data loading,
+-- other API calls), 'idle' (inside no span). Every analysis that splits CPU time reads these views.
+
+-- Every CUDA / HIP API call with its class. The pageable endpoint comes from the copy it launched
+-- (memops.src_kind / dst_kind in the variable xsp_pageable_kinds).
+CREATE OR REPLACE TEMP VIEW xsp_cpu_calls AS
+WITH launched AS (
+    SELECT l.run_id, l.api_span_id,
+           bool_or(list_contains(getvariable('xsp_pageable_kinds'), m.src_kind)
+                   OR list_contains(getvariable('xsp_pageable_kinds'), m.dst_kind)) AS pageable,
+           any_value(m.copy_kind) FILTER (WHERE m.copy_kind IS NOT NULL) AS copy_kind,
+           any_value(m.src_kind || ' -> ' || m.dst_kind) FILTER (WHERE m.src_kind IS NOT NULL) AS copy_endpoints,
+           sum(m.bytes) AS bytes
+    FROM launches AS l
+    LEFT JOIN memops AS m ON m.run_id = l.run_id AND m.span_id = l.gpu_span_id
+    GROUP BY l.run_id, l.api_span_id
+), classified AS (
+    SELECT s.run_id, s.span_id, s.pid, s.tid, s.name, s.start_ns, s.end_ns,
+           CASE WHEN regexp_matches(s.name, getvariable('xsp_explicit_sync_api')) THEN 'explicit'
+                WHEN regexp_matches(s.name, getvariable('xsp_implicit_sync_api')) THEN 'implicit'
+                WHEN coalesce(la.pageable, FALSE) AND regexp_matches(s.name, getvariable('xsp_async_copy_api')) THEN 'pageable copy'
+           END AS wait_kind,
+           la.api_span_id IS NOT NULL AS launched_work, la.copy_kind, la.copy_endpoints, la.bytes
+    FROM spans AS s
+    LEFT JOIN launched AS la ON la.run_id = s.run_id AND la.api_span_id = s.span_id
+    WHERE s.kind = 'api'
+)
+SELECT run_id, span_id, pid, tid, name, start_ns, end_ns,
+       CASE WHEN wait_kind IS NOT NULL THEN 'sync' WHEN launched_work THEN 'launch' ELSE 'host' END AS cpu_class,
+       wait_kind, copy_kind, copy_endpoints, bytes
+FROM classified;
+
+-- The framework op a call comes from: the outermost op (kind 'op') enclosing it, e.g. aten::to
+-- for the cudaMemcpyAsync under aten::to > aten::_to_copy > aten::copy_ (NULL: none recorded),
+-- without per-instance suffixes (", op_id = 12": xsp_normalized_name from xsp_trace/naming.py).
+CREATE OR REPLACE TEMP MACRO xsp_call_origin(call_run_id, call_span_id) AS (
+    SELECT xsp_normalized_name(arg_max(o.name, a.distance))
+    FROM span_ancestors AS a JOIN spans AS o ON o.run_id = a.run_id AND o.span_id = a.ancestor_id
+    WHERE a.run_id = call_run_id AND a.span_id = call_span_id AND o.kind = 'op'
+);
+
+-- Per step and CPU thread of the step's process: its time in the step window split into the four
+-- classes (launch + sync + host + idle = the window). The step range and the ranges enclosing it
+-- are the window itself, not work in it; spans are clipped to the window; one row for the step's
+-- own thread (step_thread) even when nothing else ran on it.
+CREATE OR REPLACE TEMP VIEW xsp_step_cpu_time AS
+WITH windows AS (
+    SELECT st.run_id, st.step_span_id, st.iteration, st.start_ns, st.end_ns, s.pid, s.tid AS step_tid
+    FROM steps AS st JOIN spans AS s ON s.run_id = st.run_id AND s.span_id = st.step_span_id
+), frame AS (
+    SELECT run_id, step_span_id AS span_id FROM steps
+    UNION
+    SELECT a.run_id, a.ancestor_id FROM span_ancestors AS a JOIN steps AS st ON st.run_id = a.run_id AND st.step_span_id = a.span_id
+), cpu AS (
+    SELECT w.run_id, w.step_span_id, s.tid, s.span_id, s.kind,
+           greatest(s.start_ns, w.start_ns) AS lo, least(s.end_ns, w.end_ns) AS hi
+    FROM windows AS w
+    JOIN spans AS s ON s.run_id = w.run_id AND s.pid = w.pid AND s.start_ns < w.end_ns AND s.end_ns > w.start_ns
+    WHERE s.tid IS NOT NULL AND s.kind IN ('model', 'layer', 'op', 'annotation', 'api', 'other')
+      AND NOT EXISTS (SELECT 1 FROM frame AS f WHERE f.run_id = s.run_id AND f.span_id = s.span_id)
+), ordered AS (
+    SELECT *, max(hi) OVER (PARTITION BY run_id, step_span_id, tid ORDER BY lo, hi
+                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS covered_until
+    FROM cpu
+), islands AS (
+    SELECT *, sum(CASE WHEN covered_until IS NULL OR lo > covered_until THEN 1 ELSE 0 END)
+                  OVER (PARTITION BY run_id, step_span_id, tid ORDER BY lo, hi ROWS UNBOUNDED PRECEDING) AS island
+    FROM ordered
+), covered AS (
+    SELECT run_id, step_span_id, tid, sum(hi - lo) AS covered_ns
+    FROM (SELECT run_id, step_span_id, tid, island, min(lo) AS lo, max(hi) AS hi FROM islands GROUP BY ALL)
+    GROUP BY ALL
+), calls AS (
+    SELECT c.run_id, c.step_span_id, c.tid,
+           coalesce(sum(c.hi - c.lo) FILTER (WHERE k.cpu_class = 'launch'), 0) AS launch_ns,
+           coalesce(sum(c.hi - c.lo) FILTER (WHERE k.cpu_class = 'sync'), 0) AS sync_ns
+    FROM cpu AS c JOIN xsp_cpu_calls AS k ON k.run_id = c.run_id AND k.span_id = c.span_id
+    GROUP BY ALL
+), threads AS (
+    SELECT run_id, step_span_id, tid FROM covered
+    UNION
+    SELECT run_id, step_span_id, step_tid FROM windows
+)
+SELECT w.run_id, w.step_span_id, w.iteration, w.pid, t.tid, t.tid IS NOT DISTINCT FROM w.step_tid AS step_thread,
+       w.end_ns - w.start_ns AS window_ns,
+       coalesce(k.launch_ns, 0) AS launch_ns,
+       coalesce(k.sync_ns, 0) AS sync_ns,
+       coalesce(c.covered_ns, 0) - coalesce(k.launch_ns, 0) - coalesce(k.sync_ns, 0) AS host_ns,
+       w.end_ns - w.start_ns - coalesce(c.covered_ns, 0) AS idle_ns
+FROM threads AS t
+JOIN windows AS w ON w.run_id = t.run_id AND w.step_span_id = t.step_span_id
+LEFT JOIN covered AS c ON c.run_id = t.run_id AND c.step_span_id = t.step_span_id AND c.tid IS NOT DISTINCT FROM t.tid
+LEFT JOIN calls AS k ON k.run_id = t.run_id AND k.step_span_id = t.step_span_id AND k.tid IS NOT DISTINCT FROM t.tid;
 
 -- The name nsys 2022.4 gives the memory operations of (kind, copy_kind) in its memory reports
 -- (_xsp_memop_operations, loaded from xsp_trace/formats/nsys_stats.py), or "[kind copy_kind]" for

@@ -3,7 +3,7 @@
 -- critical path. Without rules the prediction equals the measured latency.
 --
 -- From: xsp_what_if (built by xsp_trace/analyze/what_if.py from the critical path's dependencies:
--- spans, launches, memops, xsp_gpu_work, xsp_sync_call_kind; the rules in the variable
+-- spans, launches, xsp_gpu_work, xsp_cpu_calls; the rules in the variable
 -- xsp_what_if_rules).
 SELECT
     -- The run.

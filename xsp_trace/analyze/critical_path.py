@@ -6,8 +6,9 @@ CPU -> GPU, GPU work serial per stream, synchronisation edges GPU -> CPU) taken 
 dependencies*: starting at the end of the step on its thread, at every point it steps back to
 whatever the work there had to wait for last --
 - on a CPU thread, the innermost span running just before that point (a gap between spans is CPU
-  idle); inside a call that blocks on the GPU (an explicit sync, a synchronous copy or set, an async
-  copy to or from pageable memory), the GPU work that finished last before the call returned;
+  idle); inside a call that blocks on the GPU (the prelude's CPU-time taxonomy, xsp_cpu_calls'
+  'sync' class: an explicit sync, a synchronous copy or set, an async copy to or from pageable
+  memory), the GPU work that finished last before the call returned;
 - on a GPU stream, the work item itself, then the later of its two dependencies: the previous work
   on the stream (GPU-bound: the gap between them is GPU idle) or the call that launched it
   (CPU-bound: the time from the call to the start is queue delay).
@@ -29,6 +30,8 @@ from dataclasses import dataclass, field
 import duckdb
 import numpy as np
 import pyarrow as pa
+
+from ..formats import kineto_fields as kf
 
 # Segment kinds, in the words the analyses print.
 CPU_OP = "cpu_op"
@@ -63,6 +66,7 @@ class _Run:
     launch_of: dict[int, int]  # GPU row -> launching CPU row
     blocking: set[int]  # CPU rows of calls that wait for the GPU
     launchers: set[int] = field(default_factory=set)  # CPU rows of calls that launched GPU work
+    waits_for: dict[int, int] = field(default_factory=dict)  # GPU row -> GPU row of another stream it waited for (event)
     gpu_ends: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # sorted GPU end times
     gpu_end_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     flat: dict[tuple[int, int], _Thread] = field(default_factory=dict)
@@ -99,23 +103,51 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: int) -> _Run:
             launch_of[row_of[gpu_id]] = row_of[api_id]
     blocking = {
         row_of[span_id]
-        for (span_id,) in con.execute(
-            """
-            SELECT span_id FROM spans WHERE run_id = $run AND xsp_sync_call_kind(kind, name) IS NOT NULL
-            UNION
-            SELECT l.api_span_id FROM launches AS l JOIN memops AS m ON m.run_id = l.run_id AND m.span_id = l.gpu_span_id
-            WHERE l.run_id = $run AND (m.src_kind = 'Pageable' OR m.dst_kind = 'Pageable')
-            """,
-            {"run": run_id},
-        ).fetchall()
+        for (span_id,) in con.execute("SELECT span_id FROM xsp_cpu_calls WHERE run_id = ? AND cpu_class = 'sync'", [run_id]).fetchall()
         if span_id in row_of
     }
     gpu_rows = np.flatnonzero(is_gpu)
     order = np.argsort(spans["end_ns"][gpu_rows], kind="stable")
     run = _Run(run_id, spans, row_of, threads, streams, stream_pos, launch_of, blocking, set(launch_of.values()))
+    run.waits_for = _event_waits(con, run)
     run.gpu_end_rows = gpu_rows[order]
     run.gpu_ends = spans["end_ns"][run.gpu_end_rows]
     return run
+
+
+def _event_waits(con: duckdb.DuckDBPyConnection, run: _Run) -> dict[int, int]:
+    """Cross-stream waits the trace records (Kineto's "Stream Wait Event" activities): the first GPU
+    item launched on the waiting stream after the cudaStreamWaitEvent call waits for the last item
+    launched on the recording stream before the cudaEventRecord call."""
+    rows = con.execute(
+        """
+        SELECT w.device_id, w.stream_id, TRY_CAST(o.value AS BIGINT) AS on_stream, wait_call.start_ns AS waited_at, record.start_ns AS recorded_at
+        FROM spans AS w
+        JOIN span_args AS o ON o.run_id = w.run_id AND o.span_id = w.span_id AND o.key = $on_stream
+        JOIN span_args AS c ON c.run_id = w.run_id AND c.span_id = w.span_id AND c.key = $record_corr
+        JOIN spans AS record ON record.run_id = w.run_id AND record.kind = 'api' AND record.correlation_id = TRY_CAST(c.value AS BIGINT)
+        JOIN spans AS wait_call ON wait_call.run_id = w.run_id AND wait_call.kind = 'api' AND wait_call.correlation_id = w.correlation_id
+        WHERE w.run_id = $run AND w.kind = 'sync' AND w.name = $name
+        """,
+        {
+            "run": run.run_id,
+            "on_stream": kf.ARG_WAIT_ON_STREAM,
+            "record_corr": kf.ARG_WAIT_ON_EVENT_RECORD_CORRELATION,
+            "name": kf.STREAM_WAIT_EVENT_NAME,
+        },
+    ).fetchall()
+    start = run.spans["start_ns"]
+
+    def launched(row: int) -> int:
+        return int(start[run.launch_of[row]]) if row in run.launch_of else int(start[row])
+
+    waits = {}
+    for device, stream, on_stream, waited_at, recorded_at in rows:
+        recording = [r for r in run.streams.get((int(device), int(on_stream)), []) if launched(r) <= recorded_at]
+        waiting = [r for r in run.streams.get((int(device), int(stream)), []) if launched(r) >= waited_at]
+        if recording and waiting:
+            waits[waiting[0]] = recording[-1]
+    return waits
 
 
 def _flatten(run: _Run, key: tuple[int, int]) -> _Thread:
@@ -243,12 +275,20 @@ def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: 
         if launcher is not None:
             call_end = int(spans["end_ns"][launcher])
             launched_at = min(call_end if call_end <= t else int(spans["start_ns"][launcher]), t)
-        if previous_end is not None and (launched_at is None or previous_end >= launched_at):
+        waited = run.waits_for.get(row)
+        waited_end = min(int(spans["end_ns"][waited]), t) if waited is not None else None
+        binding = _binding(previous_end, waited_end, launched_at)
+        if binding == "stream" and previous_end is not None:
             low = max(previous_end, start_ns)
             if low < t:
                 add(low, t, GPU_IDLE, -1)
             t, lane = low, ("gpu", previous)
-        elif launched_at is not None and launcher is not None:
+        elif binding == "event" and waited is not None and waited_end is not None:  # waited for another stream's work
+            low = max(waited_end, start_ns)
+            if low < t:
+                add(low, t, GPU_IDLE, -1)
+            t, lane = low, ("gpu", waited)
+        elif binding == "launch" and launched_at is not None and launcher is not None:
             low = max(launched_at, start_ns)
             if low < t:
                 add(low, t, QUEUE_DELAY, launcher)
@@ -256,6 +296,15 @@ def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: 
         else:  # launched before the trace began and first on its stream: back to the step's thread
             lane = ("cpu", thread)
     return segments
+
+
+def _binding(previous_end: int | None, waited_end: int | None, launched_at: int | None) -> str | None:
+    """Which dependency of a GPU item was satisfied last: 'stream' (the previous item on its stream),
+    'event' (another stream's item it waited for) or 'launch' (its launch call); ties in that order."""
+    options = [
+        (v, -i, name) for i, (v, name) in enumerate(((previous_end, "stream"), (waited_end, "event"), (launched_at, "launch"))) if v is not None
+    ]
+    return max(options)[2] if options else None
 
 
 class Ranks:

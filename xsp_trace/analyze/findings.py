@@ -13,41 +13,66 @@ rows showing it (`evidence_sql`, `evidence`).
 
 Severity per kind (what is at stake / what it is measured against):
   idle_gaps              idle time in gaps >= LONG_GAP_NS / the GPU's active window (first to last operation)
+  sync_bound_steps       (step - GPU busy) of the sync-bound steps / all steps of the run
   launch_bound           steps: (step - GPU busy) of the launch-bound steps / all steps of the run;
                          runs without steps: (window - busy) / window of the run's GPUs
-  host_bound_steps       (step - GPU busy) of the host- and sync-bound steps / all steps of the run
-  sync_in_loop           CPU time in synchronising calls during the steps / the steps' time
+  host_bound_steps       (step - GPU busy) of the host-bound steps / all steps of the run
+  sync_in_loop           CPU time blocked in waiting calls during the steps / the steps' time (runs
+                         whose steps are not sync-bound: there the sync-bound finding names the waits)
   exposed_communication  communication time without computation beside it / the GPU's active window
-  pageable_memcpy        GPU time of pageable copies / the run's longest GPU active window
+  pageable_memcpy        the longer of the CPU time the copies' calls held and their GPU time / the run's
+                         longest GPU active window
   memory_bound_kernels   time memory-bound kernels would save at their roof / kernel time (with metrics)
   non_gpu_layers         non-GPU time of those layers / model latency (both per inference, corrected)
-  profiling_overhead     overhead a level added / that level's model latency
+  profiling_overhead     overhead a level added / that level's model latency (only when its 95 % interval
+                         excludes 0: otherwise the overhead is not measurable and no finding)
   program_changed        as profiling_overhead for the level whose hooks changed the program
+  healthy                a run with GPU work and no finding gets one line per GPU saying so (severity 0)
+
+The CPU-time findings (idle gaps, steps, waits, pageable copies) are in findings_cpu.py; the record,
+thresholds and wording helpers in findings_base.py.
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Mapping
+from dataclasses import replace
 
 import duckdb
 
-from ..formats.kineto_fields import GRAPH_LAUNCH_API_NAMES
 from ..resources import query_text
+from . import findings_cpu
 from .catalog import BY_NAME
+from .findings_base import (
+    DEVICE_BOUND_PCT,
+    LONG_GAP_NS,
+    MIN_SEVERITY,
+    NON_GPU_LAYER_PCT,
+    PROFILING_OVERHEAD_PCT,
+    SPREAD_FACTOR,
+    Finding,
+    duration,
+    gpu_label,
+    ms_to_ns,
+    pct,
+    sql_text,
+)
 from .session import Result, run_analysis
+from .what_if import parse_rule, step_gain
 
-# Thresholds. Each is a judgement; the reason is beside it.
-MIN_SEVERITY = 0.01  # below 1 % of the time it is measured against, fixing a finding cannot pay back noticeably
-LONG_GAP_NS = 100_000  # 100 µs: a kernel launch costs the CPU ~5-20 µs, so the GPU could have run several
-#                        launches' work in such a gap; shorter gaps are the usual latency between dependent launches
-DEVICE_BOUND_PCT = 80.0  # GPU busy share above which the GPU, not the host, sets a run's pace (analysis_step_bound's default)
-NON_GPU_LAYER_PCT = 50.0  # a layer whose kernels cover less than half its latency is dominated by non-GPU time
-PROFILING_OVERHEAD_PCT = 25.0  # ranges cost microseconds per layer call; a level adding over a quarter of the model
-#                                latency has very short layers or made the model run another program (a hook turns
-#                                off nn.TransformerEncoderLayer's fused path: docs/design.md)
-TOP_CAUSES = 2  # CPU causes named per idle-gap finding
+__all__ = [
+    "DEVICE_BOUND_PCT",
+    "LONG_GAP_NS",
+    "MIN_SEVERITY",
+    "Finding",
+    "evidence",
+    "evidence_sql",
+    "find",
+    "findings_from_results",
+    "findings_result",
+]
 
 # Every analysis the findings read.
 ANALYSES = (
@@ -64,21 +89,6 @@ ANALYSES = (
     "level_overhead",
     "program_changes",
 )
-
-
-@dataclass(frozen=True)
-class Finding:
-    kind: str  # launch_bound, host_bound_steps, idle_gaps, sync_in_loop, exposed_communication, pageable_memcpy,
-    #            memory_bound_kernels, non_gpu_layers, profiling_overhead, program_changed
-    severity: float  # share of the time at stake, 0..1 (the ranking key)
-    text: str  # one sentence with the numbers
-    analysis: str  # the analysis that shows it (catalog name)
-    where: str  # a condition on that analysis's columns selecting the rows that show it
-    facts: dict = field(default_factory=dict, compare=False)  # the numbers the text states, unrounded
-
-    @property
-    def evidence(self) -> str:
-        return f"{self.analysis} WHERE {self.where}"
 
 
 def evidence_sql(finding: Finding) -> str:
@@ -99,25 +109,67 @@ def find(con: duckdb.DuckDBPyConnection, results: Mapping[str, Result] | None = 
         if name not in have:
             have[name] = run_analysis(con, name)
     levels = dict(con.execute("SELECT run_id, level FROM runs").fetchall())
-    return findings_from_results(have, levels)
+    # Recorded from PyTorch: a Kineto trace, a torch capture, or an export whose ops are aten:: ranges
+    # (nsys --pytorch, emit_nvtx). Only these get advice in PyTorch's words.
+    pytorch = {
+        r[0]
+        for r in con.execute(
+            "SELECT run_id FROM runs WHERE source_kind = 'kineto' OR tool LIKE 'torch%' "
+            "OR run_id IN (SELECT DISTINCT run_id FROM spans WHERE kind IN ('op', 'annotation') AND starts_with(name, 'aten::'))"
+        ).fetchall()
+    }
+    return [_with_expected_gain(con, f) for f in findings_from_results(have, levels, pytorch)]
 
 
-def findings_from_results(results: Mapping[str, Result], run_levels: Mapping[int, str | None] | None = None) -> list[Finding]:
+def _with_expected_gain(con: duckdb.DuckDBPyConnection, finding: Finding) -> Finding:
+    """A sync-bound finding with what removing its waits would save, from the what-if replay of its
+    steps over the critical path's dependencies (analyze --what-if with the rule it names)."""
+    waits = finding.facts.get("waits") if finding.kind == "sync_bound_steps" else None
+    if not waits:
+        return finding
+    names = sorted({name for _, name, *_ in waits})
+    rule = "sync:^(" + "|".join(re.escape(name) for name in names) + ")$=0"
+    measured, predicted = step_gain(con, finding.facts["run_id"], finding.facts["iterations"], [parse_rule(rule)])
+    saved = measured - predicted
+    text = f"{finding.text.rstrip('.')}; without these waits those steps would take ~{duration(saved)} ({pct(saved / measured)}) less (--what-if '{rule}')."
+    return replace(finding, text=text, facts={**finding.facts, "expected_gain_ns": saved, "what_if": rule})
+
+
+def findings_from_results(
+    results: Mapping[str, Result], run_levels: Mapping[int, str | None] | None = None, pytorch_runs: Collection[int] = ()
+) -> list[Finding]:
     recs = {name: results[name].records() for name in ANALYSES}
     levels = dict(run_levels or {})
     windows = {(r["run_id"], r["device_id"]): r for r in recs["gpu_busy_idle"]}
     out: list[Finding] = []
-    out += _idle_gaps(recs["gpu_idle_gaps"], windows)
-    out += _steps(recs["step_bound"], windows, levels)
-    out += _run_launch_bound(recs["kernel_launch_stats"], recs["step_bound"], windows)
-    out += _sync_in_loop(recs["sync_calls"], recs["step_bound"])
+    out += findings_cpu.idle_gaps(recs["gpu_idle_gaps"], windows)
+    out += findings_cpu.steps(recs["step_bound"], windows, levels, recs["sync_calls"], pytorch_runs)
+    out += findings_cpu.run_launch_bound(recs["kernel_launch_stats"], recs["step_bound"], windows)
+    out += findings_cpu.sync_in_loop(recs["sync_calls"], recs["step_bound"])
     out += _exposed_communication(recs["comm_compute_overlap"], windows)
-    out += _pageable(recs["pageable_memcpy"], windows)
+    out += findings_cpu.pageable(recs["pageable_memcpy"], windows, pytorch_runs)
     out += _memory_bound(recs["kernel_roofline"])
-    out += _non_gpu_layers(recs["layer_gpu_vs_nongpu"], recs["model_info"])
+    out += _non_gpu_layers(recs["layer_gpu_vs_nongpu"], recs["model_info"], recs["level_overhead"])
     out += _profiling(recs["level_overhead"], recs["program_changes"])
-    kept = [f for f in out if f.severity >= MIN_SEVERITY or f.kind == "program_changed"]
+    # An experiment whose model latencies spread too wide says nothing reliable: flag it, derive nothing.
+    unusable = _unusable(recs["model_info"])
+    out = [f for f in out if f.facts.get("experiment") not in {u.facts["experiment"] for u in unusable}] + unusable
+    kept = [f for f in out if f.severity >= MIN_SEVERITY or f.kind in ("program_changed", "unusable_capture")]
+    kept += _healthy(recs["gpu_busy_idle"], {f.facts.get("run_id") for f in kept})
     return sorted(kept, key=lambda f: (-f.severity, f.kind, f.text))
+
+
+def _healthy(busy: list[dict], runs_with_findings: set) -> list[Finding]:
+    """One line per GPU of a run that has GPU work and no finding: it is busy, nothing is at stake."""
+    out = []
+    for r in busy:
+        if r["run_id"] in runs_with_findings or not r["window_ns"]:
+            continue
+        text = f"GPU {r['device_id']} of run {r['run_id']} busy {float(r['busy_pct']):.1f} %: nothing above {pct(MIN_SEVERITY)}."
+        out.append(
+            Finding("healthy", 0.0, text, "gpu_busy_idle", f"run_id = {r['run_id']} AND device_id = {r['device_id']}", {"run_id": r["run_id"]})
+        )
+    return out
 
 
 def findings_result(findings: list[Finding]) -> Result:
@@ -128,224 +180,7 @@ def findings_result(findings: list[Finding]) -> Result:
     )
 
 
-# -- wording ------------------------------------------------------------------------------------
-
-
-def duration(ns: float) -> str:
-    """A duration in the unit people read it in: 1.23 s, 45.6 ms, 7.8 µs, 90 ns."""
-    ns = float(ns)
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if abs(ns) >= scale:
-            return f"{ns / scale:.3g} {unit}"
-    return f"{ns:.3g} ns"
-
-
-def pct(share: float) -> str:
-    return f"{100 * share:.1f} %"
-
-
-def _size(nbytes: float) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(nbytes) >= scale:
-            return f"{nbytes / scale:.3g} {unit}"
-    return f"{nbytes:.0f} B"
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def _gpu(run_id: int, device_id: int, rank=None) -> str:
-    return f"GPU {device_id} of run {run_id}" + (f" (rank {rank})" if rank is not None else "")
-
-
-def _ms_to_ns(value) -> float:
-    return float(value or 0) * 1e6
-
-
 # -- the findings -------------------------------------------------------------------------------
-
-
-def _idle_gaps(gaps: list[dict], windows: dict) -> list[Finding]:
-    """Long idle gaps per GPU and what the launching thread was doing meanwhile (gpu_idle_gaps)."""
-    per_gpu: dict[tuple, list[dict]] = defaultdict(list)
-    for g in gaps:
-        if g["gap_ns"] >= LONG_GAP_NS:
-            per_gpu[(g["run_id"], g["device_id"])].append(g)
-    out = []
-    for (run_id, device_id), mine in per_gpu.items():
-        window = windows.get((run_id, device_id), {}).get("window_ns")
-        if not window:
-            continue
-        idle = sum(g["gap_ns"] for g in mine)
-        late = sum(1 for g in mine if g["launch_late"])
-        causes: dict[tuple, list] = defaultdict(lambda: [0, 0])
-        for g in mine:
-            causes[_cause(g)][0] += g["gap_ns"]
-            causes[_cause(g)][1] += 1
-        top = sorted(causes.items(), key=lambda kv: (-kv[1][0], kv[0][0]))[:TOP_CAUSES]
-        named = "; ".join(f"{label} ({duration(ns)}, {_count(n, 'gap')})" for (label, _), (ns, n) in top)
-        text = (
-            f"{_gpu(run_id, device_id)} sat idle {duration(idle)} in {_count(len(mine), 'gap')} of {duration(LONG_GAP_NS)} or longer, "
-            f"{pct(idle / window)} of its {duration(window)} active window; {late} of them ended only when the CPU "
-            f"launched the next operation late. Meanwhile the launching thread was in: {named}."
-        )
-        out.append(
-            Finding(
-                "idle_gaps",
-                idle / window,
-                text,
-                "gpu_idle_gaps",
-                f"run_id = {run_id} AND device_id = {device_id} AND gap_ns >= {LONG_GAP_NS}",
-                {
-                    "run_id": run_id,
-                    "device_id": device_id,
-                    "window_ns": window,
-                    "idle_ns": idle,
-                    "gaps": len(mine),
-                    "late": late,
-                    "causes": [(label, span, ns, n) for (label, span), (ns, n) in top],
-                },
-            )
-        )
-    return out
-
-
-def _cause(gap: dict) -> tuple[str, str | None]:
-    """What the CPU was doing during a gap: (as the finding words it, the CPU span's name or None)."""
-    if gap["launch_call"] is None:
-        return "(no launch call recorded for the next operation)", None
-    if gap["sync_call"] is not None:
-        return f"{gap['sync_call']} ({gap['sync_kind']} synchronisation)", gap["sync_call"]
-    if gap["cpu_span"] is not None:
-        return gap["cpu_span"], gap["cpu_span"]
-    return "(no CPU span recorded on the launching thread)", None
-
-
-def _gpu_runs(windows: dict) -> set:
-    return {run for run, _ in windows}
-
-
-def _steps(steps: list[dict], windows: dict, levels: Mapping) -> list[Finding]:
-    """Launch-bound and host-bound steps (step_bound), in runs that recorded GPU work."""
-    per_run: dict[int, list[dict]] = defaultdict(list)
-    for s in steps:
-        if s["run_id"] in _gpu_runs(windows):
-            per_run[s["run_id"]].append(s)
-    out = []
-    for run_id, mine in per_run.items():
-        total = sum(_ms_to_ns(s["step_ms"]) for s in mine)
-        if not total:
-            continue
-        note = f" (a level-{levels[run_id]} run: its step times include the overhead of profiling that level)" if levels.get(run_id) else ""
-        for kind, verdicts in (("launch_bound", ("launch-bound",)), ("host_bound_steps", ("host-bound", "sync-bound"))):
-            hit = [s for s in mine if s["bound"] in verdicts]
-            if not hit:
-                continue
-            step = sum(_ms_to_ns(s["step_ms"]) for s in hit)
-            busy = sum(_ms_to_ns(s["gpu_busy_ms"]) for s in hit)
-            launch = sum(_ms_to_ns(s["launch_ms"]) for s in hit)
-            facts = {
-                "run_id": run_id,
-                "steps": len(hit),
-                "of_steps": len(mine),
-                "step_ns": step,
-                "gpu_busy_ns": busy,
-                "launch_ns": launch,
-                "iterations": [s["iteration"] for s in hit],
-            }
-            steps_are = f"{len(hit)} of {len(mine)} steps of run {run_id} {'is' if len(hit) == 1 else 'are'}"
-            if kind == "launch_bound":
-                text = (
-                    f"{steps_are} launch-bound: the CPU spent {duration(launch)} "
-                    f"in launch calls while the GPU was busy only {duration(busy)} of their {duration(step)} "
-                    f"({pct(busy / step)}); fewer, larger kernels (fusion, CUDA graphs) would help{note}."
-                )
-            else:
-                sync = sum(1 for s in hit if s["bound"] == "sync-bound")
-                text = (
-                    f"{steps_are} host-bound"
-                    + (f" ({sync} of them waiting in synchronising calls)" if sync else "")
-                    + f": the GPU was busy {duration(busy)} of their {duration(step)} ({pct(busy / step)}, under "
-                    f"{DEVICE_BOUND_PCT:.0f} %); the CPU side sets the pace (gpu_idle_gaps shows what it was doing){note}."
-                )
-            verdict_list = ", ".join(f"'{v}'" for v in verdicts)
-            out.append(Finding(kind, (step - busy) / total, text, "step_bound", f"run_id = {run_id} AND bound IN ({verdict_list})", facts))
-    return out
-
-
-def _run_launch_bound(stats: list[dict], steps: list[dict], windows: dict) -> list[Finding]:
-    """Runs without steps: launch calls took more CPU time than the GPU was busy (kernel_launch_stats)."""
-    with_steps = {s["run_id"] for s in steps}
-    per_run: dict[int, list[dict]] = defaultdict(list)
-    for r in stats:
-        if r["run_id"] not in with_steps and r["api_name"] not in GRAPH_LAUNCH_API_NAMES:
-            per_run[r["run_id"]].append(r)
-    out = []
-    for run_id, mine in per_run.items():
-        mine_windows = [w for (run, _), w in windows.items() if run == run_id]
-        window = sum(w["window_ns"] for w in mine_windows)
-        busy = sum(w["busy_ns"] for w in mine_windows)
-        launches = sum(r["launches"] for r in mine)
-        launch = sum(r["launches"] * float(r["api_avg_ns"]) for r in mine)
-        short = sum(r["shorter_than_launch"] for r in mine)
-        if not window or launch <= busy or 100 * busy / window >= DEVICE_BOUND_PCT:
-            continue
-        text = (
-            f"Run {run_id} is launch-bound: its {launches} kernel launches took {duration(launch)} of CPU time, more than "
-            f"the {duration(busy)} its GPUs were busy ({pct(busy / window)} of their {duration(window)} active window); "
-            f"{short} of the kernels ran shorter than their own launch call."
-        )
-        out.append(
-            Finding(
-                "launch_bound",
-                (window - busy) / window,
-                text,
-                "kernel_launch_stats",
-                f"run_id = {run_id} AND api_name NOT IN ({', '.join(repr(n) for n in sorted(GRAPH_LAUNCH_API_NAMES))})",
-                {"run_id": run_id, "launches": launches, "launch_ns": launch, "gpu_busy_ns": busy, "window_ns": window, "shorter_than_launch": short},
-            )
-        )
-    return out
-
-
-def _sync_in_loop(syncs: list[dict], steps: list[dict]) -> list[Finding]:
-    """Synchronising calls inside the steps (sync_calls; the waiting time from step_bound)."""
-    per_run: dict[int, list[dict]] = defaultdict(list)
-    for r in syncs:
-        if r["calls_in_steps"] and r["sync_kind"] in ("explicit", "implicit"):
-            per_run[r["run_id"]].append(r)
-    out = []
-    for run_id, mine in per_run.items():
-        run_steps = [s for s in steps if s["run_id"] == run_id]
-        step = sum(_ms_to_ns(s["step_ms"]) for s in run_steps)
-        sync = sum(_ms_to_ns(s["sync_ms"]) for s in run_steps)
-        if not step:
-            continue
-        calls = sum(r["calls_in_steps"] for r in mine)
-        names = ", ".join(f"{r['name']} x{r['calls_in_steps']}" for r in sorted(mine, key=lambda r: (-r["calls_in_steps"], r["name"])))
-        text = (
-            f"Run {run_id} synchronises {_count(calls, 'time')} inside its {_count(len(run_steps), 'step')} ({names}): the CPU waited "
-            f"{duration(sync)} for the GPU, {pct(sync / step)} of the steps' {duration(step)}, and each wait empties "
-            f"the GPU's queue so the next kernels start only after new launches."
-        )
-        out.append(
-            Finding(
-                "sync_in_loop",
-                sync / step,
-                text,
-                "sync_calls",
-                f"run_id = {run_id} AND calls_in_steps > 0 AND sync_kind IN ('explicit', 'implicit')",
-                {
-                    "run_id": run_id,
-                    "calls_in_steps": calls,
-                    "sync_ns": sync,
-                    "step_ns": step,
-                    "names": {r["name"]: r["calls_in_steps"] for r in mine},
-                },
-            )
-        )
-    return out
 
 
 def _exposed_communication(rows: list[dict], windows: dict) -> list[Finding]:
@@ -357,7 +192,7 @@ def _exposed_communication(rows: list[dict], windows: dict) -> list[Finding]:
         if not comm or not window:
             continue
         text = (
-            f"{_gpu(r['run_id'], r['device_id'], r['rank'])}: {duration(exposed)} of its {duration(comm)} of communication "
+            f"{gpu_label(r['run_id'], r['device_id'], r['rank'])}: {duration(exposed)} of its {duration(comm)} of communication "
             f"runs with no computation beside it ({r['overlap_pct']:.1f} % overlapped), {pct(exposed / window)} of its "
             f"{duration(window)} active window; overlapping it (bucketing, prefetch, async collectives) would hide it."
         )
@@ -381,38 +216,6 @@ def _exposed_communication(rows: list[dict], windows: dict) -> list[Finding]:
     return out
 
 
-def _pageable(rows: list[dict], windows: dict) -> list[Finding]:
-    """Copies from / to pageable host memory (pageable_memcpy), against the run's longest GPU window."""
-    per_run: dict[int, list[dict]] = defaultdict(list)
-    for r in rows:
-        per_run[r["run_id"]].append(r)
-    out = []
-    for run_id, mine in per_run.items():
-        window = max((w["window_ns"] for (run, _), w in windows.items() if run == run_id), default=0)
-        if not window:
-            continue
-        copies = sum(r["copies"] for r in mine)
-        nbytes = sum(r["bytes"] or 0 for r in mine)
-        ns = sum(r["total_ns"] for r in mine)
-        kinds = ", ".join(f"{r['copies']} {r['copy_kind']}" for r in mine)
-        text = (
-            f"Run {run_id} copies {_size(nbytes)} between the GPU and pageable host memory in {copies} cop{'y' if copies == 1 else 'ies'} ({kinds}): "
-            f"{duration(ns)} of GPU time at {nbytes / ns if ns else 0:.3g} GB/s, {pct(ns / window)} of its GPU's "
-            f"{duration(window)} active window; pinned memory (pin_memory=True) copies faster and lets Async copies overlap."
-        )
-        out.append(
-            Finding(
-                "pageable_memcpy",
-                ns / window,
-                text,
-                "pageable_memcpy",
-                f"run_id = {run_id}",
-                {"run_id": run_id, "copies": copies, "bytes": nbytes, "total_ns": ns, "window_ns": window},
-            )
-        )
-    return out
-
-
 def _memory_bound(rows: list[dict]) -> list[Finding]:
     """Kernels left of the roofline's ridge point (kernel_roofline; only kernels with metrics)."""
     per_exp: dict[str, list[dict]] = defaultdict(list)
@@ -422,12 +225,12 @@ def _memory_bound(rows: list[dict]) -> list[Finding]:
     out = []
     for exp, mine in per_exp.items():
         bound = [r for r in mine if r["memory_bound"]]
-        total = sum(_ms_to_ns(r["latency_ms"]) for r in mine)
+        total = sum(ms_to_ns(r["latency_ms"]) for r in mine)
         if not bound or not total:
             continue
-        mb = sum(_ms_to_ns(r["latency_ms"]) for r in bound)
+        mb = sum(ms_to_ns(r["latency_ms"]) for r in bound)
         # At stake: the time these kernels would save running at their attainable (memory) roof.
-        stake = sum(_ms_to_ns(r["latency_ms"]) * (1 - min(float(r["roof_pct"] or 0), 100) / 100) for r in bound)
+        stake = sum(ms_to_ns(r["latency_ms"]) * (1 - min(float(r["roof_pct"] or 0), 100) / 100) for r in bound)
         big = max(bound, key=lambda r: r["latency_ms"])
         text = (
             f"{exp}: {len(bound)} of {len(mine)} kernels with metrics are memory-bound (arithmetic intensity below "
@@ -441,7 +244,7 @@ def _memory_bound(rows: list[dict]) -> list[Finding]:
                 stake / total,
                 text,
                 "kernel_roofline",
-                f"experiment = '{_sql(exp)}' AND memory_bound",
+                f"experiment = '{sql_text(exp)}' AND memory_bound",
                 {
                     "experiment": exp,
                     "kernels": len(mine),
@@ -454,9 +257,34 @@ def _memory_bound(rows: list[dict]) -> list[Finding]:
     return out
 
 
-def _non_gpu_layers(layers: list[dict], models: list[dict]) -> list[Finding]:
-    """Layers whose latency is mostly not GPU kernel time (layer_gpu_vs_nongpu, leveled-corrected)."""
-    model_ns = {r["experiment"]: _ms_to_ns(r["latency_ms"]) for r in models}
+def _unusable(models: list[dict]) -> list[Finding]:
+    """Experiments whose model latencies (model_info: the M run's, or the plain trace's) spread wider
+    than SPREAD_FACTOR: p90 over SPREAD_FACTOR x the median. Outliers (a shared machine, page faults,
+    first-call work) then dominate every mean and interval derived from the run."""
+    out = []
+    for r in models:
+        median, p90 = r["median_ms"], r["p90_ms"]
+        if not median or p90 is None or float(p90) <= SPREAD_FACTOR * float(median):
+            continue
+        text = (
+            f"{r['experiment']}: the capture is unusable: its model latency's p90 {duration(ms_to_ns(p90))} is "
+            f"{float(p90) / float(median):.0f}x its median {duration(ms_to_ns(median))} (over {SPREAD_FACTOR:.0f}x), so outliers "
+            f"dominate every figure derived from it; capture again on a quiet machine (more warm-up, pinned CPU)."
+        )
+        where = f"experiment = '{sql_text(r['experiment'])}'"
+        out.append(Finding("unusable_capture", 1.0, text, "model_info", where, {"experiment": r["experiment"], "median_ms": median, "p90_ms": p90}))
+    return out
+
+
+def _non_gpu_layers(layers: list[dict], models: list[dict], overheads: list[dict]) -> list[Finding]:
+    """Layers whose latency is mostly not GPU kernel time (layer_gpu_vs_nongpu, leveled-corrected),
+    against the model latency of the run the layer latencies come from: the ML run's own model
+    ranges (level_overhead), else model_info's. (The M run's latency holds no layer ranges: the ML
+    run's layers, each slowed by its ranges, can add up to more than it -- a share over 100 %.)"""
+    model_ns = {r["experiment"]: ms_to_ns(r["latency_ms"]) for r in models}
+    for r in overheads:
+        if r["level"] == "ML" and r["model_latency_ms"]:
+            model_ns[r["experiment"]] = ms_to_ns(r["model_latency_ms"])
     per_exp: dict[str, list[dict]] = defaultdict(list)
     for r in layers:
         per_exp[r["experiment"]].append(r)
@@ -466,7 +294,7 @@ def _non_gpu_layers(layers: list[dict], models: list[dict]) -> list[Finding]:
         model = model_ns.get(exp)
         if not hit or not model:
             continue
-        non_gpu = sum(_ms_to_ns(r["non_gpu_latency_ms"]) for r in hit)
+        non_gpu = sum(ms_to_ns(r["non_gpu_latency_ms"]) for r in hit)
         worst = max(hit, key=lambda r: r["non_gpu_latency_ms"])
         corrected = all(r["corrected"] for r in hit)
         source = (
@@ -477,16 +305,16 @@ def _non_gpu_layers(layers: list[dict], models: list[dict]) -> list[Finding]:
         text = (
             f"{exp}: {len(hit)} of {len(mine)} layers spend most of their latency off the GPU (kernels under "
             f"{NON_GPU_LAYER_PCT:.0f} % of it): {duration(non_gpu)} of non-GPU time per inference, {pct(non_gpu / model)} "
-            f"of the {duration(model)} model latency; most in layer {worst['layer_index']} {worst['layer_name']} "
-            f"({duration(_ms_to_ns(worst['non_gpu_latency_ms']))}, GPU {float(worst['gpu_pct']):.1f} %) ({source})."
+            f"of the {duration(model)} model latency of the run that measured the layers; most in layer {worst['layer_index']} {worst['layer_name']} "
+            f"({duration(ms_to_ns(worst['non_gpu_latency_ms']))}, GPU {float(worst['gpu_pct']):.1f} %) ({source})."
         )
         out.append(
             Finding(
                 "non_gpu_layers",
-                min(non_gpu / model, 1.0),
+                non_gpu / model,
                 text,
                 "layer_gpu_vs_nongpu",
-                f"experiment = '{_sql(exp)}' AND gpu_pct < {NON_GPU_LAYER_PCT}",
+                f"experiment = '{sql_text(exp)}' AND gpu_pct < {NON_GPU_LAYER_PCT}",
                 {"experiment": exp, "layers": [r["layer_index"] for r in hit], "non_gpu_ns": non_gpu, "model_ns": model, "corrected": corrected},
             )
         )
@@ -503,15 +331,19 @@ def _profiling(overheads: list[dict], changes: list[dict]) -> list[Finding]:
         # ones (level_overhead); the cross-process comparison is indicative and never a finding.
         if r["overhead_pct"] is None or not r["instrumented_ms"]:
             continue
-        share = max(_ms_to_ns(r["overhead_ms"]), 0) / _ms_to_ns(r["instrumented_ms"])
+        share = max(ms_to_ns(r["overhead_ms"]), 0) / ms_to_ns(r["instrumented_ms"])
         change = changed.pop((r["experiment"], r["level"]), None)
-        interval = (
-            "" if r["overhead_pct_low"] is None else f", 95 % interval {float(r['overhead_pct_low']):.1f} to {float(r['overhead_pct_high']):.1f} %"
-        )
+        low, high = r["overhead_pct_low"], r["overhead_pct_high"]
+        interval = "" if low is None else f", 95 % interval {float(low):.1f} to {float(high):.1f} %"
+        # An interval that holds 0: the runs cannot tell the overhead from noise -- not measurable.
+        measurable = low is None or not float(low) <= 0 <= float(high)
+        share = share if measurable else 0.0
         head = (
-            f"{r['experiment']}: profiling at level {r['level']} adds {duration(_ms_to_ns(r['overhead_ms']))} "
+            f"{r['experiment']}: profiling at level {r['level']} adds {duration(ms_to_ns(r['overhead_ms']))} "
             f"({float(r['overhead_pct']):.1f} %{interval}) to the run's own un-instrumented inferences "
-            f"({duration(_ms_to_ns(r['uninstrumented_ms']))})"
+            f"({duration(ms_to_ns(r['uninstrumented_ms']))})"
+            if measurable
+            else f"{r['experiment']}: profiling at level {r['level']} has no measurable overhead ({interval[2:]} holds 0)"
         )
         if change is not None:
             text = (
@@ -524,11 +356,11 @@ def _profiling(overheads: list[dict], changes: list[dict]) -> list[Finding]:
                     max(share, MIN_SEVERITY),
                     text,
                     "program_changes",
-                    f"experiment = '{_sql(r['experiment'])}' AND level = '{_sql(r['level'])}'",
+                    f"experiment = '{sql_text(r['experiment'])}' AND level = '{sql_text(r['level'])}'",
                     {"experiment": r["experiment"], "level": r["level"], "overhead_share": share},
                 )
             )
-        elif float(r["overhead_pct"]) >= PROFILING_OVERHEAD_PCT:
+        elif measurable and float(r["overhead_pct"]) >= PROFILING_OVERHEAD_PCT:
             text = (
                 f"{head}, over the {PROFILING_OVERHEAD_PCT:.0f} % that ranges alone should cost: the layers are very short "
                 f"or a fast path is switched off under profiling (the corrected figures take each level from the run "
@@ -540,7 +372,7 @@ def _profiling(overheads: list[dict], changes: list[dict]) -> list[Finding]:
                     share,
                     text,
                     "level_overhead",
-                    f"experiment = '{_sql(r['experiment'])}' AND level = '{_sql(r['level'])}'",
+                    f"experiment = '{sql_text(r['experiment'])}' AND level = '{sql_text(r['level'])}'",
                     {"experiment": r["experiment"], "level": r["level"], "overhead_share": share, "overhead_pct": float(r["overhead_pct"])},
                 )
             )
@@ -552,12 +384,8 @@ def _profiling(overheads: list[dict], changes: list[dict]) -> list[Finding]:
                 MIN_SEVERITY,
                 text,
                 "program_changes",
-                f"experiment = '{_sql(r['experiment'])}' AND level = '{_sql(r['level'])}'",
+                f"experiment = '{sql_text(r['experiment'])}' AND level = '{sql_text(r['level'])}'",
                 {"experiment": r["experiment"], "level": r["level"], "overhead_share": None},
             )
         )
     return out
-
-
-def _sql(text: str) -> str:
-    return str(text).replace("'", "''")

@@ -144,6 +144,13 @@ def _gpu_plots(results: dict[str, Result]) -> str:
                 "ms",
             )
         )
+    path: dict[int, dict[object, dict[str, float]]] = {}
+    for r in results["critical_path"].records() if "critical_path" in results else []:
+        kinds = path.setdefault(r["run_id"], {}).setdefault(r["iteration"], {})
+        kinds[r["kind"]] = kinds.get(r["kind"], 0.0) + r["on_path_ns"] / 1e6
+    for run, by_step in sorted(path.items()):
+        items = [(f"step {it}" if it is not None else "whole run", kinds) for it, kinds in list(by_step.items())[:40]]
+        plots.append(svg.segmented_bars(items, svg.PATH_COLORS, f"Run {run}: critical path of each step, by kind", "ms"))
     split: dict[tuple, list] = {}
     for r in results["comm_compute_split"].records() if "comm_compute_split" in results else []:
         split.setdefault((r["run_id"], r["device_id"]), []).append(r)

@@ -17,7 +17,7 @@ import duckdb
 from ..errors import InputError
 from ..formats import aten_perf_models, collectives, cuda_api, kineto_fields, ncu_metrics, nsys_export, nsys_stats, torch_dtypes
 from ..formats.device_peaks import lookup_peak
-from ..naming import LAYER_RANGE_PRESETS, install_name_macros, layer_range_pattern
+from ..naming import LAYER_RANGE_PRESETS, install_name_macros, install_normalize_macro, layer_range_pattern
 from ..resources import query_text
 from ..schema import expected_tables, table_ddl
 from ..sql import quote_identifier as _quote
@@ -110,6 +110,7 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
         set_variables(con, {"xsp_compare_runs": [int(a), int(b)]})
     install_name_macros(con)
     set_rule_variables(con, options.settings)
+    install_normalize_macro(con)
     set_variables(
         con,
         {
@@ -228,6 +229,8 @@ def _load_format_tables(con: duckdb.DuckDBPyConnection) -> None:
                 ("xsp_explicit_sync_api", cuda_api.EXPLICIT_SYNC_API),
                 ("xsp_implicit_sync_api", cuda_api.IMPLICIT_SYNC_API),
                 ("xsp_pageable", cuda_api.PAGEABLE),
+                ("xsp_async_copy_api", cuda_api.ASYNC_COPY_API),
+                ("xsp_pageable_kinds", sorted({k for kinds in cuda_api.PAGEABLE_KINDS.values() for k in kinds})),
                 ("xsp_osrt_category", nsys_export.OSRT_CATEGORY),
                 ("xsp_sqlite_round_nudge", nsys_stats.SQLITE_ROUND_NUDGE),
                 ("xsp_sqlite_round_nudge_below", nsys_stats.SQLITE_ROUND_NUDGE_BELOW),

@@ -15,6 +15,19 @@ NON_GPU_COLOR = "#ff7f0e"
 BAR_COLOR = "#1f77b4"
 UTIL_COLOR = "#9467bd"  # busy share of each time bin in the utilisation strip (the report test looks for it)
 FONT = 'font-family="sans-serif" font-size="11"'
+# One colour per kind of critical-path segment (analyses/critical_path.sql), GPU work in greens.
+PATH_COLORS = {
+    "cpu_op": "#1f77b4",
+    "launch": "#17becf",
+    "queue_delay": "#bcbd22",
+    "kernel": "#2ca02c",
+    "communication": "#9467bd",
+    "memcpy": "#98df8a",
+    "memset": "#c5e1a5",
+    "sync_wait": "#d62728",
+    "cpu_idle": "#c7c7c7",
+    "gpu_idle": "#8c564b",
+}
 
 
 def _fmt(value: float) -> str:
@@ -158,5 +171,47 @@ def strip(values: list[float], title: str, note: str = "", width: int = 640, hei
             f'fill="{UTIL_COLOR}"><title>bin {i}: {float(value or 0):.1f} % busy</title></rect>'
         )
     out.append(f'<text x="{left}" y="{height - 2}" {FONT} fill="#555">{escape(note)}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def segmented_bars(items: list[tuple[str, dict[str, float]]], colors: dict[str, str], title: str, unit: str, width: int = 640) -> str:
+    """Horizontal bars, each split into parts by key (in `colors`' order), with a legend and an axis."""
+    keys = [k for k in colors if any(parts.get(k) for _, parts in items)]
+    legend, x, y = [], 4, 24
+    for k in keys:  # the legend, wrapped onto further lines as it runs out of room
+        if x + 20 + 7 * len(k) > width:
+            x, y = 4, y + 14
+        legend.append(f'<rect x="{x}" y="{y}" width="10" height="10" fill="{colors[k]}"/><text x="{x + 13}" y="{y + 9}" {FONT}>{escape(k)}</text>')
+        x += 20 + 7 * len(k)
+    row, left, top = 18, 160, y + 20
+    height = top + row * len(items) + 28
+    vmax = max((sum(parts.values()) for _, parts in items), default=0) or 1.0
+    pw = width - left - 90
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" class="plot segmented">',
+        f'<text x="4" y="16" {FONT} font-weight="bold">{escape(title)}</text>',
+        *legend,
+    ]
+    for i, (label, parts) in enumerate(items):
+        y = top + i * row
+        out.append(f'<text x="{left - 6}" y="{y + 12}" {FONT} text-anchor="end">{escape(label[:28])}</text>')
+        x0 = float(left)
+        for k in keys:
+            w = pw * max(parts.get(k, 0), 0) / vmax
+            if w > 0:
+                out.append(
+                    f'<rect x="{x0:.1f}" y="{y + 2}" width="{w:.1f}" height="{row - 5}" fill="{colors[k]}">'
+                    f"<title>{escape(k)}: {parts[k]:.4g} {escape(unit)}</title></rect>"
+                )
+            x0 += w
+        out.append(f'<text x="{x0 + 4:.1f}" y="{y + 12}" {FONT}>{sum(parts.values()):.4g} {escape(unit)}</text>')
+    axis_y = top + row * len(items) + 4
+    out.append(f'<line x1="{left}" y1="{axis_y}" x2="{left + pw}" y2="{axis_y}" stroke="#888"/>')
+    for j in range(5):  # ticks at 0, 25, 50, 75 and 100 % of the longest bar
+        tx = left + pw * j / 4
+        out.append(f'<line x1="{tx:.1f}" y1="{axis_y}" x2="{tx:.1f}" y2="{axis_y + 4}" stroke="#888"/>')
+        out.append(f'<text x="{tx:.1f}" y="{axis_y + 16}" {FONT} text-anchor="middle">{_fmt(vmax * j / 4)}</text>')
+    out.append(f'<text x="{left + pw + 22}" y="{axis_y + 16}" {FONT}>{escape(unit)}</text>')
     out.append("</svg>")
     return "".join(out)

@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InputError
-from .critical_path import _flatten, _Run, _waited_for, load_run, merged, units, walk
+from .critical_path import _binding, _flatten, _Run, _waited_for, load_run, merged, units, walk
 
 KINDS = ("kernel", "memcpy", "memset", "communication", "gpu", "op", "api", "sync")
 _RULE = re.compile(r"^(?P<kind>[a-z]+):(?P<pattern>.+)(?P<op>[*=])(?P<value>[0-9.]+(?:[eE][+-]?[0-9]+)?)(?P<unit>ns|us|ms|s)?$")
@@ -165,13 +165,20 @@ def replay(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[di
                 launched_at = call_end if call_end <= int(start[row]) else int(start[launcher])
                 caller = (int(spans["pid"][launcher]), int(spans["tid"][launcher]))
                 launch_new = new_time(caller, launched_at) if caller in threads else launched_at
+            other = run.waits_for.get(row)  # another stream's item it waited for (an event)
+            other_end = int(end[other]) if other is not None else None
+            other_new = gpu_new[other][1] if other in gpu_new else other_end
+            binding = _binding(prev_end, other_end, launched_at if launcher is not None else None)
+            # Each dependency keeps the gap it had when it was the one that bound the item, else none.
             candidates = []
-            if prev_end is not None and prev_new is not None:
-                stream_bound = launcher is None or prev_end >= launched_at
-                candidates.append(prev_new + (int(start[row]) - prev_end if stream_bound else 0))
-            if launcher is not None:
-                launch_bound = prev_end is None or launched_at > prev_end
-                candidates.append(launch_new + (int(start[row]) - launched_at if launch_bound else 0))
+            for kind, measured_at, replayed_at in (
+                ("stream", prev_end, prev_new),
+                ("event", other_end, other_new),
+                ("launch", launched_at, launch_new),
+            ):
+                if measured_at is None or replayed_at is None or (kind == "launch" and launcher is None):
+                    continue
+                candidates.append(replayed_at + (int(start[row]) - measured_at if binding == kind else 0))
             new_start = max(candidates) if candidates else int(start[row])
             measured = int(end[row]) - int(start[row])
             rule = _rule_for(run, row, rules)
@@ -228,6 +235,19 @@ def predict(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], rule
     copy, new_ends = replayed_run(run, start_ns, end_ns, rules)
     new_end = new_ends.get(thread, end_ns)
     return new_end - start_ns, walk(copy, start_ns, new_end, thread)
+
+
+def step_gain(con: duckdb.DuckDBPyConnection, run_id: int, iterations: list, rules: list[Rule]) -> tuple[int, int]:
+    """(measured, predicted) total latency of a run's steps of these iterations under the rules."""
+    run = load_run(con, run_id)
+    wanted = set(iterations)
+    measured = predicted = 0
+    for unit_run, iteration, _, start_ns, end_ns, pid, tid in units(con):
+        if unit_run == run_id and iteration in wanted:
+            latency, _ = predict(run, int(start_ns), int(end_ns), (int(pid), int(tid)), rules)
+            measured += int(end_ns) - int(start_ns)
+            predicted += latency
+    return measured, predicted
 
 
 TABLE = "xsp_what_if"

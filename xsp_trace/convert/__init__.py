@@ -32,6 +32,7 @@ from .common import (
     register_run,
 )
 from .dispatch import convert_trace
+from .input_limits import InputLimits
 
 __all__ = [
     "GZIP_MAGIC",
@@ -77,7 +78,7 @@ def convert_files(
     run_ids: list[int] = []
     for path in inputs:  # check all inputs before writing anything
         detect_source(Path(path))
-    with atomic_database(output, append=append, overwrite=overwrite, inputs=inputs) as con, spooled(inputs) as paths:
+    with atomic_database(output, append=append, overwrite=overwrite, inputs=inputs) as con, spooled(inputs, options.limits) as paths:
         for path in paths:
             run_ids.extend(convert_into(con, Path(path), options, progress))
         restore_stream_names(con, inputs, paths)
@@ -95,10 +96,11 @@ SPOOL_CHUNK = 1 << 20
 
 
 @contextmanager
-def spooled(inputs: list[Path]) -> Iterator[list[Path]]:
+def spooled(inputs: list[Path], limits: InputLimits) -> Iterator[list[Path]]:
     """The inputs, with each pipe/device (a FIFO, `<(cat t.json)`) copied once into a temporary file
     (`$TMPDIR/xsp-stream-*`, removed afterwards): the converters read a file more than once.
-    A FIFO without a writer reads as empty instead of blocking the open."""
+    A FIFO without a writer reads as empty instead of blocking the open; a copy stops at
+    limits.max_input_bytes with one line."""
     folder = None
     paths: list[Path] = []
     try:
@@ -109,7 +111,9 @@ def spooled(inputs: list[Path]) -> Iterator[list[Path]]:
                 fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
                 os.set_blocking(fd, True)
                 with os.fdopen(fd, "rb") as src, open(copy, "wb") as dst:
-                    shutil.copyfileobj(src, dst, SPOOL_CHUNK)
+                    while chunk := src.read(SPOOL_CHUNK):
+                        dst.write(chunk)
+                        limits.check_size(path, dst.tell(), "runs to")
                 paths.append(copy)
             else:
                 paths.append(path)

@@ -16,6 +16,7 @@ import duckdb
 from ..database import insert_run
 from ..errors import InputError
 from ..formats.file_magic import GZIP_MAGIC, NSYS_REPORT_MAGIC, SQLITE_MAGIC
+from .input_limits import InputLimits
 
 
 @dataclass
@@ -28,6 +29,8 @@ class ConvertOptions:
     # nsys OS runtime calls (OSRT_API) as spans; a leveled capture turns them off: it traces osrt
     # only so that nsys 2022.4 records on a machine without a GPU, and its M/ML runs hold ranges only.
     include_os_runtime: bool = True
+    # How far a gzip trace may decompress and a pipe may run (input_limits.py): the environment's, else the defaults.
+    limits: InputLimits = field(default_factory=InputLimits.from_env)
 
 
 Progress = Callable[[str, float | None], None]  # (what, fraction done or None)

@@ -15,6 +15,12 @@ No cut is made in the last `lag_bytes` read: the `]` closing the array (found by
 tail rule in those bytes) and the metadata after it always lie in the last piece, and no cut can
 fall in that metadata (where depth 1 means something else). The pieces joined with commas give
 back the array exactly, so a file that is not valid JSON stays so (a piece fails to read).
+
+Nothing grows without bound: when about `max_value_bytes` pass without an element of the array
+ending (one huge event or string, a run of whitespace, metadata after the array), or a piece
+passes its size by that much without a cut, `write` raises ValueTooLarge. The caller hands the file
+to the streaming reader, which judges it (input_limits.MAX_VALUE_BYTES): the ends are seen per
+chunk here, so the hand-over comes a few chunks early, before any size that reader refuses.
 """
 
 from __future__ import annotations
@@ -24,31 +30,48 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
-# The rest of a string after its opening quote (or after the bytes a chunk ended with), up to
-# and including the closing quote.
-_STRING_REST = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+import numpy as np
+
+from .input_limits import MAX_VALUE_BYTES
+
 # A string (closed, or running to the end of the chunk) or a structural byte.
 _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:(")|\Z)|[\[\]{},]', re.S)
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
 
 
-class ScanState:
-    """Bracket depth (1 inside the array, between its elements) and whether a string is open."""
+class ValueTooLarge(Exception):
+    """About max_value_bytes passed without an element of the array ending, or a piece without a cut."""
 
-    __slots__ = ("depth", "in_string")
+
+def _closes_to(structure: bytes, depth: int, level: int) -> bool:
+    """Whether a closing bracket in `structure` (brackets only, outside strings, entered at `depth`) brings the depth to `level`."""
+    if b"}" not in structure and b"]" not in structure:
+        return False
+    data = np.frombuffer(structure, np.uint8)
+    closing = (data == 0x7D) | (data == 0x5D)
+    running = depth + np.cumsum(np.where(closing, -1, 1))
+    return bool((closing & (running == level)).any())
+
+
+class ScanState:
+    """Bracket depth (1 inside the array, between its elements), whether a string is open, and
+    whether an element of the array ended (a bracket closed back to depth 1) since `ended` was reset."""
+
+    __slots__ = ("depth", "ended", "in_string")
 
     def __init__(self) -> None:
         self.depth = 0
         self.in_string = False
+        self.ended = False
 
     def skip(self, data: bytes) -> None:
         """Carry the state over `data` (which must not end inside an escape)."""
         start = 0
         if self.in_string:
-            match = _STRING_REST.match(data)
-            if match is None:
+            end = _string_rest_end(data)
+            if end is None:
                 return  # the string goes on
-            start = match.end()
+            start = end
             self.in_string = False
         rest = data[start:]
         if b"\\" in rest:  # backslashes occur in strings only: pairs first (a run pairs up from its left), then \"
@@ -60,6 +83,8 @@ class ScanState:
             parts = structure.split(b'"')
             self.in_string = len(parts) % 2 == 0
             structure = b"".join(parts[::2])
+        if not self.ended:
+            self.ended = _closes_to(structure, self.depth, 1)
         self.depth += structure.count(b"{") + structure.count(b"[") - structure.count(b"}") - structure.count(b"]")
 
     def find_cut(self, data: bytes) -> int | None:
@@ -67,10 +92,10 @@ class ScanState:
         to it; None (the state carried over all of `data`) if there is none."""
         pos = 0
         if self.in_string:
-            match = _STRING_REST.match(data)
-            if match is None:
+            end = _string_rest_end(data)
+            if end is None:
                 return None
-            pos = match.end()
+            pos = end
             self.in_string = False
         depth = self.depth
         for match in _TOKEN.finditer(data, pos):
@@ -86,8 +111,23 @@ class ScanState:
                 depth += 1
             else:
                 depth -= 1
+                self.ended = self.ended or depth == 1
         self.depth = depth
         return None
+
+
+def _string_rest_end(data: bytes) -> int | None:
+    """Offset just past the quote closing a string that is open at the start of `data` (which does
+    not start inside an escape); None if it runs past `data`. A quote closes it when an even run of
+    backslashes precedes it. bytes.find, not a regex: the regex of a string's rest backtracked
+    over every byte of a string longer than the data (0.25 s per MiB)."""
+    pos = 0
+    while (quote := data.find(b'"', pos)) >= 0:
+        before = data[pos:quote]
+        if (len(before) - len(before.rstrip(b"\\"))) % 2 == 0:
+            return quote + 1
+        pos = quote + 1
+    return None
 
 
 def _trailing_backslashes(data: bytes) -> int:
@@ -101,8 +141,11 @@ class PieceWriter:
     `write` takes the bytes in order; `finish(end)` keeps the first `end` bytes of the last piece
     (the caller finds where the array closes in the last `lag_bytes`) and hands it over."""
 
-    def __init__(self, folder: Path, piece_bytes: int, lag_bytes: int, on_piece: Callable[[Path], None]):
+    def __init__(self, folder: Path, piece_bytes: int, lag_bytes: int, on_piece: Callable[[Path], None], max_value_bytes: int = MAX_VALUE_BYTES):
         self.folder, self.piece_bytes, self.lag_bytes, self.on_piece = folder, piece_bytes, lag_bytes, on_piece
+        self.max_piece_bytes = piece_bytes + max_value_bytes
+        self.max_unended_bytes = max_value_bytes - (3 << 20)  # ends seen per chunk: a few chunks early
+        self.unended = 0  # bytes scanned since the chunk in which an element last ended
         self.state = ScanState()
         self.pieces = 0
         self.pending: deque[bytes] = deque()  # read, not yet scanned: the last lag_bytes and more
@@ -119,6 +162,8 @@ class PieceWriter:
             self._put(b"[")
 
     def _put(self, data: bytes) -> None:
+        if self.size + len(data) > self.max_piece_bytes:
+            raise ValueTooLarge
         self.out.write(data)
         self.size += len(data)
 
@@ -134,6 +179,10 @@ class PieceWriter:
             first = self.pending.popleft()
             self.pending_bytes -= len(first)
             self._scan(first)
+            self.unended = 0 if self.state.ended else self.unended + len(first)
+            self.state.ended = False
+            if self.unended > self.max_unended_bytes:
+                raise ValueTooLarge
 
     def _scan(self, chunk: bytes) -> None:
         data = self.carry + chunk

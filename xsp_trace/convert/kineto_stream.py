@@ -26,6 +26,7 @@ import ijson
 from ..errors import InputError
 from ..formats import kineto_fields as kf
 from ..formats.file_magic import GZIP_MAGIC
+from .input_limits import MAX_VALUE_BYTES, InputLimits, value_too_large
 
 CHUNK_BYTES = 64 << 10  # ijson's own default buffer; larger ones were slower
 BATCH_EVENTS = 1_000  # small batches stay in cache; 10k-event batches parsed 1.5x slower
@@ -49,6 +50,7 @@ class KinetoTrace:
     """What the reader learnt besides the events; complete once the event batches are exhausted."""
 
     path: Path
+    limits: InputLimits = field(default_factory=InputLimits)
     metadata: dict = field(default_factory=dict)
     uncompressed_bytes: int = 0
     event_count: int = 0
@@ -71,28 +73,38 @@ def _json_error_line(exc: Exception) -> str:
 # an over-estimate) on the bytes the Python reader parses.
 MAX_NESTING = 5_000
 _OPENERS, _CLOSERS = (ord("["), ord("{")), (ord("]"), ord("}"))
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
 class _Source:
-    """The decompressed byte stream ijson reads, remembering the chunks the metadata may be in."""
+    """The decompressed byte stream ijson reads, remembering the chunks the metadata may be in.
+    A gzip file stops with one line past the limits (input_limits.py); the Python reader's source
+    (keep_chunks) also stops when MAX_VALUE_BYTES pass without an event ending."""
 
-    def __init__(self, path: Path, check_nesting: bool = False, keep_chunks: bool = True):
+    def __init__(self, path: Path, limits: InputLimits, check_nesting: bool = False, keep_chunks: bool = True):
         self.path = path
+        self.limits = limits
         self.check_nesting = check_nesting
         self.keep_chunks = keep_chunks  # False: a reader that needs no chunk back (kineto_fast)
         self.marked = False  # events reached: the 64 MiB limit before the first event no longer applies
+        self.since_mark = 0  # bytes read after the chunk in which the last event ended (keep_chunks), or from the start
         self.depth = 0
         self.raw = open(path, "rb")
         self.size = max(path.stat().st_size, 1)
-        is_gzip = self.raw.read(len(GZIP_MAGIC)) == GZIP_MAGIC
+        self.is_gzip = self.raw.read(len(GZIP_MAGIC)) == GZIP_MAGIC
         self.raw.seek(0)
-        self.stream = gzip.GzipFile(fileobj=self.raw, mode="rb") if is_gzip else self.raw
+        self.stream = gzip.GzipFile(fileobj=self.raw, mode="rb") if self.is_gzip else self.raw
         self.bytes_read = 0
         self.first = b""  # the first chunk, once _peek has read it
         self.reads = 0
         self.recent: list[bytes] = []  # chunks read since mark() (all of them before the first mark)
 
     def read(self, size: int = CHUNK_BYTES) -> bytes:
+        if self.keep_chunks:
+            # No event ended for a while: read more at once. yajl lexes an unfinished token again
+            # from its start with every chunk, so a long string in fixed chunks costs the square of
+            # its length (64 MiB: 60 s); chunks that grow with it cost twice its length.
+            size = max(size, self.since_mark)
         try:
             chunk = self.stream.read(size)
         except EOFError as exc:
@@ -103,16 +115,26 @@ class _Source:
             self._check_nesting(chunk)
         self.bytes_read += len(chunk)
         self.reads += 1
+        if self.is_gzip:
+            self.limits.check_decompressed(self.path, self.bytes_read, self.raw.tell())  # tell: read ahead, never less
         if self.keep_chunks:
             self.recent.append(chunk)
-        if self.reads * CHUNK_BYTES > MAX_BYTES_BEFORE_FIRST_EVENT and not self.marked:
-            raise InputError(self.path, "has no trace events in its first 64 MiB", "pass a PyTorch profiler trace (a JSON object with traceEvents)")
+            self.since_mark += len(chunk)
+            if self.marked and self.since_mark > MAX_VALUE_BYTES:  # all of it after the last event's end
+                raise value_too_large(self.path)
+            if not self.marked and self.bytes_read > MAX_BYTES_BEFORE_FIRST_EVENT:
+                raise InputError(
+                    self.path, "has no trace events in its first 64 MiB", "pass a PyTorch profiler trace (a JSON object with traceEvents)"
+                )
         return chunk
 
     def _check_nesting(self, chunk: bytes) -> None:
         import numpy as np
 
-        data = np.frombuffer(chunk, np.uint8)
+        brackets = chunk.translate(None, _NOT_BRACKETS)  # at C speed first: a long string holds none
+        if not brackets:
+            return
+        data = np.frombuffer(brackets, np.uint8)
         step = (np.isin(data, _OPENERS).astype(np.int32) - np.isin(data, _CLOSERS).astype(np.int32)).cumsum()
         if self.depth + int(step.max()) > MAX_NESTING:
             raise InputError(
@@ -126,6 +148,7 @@ class _Source:
         """An event just completed: only the chunk being parsed can still hold what follows it."""
         self.marked = True
         del self.recent[:-1]
+        self.since_mark = 0  # counts the chunks after this one
 
     def fraction(self) -> float:
         return min(self.raw.tell() / self.size, 1.0)
@@ -189,7 +212,7 @@ def iter_event_batches(trace: KinetoTrace, progress: Callable[[float], None] | N
     """Yield the trace's events in batches of up to BATCH_EVENTS; fill trace.metadata at the end."""
     require_c_backend()
     path = trace.path
-    source = _Source(path, check_nesting=True)
+    source = _Source(path, trace.limits, check_nesting=True)
     head = b""
     seen_event = False
     try:

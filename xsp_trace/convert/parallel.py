@@ -163,7 +163,7 @@ def convert_files_parallel(
     workers = min(jobs, len(inputs))
     threads = max(1, default_jobs() // workers)
     run_ids: list[int] = []
-    with atomic_database(output, append=append, overwrite=overwrite, inputs=inputs) as con, spooled(inputs) as paths:
+    with atomic_database(output, append=append, overwrite=overwrite, inputs=inputs) as con, spooled(inputs, options.limits) as paths:
         parts_dir = parts_path(output)
         remove_temp(parts_dir)
         parts_dir.mkdir()

@@ -162,3 +162,10 @@ AMD_API_PREFIX = "hip"
 MEMCPY_NAME_PATTERN = r"^Memcpy (\w+)(?: \((\w+) -> (\w+)\))?"
 # Memset names carry the memory kind that was set (CUPTI's memory kind): "Memset (Device)".
 MEMSET_NAME_PATTERN = r"^Memset \((\w[\w ]*)\)$"
+
+# cuda_sync activities (Kineto 2024+): a "Stream Wait Event" makes a stream wait for an event
+# recorded on another stream (cudaStreamWaitEvent); its args name that stream and the correlation id
+# of the cudaEventRecord call. The critical path follows it as an edge between streams.
+STREAM_WAIT_EVENT_NAME = "Stream Wait Event"
+ARG_WAIT_ON_STREAM = "wait_on_stream"
+ARG_WAIT_ON_EVENT_RECORD_CORRELATION = "wait_on_cuda_event_record_corr_id"

@@ -1,0 +1,75 @@
+"""What every finding shares: the Finding record, the thresholds, and the wording helpers (durations,
+shares, sizes) -- read by findings.py and findings_cpu.py."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Thresholds. Each is a judgement; the reason is beside it.
+MIN_SEVERITY = 0.01  # below 1 % of the time it is measured against, fixing a finding cannot pay back noticeably
+LONG_GAP_NS = 100_000  # 100 µs: a kernel launch costs the CPU ~5-20 µs, so the GPU could have run several
+#                        launches' work in such a gap; shorter gaps are the usual latency between dependent launches
+DEVICE_BOUND_PCT = 80.0  # GPU busy share above which the GPU, not the host, sets a run's pace (analysis_step_bound's default)
+NON_GPU_LAYER_PCT = 50.0  # a layer whose kernels cover less than half its latency is dominated by non-GPU time
+PROFILING_OVERHEAD_PCT = 25.0  # ranges cost microseconds per layer call; a level adding over a quarter of the model
+#                                latency has very short layers or made the model run another program (a hook turns
+#                                off nn.TransformerEncoderLayer's fused path: docs/design.md)
+SPREAD_FACTOR = 10.0  # a capture whose model-latency p90 is over 10x its median is dominated by outliers: its means
+#                      and bootstrap intervals describe the outliers, not the model
+TOP_CAUSES = 2  # CPU causes named per idle-gap finding
+TOP_WAITS = 2  # blocking calls named per sync-bound finding
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str  # launch_bound, sync_bound_steps, host_bound_steps, idle_gaps, sync_in_loop, exposed_communication,
+    #            pageable_memcpy, memory_bound_kernels, non_gpu_layers, profiling_overhead, program_changed, healthy,
+    #            unusable_capture
+    severity: float  # share of the time at stake, 0..1 (the ranking key)
+    text: str  # one sentence with the numbers
+    analysis: str  # the analysis that shows it (catalog name)
+    where: str  # a condition on that analysis's columns selecting the rows that show it
+    facts: dict = field(default_factory=dict, compare=False)  # the numbers the text states, unrounded
+
+    @property
+    def evidence(self) -> str:
+        return f"{self.analysis} WHERE {self.where}"
+
+
+# -- wording ------------------------------------------------------------------------------------
+
+
+def duration(ns: float) -> str:
+    """A duration in the unit people read it in: 1.23 s, 45.6 ms, 7.8 µs, 90 ns."""
+    ns = float(ns)
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if abs(ns) >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns:.3g} ns"
+
+
+def pct(share: float) -> str:
+    return f"{100 * share:.1f} %"
+
+
+def size(nbytes: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(nbytes) >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{nbytes:.0f} B"
+
+
+def count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def gpu_label(run_id: int, device_id: int, rank=None) -> str:
+    return f"GPU {device_id} of run {run_id}" + (f" (rank {rank})" if rank is not None else "")
+
+
+def ms_to_ns(value) -> float:
+    return float(value or 0) * 1e6
+
+
+def sql_text(text: str) -> str:
+    return str(text).replace("'", "''")
