@@ -1,4 +1,5 @@
-"""The long fuzzing run: tests/fuzzing.py over N seeds, counts for docs/robustness.md.
+"""The long fuzzing run: tests/fuzzing.py over N seeds (traces for convert, dataset markers, SQL for
+query), counts for docs/robustness.md.
 
     nice python3 bench/fuzz_long.py --inputs 10000 --start 0 --jobs 1 --work /tmp/xsp-fuzz --log fuzz.jsonl
 
@@ -18,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fuzzing import preload, run_many  # noqa: E402
+from fuzzing import input_kind, preload, run_many  # noqa: E402
 
 
 def summarize(records: list[dict]) -> dict:
@@ -40,6 +41,11 @@ def summarize(records: list[dict]) -> dict:
             )
         ),
         "seconds": round(sum(r["seconds"] for r in records), 1),
+        "by_kind": {
+            kind: {"inputs": len(rows), "exit_0": sum(r["exit_code"] == 0 for r in rows), "exit_2": sum(r["exit_code"] == 2 for r in rows)}
+            for kind in ("convert", "marker", "sql")
+            for rows in [[r for r in records if input_kind(r["seed"]) == kind]]
+        },
     }
 
 

@@ -1,4 +1,5 @@
-"""Seeded mutation fuzzing of `xsp-trace convert` on the real fixtures (used by test_fuzz.py and bench/fuzz_long.py).
+"""Seeded mutation fuzzing of `xsp-trace convert` on the real fixtures, and of the reading commands on
+mutated dataset markers and SQL strings (tests/fuzzing_stores.py); used by test_fuzz.py and bench/fuzz_long.py.
 
 `make_input(seed, folder)` writes one mutated input, drawn from the real small fixtures: byte
 flips, truncation (of the JSON text or of the gzip stream), JSON field deletion and type change,
@@ -206,6 +207,12 @@ def _without_primary_key(con: sqlite3.Connection) -> None:
     con.execute("ALTER TABLE _s RENAME TO StringIds")
 
 
+def input_kind(seed: int) -> str:
+    """What seed `seed` fuzzes: a trace for convert (60 %), a dataset marker or an SQL string (20 % each)."""
+    draw = random.Random(f"kind:{seed}").random()
+    return "convert" if draw < 0.6 else "marker" if draw < 0.8 else "sql"
+
+
 def make_input(seed: int, folder: Path) -> Path:
     """One mutated input in `folder` (which must be empty), determined by `seed`."""
     rng = random.Random(seed)
@@ -229,7 +236,7 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _child(args: list[str], folder: Path, tmpdir: Path, output: Path) -> None:
+def _child(args: list[str], folder: Path, tmpdir: Path, output: Path | None) -> None:
     """In the forked child: run the CLI as the console script would, then check the output it left."""
     import tempfile
 
@@ -256,7 +263,7 @@ def _child(args: list[str], folder: Path, tmpdir: Path, output: Path) -> None:
         traceback.print_exc()
         code = 1
     verdict = ""
-    if output.exists():
+    if output is not None and output.exists():
         try:
             import duckdb
 
@@ -271,17 +278,29 @@ def _child(args: list[str], folder: Path, tmpdir: Path, output: Path) -> None:
 
 
 def run_one(seed: int, work: Path) -> Outcome:
-    """Make input `seed` in a fresh folder under `work`, convert it in a forked child, check everything."""
+    """Make input `seed` in a fresh folder under `work`, run its command in a forked child, check everything."""
+    from fuzzing_stores import base_stores, marker_input, run_cli_in_child, snapshot, sql_input
+
     folder = work / f"case{seed}"
     tmpdir = work / f"tmp{seed}"
     shutil.rmtree(folder, ignore_errors=True)
     shutil.rmtree(tmpdir, ignore_errors=True)
+    kind = input_kind(seed)
+    if kind != "convert":
+        db, ds = base_stores(work, run_cli_in_child)
     folder.mkdir(parents=True)
     tmpdir.mkdir()
-    source = make_input(seed, folder)
-    before = _digest(source)
-    output = folder / "out.duckdb"
-    args = ["convert", str(source), "-o", str(output), "-q"]
+    output: Path | None = None
+    if kind == "convert":
+        source = make_input(seed, folder)
+        name = source.name
+        output = folder / "out.duckdb"
+        args = ["convert", str(source), "-o", str(output), "-q"]
+    elif kind == "marker":
+        name, source, args = marker_input(random.Random(seed), folder, ds)
+    else:
+        name, source, args = sql_input(random.Random(seed), folder, db, ds)
+    before = _digest(source) if kind == "convert" else snapshot(folder)
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:
@@ -301,7 +320,7 @@ def run_one(seed: int, work: Path) -> Outcome:
     stderr = (work / f"{folder.name}.stderr").read_text(errors="replace")
     verdict_file = work / f"{folder.name}.verdict"
     verdict = verdict_file.read_text() if verdict_file.exists() else None
-    outcome = Outcome(seed, source.name, code, seconds, stderr=stderr)
+    outcome = Outcome(seed, name, code, seconds, stderr=stderr)
     problems = outcome.problems
     if code is None:
         problems.append("hang")
@@ -312,14 +331,20 @@ def run_one(seed: int, work: Path) -> Outcome:
     errors = [line for line in stderr.splitlines() if line.startswith("xsp-trace: error:")]
     if code == 2 and (len(errors) != 1 or str(source) not in errors[0]):
         problems.append("not one error line naming the input")
-    if _digest(source) != before:
-        problems.append("input modified")
-    left = sorted(p.name for p in folder.iterdir() if p not in (source, output))
+    if kind == "convert":
+        if _digest(source) != before:
+            problems.append("input modified")
+        left = sorted(p.name for p in folder.iterdir() if p not in (source, output))
+    else:
+        after = snapshot(folder)
+        if any(after.get(k) != v for k, v in before.items()):
+            problems.append("input modified")
+        left = sorted(set(after) - set(before))
     if left or any(tmpdir.iterdir()):
         problems.append(f"leaked: {left + sorted(p.name for p in tmpdir.iterdir())}")
-    if code == 2 and output.exists():
+    if kind == "convert" and code == 2 and output is not None and output.exists():
         problems.append("output written although it failed")
-    if code == 0 and verdict != "1":
+    if kind == "convert" and code == 0 and verdict != "1":
         problems.append(f"half-written output ({verdict!r})")
     if not problems:
         shutil.rmtree(folder, ignore_errors=True)
@@ -359,8 +384,10 @@ def preload() -> None:
     import duckdb  # noqa: F401
     import pyarrow  # noqa: F401
 
+    import xsp_trace.analyze  # noqa: F401
     import xsp_trace.cli  # noqa: F401
     import xsp_trace.convert.kineto  # noqa: F401
     import xsp_trace.convert.kineto_fast  # noqa: F401
     import xsp_trace.convert.nsys  # noqa: F401
     import xsp_trace.correlate  # noqa: F401
+    import xsp_trace.sandbox  # noqa: F401

@@ -12,6 +12,7 @@ from . import __version__
 from .cli_options import (
     QUERY_MEMORY_LIMIT,
     Engine,
+    OneLineErrors,
     OutputFormat,
     ProgressReporter,
     Scope,
@@ -29,6 +30,7 @@ from .output_files import Interrupted, check_output_path, install_signal_handler
 
 app = typer.Typer(
     name="xsp-trace",
+    cls=OneLineErrors,
     help=(
         "Across-stack profiling of ML models on GPUs: model -> layer -> op -> CUDA API -> kernel "
         "in one DuckDB schema and one Perfetto timeline.\n\n"
@@ -80,7 +82,9 @@ def convert(
         Engine.local, "--engine", help="local: worker processes on this machine (-j); ray: one Ray Data task per trace, into a Parquet dataset."
     ),
     ray_address: str | None = typer.Option(
-        None, "--ray-address", help="With --engine ray: the cluster to join (default: $RAY_ADDRESS, else a local Ray)."
+        None,
+        "--ray-address",
+        help="With --engine ray: the cluster to join (default: $RAY_ADDRESS, else a local Ray of its own, stopped at the end; auto: the one ray start began).",
     ),
     run_id_offset: int = typer.Option(
         0, "--run-id-offset", help="With --engine ray: number the runs from OFFSET+1, in input order (several jobs sharing one dataset)."

@@ -3,14 +3,17 @@ commands in xsp_trace/cli.py share (enums typer checks, the one comma-list parse
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
 from enum import Enum
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
-from .errors import InputError
+from .errors import InputError, one_line
+from .output_files import check_interrupted
 
 
 class StoreFormat(str, Enum):
@@ -50,13 +53,51 @@ err_console = Console(stderr=True)
 
 
 def fail(exc: InputError | OSError) -> NoReturn:
-    """One clear line on stderr and exit code 2 (the traceback only with --debug)."""
+    """One clear line on stderr and exit code 2 (the traceback only with --debug). After SIGINT/SIGTERM
+    the error is the signal's consequence: the CLI's main reports the signal instead (exit 130/143)."""
+    check_interrupted()
     if state["debug"]:
         raise exc
     if isinstance(exc, OSError):  # the environment, not xsp-trace: a file vanished, a permission...
         exc = InputError(exc.filename, f"{exc.strerror or exc}", "check the path and its permissions")
     err_console.print(f"xsp-trace: error: {exc.line()}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(2)
+
+
+# click's exceptions, from the click typer runs on (its own copy in typer >= 0.22, else the click package).
+_CLICK_ERRORS = sys.modules[typer.BadParameter.__module__]
+_NO_ARGS_IS_HELP = getattr(_CLICK_ERRORS, "NoArgsIsHelpError", ())
+
+
+class OneLineErrors(typer.core.TyperGroup):
+    """The CLI's command group: a usage error (a bad --format value, a missing argument) is one line
+    on stderr and exit 2, like every other error -- not click's usage text and rich's error box."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, windows_expand_args, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
+        except _NO_ARGS_IS_HELP as exc:  # `xsp-trace` alone: the help, as before
+            exc.show()
+            sys.exit(exc.exit_code)
+        except _CLICK_ERRORS.ClickException as exc:
+            context = getattr(exc, "ctx", None)
+            command = context.command_path if context is not None else "xsp-trace"
+            print(f"xsp-trace: error: {one_line(exc.format_message())} (see {command} --help)", file=sys.stderr, flush=True)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            print("xsp-trace: error: aborted", file=sys.stderr, flush=True)
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
 
 
 class ProgressReporter:

@@ -15,6 +15,7 @@ from .errors import InputError
 from .formats.file_magic import SQLITE_MAGIC
 from .output_files import atomic_output
 from .resources import schema_text
+from .schema import schema_difference
 from .sql import scalar
 
 SCHEMA_VERSION = "5"
@@ -84,6 +85,9 @@ def check_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
             f"has xsp-trace schema version {row[0]}, this xsp-trace writes version {SCHEMA_VERSION}",
             "convert into a new database",
         )
+    difference = schema_difference(con, scalar(con, "SELECT current_database()"))
+    if difference is not None:
+        raise InputError(path, f"{difference}, which xsp-trace schema version {SCHEMA_VERSION} has: edited by hand?", "convert the traces again")
 
 
 @contextmanager

@@ -22,6 +22,7 @@ import duckdb
 from .database import SCHEMA_VERSION, connect, create_schema, duckdb_connect
 from .errors import InputError
 from .output_files import atomic_output
+from .schema import expected_tables, table_columns
 from .sql import quote_identifier as _quote
 from .sql import quote_literal as _literal
 from .sql import scalar
@@ -34,20 +35,9 @@ def is_dataset(path: Path) -> bool:
     return Path(path).is_dir() and (Path(path) / MARKER).is_file()
 
 
-def _tables(con: duckdb.DuckDBPyConnection, catalog: str) -> dict[str, list[tuple[str, str]]]:
-    """table -> [(column, type)] in schema order, for the base tables of `catalog`.main."""
-    rows = con.execute(
-        "SELECT c.table_name, list((c.column_name, c.data_type) ORDER BY c.column_index) "
-        "FROM duckdb_columns() c JOIN duckdb_tables() t USING (database_name, schema_name, table_name) "
-        "WHERE c.database_name = ? AND c.schema_name = 'main' GROUP BY c.table_name ORDER BY c.table_name",
-        [catalog],
-    ).fetchall()
-    return {name: [tuple(col.values()) if isinstance(col, dict) else tuple(col) for col in cols] for name, cols in rows}
-
-
 def copy_tables_to_parquet(con: duckdb.DuckDBPyConnection, catalog: str, folder: Path, run_offset: int = 0) -> None:
     """Append the tables of `catalog` (a database attached to con) to the dataset folder being written."""
-    for table, columns in _tables(con, catalog).items():
+    for table, columns in table_columns(con, catalog).items():
         names = [c for c, _ in columns]
         target = folder / table
         source = f"{_quote(catalog)}.main.{_quote(table)}"
@@ -83,7 +73,7 @@ def write_dataset_folder(database: Path, folder: Path) -> None:
     try:
         catalog = scalar(con, "SELECT current_database()")
         copy_tables_to_parquet(con, catalog, folder)
-        tables = sorted(_tables(con, catalog))
+        tables = sorted(table_columns(con, catalog))
     finally:
         con.close()
     write_marker(folder, tables)
@@ -95,12 +85,47 @@ def write_marker(folder: Path, tables: list[str]) -> None:
     (folder / MARKER).write_text(json.dumps({"format": FORMAT_NAME, "schema_version": SCHEMA_VERSION, "tables": tables, "files": files}, indent=1))
 
 
+def _marker_problem(marker: object) -> str | None:
+    """What is wrong with a marker's shape, by its schema (None: nothing): an object with
+    `schema_version` (text), `tables` (a list of distinct table names of the schema) and `files`
+    (an object: relative path -> size in bytes, a whole number >= 0)."""
+    if not isinstance(marker, dict):
+        return "is not an object"
+    if marker.get("format", FORMAT_NAME) != FORMAT_NAME:
+        return f"says format {_short(marker.get('format'))}, not {FORMAT_NAME!r}"
+    tables = marker.get("tables")
+    if not isinstance(tables, list) or not all(isinstance(t, str) for t in tables):
+        return f"has tables {_short(tables)}, not a list of table names"
+    twice = sorted({t for t in tables if tables.count(t) > 1})
+    if twice:
+        return f"lists table {_short(twice[0])} twice"
+    unknown = sorted(set(tables) - set(expected_tables()))
+    if unknown:
+        return f"lists table {_short(unknown[0])}, which the schema does not have"
+    files = marker.get("files")
+    if not isinstance(files, dict):
+        return f"has files {_short(files)}, not an object of file sizes"
+    for name, size in files.items():
+        if type(size) is not int or size < 0:
+            return f"gives file {_short(name)} the size {_short(size)}, not a whole number of bytes"
+        if name.split("/")[0] not in tables:
+            return f"lists file {_short(name)}, which is in none of its tables"
+    return None
+
+
+def _short(value: object) -> str:
+    """A marker value quoted in an error line: JSON, on one line, at most 80 characters."""
+    try:
+        text = json.dumps(value)
+    except (RecursionError, ValueError):
+        return "(a value nested too deep)"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _check_files(folder: Path, marker: dict) -> None:
     """Every Parquet file the writer listed is there with its size, and no other: a deleted partition,
     a truncated copy or a stray file is one line, not a silently different analysis."""
-    listed = marker.get("files")
-    if not isinstance(listed, dict):
-        return  # written before file lists were recorded
+    listed = marker["files"]
     present = {str(p.relative_to(folder)): p.stat().st_size for p in folder.rglob("*.parquet")}
     fix = "copy the whole folder again, or convert the traces again"
     missing = sorted(set(listed) - set(present))
@@ -130,31 +155,27 @@ def open_dataset(folder: Path) -> duckdb.DuckDBPyConnection:
     folder = Path(folder)
     try:
         marker = json.loads((folder / MARKER).read_text())
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested deeper than Python's json reads
         raise InputError(
             folder, f"is not an xsp-trace Parquet dataset ({MARKER} unreadable)", "pass a folder written by xsp-trace convert --format parquet"
         ) from exc
-    if not isinstance(marker, dict):
-        raise InputError(
-            folder, f"is not an xsp-trace Parquet dataset ({MARKER} is not an object)", "pass a folder written by xsp-trace convert --format parquet"
-        )
-    if marker.get("schema_version") != SCHEMA_VERSION:
+    if isinstance(marker, dict) and marker.get("schema_version") != SCHEMA_VERSION:
         raise InputError(
             folder,
-            f"has xsp-trace schema version {marker.get('schema_version')}, this xsp-trace reads version {SCHEMA_VERSION}",
+            f"has xsp-trace schema version {_short(marker.get('schema_version'))}, this xsp-trace reads version {SCHEMA_VERSION}",
             "convert the traces again",
         )
+    problem = _marker_problem(marker)
+    if problem is not None:
+        raise InputError(folder, f"is not an xsp-trace Parquet dataset: its {MARKER} {problem}", "convert the traces again")
     _check_files(folder, marker)
     con = duckdb_connect()
     create_schema(con)  # the typed, empty tables; those with files become views below
-    schema = _tables(con, "memory")
-    tables = marker.get("tables")
-    for table in tables if isinstance(tables, list) else []:
-        if not isinstance(table, str):
-            continue
-        hive = table in schema and "run_id" in dict(schema[table])
+    schema = expected_tables()
+    for table in marker["tables"]:
+        hive = "run_id" in dict(schema[table])
         files = _table_files(folder / table, hive)
-        if table not in schema or not files:
+        if not files:
             continue
         typed = ", ".join(f"CAST({_quote(c)} AS {t}) AS {_quote(c)}" for c, t in schema[table])
         con.execute(f"DROP TABLE {_quote(table)}")

@@ -11,8 +11,9 @@
 - Clear: a folder given as a file, a path under a regular file, a name too long, a full disk
   or a file size limit is one InputError line, not a traceback.
 
-Temporary names are `.<name>.<pid>.xsp-tmp` (plus `.parts` for parallel converts); those of
-dead processes (a SIGKILL leaves them) are removed by the next writer of the same output.
+Temporary names are `.<name>.<pid>.xsp-tmp` (plus `.parts` for parallel converts), and private
+folders in $TMPDIR are `xsp-<kind>-<pid>-*`; those of dead processes (a SIGKILL leaves them) are
+removed by the next writer (of the same output, and of any output for $TMPDIR).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import fcntl
 import os
 import shutil
 import signal
+import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,7 +48,8 @@ class Interrupted(BaseException):
 _received: list[int] = []
 
 
-def _on_signal(signum, frame) -> None:
+def on_signal(signum, frame) -> None:
+    """The handler of SIGINT/SIGTERM: record the signal and unwind."""
     if not _received:
         _received.append(signum)
     raise Interrupted(signum)
@@ -55,7 +58,7 @@ def _on_signal(signum, frame) -> None:
 def install_signal_handlers() -> None:
     """SIGINT and SIGTERM unwind the process (cleanup runs); main() turns them into exit 130/143."""
     for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, _on_signal)
+        signal.signal(signum, on_signal)
 
 
 def received_signal() -> int | None:
@@ -121,6 +124,7 @@ def check_output_path(output: Path, *, folder: bool = False) -> None:
         raise InputError(output, "its folder does not exist", "create the folder or choose another output path")
     if not parent.is_dir():
         raise InputError(output, f"is under {parent}, which is a file, not a folder", "choose another output path")
+    _check_writable(output)
     if output.exists() or output.is_symlink():
         if folder and not output.is_dir():
             raise InputError(output, "exists and is not a folder", "choose another output folder")
@@ -128,6 +132,22 @@ def check_output_path(output: Path, *, folder: bool = False) -> None:
             raise InputError(output, "is a folder", "pass a file path inside it, e.g. " + str(output / "out"))
         if not folder and not output.is_file():
             raise InputError(output, "exists and is not a regular file (a device, FIFO or socket?)", "choose another output path")
+
+
+def _check_writable(output: Path) -> None:
+    """A file can be created beside `output` (a read-only folder or file system is refused before any
+    work, not after: `convert --perfetto` would otherwise write the database and then fail)."""
+    probe = output.with_name(f".{_short(output.name)}.{os.getpid()}.xsp-probe")
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        return
+    except OSError as exc:
+        raise (write_error(output, exc) or InputError(output, f"cannot be written ({exc.strerror})", "choose another output path")) from None
+    try:
+        os.unlink(probe)
+    except OSError:
+        pass
 
 
 def write_error(output: Path, exc: BaseException) -> InputError | None:
@@ -191,10 +211,58 @@ def remove_stale(output: Path) -> None:
             remove_temp(Path(entry.path))
 
 
+def private_temp_prefix(kind: str) -> str:
+    """mkdtemp prefix for a private folder in $TMPDIR, `xsp-<kind>-<pid>-`: the pid lets the next
+    writer tell a folder of a killed process from one in use (remove_stale_temp)."""
+    return f"xsp-{kind}-{os.getpid()}-"
+
+
+def remove_stale_temp(folders: Iterable[Path] = ()) -> None:
+    """Remove this user's `xsp-<kind>-<pid>-*` folders in $TMPDIR (and `folders`) whose process is gone."""
+    uid = os.getuid()
+    for base in {Path(tempfile.gettempdir()), *map(Path, folders)}:
+        try:
+            entries = list(os.scandir(base))
+        except OSError:
+            continue
+        for entry in entries:
+            parts = entry.name.split("-")
+            if len(parts) < 4 or parts[0] != "xsp" or not parts[2].isdigit() or int(parts[2]) == os.getpid():
+                continue
+            try:
+                mine = entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid == uid
+            except OSError:
+                continue
+            if mine and not _alive(int(parts[2])):
+                shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _lock_path(output: Path) -> Path:
+    return output.with_name(f".{_short(output.name)}{LOCK_SUFFIX}")
+
+
+def remove_lock_if_free(output: Path) -> None:
+    """Remove the lock file of `output` if no writer holds it (one left by a killed writer): taken
+    first, as every holder removes it, so a writer that holds it is never disturbed."""
+    lock = _lock_path(output)
+    try:
+        fd = os.open(lock, os.O_RDWR)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if os.fstat(fd).st_ino == os.stat(lock).st_ino:
+            os.unlink(lock)
+    except OSError:
+        pass  # held by a writer, or already gone
+    finally:
+        os.close(fd)
+
+
 @contextmanager
 def output_lock(output: Path) -> Iterator[None]:
     """Exclusive lock on `output` among xsp-trace writers (a `.<name>.xsp-lock` file, removed afterwards)."""
-    lock = output.with_name(f".{_short(output.name)}{LOCK_SUFFIX}")
+    lock = _lock_path(output)
     while True:
         try:
             fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
@@ -246,6 +314,7 @@ def atomic_output(
         if output.exists() and not replace:
             raise InputError(output, "already exists", exists_fix)
         remove_stale(output)
+        remove_stale_temp([Path("/tmp")])  # Ray's folder sits in /tmp when $TMPDIR is too long for its sockets
         tmp = temp_path(output)
         remove_temp(tmp)
         try:

@@ -62,7 +62,10 @@ FETCH_BATCH_ROWS = 10_000
 
 def print_result(result, *, limit: int = 50, as_csv: bool = False, title: str | None = None) -> None:
     """Print a DuckDB result (cursor after execute) as a table or CSV on stdout, streaming it: a table
-    fetches only the `limit` rows it shows (and one to tell whether more exist), CSV goes out in batches."""
+    fetches only the `limit` rows it shows (and one to tell whether more exist), CSV goes out in batches.
+    A statement without a result (empty SQL, a lone SET VARIABLE) prints nothing."""
+    if result is None or result.description is None:
+        return
     columns = [d[0] for d in result.description]
     if as_csv:
         writer = csv.writer(sys.stdout)

@@ -19,6 +19,7 @@ from ..formats import aten_perf_models, collectives, cuda_api, kineto_fields, nc
 from ..formats.device_peaks import lookup_peak
 from ..naming import LAYER_RANGE_PRESETS, install_name_macros, install_normalize_macro, layer_range_pattern
 from ..resources import query_text
+from ..schema import expected_tables, table_ddl
 from ..sql import quote_identifier as _quote
 from ..sql import scalar, set_variables
 from ..store import open_store
@@ -27,15 +28,6 @@ from .critical_path import build_critical_path
 from .scope import DEFAULT_SCOPE, apply_scope, check_scope
 from .settings import set_rule_variables
 from .what_if import build_what_if
-
-# Tables the capture side adds; databases converted without it get empty TEMP stand-ins.
-_OPTIONAL_TABLES = {
-    "layers": "run_id INTEGER, model VARCHAR, layer_index INTEGER, name VARCHAR, type VARCHAR, depth INTEGER, "
-    "range_name VARCHAR, input_shapes VARCHAR, output_shapes VARCHAR, parameter_bytes BIGINT, "
-    "buffer_bytes BIGINT, calls_per_inference INTEGER",
-    "capture_latencies": "run_id INTEGER, loop VARCHAR, iteration INTEGER, phase VARCHAR, latency_ns BIGINT",
-    "capture_runs": "run_id INTEGER, tool VARCHAR, level VARCHAR, batch_size INTEGER, program_changed BOOLEAN, program_change_note VARCHAR",
-}
 
 
 @dataclass
@@ -93,9 +85,9 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
                     f"CREATE OR REPLACE TEMP VIEW {_quote(table)} AS SELECT * FROM "
                     f"{_quote(catalog)}.main.{_quote(table)} WHERE run_id IN ({selected})"
                 )
-    for table, ddl in _OPTIONAL_TABLES.items():
+    for table in expected_tables():  # only a connection not opened by open_store can lack one
         if table not in tables:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE {table} ({ddl})")
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {_quote(table)} ({table_ddl(table)})")
     if options.iterations or options.window_ns:
         _narrow_spans(con, catalog, options)
     base = {t: _selected(catalog, t, options.runs) for t in ("spans", "memops")}

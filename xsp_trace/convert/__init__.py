@@ -19,6 +19,7 @@ import duckdb
 
 from ..database import atomic_database
 from ..errors import InputError
+from ..output_files import private_temp_prefix
 from .common import (
     GZIP_MAGIC,
     NSYS_REPORT_MAGIC,
@@ -105,7 +106,7 @@ def spooled(inputs: list[Path], limits: InputLimits) -> Iterator[list[Path]]:
     try:
         for path in map(Path, inputs):
             if path.exists() and not path.is_dir() and not path.is_file():
-                folder = folder or Path(tempfile.mkdtemp(prefix="xsp-stream-"))
+                folder = folder or Path(tempfile.mkdtemp(prefix=private_temp_prefix("stream")))
                 copy = folder / f"{len(paths)}-{path.name}"
                 fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
                 os.set_blocking(fd, True)

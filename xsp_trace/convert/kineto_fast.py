@@ -40,6 +40,7 @@ import duckdb
 
 from ..database import duckdb_threads
 from ..formats import kineto_fields as kf
+from ..output_files import private_temp_prefix
 from ..sql import one_row
 from .input_limits import MAX_VALUE_BYTES, InputLimits
 from .kineto_events import READ_JSON_COLUMNS
@@ -225,7 +226,7 @@ def read_events(con: duckdb.DuckDBPyConnection, path: Path, map_piece: Callable[
     A second thread decompresses and cuts the trace (extract_events) while this one reads and
     maps the pieces before: DuckDB releases the GIL, so the Python work of the next piece runs
     beside the SQL of this one. The files written ahead are bounded (one piece's worth)."""
-    folder = Path(tempfile.mkdtemp(prefix="xsp-kineto-"))
+    folder = Path(tempfile.mkdtemp(prefix=private_temp_prefix("kineto")))
     files = files_per_piece(con)
     written: queue.Queue[Path | None] = queue.Queue(maxsize=files)  # None: the writer is done
     stop = threading.Event()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..formats import nsys_export as fmt
-from ..output_files import atomic_output
+from ..output_files import atomic_output, private_temp_prefix
 
 CACHE_DIR = ".xsp-cache"
 
@@ -80,7 +80,7 @@ def exported_sqlite(report: Path, nsys_hint: str | None) -> Iterator[Path]:
         yield cache / key
         return
     nsys = find_nsys(nsys_hint)
-    with tempfile.TemporaryDirectory(prefix="xsp-nsys-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=private_temp_prefix("nsys")) as tmp:
         target = Path(tmp) / "export.sqlite"
         proc = subprocess.run(
             [

@@ -24,7 +24,7 @@ from pathlib import Path
 import duckdb
 
 from ..database import atomic_database, next_run_id, usable_cores
-from ..output_files import atomic_output, install_signal_handlers, parts_path, remove_temp
+from ..output_files import atomic_output, install_signal_handlers, on_signal, parts_path, remove_temp
 from . import convert_files, convert_into, restore_stream_names, spooled
 from .common import ConvertOptions, Progress, detect_source, no_progress
 
@@ -38,10 +38,23 @@ def default_jobs() -> int:
     return usable_cores()
 
 
+_converting = threading.Event()  # set in a worker while it converts a part
+
+
+def _worker_signal(signum, frame) -> None:
+    """A worker converting unwinds (its part file is removed); an idle one, waiting for work in
+    concurrent.futures' loop, exits at once -- unwinding there prints multiprocessing's traceback."""
+    if _converting.is_set():
+        on_signal(signum, frame)
+    os._exit(128 + signum)
+
+
 def _worker_start(parent_pid: int) -> None:
     """In each worker: unwind on SIGTERM/SIGINT (its part file is removed) and die with the parent,
     even a parent killed with SIGKILL: PR_SET_PDEATHSIG on Linux, and a thread watching the parent pid."""
     install_signal_handlers()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _worker_signal)
     if sys.platform.startswith("linux"):
         try:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
@@ -78,9 +91,13 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
 
 def _convert_part(path: str, part: str, options: ConvertOptions, threads: int) -> list[int]:
     """Worker: one input into its own database file (run ids from 1)."""
-    with atomic_database(Path(part)) as con:
-        con.execute(f"SET threads = {int(threads)}")
-        return convert_into(con, Path(path), options)
+    _converting.set()
+    try:
+        with atomic_database(Path(part)) as con:
+            con.execute(f"SET threads = {int(threads)}")
+            return convert_into(con, Path(path), options)
+    finally:
+        _converting.clear()
 
 
 def _quote(identifier: str) -> str:

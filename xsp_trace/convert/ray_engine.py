@@ -12,7 +12,8 @@ place at the end by xsp_trace/output_files.py, so the output is all or nothing, 
 Run ids therefore equal those of a sequential convert of the same list (offset 0), whatever
 order the tasks finish in, and several jobs over disjoint input lists can share one dataset by
 giving each its offset. The staging folder must be on storage every Ray worker can write (a
-shared file system on a multi-node cluster; any local folder for a local Ray).
+shared file system on a multi-node cluster; any local folder for a local Ray). A local Ray is
+the command's own and dies with it (convert/ray_lifetime.py).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ..dataset import MARKER, write_marker
 from ..errors import InputError
 from ..output_files import atomic_output, parts_path
 from .common import ConvertOptions, Progress, detect_source, no_progress
+from .ray_lifetime import ray_session
 
 RUN_PARTITION = "run_id="
 
@@ -97,26 +99,22 @@ def convert_with_ray(
         staging = parts_path(output)
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir()
-        started_here = not ray.is_initialized()
         try:
-            if started_here:
-                ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
-            progress(f"converting {len(inputs)} traces on Ray", None)
-            items = [{"index": i, "path": str(p), "part": str(staging / f"part{i:06d}")} for i, p in enumerate(inputs)]
-            with _quiet_ray_data(ray):
-                results = (
-                    ray.data.from_items(items, override_num_blocks=len(items))
-                    .map(_convert_task, fn_kwargs={"options": options}, num_cpus=1, ray_remote_args_fn=lambda: {"max_retries": max_retries})
-                    .take_all()
-                )
+            with ray_session(ray, address, leftovers=[staging, final], output=output):
+                progress(f"converting {len(inputs)} traces on Ray", None)
+                items = [{"index": i, "path": str(p), "part": str(staging / f"part{i:06d}")} for i, p in enumerate(inputs)]
+                with _quiet_ray_data(ray):
+                    results = (
+                        ray.data.from_items(items, override_num_blocks=len(items))
+                        .map(_convert_task, fn_kwargs={"options": options}, num_cpus=1, ray_remote_args_fn=lambda: {"max_retries": max_retries})
+                        .take_all()
+                    )
             results.sort(key=lambda r: r["index"])
             failed = [r for r in results if r["error"]]
             if failed:
                 raise InputError(None, failed[0]["error"], "fix or leave out that input; nothing was written")
             return _merge_parts(staging, final, results, run_id_offset)
         finally:
-            if started_here and ray.is_initialized():
-                ray.shutdown()
             shutil.rmtree(staging, ignore_errors=True)
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from ..errors import InputError
+from ..errors import InputError, one_line
 from ..sql import is_temp_view, one_row, scalar
 
 # Timestamps and ends in ns must lie within +-2^62 ns (year 2116 as UNIX-epoch ns): sums and
@@ -61,7 +61,7 @@ _WHAT = {
 def warn(path, message: str) -> None:
     """One warning line on stderr: the input, what was repaired and how many rows."""
     where = f"{path}: " if path is not None else ""
-    print(f"xsp-trace: warning: {where}{message}", file=sys.stderr, flush=True)
+    print(f"xsp-trace: warning: {one_line(where + message)}", file=sys.stderr, flush=True)
 
 
 def _exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:

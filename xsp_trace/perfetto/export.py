@@ -16,7 +16,7 @@ import duckdb
 
 from ..errors import InputError
 from ..naming import parse_layer_name
-from ..output_files import atomic_output, check_output_path, refuse_inputs
+from ..output_files import atomic_output, check_output_path, private_temp_prefix, refuse_inputs
 from ..resources import query_text
 from ..sql import set_variables
 from ..store import open_store
@@ -265,7 +265,7 @@ def export_perfetto(database: Path, output: Path, options: PerfettoOptions | Non
     refuse_inputs(output, [database])
     con = open_store(database, read_only=True)
     try:
-        with atomic_output(output, inputs=[database]) as tmp, tempfile.TemporaryDirectory(prefix="xsp-perfetto-") as spill:
+        with atomic_output(output, inputs=[database]) as tmp, tempfile.TemporaryDirectory(prefix=private_temp_prefix("perfetto")) as spill:
             con.execute("SET memory_limit = ?", [options.duckdb_memory_limit])
             con.execute("SET temp_directory = ?", [spill])
             with open(tmp, "wb", buffering=1 << 20) as out:
