@@ -163,3 +163,18 @@ def test_timeout_stops_a_runaway_query(sql, data):
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "stopped after 1 s (--timeout)" in lines[0], result.stderr
     assert time.monotonic() - started < 30
+
+
+def test_a_killed_querys_spill_folder_is_removed_by_the_next(data, tmp_path, monkeypatch):
+    """The private spill folder is named after its process (xsp-query-<pid>-*); the next query removes
+    one whose process is gone, and its own once it is done."""
+    import tempfile
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    stale = tmp_path / "xsp-query-999999999-abc"  # no such pid
+    stale.mkdir()
+    (stale / "spill.tmp").write_text("x")
+    result = runner.invoke(app, ["query", str(data / "db.duckdb"), "SELECT count(*) FROM spans", "--csv"])
+    assert result.exit_code == 0, result.output
+    assert not stale.exists() and not list(tmp_path.glob("xsp-query-*"))

@@ -31,6 +31,7 @@ import duckdb
 
 from .dataset import dataset_files
 from .errors import InputError
+from .output_files import private_temp_prefix, remove_stale_temp
 from .store import open_store
 
 _FIX = "query the data only, or pass --allow-external-access to let the SQL use files and extensions"
@@ -169,7 +170,8 @@ def query_connection(path: Path, allow_external_access: bool = False, memory_lim
         if memory_limit:
             con.execute("SET memory_limit = ?", [memory_limit])
         if not allow_external_access:
-            temp_folder = Path(tempfile.mkdtemp(prefix="xsp-query-"))
+            remove_stale_temp()  # spill folders of queries that were killed
+            temp_folder = Path(tempfile.mkdtemp(prefix=private_temp_prefix("query")))
             lock_down(con, dataset_files(path) if path.is_dir() else [], temp_folder)
         yield con
     finally:
