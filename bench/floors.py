@@ -30,7 +30,8 @@ from contextlib import closing
 from pathlib import Path
 from xsp_trace.convert.common import no_progress
 from xsp_trace.convert.nsys import _Export, _stage_all  # the staging step alone: private on purpose
-from xsp_trace.database import CONVERT_MEMORY_LIMIT, duckdb_connect, memory_limit
+from xsp_trace.connection import duckdb_connect
+from xsp_trace.database import CONVERT_MEMORY_LIMIT, memory_limit
 con = duckdb_connect()
 with closing(_Export(Path(sys.argv[1]))) as export, memory_limit(con, CONVERT_MEMORY_LIMIT):
     _stage_all(export, con, no_progress)
@@ -43,7 +44,8 @@ KINETO_READING = (
 from pathlib import Path
 from xsp_trace.convert.input_limits import InputLimits
 from xsp_trace.convert.kineto_fast import read_events
-from xsp_trace.database import CONVERT_MEMORY_LIMIT, duckdb_connect, memory_limit
+from xsp_trace.connection import duckdb_connect
+from xsp_trace.database import CONVERT_MEMORY_LIMIT, memory_limit
 con = duckdb_connect()
 with memory_limit(con, CONVERT_MEMORY_LIMIT):
     meta = read_events(con, Path(sys.argv[1]), lambda offset: con.execute("DROP TABLE _kineto_events"), InputLimits())

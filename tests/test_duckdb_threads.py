@@ -13,7 +13,7 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CP
 _CHILD = """
 import os, sys
 os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-from xsp_trace.database import duckdb_connect
+from xsp_trace.connection import duckdb_connect
 print(duckdb_connect().execute("SELECT current_setting('threads')").fetchall()[0][0])
 """
 

@@ -18,7 +18,7 @@ import xsp_trace
 from conftest import DATA
 from kineto_cases import KINETO_TRACES
 from xsp_trace.cli import app
-from xsp_trace.database import duckdb_connect
+from xsp_trace.connection import duckdb_connect
 from xsp_trace.store import open_store
 
 runner = CliRunner()
@@ -41,7 +41,7 @@ def _connect_calls() -> list[str]:
 
 
 def test_duckdb_is_opened_in_one_place():
-    assert _connect_calls() == ["database.py:duckdb_connect"]
+    assert _connect_calls() == ["connection.py:duckdb_connect"]
 
 
 def _extension_settings(con: duckdb.DuckDBPyConnection) -> tuple:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -11,57 +10,14 @@ from pathlib import Path
 import duckdb
 
 from . import __version__
+from .connection import duckdb_connect
 from .errors import InputError
-from .formats.file_magic import SQLITE_MAGIC
 from .output_files import atomic_output
 from .resources import schema_text
 from .schema import schema_difference
 from .sql import scalar
 
 SCHEMA_VERSION = "5"
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (its CPU affinity: taskset, a container's cpuset)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-def duckdb_threads(con: duckdb.DuckDBPyConnection) -> int:
-    """The DuckDB threads of a connection: the usable cores (duckdb_connect), or this process's share
-    of them under `convert -j`. Readers that split their input use one part per thread."""
-    return max(1, int(scalar(con, "SELECT current_setting('threads')")))
-
-
-def _refuse_sqlite(path: Path | str) -> None:
-    """An SQLite file (an nsys export) is no DuckDB database: opening one makes DuckDB fetch its
-    sqlite extension from the internet before any setting of ours applies, so it is refused first."""
-    if str(path) == ":memory:":
-        return
-    try:
-        with open(path, "rb") as f:
-            head = f.read(len(SQLITE_MAGIC))
-    except OSError:
-        return  # a new file, or one DuckDB will report on
-    if head == SQLITE_MAGIC:
-        raise InputError(
-            path, "is an SQLite file (an nsys export?), not an xsp-trace database", f"convert it first: xsp-trace convert {path} -o run.duckdb"
-        )
-
-
-def duckdb_connect(path: Path | str = ":memory:", read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """The one way xsp-trace opens DuckDB: its threads = the usable cores (DuckDB alone counts every
-    core of the machine, so under taskset or a cpuset it would run more threads than it has cores),
-    and no DuckDB progress bar (it would print into the caller's output; the CLI draws its own)."""
-    _refuse_sqlite(path)
-    # Set after connecting, not as connect(config=...): DuckDB refuses a second connection to a file
-    # already open in this process (a caller's own duckdb.connect) with a different configuration.
-    con = duckdb.connect(str(path), read_only=read_only)
-    # Never reach the network: DuckDB would otherwise download an extension a query names.
-    con.execute("SET autoinstall_known_extensions = false")
-    con.execute("SET autoload_known_extensions = false")
-    con.execute(f"SET threads = {usable_cores()}")
-    con.execute("SET enable_progress_bar = false")
-    return con
 
 
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import duckdb
 
-from .database import SCHEMA_VERSION, connect, create_schema, duckdb_connect
+from .connection import duckdb_connect
+from .database import SCHEMA_VERSION, connect, create_schema
 from .errors import InputError
 from .output_files import atomic_output
 from .schema import expected_tables, table_columns

@@ -13,6 +13,7 @@ from functools import cache
 
 import duckdb
 
+from .connection import duckdb_connect
 from .resources import schema_text
 
 Columns = list[tuple[str, str]]  # (column, DuckDB type) in schema order
@@ -32,8 +33,6 @@ def table_columns(con: duckdb.DuckDBPyConnection, catalog: str) -> dict[str, Col
 @cache
 def expected_tables() -> dict[str, tuple[tuple[str, str], ...]]:
     """Every table of schemas/xsp_schema.sql with its columns and types, read from the DDL run in memory."""
-    from .database import duckdb_connect  # the one door to DuckDB (database.py imports this module)
-
     con = duckdb_connect()
     try:
         con.execute(schema_text())

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import duckdb
 
-from ..database import duckdb_threads
+from ..connection import duckdb_threads
 from ..formats import kineto_fields as kf
 from ..output_files import private_temp_prefix
 from ..sql import one_row

@@ -25,7 +25,8 @@ import adbc_driver_sqlite.dbapi as adbc_sqlite
 import duckdb
 import pyarrow as pa
 
-from ..database import duckdb_threads, run_script
+from ..connection import duckdb_threads
+from ..database import run_script
 from ..errors import InputError
 from ..formats import nsys_export as fmt
 from ..formats.file_magic import NSYS_REPORT_MAGIC

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import duckdb
 
-from ..database import atomic_database, next_run_id, usable_cores
+from ..connection import usable_cores
+from ..database import atomic_database, next_run_id
 from ..output_files import atomic_output, install_signal_handlers, on_signal, parts_path, remove_temp
 from . import convert_files, convert_into, restore_stream_names, spooled
 from .common import ConvertOptions, Progress, detect_source, no_progress
