@@ -335,18 +335,11 @@ def query(
     """
     import duckdb
 
-    from .sandbox import check_statements, interrupt_after, query_connection
+    from .sandbox import check_statements, interrupt_after, query_connection, sql_argument
     from .tables import print_result
 
     try:
-        if sql.startswith("@"):
-            source = Path(sql[1:])
-            if not source.is_file():
-                raise InputError(source, "does not exist", "pass @PATH of an existing .sql file")
-            try:
-                sql = source.read_text(encoding="utf-8")
-            except UnicodeDecodeError as exc:
-                raise InputError(source, "is not UTF-8 text", "pass a .sql text file") from exc
+        sql = sql_argument(sql)
         with query_connection(_readable(database), allow_external_access, memory_limit) as con:
             if not allow_external_access:
                 check_statements(con, sql, database)

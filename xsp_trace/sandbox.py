@@ -85,6 +85,19 @@ def _explained(text: str, words: list[tuple[int, str]]) -> str:
     return text[words[i][0] :] if i < len(words) else ""
 
 
+def sql_argument(text: str) -> str:
+    """The SQL of `query`'s argument: the text itself, or the file named by @PATH."""
+    if not text.startswith("@"):
+        return text
+    source = Path(text[1:])
+    if not source.is_file():
+        raise InputError(source, "does not exist", "pass @PATH of an existing .sql file")
+    try:
+        return source.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(source, "is not UTF-8 text", "pass a .sql text file") from exc
+
+
 def refusal(con: duckdb.DuckDBPyConnection, statement) -> str | None:
     """Why `statement` (from extract_statements) may not run in a read-only query, or None if it may."""
     try:

@@ -37,7 +37,7 @@ FROM (SELECT * FROM model_ranges UNION ALL SELECT * FROM iteration_ranges);
 -- Steps are few, spans many: the windows of a process are cut at every window start and end into
 -- segments, each held by one fixed set of windows, and the answer is worked out per segment; a span
 -- then finds its segment by an ASOF join on its start. (A range join of every span with the windows
--- plus an aggregate per span needed memory growing with the trace: BENCHMARKS.md, issue 12.)
+-- plus an aggregate per span needed memory growing with the trace: BENCHMARKS.md.)
 CREATE OR REPLACE TEMP TABLE _xsp_run_steps AS
 SELECT step_span_id, pid, tid, start_ns, end_ns FROM steps WHERE run_id = getvariable('xsp_run_id');
 
