@@ -178,3 +178,12 @@ def test_a_killed_querys_spill_folder_is_removed_by_the_next(data, tmp_path, mon
     result = runner.invoke(app, ["query", str(data / "db.duckdb"), "SELECT count(*) FROM spans", "--csv"])
     assert result.exit_code == 0, result.output
     assert not stale.exists() and not list(tmp_path.glob("xsp-query-*"))
+
+
+def test_sql_from_a_file_and_a_missing_file(data, tmp_path):
+    script = tmp_path / "count.sql"
+    script.write_text(SQL["select"])
+    result = runner.invoke(app, ["query", str(data / "db.duckdb"), f"@{script}", "--csv"])
+    assert result.exit_code == 0 and result.stdout.splitlines()[0] == "n"
+    missing = runner.invoke(app, ["query", str(data / "db.duckdb"), f"@{tmp_path / 'none.sql'}"])
+    assert missing.exit_code == 2 and "none.sql: does not exist" in missing.stderr
