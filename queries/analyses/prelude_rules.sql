@@ -7,8 +7,9 @@
 -- RULE:NAME=VALUE` takes them (`xsp-trace analyze --set NAME=VALUE` sets them; the defaults below
 -- are nsys's, xsp_trace/formats/nsys_rules.py):
 --     SET VARIABLE xsp_rule_rows = 50;            -- at most this many rows per rule and run
---     SET VARIABLE xsp_rule_start_ns = 0;         -- only work ending at or after this time (run clock)
---     SET VARIABLE xsp_rule_end_ns = 2e9;         -- only work starting before this time
+--     SET VARIABLE xsp_rule_start_ns = 0;         -- only work ending at or after this time (ns after
+--                                                 -- the run's origin, runs.origin_ns)
+--     SET VARIABLE xsp_rule_end_ns = 2e9;         -- only work starting before this time (same base)
 --     SET VARIABLE xsp_rule_nvtx = 'step@mydomain';  -- the window of the first range of that name
 --     SET VARIABLE xsp_rule_gap_ms = 500;         -- gpu_starvation: idle gaps longer than this
 --     SET VARIABLE xsp_rule_threshold_pct = 50;   -- gpu_low_utilization: chunks below this use
@@ -44,8 +45,8 @@ WITH named AS (
 )
 SELECT
     runs.run_id,
-    coalesce(getvariable('xsp_rule_start_ns'), f.r.start_ns, -9223372036854775808)::BIGINT AS start_ns,
-    coalesce(getvariable('xsp_rule_end_ns'), f.r.end_ns, 9223372036854775807)::BIGINT AS end_ns,
+    coalesce(runs.origin_ns + getvariable('xsp_rule_start_ns'), f.r.start_ns, -9223372036854775808)::BIGINT AS start_ns,
+    coalesce(runs.origin_ns + getvariable('xsp_rule_end_ns'), f.r.end_ns, 9223372036854775807)::BIGINT AS end_ns,
     f.r.pid AS pid,
     CASE WHEN f.r.tid <> f.r.pid THEN f.r.tid END AS tid
 FROM runs

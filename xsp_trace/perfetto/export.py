@@ -47,9 +47,9 @@ _TRACK_KEY = ("run_id", "track_class", "pid", "tid", "device_id", "stream_id")
 class PerfettoOptions:
     run_ids: list[int] | None = None  # None: every run of the database
     kinds: list[str] | None = None  # span kinds, plus 'mark' and 'counter'; None: everything
-    from_ns: int | None = None  # window start, ns after each run's first timestamp
+    from_ns: int | None = None  # window start, ns after each run's origin (runs.origin_ns)
     to_ns: int | None = None  # window end (exclusive)
-    align_runs: bool = True  # every run starts at time 0 (False: keep each run's own clock)
+    align_runs: bool = True  # every run's origin (runs.origin_ns) at time 0 (False: keep each run's own clock)
     batch_rows: int = 50_000  # rows per Arrow batch read from DuckDB
     max_interned: int = 200_000  # intern table entries before the incremental state is reset
     # DuckDB's memory for the sorts and joins of the export; beyond it they spill to a temporary
