@@ -48,6 +48,6 @@ SELECT
     -- GPU busy time as a percent of the bin's width.
     round(100.0 * coalesce(p.busy_ns, 0) / nullif(e.bin_end_ns - e.bin_start_ns, 0), 2) AS busy_pct
 FROM bin_edges AS e
-JOIN runs AS r ON r.run_id = e.run_id
 LEFT JOIN per_bin AS p USING (run_id, device_id, bin)
+JOIN runs AS r ON r.run_id = e.run_id
 ORDER BY e.run_id, e.device_id, e.bin;

@@ -202,10 +202,10 @@ def _check_window(con: duckdb.DuckDBPyConnection, spans: str, window_ns: tuple[i
         "JOIN runs AS r ON r.run_id = s.run_id GROUP BY s.run_id, r.origin_ns ORDER BY s.run_id"
     ).fetchall()
     lo, hi = window_ns
-    held = "; ".join(f"run {run}: {format_time(first)} to {format_time(last)}" for run, first, last in ranges) or "none"
+    held = "; ".join(f"run {run}: spans from {format_time(first)} to {format_time(last)}" for run, first, last in ranges) or "no spans"
     raise InputError(
         None,
-        f"--window {format_time(lo)}:{format_time(hi)} holds no event of the selected runs (their events, after each run's first: {held})",
+        f"--window {format_time(lo)}:{format_time(hi)} holds no span of the selected runs (times after each run's first event; {held})",
         "choose START:END inside a run's range, e.g. --window 0ms:10ms",
     )
 
