@@ -193,10 +193,10 @@ def perfetto(
         help="Comma-separated span kinds to keep (model, layer, op, annotation, api, kernel, memcpy, memset, sync, other), plus mark and counter. Default: all.",
     ),
     from_ns: int | None = typer.Option(
-        None, "--from-ns", help="Window start: ns after each run's origin (its first event, runs.origin_ns), the time analyze shows. Spans overlapping the window are kept."
+        None, "--from-ns", help="Window start: ns after each run's first event (runs.origin_ns). Spans overlapping the window are kept."
     ),
     to_ns: int | None = typer.Option(None, "--to-ns", help="Window end (exclusive): ns after each run's origin."),
-    keep_clocks: bool = typer.Option(False, "--keep-clocks", help="Keep each run's own clock instead of putting every run's origin (its first event) at time 0."),
+    keep_clocks: bool = typer.Option(False, "--keep-clocks", help="Keep each run's own clock instead of putting every run's first event at time 0."),
     critical_path: bool = typer.Option(
         False, "--critical-path", help="Add each run's critical path (analyze -a critical_path) as a track of its own, its segments linked by flows."
     ),
@@ -377,7 +377,7 @@ def analyze(
         None, "--layer-depth", help="With --layer-ranges: nesting level among the matching ranges (1 = outermost); default the innermost."
     ),
     iteration: list[str] | None = typer.Option(None, "--iteration", help="Only these iterations (step numbers; repeat, comma-separate or A-B)."),
-    window: str | None = typer.Option(None, "--window", help="Only spans starting in START:END, times after each run's first event (runs.origin_ns) as analyze shows them, with a unit: ns, us, ms, s (none: ns); e.g. 120ms:180ms."),
+    window: str | None = typer.Option(None, "--window", help="Spans starting in START:END after each run's start: 120ms:180ms (ns/us/ms/s)."),
     what_if: list[str] | None = typer.Option(
         None,
         "--what-if",
@@ -409,8 +409,7 @@ def analyze(
     """The XSP analyses, leveled-corrected: model, layer and kernel latency, rooflines, GPU time.
 
     Each analysis is a documented SQL file (queries/analyses/*.sql) over queries/analyses/prelude.sql.
-    Times (gap_start_ns, start_ns, ...) are ns after each run's first event (runs.origin_ns), the
-    times `xsp-trace perfetto` puts in ui.perfetto.dev; the database's tables keep the raw clock.
+    Times are after each run's first event (runs.origin_ns), as in `xsp-trace perfetto`'s export.
 
     Example:
 
