@@ -167,3 +167,20 @@ def test_schema_5_database_reads_with_the_same_times(exported, tmp_path):
     con.close()
     result = CliRunner().invoke(app, ["convert", str(KINETO), "-o", str(old), "--append"])
     assert result.exit_code == 2 and "schema version 5" in result.output
+
+
+def test_report_utilisation_strip_is_on_the_same_base(exported, tmp_path):
+    """The HTML report's utilisation strip spans each GPU's first to last operation, in ms after the
+    run's first event (the bins' edges, as the Perfetto export places them)."""
+    database, tp = exported
+    report = tmp_path / "report.html"
+    result = CliRunner().invoke(app, ["analyze", str(database), "-a", "gpu_utilization_bins", "--report", str(report)])
+    assert result.exit_code == 0, result.output
+    html = report.read_text()
+    checked = 0
+    for device in range(8):
+        ((first, last),) = [tuple(r.values()) for r in tp.query(f"SELECT min(s.ts) AS first, max(s.ts + s.dur) AS last FROM {_gpu_slices(device)}")]
+        if first is not None:
+            assert f"bins from {first / 1e6:.3f} ms to {last / 1e6:.3f} ms" in html, (device, first, last)
+            checked += 1
+    assert checked >= 1

@@ -33,15 +33,18 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
 READABLE_OLDER = {"5": ("runs", "origin_ns")}
 
 
-def runs_with_origin(catalog: str) -> str:
-    """SQL for the `runs` rows of `catalog` with origin_ns computed (a database older than version 6)."""
+def runs_with_origin(con: duckdb.DuckDBPyConnection, catalog: str) -> str:
+    """The name of a TEMP table of the `runs` rows of `catalog` with origin_ns computed, for a database
+    older than version 6; made once per connection (a view would scan every span at each use)."""
     main = f'"{catalog.replace(chr(34), chr(34) * 2)}".main'
-    return (
+    con.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS _xsp_runs_origin AS "
         f"SELECT r.*, o.origin_ns FROM {main}.runs AS r LEFT JOIN (SELECT run_id, min(t) AS origin_ns FROM ("
         f"SELECT run_id, min(start_ns) AS t FROM {main}.spans GROUP BY run_id "
         f"UNION ALL SELECT run_id, min(ts_ns) FROM {main}.marks GROUP BY run_id "
         f"UNION ALL SELECT run_id, min(ts_ns) FROM {main}.counters GROUP BY run_id) GROUP BY run_id) AS o USING (run_id)"
     )
+    return "_xsp_runs_origin"
 
 
 def check_schema(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool = False) -> None:
@@ -65,7 +68,7 @@ def check_schema(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool = F
     if difference is not None:
         raise InputError(path, f"{difference}, which xsp-trace schema version {SCHEMA_VERSION} has: edited by hand?", "convert the traces again")
     if older:
-        con.execute(f"CREATE OR REPLACE TEMP VIEW runs AS {runs_with_origin(catalog)}")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW runs AS SELECT * FROM {runs_with_origin(con, catalog)}")
 
 
 @contextmanager

@@ -13,6 +13,7 @@ from pathlib import Path
 from .. import __version__
 from ..output_files import atomic_output
 from ..tables import format_cell as _cell
+from ..timebase import format_time
 from . import svg
 from .catalog import ANALYSES
 from .findings import Finding
@@ -131,8 +132,9 @@ def _gpu_plots(results: dict[str, Result]) -> str:
     for r in results["gpu_utilization_bins"].records() if "gpu_utilization_bins" in results else []:
         bins.setdefault((r["run_id"], r["device_id"]), []).append(r)
     for (run, dev), rows in sorted(bins.items()):
-        span = (rows[-1]["bin_end_ns"] - rows[0]["bin_start_ns"]) / 1e6
-        plots.append(svg.strip([r["busy_pct"] for r in rows], f"GPU {dev} of run {run}: busy % over time", f"{len(rows)} bins over {span:.4g} ms"))
+        # Bin edges are after the run's first event: the times of the Perfetto export.
+        caption = f"{len(rows)} bins from {format_time(rows[0]['bin_start_ns'])} to {format_time(rows[-1]['bin_end_ns'])}"
+        plots.append(svg.strip([r["busy_pct"] for r in rows], f"GPU {dev} of run {run}: busy % over time", caption))
     steps: dict[int, list] = {}
     for r in results["step_bound"].records() if "step_bound" in results else []:
         steps.setdefault(r["run_id"], []).append(r)

@@ -85,7 +85,7 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
             if "run_id" in cols and table != "devices":
                 source = f"{_quote(catalog)}.main.{_quote(table)}"
                 if table == "runs" and "origin_ns" not in cols:  # an older database (database.READABLE_OLDER)
-                    source = f"({runs_with_origin(catalog)})"
+                    source = runs_with_origin(con, catalog)
                 con.execute(f"CREATE OR REPLACE TEMP VIEW {_quote(table)} AS SELECT * FROM {source} WHERE run_id IN ({selected})")
     for table in expected_tables():  # only a connection not opened by open_store can lack one
         if table not in tables:
