@@ -89,7 +89,7 @@ def _plots(results: dict[str, Result]) -> str:
         layers = layer_latency.get(exp, [])
         if layers:
             plots.append(
-                svg.bars([(f"{r['layer_index']} {r['layer_name'] or ''}", r["latency_ms"]) for r in layers], f"Layer latency ({layer_basis})", "ms")
+                svg.bars([(f"{r['layer_index']} {r['layer_name'] or ''}", r["latency_ms"]) for r in layers], f"Layer latency: {layer_basis}", "ms")
             )
         shares = type_share.get(exp, [])
         if shares:
@@ -103,7 +103,7 @@ def _plots(results: dict[str, Result]) -> str:
             plots.append(
                 svg.stacked_bars(
                     [(f"{r['layer_index']} {r['layer_name'] or ''}", r["gpu_latency_ms"], r["non_gpu_latency_ms"]) for r in split],
-                    f"Layer GPU vs non-GPU latency ({layer_basis})",
+                    f"Layer GPU vs non-GPU latency: {layer_basis}",
                     "ms",
                 )
             )
@@ -118,8 +118,8 @@ def _plots(results: dict[str, Result]) -> str:
                 svg.roofline(pts, first["peak_flops"], first["peak_dram_bytes_per_s"], f"Kernel roofline ({first['device_name'] or 'device'})")
             )
         elif kernels.get(exp):
-            kernel_basis = per_basis(basis.get((exp, "kernel")), "latency")
-            plots.append(_kernel_bars(kernels[exp], f"Top kernels ({kernel_basis}; no metrics for a roofline)"))
+            kernel_basis = per_basis(basis.get((exp, "kernel")))
+            plots.append(_kernel_bars(kernels[exp], f"Top kernels, ms {kernel_basis}; no metrics for a roofline"))
         if plots:
             parts.append(f'<h3>{escape(exp)}</h3><div class="plots">{"".join(plots)}</div>')
     return "".join(parts)
@@ -170,7 +170,8 @@ def _gpu_plots(results: dict[str, Result]) -> str:
         kinds[r["kind"]] = kinds.get(r["kind"], 0.0) + r["on_path_ns"] / 1e6
     for run, by_step in sorted(path.items()):
         items = [(f"step {it}" if it is not None else "whole run", kinds) for it, kinds in list(by_step.items())[:40]]
-        plots.append(svg.segmented_bars(items, svg.PATH_COLORS, f"Run {run}: critical path of each step, by kind", "ms"))
+        of = "the whole run (it has no steps)" if list(by_step) == [None] else "each step"
+        plots.append(svg.segmented_bars(items, svg.PATH_COLORS, f"Run {run}: critical path of {of}, by kind", "ms"))
     split: dict[tuple, list] = {}
     for r in results["comm_compute_split"].records() if "comm_compute_split" in results else []:
         split.setdefault((r["run_id"], r["device_id"]), []).append(r)
@@ -211,7 +212,7 @@ def _basis_line(result: Result, level: str, basis: dict[tuple[str, str], tuple[s
         return ""
     experiments = sorted({r["experiment"] for r in result.records() if r["experiment"] is not None})
     said = [f"{exp}: {per_basis(basis.get((exp, level)))}" for exp in experiments]
-    return f'<p class="basis">"Per inference" here is {escape("; ".join(said))}.</p>' if said else ""
+    return f'<p class="basis">Per-inference numbers here, {escape("; ".join(said))}.</p>' if said else ""
 
 
 def _sections(results: dict[str, Result]) -> tuple[list[str], list[str]]:

@@ -193,10 +193,13 @@ def step_basis(level_sources: list[dict], step_rows: list[dict]) -> dict[tuple[s
     return basis
 
 
-def per_basis(basis: tuple[str, int] | None, statistic: str = "mean") -> str:
-    """How a chart or table title states its basis: "mean per step (3 steps)", "total over the trace"."""
+def per_basis(basis: tuple[str, int] | None, statistic: str = "") -> str:
+    """How a title states its basis: "per step, over 3 steps", "trimmed mean per inference, over 30
+    inferences", "total over the trace (it has no steps)"."""
     what, count = basis or ("inference", 0)
     if what == "trace":
-        return "total over the trace: it has no steps"
-    plural = "" if count == 1 else "s"
-    return f"{statistic} per {what} ({count} {what}{plural})" if count else f"{statistic} per {what}"
+        return "total over the trace (it has no steps)"
+    said = f"{statistic} per {what}" if statistic else f"per {what}"
+    if count == 1:
+        return f"{said} (the trace's only {what})"
+    return f"{said}, over {count} {what}s" if count else said
