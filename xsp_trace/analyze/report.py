@@ -42,13 +42,16 @@ _NO_BASIS = {"level_sources"}  # says where numbers come from; it has no per-inf
 
 
 def _table_html(result: Result) -> str:
-    head = "".join(header_html(c) for c in result.columns)
+    """The rows as a table; columns without a value in any row are named below it instead."""
     rows = result.rows[:TABLE_ROWS]
-    shown = {i: distinct_names([r[i] for r in rows if isinstance(r[i], str)]) for i, c in enumerate(result.columns) if is_name_column(c)}
-    body = []
-    for row in rows:
-        body.append(f"<tr>{''.join(cell_html(c, v, shown.get(i)) for i, (c, v) in enumerate(zip(result.columns, row, strict=True)))}</tr>")
+    keep = [i for i in range(len(result.columns)) if any(r[i] is not None for r in rows)]
+    empty = [c for i, c in enumerate(result.columns) if i not in keep]
+    head = "".join(header_html(result.columns[i]) for i in keep)
+    shown = {i: distinct_names([r[i] for r in rows if isinstance(r[i], str)]) for i in keep if is_name_column(result.columns[i])}
+    body = [f"<tr>{''.join(cell_html(result.columns[i], r[i], shown.get(i)) for i in keep)}</tr>" for r in rows]
     more = f"<p>({len(result.rows) - TABLE_ROWS} more rows: xsp-trace analyze --format csv)</p>" if len(result.rows) > TABLE_ROWS else ""
+    if empty:
+        more += f'<p class="basis">No values here: {escape(", ".join(empty))}.</p>'
     return f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>{more}'
 
 
