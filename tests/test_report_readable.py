@@ -174,7 +174,10 @@ def test_notes_in_a_users_words(reports):
     ]
 
 
-def _browser() -> str:
+@pytest.fixture(scope="module")
+def browser() -> str:
+    """Debian's chromium (skipped where it is absent, unless CI or XSP_REQUIRE_BROWSER), checked
+    before the reports are built."""
     chromium = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
     if not os.path.exists(chromium):
         missing_browser("Debian's chromium is not installed")
@@ -184,8 +187,7 @@ def _browser() -> str:
 
 
 @pytest.mark.parametrize("case", ["vit", "alexnet", "handmade"])
-def test_report_in_headless_chromium_has_no_clipped_text(reports, case):
-    chromium = _browser()
+def test_report_in_headless_chromium_has_no_clipped_text(browser, reports, case):
     db, html = reports[case]
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     full, top = ARTIFACTS / f"report_{case}_full.png", ARTIFACTS / f"report_{case}_top.png"
@@ -195,7 +197,7 @@ def test_report_in_headless_chromium_has_no_clipped_text(reports, case):
         capture_output=True,
         text=True,
         timeout=180,
-        env={**os.environ, "CHROMIUM": chromium},
+        env={**os.environ, "CHROMIUM": browser},
     )
     assert done.returncode == 0, done.stderr
     page = json.loads(done.stdout)
