@@ -179,8 +179,18 @@ def _own_package() -> Path:
     return Path(sys.modules["xsp_trace"].__file__ or "").resolve().parent
 
 
-def _say(progress: Callable[[str], None] | None, line: str) -> None:
-    """A warning: through the progress lines, or on stderr when they are off (-q)."""
+def _warn_other_copy(manifest: dict, session: dict, progress: Callable[[str], None] | None) -> None:
+    """Once per capture: the script imported another xsp_trace; through the progress lines, or on
+    stderr when they are off (-q)."""
+    foreign = other_copy(session)
+    if not foreign or any(foreign in w for w in manifest.setdefault("warnings", [])):
+        return
+    warning = (
+        f"the script imported another copy of xsp_trace ({foreign}), not this xsp-trace's ({_own_package()}): "
+        "its capture code may differ; run the script with this xsp-trace's python, or install one copy"
+    )
+    manifest["warnings"].append(warning)
+    line = f"xsp-trace: warning: {warning}"
     if progress:
         progress(line)
     else:
@@ -306,14 +316,7 @@ def capture_levels(request: CaptureRequest, progress: Callable[[str], None] | No
         session = read_session(session_path)
         entry["session"] = str(session_path.relative_to(out))
         absorb_session(manifest, session)
-        foreign = other_copy(session)
-        if foreign and not any(foreign in w for w in manifest.setdefault("warnings", [])):
-            warning = (
-                f"the script imported another copy of xsp_trace ({foreign}), not this xsp-trace's ({_own_package()}): "
-                "its capture code may differ; run the script with this xsp-trace's python, or install one copy"
-            )
-            manifest["warnings"].append(warning)
-            _say(progress, f"xsp-trace: warning: {warning}")
+        _warn_other_copy(manifest, session, progress)
         entry["trace"], entry["model_ranges"] = _collect_trace(request, binaries, entry, folder, session)
         if entry["trace"] is None:
             raise _fail(manifest, out, entry, "empty", f"{tool} wrote no trace in run {entry['key']}", f"see {entry['dir']}/stderr.txt")

@@ -62,6 +62,24 @@ def test_a_script_importing_another_copy_of_xsp_trace_is_warned_about(tmp_path, 
     assert result.output.count(expected) == 1, result.output
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert len(manifest["warnings"]) == 1 and str(other / "xsp_trace") in manifest["warnings"][0]
+    # Under -q (no progress lines) the warning still reaches stderr.
+    args = [
+        "capture",
+        "-q",
+        "--levels",
+        "M",
+        "--iterations",
+        "1",
+        "--warmup",
+        "0",
+        "-o",
+        str(tmp_path / "run-q"),
+        "--",
+        "python",
+        str(SCRIPTS / "tiny_model.py"),
+    ]
+    result = CliRunner().invoke(app, args, catch_exceptions=False)
+    assert result.exit_code == 0 and result.stderr.count(expected) == 1, result.output
 
 
 def test_capture_help_says_which_python_runs():
