@@ -27,7 +27,7 @@ h3 { font-size: 1.05em; }
 .table-wrap { max-width: 100%; overflow-x: auto; }
 table { border-collapse: collapse; font-size: 12px; margin: 0.5em 0 1em; }
 th, td { border: 1px solid #ddd; padding: 2px 6px; text-align: right; }
-th { background: #f3f3f3; } td.text { text-align: left; overflow-wrap: break-word; }
+th { background: #f3f3f3; } td.text, th.text { text-align: left; } td.text { overflow-wrap: break-word; }
 td.num, td.name { white-space: nowrap; } span.short { text-decoration: underline dotted #999; cursor: help; }
 .note { background: #eef4fb; border-left: 4px solid #7aa7d8; padding: 0.3em 0.8em; color: #333; }
 .basis { color: #555; font-style: italic; }
@@ -46,7 +46,7 @@ def _table_html(result: Result) -> str:
     rows = result.rows[:TABLE_ROWS]
     keep = [i for i in range(len(result.columns)) if any(r[i] is not None for r in rows)]
     empty = [c for i, c in enumerate(result.columns) if i not in keep]
-    head = "".join(header_html(result.columns[i]) for i in keep)
+    head = "".join(header_html(result.columns[i], any(isinstance(r[i], str) for r in rows)) for i in keep)
     shown = {i: distinct_names([r[i] for r in rows if isinstance(r[i], str)]) for i in keep if is_name_column(result.columns[i])}
     body = [f"<tr>{''.join(cell_html(result.columns[i], r[i], shown.get(i)) for i in keep)}</tr>" for r in rows]
     more = f"<p>({len(result.rows) - TABLE_ROWS} more rows: xsp-trace analyze --format csv)</p>" if len(result.rows) > TABLE_ROWS else ""

@@ -126,12 +126,14 @@ def is_name_column(column: str) -> bool:
     return column in _TEXT_COLUMNS_SHORTENED or column.endswith("_name")
 
 
-def header_html(column: str) -> str:
-    """A column header; `_ns` columns are shown in ms, said in the header (the data name on hover)."""
+def header_html(column: str, text: bool = False) -> str:
+    """A column header (`text`: over text, aligned as it); `_ns` columns are shown in ms, said in
+    the header (the data name on hover)."""
     breakable = escape(column[:-3] if column.endswith("_ns") else column).replace("_", "_<wbr>")  # long headers wrap at _
+    align = ' class="text"' if text else ""
     if column.endswith("_ns"):
-        return f'<th title="{escape(column)} (ns in the data)">{breakable} (ms)</th>'
-    return f"<th>{breakable}</th>"
+        return f'<th{align} title="{escape(column)} (ns in the data)">{breakable} (ms)</th>'
+    return f"<th{align}>{breakable}</th>"
 
 
 def number(value: float) -> str:
