@@ -170,8 +170,9 @@ def test_schema_5_database_reads_with_the_same_times(exported, tmp_path):
 
 
 def test_report_utilisation_strip_is_on_the_same_base(exported, tmp_path):
-    """The HTML report's utilisation strip spans each GPU's first to last operation, in ms after the
-    run's first event (the bins' edges, as the Perfetto export places them)."""
+    """The HTML report's utilisation strip says where its first bin starts -- each GPU's first
+    operation, in ms after the run's first event, as the Perfetto export places it -- and its 50
+    bins span that GPU's work to its last operation's end."""
     database, tp = exported
     report = tmp_path / "report.html"
     result = CliRunner().invoke(app, ["analyze", str(database), "-a", "gpu_utilization_bins", "--report", str(report)])
@@ -181,6 +182,6 @@ def test_report_utilisation_strip_is_on_the_same_base(exported, tmp_path):
     for device in range(8):
         ((first, last),) = [tuple(r.values()) for r in tp.query(f"SELECT min(s.ts) AS first, max(s.ts + s.dur) AS last FROM {_gpu_slices(device)}")]
         if first is not None:
-            assert f"bins from {first / 1e6:.3f} ms to {last / 1e6:.3f} ms" in html, (device, first, last)
+            assert f"bins of {(last - first) / 50 / 1e6:.4g} ms, the first at {first / 1e6:.3f} ms" in html, (device, first, last)
             checked += 1
     assert checked >= 1
