@@ -29,7 +29,7 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
 
 
 # Older schema versions a read-only connection still reads, and the column each lacks: version 5
-# has no runs.origin_ns, which a TEMP view of runs computes as correlate/origin.sql stores it.
+# has no runs.origin_ns, which a TEMP table of runs computes as correlate/origin.sql stores it.
 READABLE_OLDER = {"5": ("runs", "origin_ns")}
 
 
@@ -49,7 +49,7 @@ def runs_with_origin(con: duckdb.DuckDBPyConnection, catalog: str) -> str:
 
 def check_schema(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool = False) -> None:
     """Refuse a database of another schema version, or one edited by hand. Read-only, a version in
-    READABLE_OLDER is accepted: its missing column is computed in a TEMP view that shadows the table."""
+    READABLE_OLDER is accepted: `runs` is shadowed by a TEMP view of it with origin_ns computed."""
     try:
         row = con.execute("SELECT value FROM schema_info WHERE key = 'schema_version'").fetchone()
     except duckdb.Error:
