@@ -97,7 +97,7 @@ def test_small_batches_and_intern_resets_decode_the_same(nsys_database, tmp_path
 def test_handmade_lanes_layers_and_windows_decode_the_same(tmp_path):
     database = handmade_db.build(tmp_path / "handmade.duckdb")
     new = _assert_same(database, tmp_path)
-    assert any(row[5].endswith("overlapping ranges 1") for row in new["slices"])  # the crossing range's lane
+    assert any((row[5] or "").endswith("overlapping ranges 1") for row in new["slices"])  # the crossing range's lane
     assert any("layer_type=Conv2d" in (row[10] or "") for row in new["slices"])
     _assert_same(database, tmp_path, PerfettoOptions(batch_rows=3, from_ns=2_000, to_ns=40_000))
 
