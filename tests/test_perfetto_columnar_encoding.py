@@ -21,7 +21,7 @@ from perfetto_harness.reference_writer import write_slices_per_row
 from perfetto_harness.trace_processor import WasmTraceProcessor
 from xsp_trace.formats import perfetto_proto as wp
 from xsp_trace.perfetto import PerfettoOptions, export_perfetto
-from xsp_trace.perfetto.wire import fixed64_field, join, message_field, varint_field
+from xsp_trace.perfetto.wire import Fixed64, Message, Varint
 
 DATA = Path(__file__).parent / "data"
 NSYS_FIXTURE = DATA / "nsys_2026_pytorch_2xh100" / "nsysai_h100_2gpu_1s_nsys2026.2.sqlite"
@@ -112,24 +112,18 @@ def test_kineto_fixture_decodes_the_same(tmp_path):
 
 def test_wire_encoding_parses_as_the_protobuf_classes_write_it():
     """Hand-encoded TrackEvents, read back by the protobuf classes: varints of every length,
-    negative int64, fixed64 flow ids, doubles, nested annotations."""
+    negative int64, fixed64 flow ids (repeated), doubles, nested annotations."""
     values = np.array([0, 1, 127, 128, 300, 1 << 35, (1 << 63) - 1, -1, -(1 << 40)], dtype=np.int64)
-    owners = np.arange(len(values))
-    annotation = join(len(values), [varint_field(wp.ANNOTATION_NAME_IID, np.full(len(values), 7, np.uint64), owners), varint_field(wp.ANNOTATION_INT, values, owners)])
-    double = join(len(values), [varint_field(wp.ANNOTATION_NAME_IID, np.full(len(values), 8, np.uint64), owners), fixed64_field(wp.ANNOTATION_DOUBLE, values / 3.0, owners)])
-    event = join(
-        len(values),
-        [
-            message_field(wp.EVENT_DEBUG_ANNOTATION, annotation),
-            message_field(wp.EVENT_DEBUG_ANNOTATION, double),
-            varint_field(wp.EVENT_TRACK_UUID, np.abs(values), owners),
-            fixed64_field(wp.EVENT_FLOW_ID, np.abs(values).astype(np.uint64), owners),
-        ],
-    )
+    n = len(values)
+    owners = np.arange(n)
+    keys = np.full(n, 7, np.uint64)
+    annotation = Message(wp.EVENT_DEBUG_ANNOTATION, n, [Varint(wp.ANNOTATION_NAME_IID, keys, owners), Varint(wp.ANNOTATION_INT, values, owners)])
+    double = Message(wp.EVENT_DEBUG_ANNOTATION, n, [Varint(wp.ANNOTATION_NAME_IID, keys, owners), Fixed64(wp.ANNOTATION_DOUBLE, values / 3.0, owners)])
+    flows = Fixed64(wp.EVENT_FLOW_ID, np.stack([np.abs(values), np.abs(values) + 1], axis=1).reshape(-1).astype(np.uint64), np.repeat(owners, 2))
+    event = Message(wp.PACKET_TRACK_EVENT, n, [annotation, double, Varint(wp.EVENT_TRACK_UUID, np.abs(values), owners), flows])
     trace = pb.Trace()
-    blob = join(len(values), [message_field(wp.PACKET_TRACK_EVENT, event)])
-    trace.ParseFromString(message_field(wp.TRACE_PACKET, blob).data.tobytes())
+    trace.ParseFromString(Message(wp.TRACE_PACKET, n, [event]).encode())
     assert [p.track_event.debug_annotations[0].int_value for p in trace.packet] == values.tolist()
     assert [p.track_event.debug_annotations[1].double_value for p in trace.packet] == (values / 3.0).tolist()
     assert [p.track_event.track_uuid for p in trace.packet] == np.abs(values).tolist()
-    assert [list(p.track_event.flow_ids) for p in trace.packet] == [[v] for v in np.abs(values).tolist()]
+    assert [list(p.track_event.flow_ids) for p in trace.packet] == [[v, v + 1] for v in np.abs(values).tolist()]

@@ -10,6 +10,16 @@ from xsp_trace.naming import parse_layer_name
 from xsp_trace.perfetto.export import _batches
 from xsp_trace.perfetto.slice_encoder import FLOAT_ANNOTATIONS, INT_ANNOTATIONS, STR_ANNOTATIONS, TRACK_KEY
 from xsp_trace.perfetto.tracks import Lanes
+from xsp_trace.resources import query_text
+from xsp_trace.sql import set_variables
+
+
+def _all_parts(con, batch_rows: int):
+    """perfetto/slices.sql over each run whole (one part per run), as one query gave it before."""
+    set_variables(con, {"xsp_perfetto_part_rows": 1 << 62})
+    for run_id, part_from, part_to in con.execute(query_text("perfetto/slice_parts")).fetchall():
+        set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_from": part_from, "xsp_perfetto_part_to": part_to})
+        yield from _batches(con, "perfetto/slices", batch_rows, skip_null_columns=True)
 
 
 def write_slices_per_row(con, writer, tracks, options, stats) -> None:
@@ -18,7 +28,7 @@ def write_slices_per_row(con, writer, tracks, options, stats) -> None:
     lanes: Lanes | None = None
     place: Callable[[int, int], int]
     begin = writer.slice_begin
-    for cols in _batches(con, "perfetto/slices", options.batch_rows, skip_null_columns=True):
+    for cols in _all_parts(con, options.batch_rows):
         n = len(cols["ts"])
         nulls = [None] * n
         keys = zip(*(cols.get(k, nulls) for k in TRACK_KEY), strict=True)

@@ -36,11 +36,14 @@ class PerfettoOptions:
     to_ns: int | None = None  # window end (exclusive)
     align_runs: bool = True  # every run starts at time 0 (False: keep each run's own clock)
     batch_rows: int = 50_000  # rows per Arrow batch read from DuckDB
+    # Spans per part of the slices query (perfetto/slice_parts.sql): DuckDB sorts one part at a
+    # time, so its memory follows this, not the trace size.
+    part_rows: int = 400_000
     max_interned: int = 200_000  # intern table entries before the incremental state is reset
     # DuckDB's memory for the sorts and joins of the export; beyond it they spill to a temporary
-    # folder, so the export's memory stays flat whatever the trace size. (DuckDB 2.0.1 ran out
-    # of memory at 512MB on 2.7 M spans: its join + sort of perfetto_slices did not spill.)
-    duckdb_memory_limit: str = "1GB"
+    # folder. With the slices sorted one part at a time 512MB is enough whatever the trace size
+    # (DuckDB 2.0.1 ran out of memory at 512MB sorting all 815 k spans of a run in one query).
+    duckdb_memory_limit: str = "512MB"
     critical_path: bool = False  # add each run's critical path as a track of its own, with flows along it
 
 
@@ -112,8 +115,12 @@ def _rows(con: duckdb.DuckDBPyConnection, query: str, batch_rows: int):
 def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats) -> None:
     """The spans as slices, encoded from Arrow batches (slice_encoder.py) on a sequence of their own."""
     encoder = SliceEncoder(writer, tracks, sequence_id=SLICE_SEQUENCE_ID, max_interned=options.max_interned)
-    for batch in con.sql(query_text("perfetto/slices")).to_arrow_reader(options.batch_rows):
-        encoder.write_batch(batch)
+    set_variables(con, {"xsp_perfetto_part_rows": options.part_rows})
+    parts = con.execute(query_text("perfetto/slice_parts")).fetchall()
+    for run_id, part_from, part_to in parts:
+        set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_from": part_from, "xsp_perfetto_part_to": part_to})
+        for batch in con.sql(query_text("perfetto/slices")).to_arrow_reader(options.batch_rows):
+            encoder.write_batch(batch)
     encoder.finish()
     stats.slices += encoder.slices
     stats.flows += encoder.flows

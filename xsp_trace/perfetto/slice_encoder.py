@@ -12,7 +12,9 @@ tracks.Lanes gives whenever the slices nest (GPU: do not overlap), which `_nest`
 begin/end sequence is balanced (pairs match level by level) and its times never go back. A
 track segment that fails the check -- ranges that cross, kernels that overlap -- goes through
 tracks.Lanes row by row and stays there to its end (lane tracks, as before). Slices still open
-at the end of a batch are carried into the next one.
+at the end of a batch are carried into the next one; every track stays open until `finish`,
+as the parts of the query (perfetto/slice_parts.sql: runs cut by start time) visit each track
+several times, in start order.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from ..formats import perfetto_proto as wp
 from ..naming import parse_layer_name
 from .packets import PacketWriter
 from .tracks import Lanes, TrackRegistry
-from .wire import Pieces, constant, fixed64_field, join, message_field, varint_field
+from .wire import Constant, Fixed64, Message, Part, Varint
 
 # Columns of perfetto_slices written as debug annotations, by value type, in the order written.
 INT_ANNOTATIONS = (
@@ -166,29 +168,24 @@ class SliceEncoder:
         self.tracks = tracks
         self.sequence_id = sequence_id
         self.interned = InternTables(max_interned)
-        self.track: _Track | None = None
+        self.open_tracks: dict[tuple, _Track] = {}  # every track seen: the parts visit them in turn
         self.slices = 0
         self.flows = 0
 
     # -- order -----------------------------------------------------------------------
-    def _close_track(self, events: list) -> None:
-        track = self.track
-        if track is None:
-            return
+    def _close_track(self, track: _Track, events: list) -> None:
         if track.lanes is not None and track.recorder is not None:
             track.lanes.close()
             events.append(_recorded(track.recorder))
         elif len(track.carried):
             ends = track.carried[::-1]  # innermost first
             events.append((np.full(len(ends), -1), np.full(len(ends), track.uuid), ends))
-        self.track = None
 
     def _segment(self, key: tuple, first_row: int, ts: np.ndarray, end: np.ndarray, events: list) -> None:
         """Events of the rows [first_row, first_row + len(ts)) of one track."""
-        if self.track is None or self.track.key != key:
-            self._close_track(events)
-            self.track = _Track(key, self.tracks.base_track(*key), nest=key[1] != "gpu")
-        track = self.track
+        track = self.open_tracks.get(key)
+        if track is None:
+            track = self.open_tracks[key] = _Track(key, self.tracks.base_track(*key), nest=key[1] != "gpu")
         if track.lanes is None:
             nested = _nest(ts, end, track.carried, track.nest)
             if nested is not None:
@@ -244,113 +241,101 @@ class SliceEncoder:
 
     def finish(self) -> None:
         events: list = []
-        self._close_track(events)
+        for track in self.open_tracks.values():
+            self._close_track(track, events)
         if events:
             self._write_events(None, *_concat(events))
 
-    def _begin_events(self, batch: pa.RecordBatch, row_uuid: np.ndarray) -> Pieces:
-        """The TrackEvent of each row's begin packet (fields in field-number order)."""
+    def _begin_events(self, batch: pa.RecordBatch, row_uuid: np.ndarray) -> list[Part]:
+        """The fields of each row's begin TrackEvent (in field-number order; owners: rows)."""
         n = batch.num_rows
         rows = np.arange(n)
         interned = self.interned
         category_iids, _ = interned.column(CATEGORIES, batch.column("kind"))
         name_iids, _ = interned.column(EVENT_NAMES, batch.column("name"))
-        parts = [varint_field(wp.EVENT_CATEGORY_IID, category_iids, rows)]
+        parts: list[Part] = [Varint(wp.EVENT_CATEGORY_IID, category_iids, rows)]
         for key in INT_ANNOTATIONS:
             values, valid = _ints(batch.column(key))
             if valid.any():
-                parts.append(_annotation(interned.iid(ANNOTATION_NAMES, key), wp.ANNOTATION_INT, values[valid], rows[valid], fixed=False))
+                parts.append(_annotation(interned.iid(ANNOTATION_NAMES, key), Varint, wp.ANNOTATION_INT, values[valid], rows[valid]))
         for key in FLOAT_ANNOTATIONS:
             column = batch.column(key)
             valid = column.is_valid().to_numpy(zero_copy_only=False)
             if valid.any():
                 values = column.fill_null(0.0).to_numpy(zero_copy_only=False).astype(np.float64)
-                parts.append(_annotation(interned.iid(ANNOTATION_NAMES, key), wp.ANNOTATION_DOUBLE, values[valid], rows[valid], fixed=True))
+                parts.append(_annotation(interned.iid(ANNOTATION_NAMES, key), Fixed64, wp.ANNOTATION_DOUBLE, values[valid], rows[valid]))
         for key in STR_ANNOTATIONS:
             iids, valid = interned.column(STRING_VALUES, batch.column(key))
             if valid.any():
-                parts.append(_annotation(interned.iid(ANNOTATION_NAMES, key), wp.ANNOTATION_STRING_IID, iids[valid], rows[valid], fixed=False))
-        parts.append(self._row_string_annotations(batch))
-        parts.append(constant(wp.EVENT_TYPE + _varint_bytes(wp.TYPE_SLICE_BEGIN), rows))
-        parts.append(varint_field(wp.EVENT_NAME_IID, name_iids, rows))
-        parts.append(varint_field(wp.EVENT_TRACK_UUID, row_uuid, rows))
+                parts.append(_annotation(interned.iid(ANNOTATION_NAMES, key), Varint, wp.ANNOTATION_STRING_IID, iids[valid], rows[valid]))
+        parts += self._row_string_annotations(batch)
+        parts.append(Constant(wp.EVENT_TYPE + _varint_bytes(wp.TYPE_SLICE_BEGIN), rows))
+        parts.append(Varint(wp.EVENT_NAME_IID, name_iids, rows))
+        parts.append(Varint(wp.EVENT_TRACK_UUID, row_uuid, rows))
         flows = batch.column("flow_ids")
         flow_values = pc.list_flatten(flows).to_numpy(zero_copy_only=False).astype(np.int64)
         self.flows += len(flow_values)
-        parts.append(fixed64_field(wp.EVENT_FLOW_ID, flow_values, pc.list_parent_indices(flows).to_numpy(zero_copy_only=False).astype(np.int64)))
+        parts.append(Fixed64(wp.EVENT_FLOW_ID, flow_values, pc.list_parent_indices(flows).to_numpy(zero_copy_only=False).astype(np.int64)))
         terminating, valid = _ints(batch.column("terminating_flow_id"))
-        parts.append(fixed64_field(wp.EVENT_TERMINATING_FLOW_ID, terminating[valid], rows[valid]))
-        return join(n, parts)
+        parts.append(Fixed64(wp.EVENT_TERMINATING_FLOW_ID, terminating[valid], rows[valid]))
+        return parts
 
-    def _row_string_annotations(self, batch: pa.RecordBatch) -> Pieces:
-        """Layer name and type of layer spans, and span_args: few rows, built one by one."""
-        owners: list[int] = []
-        keys: list[int] = []
-        values: list[int] = []
+    def _row_string_annotations(self, batch: pa.RecordBatch) -> list[Part]:
+        """Layer name and type of layer spans, then span_args: few rows, looked at one by one."""
         iid = self.interned.iid
-        kinds = batch.column("kind")
-        layer_rows = np.flatnonzero(pc.equal(kinds, "layer").fill_null(False).to_numpy(zero_copy_only=False))
+        layers: list[tuple[int, int, int]] = []
         names = batch.column("name")
-        for row in layer_rows.tolist():
+        is_layer = pc.equal(batch.column("kind"), "layer").fill_null(False).to_numpy(zero_copy_only=False)
+        for row in np.flatnonzero(is_layer).tolist():
             parsed = parse_layer_name(names[row].as_py())
             if parsed is not None:
-                for key, text in (("layer_name", parsed[1]), ("layer_type", parsed[2])):
-                    owners.append(row)
-                    keys.append(iid(ANNOTATION_NAMES, key))
-                    values.append(iid(STRING_VALUES, text))
-        args = batch.column("args")
-        for row in np.flatnonzero(args.is_valid().to_numpy(zero_copy_only=False)).tolist():
-            for arg in args[row].as_py():
-                if arg["value"] is not None:
-                    owners.append(row)
-                    keys.append(iid(ANNOTATION_NAMES, arg["key"]))
-                    values.append(iid(STRING_VALUES, arg["value"]))
-        return _string_annotations(np.array(owners, dtype=np.int64), np.array(keys, dtype=np.uint64), np.array(values, dtype=np.uint64))
+                layers += [(row, iid(ANNOTATION_NAMES, key), iid(STRING_VALUES, text)) for key, text in (("layer_name", parsed[1]), ("layer_type", parsed[2]))]
+        args: list[tuple[int, int, int]] = []
+        column = batch.column("args")
+        for row in np.flatnonzero(column.is_valid().to_numpy(zero_copy_only=False)).tolist():
+            args += [(row, iid(ANNOTATION_NAMES, a["key"]), iid(STRING_VALUES, a["value"])) for a in column[row].as_py() if a["value"] is not None]
+        return [_string_annotations(np.array(found, dtype=np.int64).reshape(-1, 3)) for found in (layers, args)]
 
-    def _write_events(self, begin_events: Pieces | None, rows: np.ndarray, uuids: np.ndarray, times: np.ndarray) -> None:
+    def _write_events(self, begin_events: list[Part] | None, rows: np.ndarray, uuids: np.ndarray, times: np.ndarray) -> None:
         """Begin and end packets in event order, framed as Trace.packet fields."""
         count = len(rows)
         events = np.arange(count)
         begins = np.flatnonzero(rows >= 0)
         ends = np.flatnonzero(rows < 0)
         end_index = np.arange(len(ends))
-        end_events = join(
-            len(ends),
-            [constant(wp.EVENT_TYPE + _varint_bytes(wp.TYPE_SLICE_END), end_index), varint_field(wp.EVENT_TRACK_UUID, uuids[ends], end_index)],
-        )
-        parts = [varint_field(wp.PACKET_TIMESTAMP, times, events), constant(wp.PACKET_SEQUENCE_ID + _varint_bytes(self.sequence_id), events)]
+        end_events = [Constant(wp.EVENT_TYPE + _varint_bytes(wp.TYPE_SLICE_END), end_index), Varint(wp.EVENT_TRACK_UUID, uuids[ends], end_index)]
+        parts: list[Part] = [Varint(wp.PACKET_TIMESTAMP, times, events), Constant(wp.PACKET_SEQUENCE_ID + _varint_bytes(self.sequence_id), events)]
         if begin_events is not None:  # begins come in row order, one per row
-            parts.append(message_field(wp.PACKET_TRACK_EVENT, Pieces(begins, begin_events.lengths, begin_events.data)))
-        parts.append(message_field(wp.PACKET_TRACK_EVENT, Pieces(ends, end_events.lengths, end_events.data)))
-        parts.append(constant(wp.PACKET_SEQUENCE_FLAGS + _varint_bytes(wp.SEQ_NEEDS_INCREMENTAL_STATE), begins))
-        packets = message_field(wp.TRACE_PACKET, join(count, parts))
-        self.writer.write_raw(packets.data.tobytes(), count)
+            parts.append(Message(wp.PACKET_TRACK_EVENT, len(begins), begin_events, owners=begins))
+        parts.append(Message(wp.PACKET_TRACK_EVENT, len(ends), end_events, owners=ends))
+        parts.append(Constant(wp.PACKET_SEQUENCE_FLAGS + _varint_bytes(wp.SEQ_NEEDS_INCREMENTAL_STATE), begins))
+        self.writer.write_raw(Message(wp.TRACE_PACKET, count, parts).encode(), count)
 
 
 def _varint_bytes(value: int) -> bytes:
-    return varint_field(b"", np.array([value], dtype=np.uint64), np.zeros(1, dtype=np.int64)).data.tobytes()
+    return Message(b"", 1, [Varint(b"", np.array([value], dtype=np.uint64), np.zeros(1, dtype=np.int64))]).encode()
 
 
 def _ints(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """(int64 values with 0 for NULL, valid mask) of an integer column."""
+    if column.null_count == 0:
+        return column.to_numpy(zero_copy_only=False).astype(np.int64, copy=False), np.ones(len(column), dtype=bool)
     valid = column.is_valid().to_numpy(zero_copy_only=False)
-    return column.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64), valid
+    return column.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False), valid
 
 
-def _annotation(key_iid: int, value_tag: bytes, values: np.ndarray, owners: np.ndarray, fixed: bool) -> Pieces:
+def _annotation(key_iid: int, kind: type[Varint] | type[Fixed64], value_tag: bytes, values: np.ndarray, owners: np.ndarray) -> Message:
     """One DebugAnnotation field {name_iid, value} per owner."""
     index = np.arange(len(owners))
-    value = fixed64_field(value_tag, values, index) if fixed else varint_field(value_tag, values, index)
-    message = join(len(owners), [varint_field(wp.ANNOTATION_NAME_IID, np.full(len(owners), key_iid, dtype=np.uint64), index), value])
-    return message_field(wp.EVENT_DEBUG_ANNOTATION, Pieces(owners, message.lengths, message.data))
+    fields = [Varint(wp.ANNOTATION_NAME_IID, np.full(len(owners), key_iid, dtype=np.uint64), index), kind(value_tag, values, index)]
+    return Message(wp.EVENT_DEBUG_ANNOTATION, len(owners), fields, owners=owners)
 
 
-def _string_annotations(owners: np.ndarray, key_iids: np.ndarray, value_iids: np.ndarray) -> Pieces:
-    index = np.arange(len(owners))
-    message = join(len(owners), [varint_field(wp.ANNOTATION_NAME_IID, key_iids, index), varint_field(wp.ANNOTATION_STRING_IID, value_iids, index)])
-    return message_field(wp.EVENT_DEBUG_ANNOTATION, Pieces(owners, message.lengths, message.data))
-
-
+def _string_annotations(found: np.ndarray) -> Message:
+    """DebugAnnotation fields from (owner, name iid, string value iid) rows."""
+    index = np.arange(len(found))
+    fields = [Varint(wp.ANNOTATION_NAME_IID, found[:, 1], index), Varint(wp.ANNOTATION_STRING_IID, found[:, 2], index)]
+    return Message(wp.EVENT_DEBUG_ANNOTATION, len(found), fields, owners=found[:, 0])
 def _recorded(recorder: _Recorder) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     events = np.array(recorder.events, dtype=np.int64).reshape(-1, 3)
     recorder.events.clear()
