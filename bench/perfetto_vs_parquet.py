@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -44,7 +45,6 @@ LINEAR_TOLERANCE = 1.25
 def database_for(copies: int) -> Path:
     """The H100 nsys export grown `copies`-fold and converted (cached in bench/data/)."""
     from scaled_inputs import scaled_nsys
-
     from xsp_trace.convert import ConvertOptions, convert_files
 
     database = DATA / f"nsys_h100_x{copies}.duckdb"
@@ -58,16 +58,22 @@ def _parquet(database: Path, output: Path, query: str | None) -> dict:
 
     from xsp_trace.perfetto.export import PerfettoOptions, _select
     from xsp_trace.resources import query_text
+    from xsp_trace.sql import set_variables
 
     con = duckdb.connect(str(database), read_only=True)
     con.execute("SET enable_progress_bar = false")
     if query is None:
-        select = "SELECT * FROM spans"
-    else:
+        con.execute(f"COPY (SELECT * FROM spans) TO '{output}' (FORMAT parquet)")
+    else:  # the export's query over each run whole (one part per run), one file per run
         _select(con, PerfettoOptions())
-        select = query_text(query).strip().rstrip(";")
-    con.execute(f"COPY ({select}) TO '{output}' (FORMAT parquet)")
-    rows = con.execute(f"SELECT count(*) FROM read_parquet('{output}')").fetchone()[0]
+        set_variables(con, {"xsp_perfetto_part_rows": 1 << 62})
+        parts = con.execute(query_text("perfetto/slice_parts")).fetchall()
+        output.mkdir()
+        for run_id, part_from, part_to in parts:
+            set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_from": part_from, "xsp_perfetto_part_to": part_to})
+            con.execute(f"COPY ({query_text(query).strip().rstrip(';')}) TO '{output / f'run{run_id}.parquet'}' (FORMAT parquet)")
+    pattern = output if query is None else output / "*.parquet"
+    rows = con.execute(f"SELECT count(*) FROM read_parquet('{pattern}')").fetchone()[0]
     con.close()
     return {"slices": rows}
 
@@ -101,14 +107,17 @@ def child(which: str, database: Path, output: Path) -> None:
     result = JOBS[which][1](database, output)
     seconds = time.perf_counter() - t0
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({**result, "seconds": seconds, "peak_mib": peak_mib, "bytes": output.stat().st_size}))
+    size = sum(p.stat().st_size for p in output.iterdir()) if output.is_dir() else output.stat().st_size
+    print(json.dumps({**result, "seconds": seconds, "peak_mib": peak_mib, "bytes": size}))
 
 
 def measure(which: str, database: Path) -> dict:
     output = DATA / f"{database.stem}.{which}.out"
     argv = [sys.executable, __file__, "--child", which, str(database), str(output)]
-    done = subprocess.run(argv, check=True, capture_output=True, text=True)
-    output.unlink()
+    done = subprocess.run(argv, capture_output=True, text=True)
+    shutil.rmtree(output) if output.is_dir() else output.unlink(missing_ok=True)
+    if done.returncode:
+        raise SystemExit(f"{which} on {database.name} failed:\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

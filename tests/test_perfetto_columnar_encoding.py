@@ -118,7 +118,9 @@ def test_wire_encoding_parses_as_the_protobuf_classes_write_it():
     owners = np.arange(n)
     keys = np.full(n, 7, np.uint64)
     annotation = Message(wp.EVENT_DEBUG_ANNOTATION, n, [Varint(wp.ANNOTATION_NAME_IID, keys, owners), Varint(wp.ANNOTATION_INT, values, owners)])
-    double = Message(wp.EVENT_DEBUG_ANNOTATION, n, [Varint(wp.ANNOTATION_NAME_IID, keys, owners), Fixed64(wp.ANNOTATION_DOUBLE, values / 3.0, owners)])
+    double = Message(
+        wp.EVENT_DEBUG_ANNOTATION, n, [Varint(wp.ANNOTATION_NAME_IID, keys, owners), Fixed64(wp.ANNOTATION_DOUBLE, values / 3.0, owners)]
+    )
     flows = Fixed64(wp.EVENT_FLOW_ID, np.stack([np.abs(values), np.abs(values) + 1], axis=1).reshape(-1).astype(np.uint64), np.repeat(owners, 2))
     event = Message(wp.PACKET_TRACK_EVENT, n, [annotation, double, Varint(wp.EVENT_TRACK_UUID, np.abs(values), owners), flows])
     trace = pb.Trace()

@@ -12,7 +12,7 @@ Protobuf wire types: 0 varint, 1 fixed 64-bit, 2 length-delimited. A tag is the 
 
 from __future__ import annotations
 
-from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.descriptor import FieldDescriptor  # type: ignore[import-untyped]
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 VARINT, FIXED64, LENGTH_DELIMITED = 0, 1, 2

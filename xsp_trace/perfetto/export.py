@@ -28,6 +28,7 @@ MARK_CATEGORY = "mark"
 # The slices go on a sequence of their own (the writer's are 1: descriptors, 2: marks, counters, critical path).
 SLICE_SEQUENCE_ID = 3
 
+
 @dataclass
 class PerfettoOptions:
     run_ids: list[int] | None = None  # None: every run of the database

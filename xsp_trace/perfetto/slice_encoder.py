@@ -289,7 +289,10 @@ class SliceEncoder:
         for row in np.flatnonzero(is_layer).tolist():
             parsed = parse_layer_name(names[row].as_py())
             if parsed is not None:
-                layers += [(row, iid(ANNOTATION_NAMES, key), iid(STRING_VALUES, text)) for key, text in (("layer_name", parsed[1]), ("layer_type", parsed[2]))]
+                layers += [
+                    (row, iid(ANNOTATION_NAMES, key), iid(STRING_VALUES, text))
+                    for key, text in (("layer_name", parsed[1]), ("layer_type", parsed[2]))
+                ]
         args: list[tuple[int, int, int]] = []
         column = batch.column("args")
         for row in np.flatnonzero(column.is_valid().to_numpy(zero_copy_only=False)).tolist():
@@ -336,6 +339,8 @@ def _string_annotations(found: np.ndarray) -> Message:
     index = np.arange(len(found))
     fields = [Varint(wp.ANNOTATION_NAME_IID, found[:, 1], index), Varint(wp.ANNOTATION_STRING_IID, found[:, 2], index)]
     return Message(wp.EVENT_DEBUG_ANNOTATION, len(found), fields, owners=found[:, 0])
+
+
 def _recorded(recorder: _Recorder) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     events = np.array(recorder.events, dtype=np.int64).reshape(-1, 3)
     recorder.events.clear()

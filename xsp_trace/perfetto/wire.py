@@ -12,6 +12,8 @@ Within one part the owners must not decrease (repeated occurrences of a field ke
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 _MAX_VARINT = 10
@@ -117,12 +119,14 @@ class Message(Part):
     """`count` messages made of `parts` (their owners index the messages), each written as a
     length-delimited field `tag` of owners[i] -- or, with tag b"", bare, one after the other."""
 
-    def __init__(self, tag: bytes, count: int, parts: list[Part], owners: np.ndarray | None = None):
+    def __init__(self, tag: bytes, count: int, parts: Sequence[Part], owners: np.ndarray | None = None):
         self.tag, self.count = tag, count
         self.parts = [p for p in parts if len(p.owners)]
         self.owners = np.arange(count) if owners is None else owners
         self._part_sizes = [p.sizes() for p in self.parts]
-        self._part_totals = [np.bincount(p.owners, weights=s, minlength=count).astype(np.int64) for p, s in zip(self.parts, self._part_sizes, strict=True)]
+        self._part_totals = [
+            np.bincount(p.owners, weights=s, minlength=count).astype(np.int64) for p, s in zip(self.parts, self._part_sizes, strict=True)
+        ]
         self.body = np.sum(self._part_totals, axis=0) if self.parts else np.zeros(count, dtype=np.int64)
         self._length_bytes = varint_lengths(self.body.astype(np.uint64)) if tag else np.zeros(count, dtype=np.int64)
 
