@@ -1,8 +1,9 @@
 """Export an xsp-trace database as one Perfetto protobuf trace (TrackEvent), streamed.
 
-The spans are read in track order in Arrow batches (queries/perfetto/slices.sql) and written
-packet by packet to a temporary file that replaces the output only at the end: memory stays
-flat whatever the trace size (the intern tables are bounded, see packets.py).
+Each run's spans are sorted by DuckDB in parts cut by start time (queries/perfetto/slice_parts.sql,
+slices.sql), read in Arrow batches and encoded a batch at a time (slice_encoder.py) into a
+temporary file that replaces the output only at the end: DuckDB's sort holds one part, the
+encoder one batch and bounded intern tables.
 """
 
 from __future__ import annotations
