@@ -1,7 +1,8 @@
--- analyses/prelude_rules: what the expert rules (queries/analyses/cuda_async_memcpy.sql,
+-- lib/rules: what the expert rules (queries/analyses/cuda_async_memcpy.sql,
 -- cuda_sync_memcpy, cuda_sync_memset, cuda_sync_api, gpu_starvation, gpu_low_utilization: the
 -- default rules of `nsys analyze`) share -- their settings, the time window they look at, and the
 -- GPU work, copies, sets and API calls inside it.
+-- include:
 --
 -- From: runs, spans, memops, launches, and DuckDB variables. The rule options, as `nsys analyze -r
 -- RULE:NAME=VALUE` takes them (`xsp-trace analyze --set NAME=VALUE` sets them; the defaults below

@@ -1,6 +1,7 @@
--- analyses/prelude_op_perf: FLOPs and bytes of every framework op that has a perf model, from the
+-- lib/op_perf: FLOPs and bytes of every framework op that has a perf model, from the
 -- shapes and dtypes the profiler recorded, with the GPU kernel time it launched -- the building
 -- block of the shape-based roofline and MFU analyses (no Nsight Compute needed).
+-- include:
 --
 -- From: spans (kind op) and their span_args "Input Dims" / "Input type" / "Concrete Inputs"
 -- (Kineto with record_shapes; argument names in variables set from xsp_trace/formats), the op
