@@ -97,7 +97,7 @@ def test_launch_bound_step(plain_findings):
         "1 of 2 steps of run 1 is launch-bound: the CPU spent 600 µs in launch calls that returned without waiting while the GPU "
         "was busy only 50 µs of their 1 ms (5.0 %); fewer, larger kernels (fusion, CUDA graphs) would help"
     )
-    assert f.evidence == "step_bound WHERE run_id = 1 AND bound = 'launch-bound'"
+    assert f.evidence == "SELECT * FROM xsp.step_bound WHERE run_id = 1 AND bound = 'launch-bound'"
 
 
 def test_sync_bound_step_names_its_waits(plain_findings):

@@ -52,7 +52,7 @@ def install_analyses(con: duckdb.DuckDBPyConnection, catalog: str | None = None,
     data = scalar(con, "SELECT current_database()")
     catalog = catalog or data
     temp = schema is None
-    target = "" if temp else f"{quote_identifier(catalog)}.{quote_identifier(schema)}."
+    target = "" if schema is None else f"{quote_identifier(catalog)}.{quote_identifier(schema)}."
     previous = scalar(con, "SELECT current_setting('search_path')")
     if not temp:
         con.execute(f"DROP SCHEMA IF EXISTS {target[:-1]} CASCADE")
