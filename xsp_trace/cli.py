@@ -422,7 +422,7 @@ def analyze(
 ) -> None:
     """The XSP analyses, leveled-corrected: model, layer and kernel latency, rooflines, GPU time.
 
-    Each analysis is a documented SQL file (queries/analyses/*.sql) over queries/analyses/prelude.sql.
+    Each analysis is a documented SQL file (queries/analyses/*.sql) over the SQL library queries/lib/*.sql.
 
     Example:
 

@@ -1,6 +1,6 @@
 """Settings an analysis reads as DuckDB variables, given on the command line as `--set NAME=VALUE`.
 
-Today they are the options of the expert rules (queries/analyses/prelude_rules.sql), named as
+Today they are the options of the expert rules (queries/lib/rules.sql), named as
 `nsys analyze -r RULE:NAME=VALUE` names them; the facts the rules match on (API-name patterns,
 memory kinds) are set with them from xsp_trace/formats/nsys_rules.py.
 """
