@@ -352,7 +352,7 @@ def query(
     try:
         sql = sql_argument(sql)
         notes: list[str] = []
-        with query_connection(_readable(database), allow_external_access, memory_limit, notes) as con:
+        with query_connection(_readable(database), allow_external_access, memory_limit, notes, sql) as con:
             for note in notes:
                 err_console.print(note, markup=False, highlight=False, soft_wrap=True)
             if not allow_external_access:

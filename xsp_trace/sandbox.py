@@ -197,7 +197,7 @@ def lock_down(con: duckdb.DuckDBPyConnection, readable_files: Sequence[Path] = (
 
 @contextmanager
 def query_connection(
-    path: Path, allow_external_access: bool = False, memory_limit: str | None = None, notes: list[str] | None = None
+    path: Path, allow_external_access: bool = False, memory_limit: str | None = None, notes: list[str] | None = None, sql: str | None = None
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection for the user's SQL on a database or dataset, with the analyses and their building
     blocks by name (xsp_trace/analyze/install.py), locked down unless allowed; closed, and its
@@ -208,7 +208,7 @@ def query_connection(
     con = open_store(path, read_only=True)
     temp_folder = None
     try:
-        note = analyses_for_reading(con, str(path))
+        note = analyses_for_reading(con, str(path), sql)
         if note and notes is not None:
             notes.append(note)
         if memory_limit:

@@ -16,6 +16,7 @@ every analysis with whether it is installed and, if not, why.
 from __future__ import annotations
 
 import hashlib
+import re
 
 import duckdb
 
@@ -100,7 +101,13 @@ def installed_digest(con: duckdb.DuckDBPyConnection, catalog: str, schema: str =
     return rows[0][0] if rows else None
 
 
-def analyses_for_reading(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
+def mentions_analyses(sql: str) -> bool:
+    """Whether `sql` may name an analysis or a building block (loading them costs seconds where the data lacks them)."""
+    words = set(re.findall(r"\w+", sql.lower()))
+    return "xsp" in words or any(w.startswith(("xsp_", "_xsp_")) for w in words) or bool(words & {a.name for a in ANALYSES})
+
+
+def analyses_for_reading(con: duckdb.DuckDBPyConnection, name: str, sql: str | None = None) -> str | None:
     """Make `<analysis>` (and `xsp.<analysis>` where the data can hold it) resolve in a read-only
     connection to a database or dataset, before its configuration is locked; a note for the user when
     the database's own installation is missing or from other SQL, else None."""
@@ -108,6 +115,8 @@ def analyses_for_reading(con: duckdb.DuckDBPyConnection, name: str) -> str | Non
     writable = not scalar(con, "SELECT readonly FROM duckdb_databases() WHERE database_name = ?", [data])
     digest = installed_digest(con, data)
     note = None
+    if digest is None and sql is not None and not mentions_analyses(sql):
+        return None
     if writable:  # a dataset's in-memory catalog of views: the analyses go beside them
         install_analyses(con, data)
     elif digest is None:  # a read-only file without them: TEMP objects, found by their plain names
