@@ -176,3 +176,41 @@ def test_load_order_refuses_a_cycle(monkeypatch):
     monkeypatch.setattr(sqllib, "includes", lambda name: fake[name])
     with pytest.raises(ValueError, match="lib/a -> lib/b -> lib/a"):
         sqllib.load_order(["lib/a"])
+
+
+def _statements(sql: str) -> list[str]:
+    """The module's statements, cut at the semicolons outside comments and strings."""
+    code = _code_only(sql)
+    cuts = [i for i, ch in enumerate(code) if ch == ";"]
+    bounds = [-1, *cuts]
+    return [sql[a + 1 : b] for a, b in pairwise(bounds)]
+
+
+PUBLIC_VIEW = re.compile(r"CREATE\s+OR\s+REPLACE\s+TEMP\s+(?:VIEW|TABLE)\s+(xsp_\w+)\s+AS\b", re.IGNORECASE)
+
+
+def _public_views() -> list[tuple[str, str]]:
+    found = []
+    for path in LIB_FILES:
+        for statement in _statements(path.read_text()):
+            match = PUBLIC_VIEW.search(_code_only(statement))
+            if match:
+                found.append((f"{_module(path)}:{match.group(1)}", statement[match.end() :]))
+    return found
+
+
+@pytest.mark.parametrize(("view", "body"), _public_views(), ids=[v for v, _ in _public_views()])
+def test_every_public_view_documents_its_columns(view, body):
+    if not re.search(r"\bFROM\b", _code_only(body), re.IGNORECASE):
+        body += "\nFROM"  # a SELECT of values only: its select list runs to the end
+    uncovered, run = [], None
+    for item in _split_top_level(_final_select_list(body)):
+        if "--" in item:
+            run = 1
+        elif run is not None and run < MAX_GROUP and re.match(r"[ \t]*\n[ \t]*\S", item):
+            run += 1
+        else:
+            uncovered.append(item.strip().splitlines()[-1])
+            run = None
+    assert uncovered == [], f"{view}: output columns without a comment above them: {uncovered}"
+    assert not re.search(r"(^|[\s,.])\*\s*(,|$)", _code_only(_final_select_list(body)).strip()), f"{view}: name its columns, not *"

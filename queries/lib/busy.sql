@@ -16,5 +16,13 @@ WITH ordered AS (
                   OVER (PARTITION BY run_id, device_id ORDER BY start_ns, end_ns ROWS UNBOUNDED PRECEDING) AS island
     FROM ordered
 )
-SELECT run_id, device_id, min(start_ns) AS start_ns, max(end_ns) AS end_ns
+SELECT
+    -- Run.
+    run_id,
+    -- GPU.
+    device_id,
+    -- Start of the busy stretch, ns on the run clock.
+    min(start_ns) AS start_ns,
+    -- Its end, ns.
+    max(end_ns) AS end_ns
 FROM islands GROUP BY run_id, device_id, island;

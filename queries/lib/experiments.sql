@@ -14,7 +14,19 @@
 -- Every run with its experiment.
 CREATE OR REPLACE TEMP VIEW xsp_runs AS
 SELECT
-    run_id, level, model, batch_size, source_kind, tool,
+    -- Run.
+    run_id,
+    -- Capture level: M, ML, MLG (xsp-trace capture), NULL for a plain trace.
+    level,
+    -- Model name and batch size the capture recorded (NULL for a plain trace).
+    model,
+    -- Batch size.
+    batch_size,
+    -- What the run was converted from (runs.source_kind) and the profiler (runs.tool).
+    source_kind,
+    -- Profiler.
+    tool,
+    -- The experiment: 'model bs=N' for a leveled capture, 'run N' for a plain trace.
     CASE WHEN level IS NULL THEN 'run ' || run_id
          ELSE coalesce(model, '?') || ' bs=' || coalesce(CAST(batch_size AS VARCHAR), '?') END AS experiment
 FROM runs;
@@ -38,10 +50,15 @@ JOIN spans AS s ON s.run_id = st.run_id AND s.span_id = st.step_span_id;
 -- One row per experiment: its model name and batch size.
 CREATE OR REPLACE TEMP VIEW xsp_experiments AS
 SELECT
+    -- The experiment (xsp_runs.experiment).
     r.experiment,
+    -- Model name: the capture's, else the name of its xsp.model: range.
     coalesce(any_value(r.model), any_value(xsp_model_name(i.name))) AS model,
+    -- Batch size.
     any_value(r.batch_size) AS batch_size,
+    -- True for a plain trace (no capture levels, uncorrected).
     bool_and(r.level IS NULL) AS plain,
+    -- Its runs.
     list(DISTINCT r.run_id ORDER BY r.run_id) AS run_ids
 FROM xsp_runs AS r
 LEFT JOIN _xsp_inferences AS i ON i.run_id = r.run_id AND i.source = 'model range'
@@ -69,8 +86,19 @@ GROUP BY ALL;
 
 -- Which run level every measured level of every experiment came from, and whether it is corrected.
 CREATE OR REPLACE TEMP VIEW xsp_level_sources AS
-SELECT s.experiment, s.measured, s.level, s.corrected,
-       list(s.run_id ORDER BY s.run_id) AS run_ids, any_value(c.inferences) AS inferences
+SELECT
+    -- The experiment.
+    s.experiment,
+    -- The measured level: model, layer or kernel.
+    s.measured,
+    -- The run level it is taken from (NULL: a plain trace).
+    s.level,
+    -- Whether it is measured without the overhead of profiling the levels below.
+    s.corrected,
+    -- The runs it is taken from.
+    list(s.run_id ORDER BY s.run_id) AS run_ids,
+    -- Inferences (steps) in those runs, at least 1.
+    any_value(c.inferences) AS inferences
 FROM _xsp_source_runs AS s
 JOIN _xsp_inference_counts AS c USING (experiment, measured)
 GROUP BY s.experiment, s.measured, s.level, s.corrected;

@@ -18,7 +18,25 @@ CREATE OR REPLACE TEMP MACRO xsp_gpu_work_class(kind, name) AS
 
 -- Every GPU kernel / copy / set with its class.
 CREATE OR REPLACE TEMP VIEW xsp_gpu_work AS
-SELECT run_id, span_id, device_id, stream_id, kind, name, start_ns, end_ns, xsp_gpu_work_class(kind, name) AS work_class
+SELECT
+    -- Run and span (spans.span_id).
+    run_id,
+    -- The GPU span.
+    span_id,
+    -- GPU.
+    device_id,
+    -- Stream.
+    stream_id,
+    -- kernel, memcpy or memset.
+    kind,
+    -- Kernel or operation name.
+    name,
+    -- Start, ns on the run clock.
+    start_ns,
+    -- End, ns.
+    end_ns,
+    -- computation, communication, memory or other (xsp_gpu_work_class).
+    xsp_gpu_work_class(kind, name) AS work_class
 FROM spans
 WHERE kind IN ('kernel', 'memcpy', 'memset');
 
@@ -57,8 +75,18 @@ WITH edges AS (
     FROM edges
     WINDOW w AS (PARTITION BY run_id, device_id ORDER BY t, delta ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 )
-SELECT run_id, device_id, t AS start_ns, next_t AS end_ns, CAST(state AS INTEGER) AS state,
-       -- e.g. 'computation', 'computation+communication' (HTA: COMPUTATION overlapping COMMUNICATION).
+SELECT
+    -- Run.
+    run_id,
+    -- GPU.
+    device_id,
+    -- Start of the stretch, ns on the run clock.
+    t AS start_ns,
+    -- Its end, ns.
+    next_t AS end_ns,
+    -- The classes running, as a bit mask (computation 1, communication 2, memory 4).
+    CAST(state AS INTEGER) AS state,
+       -- The same as names, e.g. 'computation', 'computation+communication' (HTA: COMPUTATION overlapping COMMUNICATION).
        array_to_string(list_filter(['computation', 'communication', 'memory'],
                                    lambda c, i: (CAST(state AS INTEGER) >> (i - 1)) & 1 = 1), '+') AS classes
 FROM running

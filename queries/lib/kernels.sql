@@ -77,9 +77,50 @@ WITH keyed AS (
     GROUP BY experiment, level, corrected, layer_index, layer_name, layer_call, ordinal, name, in_inference
 )
 SELECT
-    st.*,
+    -- The experiment.
+    st.experiment,
+    -- The kernel-level source runs' level (NULL: a plain trace).
+    st.level,
+    -- Whether that level is corrected (measured without lower levels' overhead).
+    st.corrected,
+    -- Stable key: the layer (index, name) and call of the layer within the inference (NULL: no layer) ...
+    st.layer_index,
+    -- ... layer name ...
+    st.layer_name,
+    -- ... call of the layer ...
+    st.layer_call,
+    -- ... the kernel's ordinal within that layer call (launch order) ...
+    st.ordinal,
+    -- ... and its name.
+    st.name,
+    -- Whether it ran inside an inference (step) or outside every one.
+    st.in_inference,
+    -- 'enclosing': launched inside the layer range; 'autograd': backward work of the layer's forward op.
+    st.layer_rule,
+    -- The GPU it ran on most.
+    st.device_id,
+    -- Instances measured.
+    st.samples,
+    -- Trimmed mean duration, ns (xsp_trimmed_mean).
+    st.trimmed_mean_ns,
+    -- Median duration, ns.
+    st.median_ns,
+    -- 90th percentile, ns.
+    st.p90_ns,
+    -- Total over every instance, ns.
+    st.total_ns,
+    -- The first run it was measured in.
+    st.first_run_id,
+    -- Instances per inference (0 outside inferences).
     CASE WHEN st.in_inference THEN st.samples / n.inferences ELSE 0 END AS calls_per_inference,
-    m.flops, m.dram_read_bytes, m.dram_write_bytes, m.achieved_occupancy
+    -- FLOPs per instance, from the metric runs (NULL without metrics).
+    m.flops,
+    -- DRAM bytes read per instance.
+    m.dram_read_bytes,
+    -- DRAM bytes written per instance.
+    m.dram_write_bytes,
+    -- Achieved occupancy, %.
+    m.achieved_occupancy
 FROM stats AS st
 JOIN _xsp_inference_counts AS n ON n.experiment = st.experiment AND n.measured = 'kernel'
 LEFT JOIN _xsp_kernel_key_metrics AS m
@@ -92,14 +133,25 @@ LEFT JOIN _xsp_kernel_key_metrics AS m
 -- the totals over every instance in the kernel-level source runs.
 CREATE OR REPLACE TEMP VIEW xsp_kernel_by_name AS
 SELECT
-    experiment, name,
+    -- The experiment.
+    experiment,
+    -- Kernel name.
+    name,
+    -- Launches per inference.
     sum(calls_per_inference) AS calls_per_inference,
+    -- Instances measured.
     sum(samples) AS instances,
+    -- Total over every instance, ns.
     sum(total_ns) AS total_ns,
+    -- GPU time per inference, ns (trimmed means).
     sum(trimmed_mean_ns * calls_per_inference) AS latency_ns,
+    -- FLOPs per inference.
     sum(flops * calls_per_inference) AS flops,
+    -- DRAM bytes read per inference.
     sum(dram_read_bytes * calls_per_inference) AS dram_read_bytes,
+    -- DRAM bytes written per inference.
     sum(dram_write_bytes * calls_per_inference) AS dram_write_bytes,
+    -- Achieved occupancy weighted by time, %.
     sum(achieved_occupancy * trimmed_mean_ns * calls_per_inference)
         / sum(trimmed_mean_ns * calls_per_inference) FILTER (WHERE achieved_occupancy IS NOT NULL) AS achieved_occupancy
 FROM xsp_kernel_latency
@@ -110,14 +162,27 @@ GROUP BY experiment, name;
 -- range's latency can hold); backward_gpu_ns the backward work charged through autograd.
 CREATE OR REPLACE TEMP VIEW xsp_layer_gpu AS
 SELECT
-    experiment, layer_index, layer_name,
+    -- The experiment.
+    experiment,
+    -- Layer index.
+    layer_index,
+    -- Layer name.
+    layer_name,
+    -- Kernels per inference charged to the layer.
     sum(calls_per_inference) AS kernels_per_inference,
+    -- Their GPU time per inference, ns.
     sum(trimmed_mean_ns * calls_per_inference) AS gpu_ns,
+    -- Of it, kernels launched inside the layer's range, ns.
     coalesce(sum(trimmed_mean_ns * calls_per_inference) FILTER (WHERE layer_rule IS DISTINCT FROM 'autograd'), 0) AS enclosed_gpu_ns,
+    -- Of it, backward work charged through autograd, ns.
     coalesce(sum(trimmed_mean_ns * calls_per_inference) FILTER (WHERE layer_rule = 'autograd'), 0) AS backward_gpu_ns,
+    -- FLOPs per inference.
     sum(flops * calls_per_inference) AS flops,
+    -- DRAM bytes read per inference.
     sum(dram_read_bytes * calls_per_inference) AS dram_read_bytes,
+    -- DRAM bytes written per inference.
     sum(dram_write_bytes * calls_per_inference) AS dram_write_bytes,
+    -- Achieved occupancy weighted by time, %.
     sum(achieved_occupancy * trimmed_mean_ns * calls_per_inference)
         / sum(trimmed_mean_ns * calls_per_inference) FILTER (WHERE achieved_occupancy IS NOT NULL) AS achieved_occupancy
 FROM xsp_kernel_latency
@@ -127,12 +192,19 @@ GROUP BY experiment, layer_index, layer_name;
 -- GPU aggregates per experiment (all kernels of one inference).
 CREATE OR REPLACE TEMP VIEW xsp_model_gpu AS
 SELECT
+    -- The experiment.
     experiment,
+    -- Kernels per inference.
     sum(calls_per_inference) AS kernels_per_inference,
+    -- GPU time per inference, ns.
     sum(trimmed_mean_ns * calls_per_inference) AS gpu_ns,
+    -- FLOPs per inference.
     sum(flops * calls_per_inference) AS flops,
+    -- DRAM bytes read per inference.
     sum(dram_read_bytes * calls_per_inference) AS dram_read_bytes,
+    -- DRAM bytes written per inference.
     sum(dram_write_bytes * calls_per_inference) AS dram_write_bytes,
+    -- Achieved occupancy weighted by time, %.
     sum(achieved_occupancy * trimmed_mean_ns * calls_per_inference)
         / sum(trimmed_mean_ns * calls_per_inference) FILTER (WHERE achieved_occupancy IS NOT NULL) AS achieved_occupancy
 FROM xsp_kernel_latency

@@ -7,12 +7,27 @@
 -- Model latency per experiment, from its model-level source runs.
 CREATE OR REPLACE TEMP VIEW xsp_model_latency AS
 SELECT
-    s.experiment, e.model, e.batch_size, s.level, s.corrected,
+    -- The experiment.
+    s.experiment,
+    -- Model name.
+    e.model,
+    -- Batch size.
+    e.batch_size,
+    -- The run level the latency is taken from (NULL: a plain trace).
+    s.level,
+    -- Whether it is corrected (measured without lower levels' overhead).
+    s.corrected,
+    -- Inferences measured.
     count(*) AS samples,
+    -- Trimmed mean latency, ns.
     xsp_trimmed_mean(list(i.end_ns - i.start_ns)) AS trimmed_mean_ns,
+    -- Median, ns.
     median(i.end_ns - i.start_ns) AS median_ns,
+    -- 90th percentile, ns.
     quantile_cont(i.end_ns - i.start_ns, 0.9) AS p90_ns,
+    -- Fastest inference, ns.
     min(i.end_ns - i.start_ns) AS min_ns,
+    -- Slowest inference, ns.
     max(i.end_ns - i.start_ns) AS max_ns
 FROM _xsp_source_runs AS s
 JOIN _xsp_inferences AS i USING (run_id)
@@ -33,11 +48,27 @@ WITH per_inference AS (
     GROUP BY s.experiment, s.level, s.corrected, c.run_id, c.iteration, c.layer_index
 )
 SELECT
-    experiment, layer_index, layer_name, layer_type, level, corrected,
+    -- The experiment.
+    experiment,
+    -- Layer index.
+    layer_index,
+    -- Layer name.
+    layer_name,
+    -- Layer type.
+    layer_type,
+    -- The run level the latency is taken from (NULL: a plain trace).
+    level,
+    -- Whether it is corrected.
+    corrected,
+    -- Inferences measured.
     count(*) AS samples,
+    -- Calls of the layer per inference.
     max(calls) AS calls_per_inference,
+    -- Trimmed mean of the layer's time per inference (all its calls), ns.
     xsp_trimmed_mean(list(latency_ns)) AS trimmed_mean_ns,
+    -- Median, ns.
     median(latency_ns) AS median_ns,
+    -- 90th percentile, ns.
     quantile_cont(latency_ns, 0.9) AS p90_ns
 FROM per_inference
 GROUP BY experiment, layer_index, layer_name, layer_type, level, corrected;

@@ -74,14 +74,41 @@ WITH per_run AS (
     FROM _xsp_level_loops AS l
 )
 SELECT
-    p.experiment, p.level, p.tool, p.run_id, p.samples, p.interleaved,
-    p.uninstrumented_ns, p.instrumented_ns, p.model_ns,
+    -- The experiment.
+    p.experiment,
+    -- Capture level: M, ML or MLG.
+    p.level,
+    -- Profiler.
+    p.tool,
+    -- Run.
+    p.run_id,
+    -- Model ranges (inferences) measured.
+    p.samples,
+    -- Whether the instrumented and un-instrumented loops alternated (paired bootstrap).
+    p.interleaved,
+    -- Trimmed mean of the un-instrumented loop, ns.
+    p.uninstrumented_ns,
+    -- Trimmed mean of the instrumented loop (plain timer), ns.
+    p.instrumented_ns,
+    -- Trimmed mean of the run's model ranges, ns.
+    p.model_ns,
+    -- Overhead of the level: instrumented - un-instrumented, ns.
     p.instrumented_ns - p.uninstrumented_ns AS overhead_ns,
+    -- The same in % of the un-instrumented loop.
     100.0 * (p.instrumented_ns - p.uninstrumented_ns) / p.uninstrumented_ns AS overhead_pct,
-    b.overhead_pct_low, b.overhead_pct_high,
+    -- Its bootstrap 95 % interval, low end, %.
+    b.overhead_pct_low,
+    -- High end, %.
+    b.overhead_pct_high,
+    -- Model ranges vs the un-instrumented loop, %.
     100.0 * (p.model_ns - p.uninstrumented_ns) / p.uninstrumented_ns AS model_overhead_pct,
-    b.model_overhead_pct_low, b.model_overhead_pct_high,
+    -- Its bootstrap 95 % interval, low end, %.
+    b.model_overhead_pct_low,
+    -- High end, %.
+    b.model_overhead_pct_high,
+    -- The previous level of the experiment (another process: not an overhead figure).
     lag(p.level) OVER w AS cross_process_previous_level,
+    -- Model latency vs that level's, % (across processes).
     100.0 * (p.model_ns - lag(p.model_ns) OVER w) / lag(p.model_ns) OVER w AS cross_process_overhead_pct
 FROM per_run AS p
 LEFT JOIN _xsp_level_bootstrap AS b USING (run_id)

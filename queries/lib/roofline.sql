@@ -10,9 +10,17 @@
 -- Roofs: peak FLOP/s and DRAM bytes/s per device (variables override the devices table).
 CREATE OR REPLACE TEMP VIEW xsp_device_peaks AS
 SELECT
-    run_id, device_id, name,
+    -- Run.
+    run_id,
+    -- GPU.
+    device_id,
+    -- Device name.
+    name,
+    -- Peak FLOP/s (xsp_peak_flops overrides it).
     coalesce(CAST(getvariable('xsp_peak_flops') AS DOUBLE), peak_flops) AS peak_flops,
+    -- Peak DRAM bytes/s (xsp_peak_dram_bytes_per_s overrides it).
     coalesce(CAST(getvariable('xsp_peak_dram_bytes_per_s') AS DOUBLE), peak_dram_bytes_per_s) AS peak_dram_bytes_per_s,
+    -- Ideal arithmetic intensity, FLOP/byte: below it a kernel is memory-bound.
     coalesce(CAST(getvariable('xsp_peak_flops') AS DOUBLE), peak_flops)
         / coalesce(CAST(getvariable('xsp_peak_dram_bytes_per_s') AS DOUBLE), peak_dram_bytes_per_s) AS ideal_intensity
 FROM devices;
@@ -25,10 +33,21 @@ WITH busiest AS (
           FROM xsp_kernel_latency GROUP BY ALL)
     GROUP BY experiment
 )
-SELECT b.experiment, b.run_id, b.device_id, p.name AS device_name,
-       coalesce(p.peak_flops, CAST(getvariable('xsp_peak_flops') AS DOUBLE)) AS peak_flops,
-       coalesce(p.peak_dram_bytes_per_s, CAST(getvariable('xsp_peak_dram_bytes_per_s') AS DOUBLE)) AS peak_dram_bytes_per_s,
-       coalesce(p.ideal_intensity, CAST(getvariable('xsp_peak_flops') AS DOUBLE)
+SELECT
+    -- The experiment.
+    b.experiment,
+    -- The run and GPU that ran most of its kernel-level GPU time.
+    b.run_id,
+    -- That GPU.
+    b.device_id,
+    -- Its name.
+    p.name AS device_name,
+    -- Peak FLOP/s.
+    coalesce(p.peak_flops, CAST(getvariable('xsp_peak_flops') AS DOUBLE)) AS peak_flops,
+    -- Peak DRAM bytes/s.
+    coalesce(p.peak_dram_bytes_per_s, CAST(getvariable('xsp_peak_dram_bytes_per_s') AS DOUBLE)) AS peak_dram_bytes_per_s,
+    -- Ideal arithmetic intensity, FLOP/byte.
+    coalesce(p.ideal_intensity, CAST(getvariable('xsp_peak_flops') AS DOUBLE)
                                    / CAST(getvariable('xsp_peak_dram_bytes_per_s') AS DOUBLE)) AS ideal_intensity
 FROM busiest AS b
 LEFT JOIN xsp_device_peaks AS p ON p.run_id = b.run_id AND p.device_id = b.device_id;

@@ -46,12 +46,29 @@ WITH windows AS (
     UNION
     SELECT run_id, step_span_id, step_tid FROM windows
 )
-SELECT w.run_id, w.step_span_id, w.iteration, w.pid, t.tid, t.tid IS NOT DISTINCT FROM w.step_tid AS step_thread,
-       w.end_ns - w.start_ns AS window_ns,
-       coalesce(k.launch_ns, 0) AS launch_ns,
-       coalesce(k.sync_ns, 0) AS sync_ns,
-       coalesce(c.covered_ns, 0) - coalesce(k.launch_ns, 0) - coalesce(k.sync_ns, 0) AS host_ns,
-       w.end_ns - w.start_ns - coalesce(c.covered_ns, 0) AS idle_ns
+SELECT
+    -- Run.
+    w.run_id,
+    -- The step (steps.step_span_id).
+    w.step_span_id,
+    -- Its iteration (step number).
+    w.iteration,
+    -- The step's process.
+    w.pid,
+    -- A CPU thread of that process.
+    t.tid,
+    -- Whether it is the thread the step range is on.
+    t.tid IS NOT DISTINCT FROM w.step_tid AS step_thread,
+    -- The step's duration, ns (launch + sync + host + idle).
+    w.end_ns - w.start_ns AS window_ns,
+    -- Time inside calls that launched GPU work without waiting, ns.
+    coalesce(k.launch_ns, 0) AS launch_ns,
+    -- Time inside calls that waited for the GPU, ns.
+    coalesce(k.sync_ns, 0) AS sync_ns,
+    -- Time inside any other recorded span, ns.
+    coalesce(c.covered_ns, 0) - coalesce(k.launch_ns, 0) - coalesce(k.sync_ns, 0) AS host_ns,
+    -- Time inside no span, ns.
+    w.end_ns - w.start_ns - coalesce(c.covered_ns, 0) AS idle_ns
 FROM threads AS t
 JOIN windows AS w ON w.run_id = t.run_id AND w.step_span_id = t.step_span_id
 LEFT JOIN covered AS c ON c.run_id = t.run_id AND c.step_span_id = t.step_span_id AND c.tid IS NOT DISTINCT FROM t.tid

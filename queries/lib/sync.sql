@@ -44,9 +44,31 @@ WITH launched AS (
     LEFT JOIN launched AS la ON la.run_id = s.run_id AND la.api_span_id = s.span_id
     WHERE s.kind = 'api'
 )
-SELECT run_id, span_id, pid, tid, name, start_ns, end_ns,
-       CASE WHEN wait_kind IS NOT NULL THEN 'sync' WHEN launched_work THEN 'launch' ELSE 'host' END AS cpu_class,
-       wait_kind, copy_kind, copy_endpoints, bytes
+SELECT
+    -- Run.
+    run_id,
+    -- The API call's span.
+    span_id,
+    -- Process.
+    pid,
+    -- Thread.
+    tid,
+    -- API name.
+    name,
+    -- Start, ns on the run clock.
+    start_ns,
+    -- End, ns.
+    end_ns,
+    -- 'sync' (it waited for the GPU), 'launch' (it launched GPU work without waiting) or 'host'.
+    CASE WHEN wait_kind IS NOT NULL THEN 'sync' WHEN launched_work THEN 'launch' ELSE 'host' END AS cpu_class,
+    -- How it waited: 'explicit', 'implicit', 'pageable copy' (NULL: it did not).
+    wait_kind,
+    -- Direction of the copy it launched, if any.
+    copy_kind,
+    -- Memory kinds of that copy, 'src -> dst'.
+    copy_endpoints,
+    -- Bytes it copied or set.
+    bytes
 FROM classified;
 
 -- The framework op a call comes from: the outermost op (kind 'op') enclosing it, e.g. aten::to
