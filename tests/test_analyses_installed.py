@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kineto_cases import KINETO_TRACES
-from xsp_trace.analyze import ANALYSES, open_session, run_analysis
+from xsp_trace.analyze import ANALYSES, AnalysisOptions, open_session, run_analysis
 from xsp_trace.analyze.findings import evidence, find
 from xsp_trace.cli import app
 
@@ -159,3 +159,40 @@ def test_an_older_database_gets_a_note_then_one_command(database, tmp_path):
     assert got["n"][0][0] == int(result.stdout.splitlines()[1])
     again = runner.invoke(app, ["query", str(old), "SELECT 1", "--csv"])
     assert again.exit_code == 0 and "note" not in again.stderr
+
+
+NARROWED = ("top_kernels", "gpu_busy_idle", "step_bound", "step_breakdown", "cuda_gpu_kern_sum", "cuda_gpu_mem_time_sum", "kernel_info")
+
+
+def _narrowed_both_ways(database: Path, tmp_path: Path, variables: str, options: AnalysisOptions) -> None:
+    plain = plain_duckdb(database, {name: f"{variables} SELECT * FROM xsp.{name}" for name in NARROWED}, tmp_path)
+    con = open_session(database, options)
+    try:
+        for name in NARROWED:
+            assert _normal(plain[name]) == _normal(run_analysis(con, name).rows), name
+    finally:
+        con.close()
+
+
+def test_set_variable_narrows_as_analyze_options_do(database, tmp_path):
+    steps = plain_duckdb(database, {"s": "SELECT iteration, start_ns, end_ns FROM steps ORDER BY iteration"}, tmp_path)["s"]
+    assert len(steps) >= 2, "the trace has two steps"
+    first, start, end = steps[0]
+    _narrowed_both_ways(database, tmp_path, f"SET VARIABLE xsp_iterations = [{first}];", AnalysisOptions(iterations=[first]))
+    _narrowed_both_ways(database, tmp_path, f"SET VARIABLE xsp_window_ns = [{start}, {end}];", AnalysisOptions(window_ns=(start, end)))
+    # The narrowing changes something: one step holds fewer spans than the trace.
+    counts = plain_duckdb(
+        database,
+        {"all": "SELECT count(*) FROM xsp.spans", "one": f"SET VARIABLE xsp_iterations = [{first}]; SELECT count(*) FROM xsp.spans"},
+        tmp_path,
+    )
+    assert 0 < counts["one"][0][0] < counts["all"][0][0]
+
+
+def test_set_variable_selects_runs_as_run_does(tmp_path):
+    two = tmp_path / "two.duckdb"
+    other = KINETO_TRACES["kineto_2025_all_options_h100"]
+    assert runner.invoke(app, ["convert", str(TRACE), str(other), "-q", "-o", str(two)]).exit_code == 0
+    _narrowed_both_ways(two, tmp_path, "SET VARIABLE xsp_run_ids = [2];", AnalysisOptions(runs=[2]))
+    runs = plain_duckdb(two, {"r": "SET VARIABLE xsp_run_ids = [2]; SELECT DISTINCT run_id FROM xsp.top_kernels"}, tmp_path)["r"]
+    assert runs == [[2]]

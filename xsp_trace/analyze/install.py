@@ -7,7 +7,9 @@ What the library reads besides the data goes in with them: the format facts as t
 device peaks (`xsp.devices`, the database's devices with the built-in peaks filled in), the
 range-name macros, and every fact variable as the default of its getvariable() (SET VARIABLE still
 overrides it, as do the analyses' own parameters: xsp_trim, xsp_bins, xsp_rule_gap_ms, ...).
-The views follow the data: nothing is computed at install time but the device peaks.
+The views follow the data: nothing is computed at install time but the device peaks. Views named
+like the data tables (`xsp.spans`, ...) narrow what the installed views read by variables, as
+`analyze --run/--iteration/--window` do (NARROWING_VARIABLES).
 
 Left out: the analyses a Python builder computes (critical path, what-if); `xsp.xsp_analyses` lists
 every analysis with whether it is installed and, if not, why.
@@ -23,6 +25,7 @@ import duckdb
 from .. import __version__
 from ..naming import name_macro_statements
 from ..resources import query_text
+from ..schema import expected_tables
 from ..sql import quote_identifier, scalar
 from ..sqllib import installed_text, load_order, module_names, with_defaults
 from .catalog import ANALYSES, Analysis
@@ -61,6 +64,8 @@ def install_analyses(con: duckdb.DuckDBPyConnection, catalog: str | None = None,
     create = "CREATE OR REPLACE TEMP TABLE" if temp else "CREATE OR REPLACE TABLE"
     load_format_tables(con, create, target)
     fill_device_peaks(con, f"{quote_identifier(data)}.main.devices", create, target)
+    if not temp:
+        _narrowing_views(con, target)
     # Unqualified names below are created in the target schema; the views bind their inputs when
     # they run: their own schema first (xsp.devices), then the database's main schema (spans, ...).
     if not temp:
@@ -88,6 +93,57 @@ def install_analyses(con: duckdb.DuckDBPyConnection, catalog: str | None = None,
     finally:
         if not temp:
             con.execute(f"SET search_path = '{previous}'" if previous else "RESET search_path")
+
+
+# The narrowing an `analyze` option makes, as variables the installed views read (unset: everything):
+#     SET VARIABLE xsp_run_ids = [1, 2];        -- analyze --run 1,2
+#     SET VARIABLE xsp_iterations = [3, 4];     -- analyze --iteration 3-4 (step numbers)
+#     SET VARIABLE xsp_window_ns = [t0, t1];    -- analyze --window: spans starting in [t0, t1), run clock
+NARROWING_VARIABLES = ("xsp_run_ids", "xsp_iterations", "xsp_window_ns")
+_IN_RUNS = "(getvariable('xsp_run_ids') IS NULL OR list_contains(getvariable('xsp_run_ids'), run_id))"
+_IN_WINDOW = "(getvariable('xsp_window_ns') IS NULL OR ({t} >= getvariable('xsp_window_ns')[1] AND {t} < getvariable('xsp_window_ns')[2]))"
+_NARROWED = "(getvariable('xsp_iterations') IS NOT NULL OR getvariable('xsp_window_ns') IS NOT NULL)"
+
+
+def _narrowing_views(con: duckdb.DuckDBPyConnection, target: str) -> None:
+    """Views named like the data tables in the installed schema, which the installed views read
+    before the database's own (a view binds its own schema first): the rows of the runs,
+    iterations and time window the variables NARROWING_VARIABLES select, as analyze's options do."""
+    con.execute(f"ALTER TABLE {target}devices RENAME TO _xsp_devices")
+    for table, columns in sorted(expected_tables().items(), key=lambda item: item[0] != "spans"):  # memops reads spans
+        if "run_id" not in {name for name, _ in columns}:
+            continue
+        source = "_xsp_devices" if table == "devices" else f"main.{quote_identifier(table)}"
+        where = [_IN_RUNS]
+        if table == "spans":
+            where.append(_IN_WINDOW.format(t="start_ns"))
+            # A span's iteration is its own or its step's (attribution: work launched in the step). Two
+            # branches, so that without xsp_iterations the planner drops the lookup with its branch.
+            steps = (
+                "(SELECT st.iteration FROM main.attribution AS att JOIN main.steps AS st ON st.run_id = att.run_id "
+                "AND st.step_span_id = att.step_span_id WHERE att.run_id = t.run_id AND att.span_id = t.span_id)"
+            )
+            common = " AND ".join(where)
+            con.execute(
+                f"CREATE OR REPLACE VIEW {target}spans AS "
+                f"SELECT * FROM {source} AS t WHERE getvariable('xsp_iterations') IS NULL AND {common} "
+                f"UNION ALL SELECT * FROM {source} AS t WHERE getvariable('xsp_iterations') IS NOT NULL AND {common} "
+                f"AND list_contains(getvariable('xsp_iterations'), coalesce(iteration, {steps}))"
+            )
+            continue
+        if table == "steps":
+            where += [
+                "(getvariable('xsp_iterations') IS NULL OR list_contains(getvariable('xsp_iterations'), iteration))",
+                _IN_WINDOW.format(t="start_ns"),
+            ]
+        elif table == "memops":  # the narrowed spans' copies and sets only (two branches, as spans)
+            con.execute(
+                f"CREATE OR REPLACE VIEW {target}memops AS "
+                f"SELECT * FROM {source} AS t WHERE NOT {_NARROWED} AND {_IN_RUNS} "
+                f"UNION ALL SELECT * FROM {source} AS t WHERE {_NARROWED} AND {_IN_RUNS} AND (run_id, span_id) IN (SELECT run_id, span_id FROM spans)"
+            )
+            continue
+        con.execute(f"CREATE OR REPLACE VIEW {target}{quote_identifier(table)} AS SELECT * FROM {source} AS t WHERE {' AND '.join(where)}")
 
 
 def installed_digest(con: duckdb.DuckDBPyConnection, catalog: str, schema: str = SCHEMA) -> str | None:
