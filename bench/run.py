@@ -71,7 +71,7 @@ with gzip.open(sys.argv[1], 'rb') as f:
 XSP_NSYS = XSP_KINETO  # the same: convert, then the kernel summary
 
 # A later summary on the converted database: what `xsp-trace analyze -a NAME` does (open the
-# database read-only, load the prelude, run the analysis), timed inside the process in two parts;
+# database read-only, load the SQL library, run the analysis), timed inside the process in two parts;
 # the whole process is measured around it like nsys stats, which re-reads its export every report.
 XSP_SUMMARY = (
     PRELUDE
@@ -348,7 +348,7 @@ def markdown(result: dict) -> str:
         out.append("")
         if any(r.get("summaries") for r in n):
             out += [
-                "Later summaries on the converted database: `xsp-trace analyze -a NAME` as a whole process (open, prelude, "
+                "Later summaries on the converted database: `xsp-trace analyze -a NAME` as a whole process (open, SQL library, "
                 "query; the query alone in brackets) vs the matching `nsys stats` report as a whole process (it re-reads the export); "
                 f"each side run {SUMMARY_REPEATS} times in turn, the median shown, the range of the query and report times in the last column:",
                 "",

@@ -211,7 +211,7 @@ def test_rules_equal_nsys_analyze(case, nsys_analyze, converted_path):
 
 
 def test_defaults_are_nsys_defaults():
-    """The defaults prelude_rules.sql and --set use are those `nsys analyze --help-rules` documents."""
+    """The defaults lib/rules.sql and --set use are those `nsys analyze --help-rules` documents."""
     from xsp_trace.analyze.settings import SETTINGS
 
     done = subprocess.run([require_nsys(), "analyze", "--help-rules", "ALL"], capture_output=True, text=True)  # exits 1 after printing
@@ -223,7 +223,7 @@ def test_defaults_are_nsys_defaults():
         "rows": int(re.search(r"rows=<limit>.*?Default is (\d+)\.", help_text, re.S).group(1)),
     }
     assert {name: SETTINGS[name].default for name in documented} == documented
-    prelude = (Path(__file__).parent.parent / "queries" / "analyses" / "prelude_rules.sql").read_text()
+    prelude = (Path(__file__).parent.parent / "queries" / "lib" / "rules.sql").read_text()
     for name, value in documented.items():
         assert re.search(rf"getvariable\('{SETTINGS[name].variable}'\), {value}\)", prelude), name
 

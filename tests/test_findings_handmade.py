@@ -97,7 +97,7 @@ def test_launch_bound_step(plain_findings):
         "1 of 2 steps of run 1 is launch-bound: the CPU spent 600 µs in launch calls that returned without waiting while the GPU "
         "was busy only 50 µs of their 1 ms (5.0 %); fewer, larger kernels (fusion, CUDA graphs) would help"
     )
-    assert f.evidence == "step_bound WHERE run_id = 1 AND bound = 'launch-bound'"
+    assert f.evidence == "SELECT * FROM xsp.step_bound WHERE run_id = 1 AND bound = 'launch-bound'"
 
 
 def test_sync_bound_step_names_its_waits(plain_findings):
@@ -210,8 +210,9 @@ def test_cli_findings_json_and_table(plain):
     payload = json.loads(result.output)
     assert [r["kind"] for r in payload["findings"]][:2] == ["idle_gaps", "launch_bound"]  # run 2: 96.3 % each
     assert [r["rank"] for r in payload["findings"]] == list(range(1, 8)) and len(payload["step_bound"]) == 2
+    assert any(r["evidence"].startswith("SELECT * FROM xsp.kernel_launch_stats WHERE run_id = 2") for r in payload["findings"])
     table = runner.invoke(app, ["analyze", str(plain), "--findings"])
-    assert table.exit_code == 0 and "kernel_launch_stats WHERE run_id = 2" in table.output
+    assert table.exit_code == 0 and "Findings, most severe first" in table.output
     assert "[step_bound]" not in table.output  # without -a, no analysis table follows the findings
     missing = runner.invoke(app, ["analyze", str(plain.with_name("none.duckdb")), "--findings"])
     assert missing.exit_code == 2 and "Traceback" not in missing.output

@@ -310,7 +310,10 @@ def query(
     database: Path = typer.Argument(
         ..., help="An xsp-trace DuckDB database or Parquet dataset folder, or a raw trace (converted once into .xsp-cache/ beside it)."
     ),
-    sql: str = typer.Argument(..., help="SQL to run, or @FILE to read it from a file (e.g. @queries/analyses/nvtx_gpu_projection.sql)."),
+    sql: str = typer.Argument(
+        ...,
+        help="SQL to run; @NAME runs an analysis (SELECT * FROM xsp.NAME); @FILE reads the SQL from a file (@queries/... also from any folder).",
+    ),
     limit: int = typer.Option(50, "--limit", help="Rows to print in the table (0 = all); only these are fetched. CSV prints every row."),
     csv_out: bool = typer.Option(False, "--csv", help="Print CSV instead of a table (streamed in batches)."),
     timeout: float = typer.Option(300, "--timeout", help="Stop the query after this many seconds (0 = no limit)."),
@@ -325,6 +328,10 @@ def query(
 ) -> None:
     """Run ad-hoc SQL on a converted database (read-only) and print the result.
 
+    The analyses and their building blocks are views and macros in the schema xsp (installed by
+    convert; loaded for the query on a dataset or an older database), so `top_kernels` and
+    `xsp.top_kernels` both name the analysis, and a finding's evidence runs as printed.
+
     The SQL sees the data only: queries, EXPLAIN, read-only PRAGMAs, SET VARIABLE and session views
     and macros run; COPY/EXPORT/ATTACH/INSTALL/SET/PREPARE, EXPLAIN ANALYZE of anything but a query
     and reading other files are refused unless --allow-external-access is given.
@@ -332,6 +339,10 @@ def query(
     Example:
 
       xsp-trace query run.duckdb "select kind, count(*) as n from spans group by kind order by n desc"
+
+      xsp-trace query run.duckdb @top_kernels
+
+      xsp-trace query run.duckdb "SET VARIABLE xsp_bins = 10; SELECT * FROM gpu_utilization_bins"
 
       xsp-trace query run.duckdb --allow-external-access "COPY (SELECT name, count(*) AS n FROM spans WHERE kind = 'kernel' GROUP BY name) TO 'kernels.csv'"
     """
@@ -342,7 +353,10 @@ def query(
 
     try:
         sql = sql_argument(sql)
-        with query_connection(_readable(database), allow_external_access, memory_limit) as con:
+        notes: list[str] = []
+        with query_connection(_readable(database), allow_external_access, memory_limit, notes, sql) as con:
+            for note in notes:
+                err_console.print(note, markup=False, highlight=False, soft_wrap=True)
             if not allow_external_access:
                 check_statements(con, sql, database)
             with interrupt_after(con, timeout, database):
@@ -410,7 +424,7 @@ def analyze(
 ) -> None:
     """The XSP analyses, leveled-corrected: model, layer and kernel latency, rooflines, GPU time.
 
-    Each analysis is a documented SQL file (queries/analyses/*.sql) over queries/analyses/prelude.sql.
+    Each analysis is a documented SQL file (queries/analyses/*.sql) over the SQL library queries/lib/*.sql.
     Times are after each run's first event (runs.origin_ns), as in `xsp-trace perfetto`'s export.
 
     Example:
@@ -576,6 +590,30 @@ def metrics(
                 typer.echo(f"{path}: {done.matched} of {done.launches} launches matched to kernels of run {done.run_id} (by {done.name_column})")
                 if done.unmatched_names:
                     typer.echo("  unmatched: " + "; ".join(done.unmatched_names[:5]))
+    except (InputError, OSError) as exc:
+        fail(exc)
+
+
+@app.command("install-analyses")
+def install_analyses_command(
+    database: Path = typer.Argument(..., help="An xsp-trace DuckDB database (written by convert; rewritten atomically)."),
+) -> None:
+    """Install (or update) the analyses in a database as views and macros in its schema xsp, so any DuckDB
+    client runs them without xsp-trace; convert does this itself, so it is for databases converted by
+    an older xsp-trace.
+
+    Example:
+
+      xsp-trace install-analyses run.duckdb && duckdb -readonly run.duckdb -c "SELECT * FROM xsp.top_kernels"
+    """
+    from .database import atomic_database
+
+    try:
+        if not database.is_file():
+            raise InputError(database, "is not a database file", "pass a .duckdb file written by xsp-trace convert")
+        with atomic_database(database, append=True):
+            pass  # the analyses are installed as the database is written
+        typer.echo(f"installed the analyses in {database} (schema xsp: SELECT * FROM xsp.xsp_analyses lists them)")
     except (InputError, OSError) as exc:
         fail(exc)
 

@@ -73,9 +73,11 @@ def check_schema(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool = F
 
 @contextmanager
 def atomic_database(
-    output: Path, *, append: bool = False, overwrite: bool = False, inputs: Iterable[Path] = ()
+    output: Path, *, append: bool = False, overwrite: bool = False, inputs: Iterable[Path] = (), analyses: bool = True
 ) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A connection to a temporary copy of `output` that replaces it only if the block succeeds.
+    """A connection to a temporary copy of `output` that replaces it only if the block succeeds, with
+    the analyses installed in its schema xsp at the end (`analyses`; not for the parts of a parallel
+    convert, which are merged into one).
 
     A failure (or Ctrl-C/SIGTERM) leaves the previous file, or none, in place -- never a
     half-written one; concurrent appends to one output wait for each other (output_files).
@@ -98,6 +100,11 @@ def atomic_database(
             else:
                 create_schema(con)
             yield con
+            if analyses:
+                # Imported here: the installer reads the analysis package, which opens databases through this module.
+                from .analyze.install import install_analyses
+
+                install_analyses(con)
             con.execute("CHECKPOINT")
         finally:
             con.close()

@@ -67,17 +67,25 @@ def install_sql_macros(con) -> None:
     )
 
 
-def install_name_macros(con) -> None:
-    """DuckDB macros that parse the XSP range names for the analyses: xsp_model_name(name) (the model
-    of an "xsp.model:<name>" range, else NULL), xsp_layer_qualname(name) and xsp_layer_type(name)
-    (qualified name and type of an "xsp.layer:<index>:<qualname>:<type>" range, else NULL)."""
+def name_macro_statements() -> list[str]:
+    """The CREATE TEMP MACRO statements of the macros that parse the XSP range names for the analyses:
+    xsp_model_name(name) (the model of an "xsp.model:<name>" range, else NULL), xsp_layer_qualname(name)
+    and xsp_layer_type(name) (qualified name and type of an "xsp.layer:<index>:<qualname>:<type>"
+    range, else NULL), and xsp_normalized_name(name) (normalize_name)."""
     prefix = _sql_regex_literal(re.escape(LAYER_PREFIX))
-    con.execute(
+    return [
         f"""CREATE OR REPLACE TEMP MACRO xsp_model_name(name) AS
-            CASE WHEN starts_with(name, '{MODEL_PREFIX}') THEN substr(name, {len(MODEL_PREFIX) + 1}) END"""
-    )
-    con.execute(f"CREATE OR REPLACE TEMP MACRO xsp_layer_qualname(name) AS nullif(regexp_extract(name, '^{prefix}\\d+:(.*):[^:]*$', 1), '')")
-    con.execute(f"CREATE OR REPLACE TEMP MACRO xsp_layer_type(name) AS nullif(regexp_extract(name, '^{prefix}\\d+:.*:([^:]*)$', 1), '')")
+            CASE WHEN starts_with(name, '{MODEL_PREFIX}') THEN substr(name, {len(MODEL_PREFIX) + 1}) END""",
+        f"CREATE OR REPLACE TEMP MACRO xsp_layer_qualname(name) AS nullif(regexp_extract(name, '^{prefix}\\d+:(.*):[^:]*$', 1), '')",
+        f"CREATE OR REPLACE TEMP MACRO xsp_layer_type(name) AS nullif(regexp_extract(name, '^{prefix}\\d+:.*:([^:]*)$', 1), '')",
+        _normalize_macro_statement(),
+    ]
+
+
+def install_name_macros(con) -> None:
+    """The macros of name_macro_statements, TEMP in `con`."""
+    for statement in name_macro_statements():
+        con.execute(statement)
 
 
 def _sql_regex_literal(pattern: str) -> str:
@@ -154,8 +162,11 @@ def normalize_name(name: str) -> str:
     return _INSTANCE_SUFFIX_RE.sub("", name)
 
 
+def _normalize_macro_statement() -> str:
+    # Same pattern as normalize_name; RE2 and Python agree on it; 's' lets '.' match newlines like re.DOTALL.
+    return f"CREATE OR REPLACE TEMP MACRO xsp_normalized_name(name) AS regexp_replace(name, {_sql_text(INSTANCE_SUFFIX_PATTERN)}, '', 's')"
+
+
 def install_normalize_macro(con) -> None:
-    """TEMP macro xsp_normalized_name(name), equal to normalize_name (same pattern; RE2 and Python
-    agree on it; 's' lets '.' match newlines like re.DOTALL)."""
-    pattern = _sql_text(INSTANCE_SUFFIX_PATTERN)
-    con.execute(f"CREATE OR REPLACE TEMP MACRO xsp_normalized_name(name) AS regexp_replace(name, {pattern}, '', 's')")
+    """TEMP macro xsp_normalized_name(name), equal to normalize_name."""
+    con.execute(_normalize_macro_statement())

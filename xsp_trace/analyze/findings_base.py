@@ -33,7 +33,9 @@ class Finding:
 
     @property
     def evidence(self) -> str:
-        return f"{self.analysis} WHERE {self.where}"
+        """SQL that shows the finding's rows, runnable as written: the analysis is a view in the
+        database's schema xsp (xsp_trace/analyze/install.py), in any DuckDB client or `xsp-trace query`."""
+        return f"SELECT * FROM xsp.{self.analysis} WHERE {self.where}"
 
 
 # -- wording ------------------------------------------------------------------------------------

@@ -94,7 +94,7 @@ def _convert_part(path: str, part: str, options: ConvertOptions, threads: int) -
     """Worker: one input into its own database file (run ids from 1)."""
     _converting.set()
     try:
-        with atomic_database(Path(part)) as con:
+        with atomic_database(Path(part), analyses=False) as con:
             con.execute(f"SET threads = {int(threads)}")
             return convert_into(con, Path(path), options)
     finally:

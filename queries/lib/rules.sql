@@ -1,7 +1,8 @@
--- analyses/prelude_rules: what the expert rules (queries/analyses/cuda_async_memcpy.sql,
+-- lib/rules: what the expert rules (queries/analyses/cuda_async_memcpy.sql,
 -- cuda_sync_memcpy, cuda_sync_memset, cuda_sync_api, gpu_starvation, gpu_low_utilization: the
 -- default rules of `nsys analyze`) share -- their settings, the time window they look at, and the
 -- GPU work, copies, sets and API calls inside it.
+-- include:
 --
 -- From: runs, spans, memops, launches, and DuckDB variables. The rule options, as `nsys analyze -r
 -- RULE:NAME=VALUE` takes them (`xsp-trace analyze --set NAME=VALUE` sets them; the defaults below
@@ -19,9 +20,13 @@
 -- The settings with their defaults, read when a rule runs (a view, so SET VARIABLE takes effect).
 CREATE OR REPLACE TEMP VIEW xsp_rules_settings AS
 SELECT
+    -- At most this many rows per rule and run (xsp_rule_rows).
     CAST(coalesce(getvariable('xsp_rule_rows'), 50) AS BIGINT) AS row_limit,
+    -- gpu_starvation: idle gaps longer than this, ns (xsp_rule_gap_ms).
     CAST(coalesce(getvariable('xsp_rule_gap_ms'), 500) AS BIGINT) * 1000000 AS gap_ns,
+    -- gpu_low_utilization: chunks used below this, % (xsp_rule_threshold_pct).
     CAST(coalesce(getvariable('xsp_rule_threshold_pct'), 50) AS DOUBLE) AS threshold_pct,
+    -- gpu_low_utilization: chunks per process and GPU (xsp_rule_chunks).
     CAST(coalesce(getvariable('xsp_rule_chunks'), 30) AS BIGINT) AS chunks;
 
 -- The window of each run, as nsys's filter_time_range makes it: explicit start/end, else the
@@ -44,10 +49,16 @@ WITH named AS (
     GROUP BY run_id
 )
 SELECT
+    -- Run.
     runs.run_id,
+    -- Work ending at or after this time counts, ns on the run clock (xsp_rule_start_ns is given
+    -- after the run's origin, runs.origin_ns).
     coalesce(runs.origin_ns + getvariable('xsp_rule_start_ns'), f.r.start_ns, -9223372036854775808)::BIGINT AS start_ns,
+    -- Work starting before this time counts, ns on the run clock.
     coalesce(runs.origin_ns + getvariable('xsp_rule_end_ns'), f.r.end_ns, 9223372036854775807)::BIGINT AS end_ns,
+    -- Only this process's work (NULL: every process).
     f.r.pid AS pid,
+    -- Only this thread's API calls (NULL: every thread).
     CASE WHEN f.r.tid <> f.r.pid THEN f.r.tid END AS tid
 FROM runs
 LEFT JOIN first_range AS f ON f.run_id = runs.run_id
@@ -65,7 +76,23 @@ CREATE OR REPLACE TEMP MACRO xsp_rules_in_window(span_start, span_end, span_pid,
 -- The GPU work nsys's GPU rules read, per process and GPU: kernels, copies and sets that start
 -- after 0 and lie in the window.
 CREATE OR REPLACE TEMP VIEW xsp_rules_gpu_ops AS
-SELECT s.run_id, s.span_id, s.kind, s.start_ns, s.end_ns, s.pid, s.device_id, s.stream_id
+SELECT
+    -- Run.
+    s.run_id,
+    -- The GPU span.
+    s.span_id,
+    -- kernel, memcpy or memset.
+    s.kind,
+    -- Start, ns on the run clock.
+    s.start_ns,
+    -- End, ns.
+    s.end_ns,
+    -- Process.
+    s.pid,
+    -- GPU.
+    s.device_id,
+    -- Stream.
+    s.stream_id
 FROM spans AS s
 JOIN xsp_rules_window AS w ON w.run_id = s.run_id
 WHERE s.kind IN ('kernel', 'memcpy', 'memset') AND s.start_ns > 0
@@ -74,8 +101,33 @@ WHERE s.kind IN ('kernel', 'memcpy', 'memset') AND s.start_ns > 0
 -- Copies and sets in the window with the API call that launched them (wherever that call lies):
 -- the rows the memcpy/memset rules choose from.
 CREATE OR REPLACE TEMP VIEW xsp_rules_memops AS
-SELECT s.run_id, s.span_id, m.kind, s.start_ns, s.end_ns - s.start_ns AS duration_ns, m.copy_kind, m.src_kind, m.dst_kind,
-       m.bytes, s.pid, s.device_id, s.stream_id, api.name AS api_name
+SELECT
+    -- Run.
+    s.run_id,
+    -- The GPU copy or set.
+    s.span_id,
+    -- memcpy or memset.
+    m.kind,
+    -- Start, ns on the run clock.
+    s.start_ns,
+    -- Duration, ns.
+    s.end_ns - s.start_ns AS duration_ns,
+    -- Copy direction (HtoD, DtoH, ...).
+    m.copy_kind,
+    -- Source memory kind (pageable, pinned, device, ...).
+    m.src_kind,
+    -- Destination memory kind.
+    m.dst_kind,
+    -- Bytes.
+    m.bytes,
+    -- Process.
+    s.pid,
+    -- GPU.
+    s.device_id,
+    -- Stream.
+    s.stream_id,
+    -- The API call that launched it.
+    api.name AS api_name
 FROM spans AS s
 JOIN memops AS m ON m.run_id = s.run_id AND m.span_id = s.span_id
 JOIN launches AS l ON l.run_id = s.run_id AND l.gpu_span_id = s.span_id
@@ -85,7 +137,21 @@ WHERE xsp_rules_in_window(s.start_ns, s.end_ns, s.pid, NULL, w.start_ns, w.end_n
 
 -- CUDA API calls in the window (of its thread, when the window names one).
 CREATE OR REPLACE TEMP VIEW xsp_rules_api_calls AS
-SELECT s.run_id, s.span_id, s.name, s.start_ns, s.end_ns, s.pid, s.tid
+SELECT
+    -- Run.
+    s.run_id,
+    -- The API call's span.
+    s.span_id,
+    -- Its name.
+    s.name,
+    -- Start, ns on the run clock.
+    s.start_ns,
+    -- End, ns.
+    s.end_ns,
+    -- Process.
+    s.pid,
+    -- Thread.
+    s.tid
 FROM spans AS s
 JOIN xsp_rules_window AS w ON w.run_id = s.run_id
 WHERE s.kind = 'api' AND xsp_rules_in_window(s.start_ns, s.end_ns, s.pid, s.tid, w.start_ns, w.end_ns, w.pid, w.tid);

@@ -1,6 +1,7 @@
--- analyses/prelude_op_perf: FLOPs and bytes of every framework op that has a perf model, from the
+-- lib/op_perf: FLOPs and bytes of every framework op that has a perf model, from the
 -- shapes and dtypes the profiler recorded, with the GPU kernel time it launched -- the building
 -- block of the shape-based roofline and MFU analyses (no Nsight Compute needed).
+-- include:
 --
 -- From: spans (kind op) and their span_args "Input Dims" / "Input type" / "Concrete Inputs"
 -- (Kineto with record_shapes; argument names in variables set from xsp_trace/formats), the op
@@ -182,9 +183,35 @@ WITH kernel_owner AS (
     FROM kernel_owner GROUP BY ALL
 )
 SELECT
-    f.run_id, f.span_id, f.name, f.iteration, f.model, f.dtype, _xsp_precision(f.dtype) AS precision, f.unit,
-    f.flops, f.bytes, f.not_modelled_reason,
-    coalesce(ku.kernels, 0) AS kernels, coalesce(ku.kernel_ns, 0) AS kernel_ns, ku.device_id,
+    -- Run.
+    f.run_id,
+    -- The op span.
+    f.span_id,
+    -- Op name (aten::addmm, ...).
+    f.name,
+    -- Its iteration (step number).
+    f.iteration,
+    -- Perf model: gemm, sdpa, binary, conv, conv_bwd.
+    f.model,
+    -- Dtype of its first operand, as the profiler names it.
+    f.dtype,
+    -- Precision class of that dtype (fp32, bf16, ...).
+    _xsp_precision(f.dtype) AS precision,
+    -- 'matrix' (GEMM, attention, conv: matrix peaks) or 'vector' (elementwise).
+    f.unit,
+    -- FLOPs of the op (NULL: not modelled).
+    f.flops,
+    -- Bytes it moves (NULL: not modelled).
+    f.bytes,
+    -- Why it has no FLOPs (the profiler did not record what the model needs), else NULL.
+    f.not_modelled_reason,
+    -- GPU kernels it launched (charged to the nearest counted op).
+    coalesce(ku.kernels, 0) AS kernels,
+    -- Their GPU time, ns.
+    coalesce(ku.kernel_ns, 0) AS kernel_ns,
+    -- The GPU they ran on.
+    ku.device_id,
+    -- The recorded operand shapes ("Input Dims").
     (SELECT d.value FROM span_args AS d
      WHERE d.run_id = f.run_id AND d.span_id = f.span_id AND d.key = getvariable('xsp_arg_input_dims')) AS input_dims
 FROM _xsp_op_counted AS f

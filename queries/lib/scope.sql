@@ -1,6 +1,7 @@
--- analyses/prelude_scope: the GPU work outside the profiled scope of each run -- what Holistic
+-- lib/scope: the GPU work outside the profiled scope of each run -- what Holistic
 -- Trace Analysis 0.5 leaves out of every analysis (Trace._filter_irrelevant_gpu_kernels, with
 -- include_last_profiler_step=True) and `xsp-trace analyze --scope profiled` leaves out too.
+-- include:
 --
 -- From: spans (GPU kernels, copies and sets; the launching API calls), launches, steps -- as the
 -- session sees them after --run / --iteration / --window. In a run with two or more steps, a GPU
