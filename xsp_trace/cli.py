@@ -398,6 +398,11 @@ def analyze(
         "--findings",
         help="Print what matters in the trace, ranked, in words, with the analysis rows that show it (then only the -a analyses).",
     ),
+    show_all: bool = typer.Option(False, "--all", help="Print every analysis (without -a: a one-screen summary)."),
+    sort: str | None = typer.Option(None, "--sort", help="Order rows by COL (largest or A-Z first; COL:asc / COL:desc), in every table with it."),
+    columns: str | None = typer.Option(None, "--columns", help="Only these comma-separated columns, in this order, in every table with them."),
+    wide: bool = typer.Option(False, "--wide", help="Tables as wide as they need, not cut to the terminal's width."),
+    full_names: bool = typer.Option(False, "--full-names", help="Kernel names in full (default: the demangled base name, as nsys's :base)."),
     settings: list[str] | None = typer.Option(
         None,
         "--set",
@@ -409,8 +414,14 @@ def analyze(
     """The XSP analyses, leveled-corrected: model, layer and kernel latency, rooflines, GPU time.
 
     Each analysis is a documented SQL file (queries/analyses/*.sql) over queries/analyses/prelude.sql.
+    Without -a: a one-screen summary (--all: every analysis). Tables show times in ms (the header says
+    so; CSV and JSON keep the analyses' ns) and fit the terminal (--wide does not cut them).
 
     Example:
+
+      xsp-trace analyze run.duckdb
+
+      xsp-trace analyze run.duckdb -a top_kernels --sort avg_ms --columns name,instances,avg_ms --full-names
 
       xsp-trace analyze run/xsp.duckdb --analysis layer_latency --analysis kernel_info
 
@@ -429,10 +440,12 @@ def analyze(
       xsp-trace analyze h100.duckdb -a gpu_starvation -a cuda_sync_api --set gap=100 --set rows=10
     """
     from .analyze import ANALYSES, BY_NAME, AnalysisOptions, open_session, run_analysis
-    from .analyze.output import print_csv, print_json, print_tables, uncorrected_notes
-    from .analyze.scope import scope_notes
+    from .analyze.empty import check_selection
+    from .analyze.present import View, present, present_summary
     from .analyze.settings import parse_settings
+    from .errors import did_you_mean
     from .sandbox import interrupt_after
+    from .table_layout import TableStyle
 
     if list_analyses:
         for a in ANALYSES:
@@ -449,7 +462,8 @@ def analyze(
         names = list(analysis or []) + (["what_if"] if what_if else []) if (analysis or what_if) else [a.name for a in ANALYSES]
         unknown = [n for n in names if n not in BY_NAME]
         if unknown:
-            raise InputError(None, f"unknown analysis {', '.join(unknown)}", "see xsp-trace analyze --list")
+            raise InputError(None, f"unknown analysis {', '.join(unknown)}{did_you_mean(unknown[0], BY_NAME)}", "see xsp-trace analyze --list")
+        view = View(fmt.value, limit, TableStyle.for_terminal(wide, full_names), sort, tuple(comma_list(columns, "--columns", example="name,total_ms") or ()))
         pair = None
         if compare:
             ids = comma_list(compare, "--compare", int)
@@ -475,19 +489,18 @@ def analyze(
         con = open_session(_readable(database), options)
         con.execute("SET memory_limit = ?", [memory_limit])
         with interrupt_after(con, timeout, database):
+            notes = check_selection(con, options, database)
             if findings:
                 from .analyze.findings import find, findings_result
 
                 results = [findings_result(find(con))] + [run_analysis(con, n) for n in (analysis or [])]
+            elif fmt is OutputFormat.table and not (analysis or what_if or show_all):
+                results = []
+                present_summary(con, options, view, notes)
             else:
                 results = [run_analysis(con, n) for n in names]
-            if fmt is OutputFormat.csv:
-                print_csv(results, limit)
-            elif fmt is OutputFormat.json:
-                print_json(results, limit)
-            else:
-                notes = uncorrected_notes(run_analysis(con, "level_sources")) + scope_notes(con, scope.value, [r.name for r in results])
-                print_tables(results, limit, notes)
+            if results:
+                present(con, results, options, view, notes)
             if report is not None:
                 from .analyze.findings import find
                 from .analyze.report import write_report
