@@ -463,7 +463,9 @@ def analyze(
         unknown = [n for n in names if n not in BY_NAME]
         if unknown:
             raise InputError(None, f"unknown analysis {', '.join(unknown)}{did_you_mean(unknown[0], BY_NAME)}", "see xsp-trace analyze --list")
-        view = View(fmt.value, limit, TableStyle.for_terminal(wide, full_names), sort, tuple(comma_list(columns, "--columns", example="name,total_ms") or ()))
+        view = View(
+            fmt.value, limit, TableStyle.for_terminal(wide, full_names), sort, tuple(comma_list(columns, "--columns", example="name,total_ms") or ())
+        )
         pair = None
         if compare:
             ids = comma_list(compare, "--compare", int)

@@ -33,7 +33,7 @@ class InputError(Exception):
 
 
 def did_you_mean(word: str, choices) -> str:
-    """" (did you mean X?)" naming the closest of `choices` to a mistyped `word`, or "" when none is close."""
+    """The hint ' (did you mean X?)' naming the closest of `choices` to a mistyped `word`, or '' when none is close."""
     import difflib
 
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)

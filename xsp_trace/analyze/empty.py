@@ -83,18 +83,15 @@ NEEDS: dict[str, str] = {
 
 
 def _ranges(values: list[int]) -> str:
-    """"1-3, 7" for [1, 2, 3, 7] (at most 6 pieces, then "...")."""
-    pieces: list[str] = []
-    values = sorted(set(values))
-    start = prev = None
-    for v in [*values, None]:
-        if start is not None and (v is None or v != prev + 1):
-            pieces.append(str(start) if start == prev else f"{start}-{prev}")
-            start = None
-        if v is not None and start is None:
-            start = v
-        prev = v
-    return ", ".join(pieces[:6]) + (", ..." if len(pieces) > 6 else "")
+    """The numbers as ranges: "1-3, 7" for [1, 2, 3, 7] (at most 6 pieces, then "...")."""
+    pieces: list[list[int]] = []
+    for v in sorted(set(values)):
+        if pieces and pieces[-1][1] == v - 1:
+            pieces[-1][1] = v
+        else:
+            pieces.append([v, v])
+    texts = [str(a) if a == b else f"{a}-{b}" for a, b in pieces]
+    return ", ".join(texts[:6]) + (", ..." if len(texts) > 6 else "")
 
 
 def _database_table(con: duckdb.DuckDBPyConnection, table: str, runs: list[int] | None) -> str:

@@ -5,6 +5,7 @@ apply), CSV or JSON. The command line (xsp_trace/cli.py) only parses options and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import duckdb
@@ -43,10 +44,11 @@ def arrange(results: list[Result], view: View) -> list[Result]:
         if not any(resolve_column(column, r.columns) for r in results):
             known = _known_columns(results)
             raise InputError(None, f"--sort {column}: no such column{did_you_mean(column, known)}", "columns: " + ", ".join(known))
-        results = [
-            replace(r, rows=sort_rows(r.columns, r.rows, resolve_column(column, r.columns), descending)) if resolve_column(column, r.columns) else r
-            for r in results
-        ]
+        sorted_results = []
+        for r in results:
+            at = resolve_column(column, r.columns)
+            sorted_results.append(replace(r, rows=sort_rows(r.columns, r.rows, at, descending)) if at else r)
+        results = sorted_results
     if view.columns:
         known = _known_columns(results)
         unknown = [c for c in view.columns if c not in known]
@@ -60,7 +62,7 @@ def arrange(results: list[Result], view: View) -> list[Result]:
     return results
 
 
-def present(con: duckdb.DuckDBPyConnection, results: list[Result], options: AnalysisOptions, view: View, notes: list[str] = ()) -> None:
+def present(con: duckdb.DuckDBPyConnection, results: list[Result], options: AnalysisOptions, view: View, notes: Sequence[str] = ()) -> None:
     """Print `results` of the session `con` as `view` says."""
     results = arrange(results, view)
     if view.fmt == "csv":
@@ -73,7 +75,7 @@ def present(con: duckdb.DuckDBPyConnection, results: list[Result], options: Anal
         print_tables(results, view.limit, notes, view.style, EmptyReasons.of(con, options))
 
 
-def present_summary(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, view: View, notes: list[str] = ()) -> None:
+def present_summary(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, view: View, notes: Sequence[str] = ()) -> None:
     """The one-screen summary (xsp_trace/analyze/summary.py) and the notes that apply to it."""
     from .summary import ANALYSES, print_summary, summarize
 

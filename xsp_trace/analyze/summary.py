@@ -120,5 +120,5 @@ def print_summary(console: Console, summary: Summary, style: TableStyle, reasons
     console.print(
         "analyze --all prints every analysis; -a NAME one of them (analyze --list names them); --findings shows each finding's rows.",
         markup=False,
-        highlight=False
+        highlight=False,
     )
