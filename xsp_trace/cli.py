@@ -439,18 +439,15 @@ def analyze(
 
       xsp-trace analyze h100.duckdb -a gpu_starvation -a cuda_sync_api --set gap=100 --set rows=10
     """
-    from .analyze import ANALYSES, BY_NAME, AnalysisOptions, open_session, run_analysis
+    from .analyze import ANALYSES, AnalysisOptions, open_session, run_analysis
     from .analyze.empty import check_selection
-    from .analyze.present import View, present, present_summary
+    from .analyze.present import View, check_names, list_all, present, present_summary, run_pair
     from .analyze.settings import parse_settings
-    from .errors import did_you_mean
     from .sandbox import interrupt_after
     from .table_layout import TableStyle
 
     if list_analyses:
-        for a in ANALYSES:
-            typer.echo(f"{a.name:26} {a.title}  (queries/{a.query}.sql)")
-        return
+        return list_all()
     try:
         if database is None:
             raise InputError(None, "no database given", "xsp-trace analyze RUN.duckdb (or --list to see the analyses)")
@@ -460,18 +457,11 @@ def analyze(
             for rule in what_if:
                 parse_rule(rule)  # one line for a rule that does not parse, before anything runs
         names = list(analysis or []) + (["what_if"] if what_if else []) if (analysis or what_if) else [a.name for a in ANALYSES]
-        unknown = [n for n in names if n not in BY_NAME]
-        if unknown:
-            raise InputError(None, f"unknown analysis {', '.join(unknown)}{did_you_mean(unknown[0], BY_NAME)}", "see xsp-trace analyze --list")
+        check_names(names)
         view = View(
             fmt.value, limit, TableStyle.for_terminal(wide, full_names), sort, tuple(comma_list(columns, "--columns", example="name,total_ms") or ())
         )
-        pair = None
-        if compare:
-            ids = comma_list(compare, "--compare", int)
-            if not ids or len(ids) != 2:
-                raise InputError(None, f"--compare {compare!r} needs two run ids", "e.g. --compare 1,2")
-            pair = (ids[0], ids[1])
+        pair = run_pair(comma_list(compare, "--compare", int), compare)
         if report is not None:  # refused before the analyses run, not after
             check_output_path(report)
             refuse_inputs(report, [database], "report")

@@ -38,10 +38,14 @@ NAME_LIST_COLUMNS = frozenset({"top_on_path", "new_top_on_path"})
 # Sentences: they wrap at words rather than being cut.
 PROSE_COLUMNS = frozenset({"finding", "note", "evidence", "not_modelled_reason", "share_by_kind_pct", "top_on_path", "new_top_on_path"})
 # Columns kept when the table is too wide for the terminal: what a row is about.
-KEY_COLUMNS = frozenset({"run_id", "experiment", "name", "kernel_name", "item", "layer_name", "api_name", "operation", "range_name", "finding"})
+KEY_COLUMNS = frozenset(
+    {"run_id", "iteration", "device_id", "experiment", "name", "kernel_name", "item", "layer_name", "api_name", "operation", "range_name", "finding"}
+)
 _GAP = 3  # characters between two columns (rich's SIMPLE_HEAD box: padding, rule, padding)
 _MIN_TEXT = 16  # a text column is not shortened below this many characters
 _KEY_TEXT = 40  # nor a key column (a name) below this many, while other columns can make room
+# Times and shares: what a table is read for, so left out last.
+_MEASURE_RE = re.compile(r"(_ms|_pct|\(ms\))$")
 # Columns left out first when a table is too wide: spreads and extremes, thread and process ids, ...
 _LOW_PRIORITY_RE = re.compile(r"(^|_)(stddev|min|max|med|median|pid|tid|depth|category|row_num|span_id)(_|$)|^other_|_low$|_high$")
 _PROSE_WIDTH = 60  # a prose column's width when the terminal leaves room for it
@@ -208,7 +212,12 @@ def fit(columns: list[_Column], width: int | None) -> tuple[list[_Column], list[
             c.width = max(floor, c.width - (total() - width))
     dropped: list[_Column] = []
     while total() > width and len(shown) > 1:
-        candidates = [c for c in shown if not c.key and _low_priority(c.header)] or [c for c in shown if not c.key]
+        droppable = [c for c in shown if not c.key]
+        candidates = (
+            [c for c in droppable if _low_priority(c.header)]
+            or [c for c in droppable if not _MEASURE_RE.search(c.header)]  # keep times and shares longest
+            or droppable
+        )
         if not candidates:
             break
         dropped.append(candidates[-1])
@@ -259,7 +268,7 @@ def render(
         names = ", ".join(c.header for c in dropped)
         console.print(f"  (not shown, to fit {style.width} columns: {names}; --wide or --columns shows them)", markup=False, highlight=False)
     if empty:
-        console.print(f"  (empty here: {', '.join(c.header for c in empty)})", markup=False, highlight=False)
+        console.print(f"  (no values in these rows: {', '.join(c.header for c in empty)})", markup=False, highlight=False)
 
 
 def output_console(style: TableStyle) -> Console:

@@ -12,6 +12,7 @@ import duckdb
 
 from ..errors import InputError, did_you_mean
 from ..table_layout import TableStyle, display_name, output_console, parse_sort, resolve_column, select_columns, sort_rows
+from .catalog import ANALYSES, BY_NAME
 from .empty import EmptyReasons
 from .output import print_csv, print_json, print_tables, uncorrected_notes
 from .scope import scope_notes
@@ -84,3 +85,25 @@ def present_summary(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, vi
     print_summary(console, summary, view.style, EmptyReasons.of(con, options))
     for note in [*notes, *scope_notes(con, options.scope, list(ANALYSES))]:
         console.print(note, markup=False, highlight=False)
+
+
+def list_all() -> None:
+    """analyze --list: each analysis's name, title and SQL file."""
+    for a in ANALYSES:
+        print(f"{a.name:26} {a.title}  (queries/{a.query}.sql)")
+
+
+def check_names(names: list[str]) -> None:
+    """One line, with the closest name, for an analysis that does not exist."""
+    unknown = [n for n in names if n not in BY_NAME]
+    if unknown:
+        raise InputError(None, f"unknown analysis {', '.join(unknown)}{did_you_mean(unknown[0], BY_NAME)}", "see xsp-trace analyze --list")
+
+
+def run_pair(ids: list[int] | None, text: str | None) -> tuple[int, int] | None:
+    """The two runs of --compare BASE,OTHER."""
+    if text is None:
+        return None
+    if not ids or len(ids) != 2:
+        raise InputError(None, f"--compare {text!r} needs two run ids", "e.g. --compare 1,2")
+    return (ids[0], ids[1])
