@@ -20,7 +20,7 @@ from conftest import DATA, NSYS_EXPORTS
 from xsp_trace.analyze import ANALYSES, AnalysisOptions, open_session, run_analysis
 from xsp_trace.analyze.summary import TOP_KERNELS, summarize
 from xsp_trace.cli import app
-from xsp_trace.naming import short_kernel_name
+from xsp_trace.naming import short_kernel_name, short_names
 from xsp_trace.table_layout import shorten_middle
 
 runner = CliRunner()
@@ -223,3 +223,20 @@ def test_wide_and_full_names(converted_path):
     wide = _analyze(db, "-a", "kernel_launch_stats", "--limit", "0", "--wide", "--full-names")
     assert full in wide.output and "not shown" not in wide.output
     assert "kernel_stddev_ms" in wide.output
+
+
+def test_kernels_sharing_a_base_name_keep_their_template_arguments():
+    """In one table, a base name nsys gives several kernels is followed by the kernel's template
+    arguments, so that different kernels never read alike; a base name of one kernel stays bare."""
+    with sqlite3.connect(H100) as con:
+        pairs = con.execute(
+            "SELECT DISTINCT d.value, s.value FROM CUPTI_ACTIVITY_KIND_KERNEL AS k "
+            "JOIN StringIds AS d ON d.id = k.demangledName JOIN StringIds AS s ON s.id = k.shortName"
+        ).fetchall()
+    shared = {s for _, s in pairs if sum(1 for _, t in pairs if t == s) > 1}
+    assert "vectorized_elementwise_kernel" in shared
+    shown = short_names([full for full, _ in pairs])
+    for full, short in pairs:
+        assert shown[full].startswith(short + "<") if short in shared else shown[full] == short
+        assert "at::native::" not in shown[full]
+    assert len(set(shown.values())) == len(pairs)

@@ -398,7 +398,7 @@ def analyze(
         "--findings",
         help="Print what matters in the trace, ranked, in words, with the analysis rows that show it (then only the -a analyses).",
     ),
-    show_all: bool = typer.Option(False, "--all", help="Print every analysis (without -a: a one-screen summary)."),
+    show_all: bool = typer.Option(False, "--all", help="Print every analysis (without -a, --sort or --columns: a one-screen summary)."),
     sort: str | None = typer.Option(None, "--sort", help="Order rows by COL (largest or A-Z first; COL:asc / COL:desc), in every table with it."),
     columns: str | None = typer.Option(None, "--columns", help="Only these comma-separated columns, in this order, in every table with them."),
     wide: bool = typer.Option(False, "--wide", help="Tables as wide as they need, not cut to the terminal's width."),
@@ -486,7 +486,7 @@ def analyze(
                 from .analyze.findings import find, findings_result
 
                 results = [findings_result(find(con))] + [run_analysis(con, n) for n in (analysis or [])]
-            elif fmt is OutputFormat.table and not (analysis or what_if or show_all):
+            elif fmt is OutputFormat.table and not (analysis or what_if or show_all or sort or columns):  # the summary
                 results = []
                 present_summary(con, options, view, notes)
             else:
