@@ -414,6 +414,11 @@ def analyze(
         "--findings",
         help="Print what matters in the trace, ranked, in words, with the analysis rows that show it (then only the -a analyses).",
     ),
+    show_all: bool = typer.Option(False, "--all", help="Print every analysis (without -a, --sort or --columns: a one-screen summary)."),
+    sort: str | None = typer.Option(None, "--sort", help="Order rows by COL (largest or A-Z first; COL:asc / COL:desc), in every table with it."),
+    columns: str | None = typer.Option(None, "--columns", help="Only these comma-separated columns, in this order, in every table with them."),
+    wide: bool = typer.Option(False, "--wide", help="Tables as wide as they need, not cut to the terminal's width."),
+    full_names: bool = typer.Option(False, "--full-names", help="Kernel names in full (default: the demangled base name, as nsys's :base)."),
     settings: list[str] | None = typer.Option(
         None,
         "--set",
@@ -425,8 +430,14 @@ def analyze(
     """The XSP analyses, leveled-corrected: model, layer and kernel latency, rooflines, GPU time.
 
     Each analysis is a documented SQL file (queries/analyses/*.sql) over the SQL library queries/lib/*.sql.
+    Without -a: a one-screen summary (--all: every analysis). Tables show times in ms (the header says
+    so; CSV and JSON keep the analyses' ns) and fit the terminal (--wide does not cut them).
 
     Example:
+
+      xsp-trace analyze run.duckdb
+
+      xsp-trace analyze run.duckdb -a top_kernels --sort avg_ms --columns name,instances,avg_ms --full-names
 
       xsp-trace analyze run/xsp.duckdb --analysis layer_latency --analysis kernel_info
 
@@ -444,16 +455,15 @@ def analyze(
 
       xsp-trace analyze h100.duckdb -a gpu_starvation -a cuda_sync_api --set gap=100 --set rows=10
     """
-    from .analyze import ANALYSES, BY_NAME, AnalysisOptions, open_session, run_analysis
-    from .analyze.output import print_csv, print_json, print_tables, uncorrected_notes
-    from .analyze.scope import scope_notes
+    from .analyze import ANALYSES, AnalysisOptions, open_session, run_analysis
+    from .analyze.empty import check_selection
+    from .analyze.present import View, check_names, list_all, present, present_summary, run_pair
     from .analyze.settings import parse_settings
     from .sandbox import interrupt_after
+    from .table_layout import TableStyle
 
     if list_analyses:
-        for a in ANALYSES:
-            typer.echo(f"{a.name:26} {a.title}  (queries/{a.query}.sql)")
-        return
+        return list_all()
     try:
         if database is None:
             raise InputError(None, "no database given", "xsp-trace analyze RUN.duckdb (or --list to see the analyses)")
@@ -463,15 +473,11 @@ def analyze(
             for rule in what_if:
                 parse_rule(rule)  # one line for a rule that does not parse, before anything runs
         names = list(analysis or []) + (["what_if"] if what_if else []) if (analysis or what_if) else [a.name for a in ANALYSES]
-        unknown = [n for n in names if n not in BY_NAME]
-        if unknown:
-            raise InputError(None, f"unknown analysis {', '.join(unknown)}", "see xsp-trace analyze --list")
-        pair = None
-        if compare:
-            ids = comma_list(compare, "--compare", int)
-            if not ids or len(ids) != 2:
-                raise InputError(None, f"--compare {compare!r} needs two run ids", "e.g. --compare 1,2")
-            pair = (ids[0], ids[1])
+        check_names(names)
+        view = View(
+            fmt.value, limit, TableStyle.for_terminal(wide, full_names), sort, tuple(comma_list(columns, "--columns", example="name,total_ms") or ())
+        )
+        pair = run_pair(comma_list(compare, "--compare", int), compare)
         if report is not None:  # refused before the analyses run, not after
             check_output_path(report)
             refuse_inputs(report, [database], "report")
@@ -491,19 +497,18 @@ def analyze(
         con = open_session(_readable(database), options)
         con.execute("SET memory_limit = ?", [memory_limit])
         with interrupt_after(con, timeout, database):
+            notes = check_selection(con, options, database)
             if findings:
                 from .analyze.findings import find, findings_result
 
                 results = [findings_result(find(con))] + [run_analysis(con, n) for n in (analysis or [])]
+            elif fmt is OutputFormat.table and not (analysis or what_if or show_all or sort or columns):  # the summary
+                results = []
+                present_summary(con, options, view, notes)
             else:
                 results = [run_analysis(con, n) for n in names]
-            if fmt is OutputFormat.csv:
-                print_csv(results, limit)
-            elif fmt is OutputFormat.json:
-                print_json(results, limit)
-            else:
-                notes = uncorrected_notes(run_analysis(con, "level_sources")) + scope_notes(con, scope.value, [r.name for r in results])
-                print_tables(results, limit, notes)
+            if results:
+                present(con, results, options, view, notes)
             if report is not None:
                 from .analyze.findings import find
                 from .analyze.report import write_report
