@@ -1,5 +1,5 @@
 """Both Kineto readers fill the same raw event relation, checked and mapped once (kineto_events.py,
-queries/kineto_map.sql): on every hand-made bad value of the corpus they reject with the same
+queries/ingest/kineto_map.sql): on every hand-made bad value of the corpus they reject with the same
 line, on damaged files both reject, and on odd but valid inputs they store the same rows.
 
 The DuckDB reader ("auto") hands files it does not take to the streaming reader, so the cases

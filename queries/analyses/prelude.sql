@@ -1,4 +1,4 @@
--- analyses/prelude: the building blocks every XSP analysis (queries/analysis_*.sql) reads --
+-- analyses/prelude: the building blocks every XSP analysis (queries/analyses/<name>.sql) reads --
 -- leveled overhead correction, statistics over iterations, stable keys across runs, metrics
 -- and device roofs. Everything is TEMP (lives in the session), so it works on read-only databases.
 --
@@ -12,7 +12,7 @@
 --     SET VARIABLE xsp_trim = 0.2;                     -- trimmed-mean fraction per tail
 --     SET VARIABLE xsp_peak_flops = 19.5e12;           -- override every device's peak FLOP/s
 --     SET VARIABLE xsp_peak_dram_bytes_per_s = 1.555e12;
---     SET VARIABLE xsp_compare_runs = [1, 2];          -- the two runs analysis_compare_runs compares
+--     SET VARIABLE xsp_compare_runs = [1, 2];          -- the two runs analyses/compare_runs compares
 --
 -- Leveled measurement (docs/design.md): an experiment is one (model, batch size) captured at several
 -- levels; model latency comes only from its M run, layer latency only from its ML run, kernel

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 MIN_SEVERITY = 0.01  # below 1 % of the time it is measured against, fixing a finding cannot pay back noticeably
 LONG_GAP_NS = 100_000  # 100 µs: a kernel launch costs the CPU ~5-20 µs, so the GPU could have run several
 #                        launches' work in such a gap; shorter gaps are the usual latency between dependent launches
-DEVICE_BOUND_PCT = 80.0  # GPU busy share above which the GPU, not the host, sets a run's pace (analysis_step_bound's default)
+DEVICE_BOUND_PCT = 80.0  # GPU busy share above which the GPU, not the host, sets a run's pace (analyses/step_bound's default)
 NON_GPU_LAYER_PCT = 50.0  # a layer whose kernels cover less than half its latency is dominated by non-GPU time
 PROFILING_OVERHEAD_PCT = 25.0  # ranges cost microseconds per layer call; a level adding over a quarter of the model
 #                                latency has very short layers or made the model run another program (a hook turns
