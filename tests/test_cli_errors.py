@@ -66,6 +66,8 @@ def test_no_command_has_a_handler_of_its_own():
     caught = [
         ast.unparse(handler.type)
         for handler in ast.walk(tree)
-        if isinstance(handler, ast.ExceptHandler) and handler.type is not None and ("InputError" in ast.unparse(handler.type) or "OSError" in ast.unparse(handler.type))
+        if isinstance(handler, ast.ExceptHandler)
+        and handler.type is not None
+        and ("InputError" in ast.unparse(handler.type) or "OSError" in ast.unparse(handler.type))
     ]
     assert caught == []

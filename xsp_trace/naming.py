@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from .sql import quote_literal
+
 # NVTX domain of the ranges written by xsp_trace.capture.
 XSP_NVTX_DOMAIN = "xsp"
 
@@ -114,12 +116,8 @@ PHASE_RULES: tuple[tuple[str, str], ...] = (
 def install_phase_rules(con) -> None:
     """TEMP macro xsp_phase_of(name): the phase the first matching PHASE_RULES pattern names, else
     NULL (constant patterns, so DuckDB compiles each once), for queries/correlate/attribution.sql."""
-    cases = " ".join(f"WHEN regexp_matches(name, {_sql_text(pattern)}) THEN {_sql_text(phase)}" for phase, pattern in PHASE_RULES)
+    cases = " ".join(f"WHEN regexp_matches(name, {quote_literal(pattern)}) THEN {quote_literal(phase)}" for phase, pattern in PHASE_RULES)
     con.execute(f"CREATE OR REPLACE TEMP MACRO xsp_phase_of(name) AS CASE {cases} END")
-
-
-def _sql_text(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
 
 
 # Layer views of traces not captured by xsp-trace capture: ranges they already carry, chosen by
@@ -157,5 +155,5 @@ def normalize_name(name: str) -> str:
 def install_normalize_macro(con) -> None:
     """TEMP macro xsp_normalized_name(name), equal to normalize_name (same pattern; RE2 and Python
     agree on it; 's' lets '.' match newlines like re.DOTALL)."""
-    pattern = _sql_text(INSTANCE_SUFFIX_PATTERN)
+    pattern = quote_literal(INSTANCE_SUFFIX_PATTERN)
     con.execute(f"CREATE OR REPLACE TEMP MACRO xsp_normalized_name(name) AS regexp_replace(name, {pattern}, '', 's')")

@@ -2,7 +2,7 @@
 (kineto_events.py) without one Python object per event.
 
 DuckDB reads a top-level JSON *array* of objects in bounded memory (one thread per file), but
-not the `traceEvents` array inside Kineto's top-level object (bench: 28 s / 6.4 GB at 1 GB). So:
+not the `traceEvents` array inside Kineto's top-level object (BENCHMARKS.md, "Kineto: bounded memory"). So:
 1. `extract_events`: the decompressed trace is streamed once; the bytes of the `traceEvents`
    array (and only those) go to a temporary file, the top-level metadata keys before and after
    it are parsed in Python (the same tail rule as kineto_stream).
@@ -13,8 +13,7 @@ not the `traceEvents` array inside Kineto's top-level object (bench: 28 s / 6.4 
    time into `_kineto_events`, times as
    DECIMAL(38,9) (exact for Kineto's microseconds with up to 9 decimals), pid/tid/id as text,
    args as MAP(VARCHAR, JSON); the caller maps it (kineto_map.sql) and drops it before the next,
-   so the raw events of the whole trace are never held (at 1 GB they spilled under the memory
-   cap: 45 s instead of 37 s).
+   so the raw events of the whole trace are never held (held whole, they spilled under the memory cap).
 
 Anything unusual (not a trace object, a `ts`/`dur` that is not a JSON number, a `null` event, a
 value the column types do not take, a reader error, no events) makes `read_events` return None;
@@ -195,18 +194,16 @@ SELECT count(*), count(*) FILTER (WHERE ph IS NULL AND cat IS NULL AND name IS N
 FROM _kineto_events
 """
 
-# JSON bytes per piece. Measured at 1 GB of JSON on 2 busy cores (BENCHMARKS.md, "Kineto: mapping
-# in pieces"), read+map+link phase: 32 MB 68 s / 470 MiB, 64 MB 63-68 s / ~600 MiB, 128 MB 61 s /
-# 615 MiB, 256 MB 56-62 s / 630 MiB; each piece runs the whole mapping script once (fixed cost),
-# larger pieces bring little past 128 MB and hold more raw events at once. At 128 MB a trace of
-# 100 MB is one piece, as before (no cost for small traces).
+# JSON bytes per piece: each piece runs the whole mapping script once (a fixed cost), larger pieces
+# bring little past 128 MB and hold more raw events at once, and a small trace is one piece
+# (BENCHMARKS.md, "Kineto: mapping in pieces").
 PIECE_BYTES = 128 << 20
 
 
 def files_per_piece(con: duckdb.DuckDBPyConnection) -> int:
-    """Files a piece is written as: one per DuckDB thread. read_json parses one file on one thread
-    (a 128 MB piece: 1.65 s as one file, 0.85 s as two on 2 cores); several files of one call are
-    read in parallel and their rows kept in file order."""
+    """Files a piece is written as: one per DuckDB thread. read_json parses one file on one thread;
+    several files of one call are read in parallel and their rows kept in file order (BENCHMARKS.md,
+    "Kineto: a piece as one file per DuckDB thread")."""
     return duckdb_threads(con)
 
 

@@ -26,6 +26,7 @@ import duckdb
 from ..connection import usable_cores
 from ..database import atomic_database, next_run_id
 from ..output_files import atomic_output, install_signal_handlers, on_signal, parts_path, remove_temp
+from ..sql import quote_identifier
 from . import convert_files, convert_into, restore_stream_names, spooled
 from .common import ConvertOptions, Progress, detect_source, no_progress
 
@@ -101,10 +102,6 @@ def _convert_part(path: str, part: str, options: ConvertOptions, threads: int) -
         _converting.clear()
 
 
-def _quote(identifier: str) -> str:
-    return '"' + identifier.replace('"', '""') + '"'
-
-
 def merge_part(con: duckdb.DuckDBPyConnection, part: Path) -> list[int]:
     """Copy every run of the xsp-trace database `part` into `con`, with run ids after its own."""
     con.execute(f"ATTACH '{str(part).replace(chr(39), chr(39) * 2)}' AS _xsp_part (READ_ONLY)")
@@ -127,11 +124,11 @@ def merge_part(con: duckdb.DuckDBPyConnection, part: Path) -> list[int]:
         for table in sorted(columns, key=lambda t: (t != "runs", t)):
             if "run_id" not in columns[table]:
                 continue  # schema_info: the output's own
-            source = f"SELECT * REPLACE (run_id + {offset} AS run_id) FROM _xsp_part.main.{_quote(table)}"
+            source = f"SELECT * REPLACE (run_id + {offset} AS run_id) FROM _xsp_part.main.{quote_identifier(table)}"
             if table in mine:
-                con.execute(f"INSERT INTO main.{_quote(table)} BY NAME {source}")
+                con.execute(f"INSERT INTO main.{quote_identifier(table)} BY NAME {source}")
             else:  # a table only some inputs have (e.g. the capture side's)
-                con.execute(f"CREATE TABLE main.{_quote(table)} AS {source}")
+                con.execute(f"CREATE TABLE main.{quote_identifier(table)} AS {source}")
         return [r + offset for r in part_runs]
     finally:
         con.execute("DETACH _xsp_part")
