@@ -71,6 +71,18 @@ def without_backtrace_rows(source: Path, workdir: Path) -> Path:
     return copy
 
 
+# Fixtures that convert real traces: a test using one is in the slow tier (pyproject.toml's markers).
+SLOW_FIXTURES = frozenset({"converted", "converted_path"})
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark slow every test that converts real traces through the fixtures below; modules whose
+    every test is slow for another reason say so with `pytestmark = pytest.mark.slow`."""
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def converted_path(tmp_path_factory):
     """converted_path(path, ...) -> the DuckDB database converted from the traces (cached per session)."""

@@ -32,6 +32,8 @@ from kineto_cases import KINETO_TRACES
 from xsp_trace.cli import app
 from xsp_trace.convert import nsys as nsys_module
 
+pytestmark = pytest.mark.slow  # real processes and signals
+
 runner = CliRunner()
 REPO = Path(__file__).resolve().parent.parent
 NSYS = NSYS_EXPORTS["nsys_2026_mock_rtx3080"]

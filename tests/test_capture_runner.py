@@ -13,6 +13,8 @@ from typer.testing import CliRunner
 from conftest import require_nsys
 from xsp_trace.cli import app
 
+pytestmark = pytest.mark.slow  # torch captures
+
 SCRIPTS = Path(__file__).parent / "capture_scripts"
 CHECKOUT = Path(__file__).resolve().parent.parent
 

@@ -17,7 +17,7 @@ Plain trace, run 1 (thread 100, GPU 0; ns on a µs scale so the default threshol
   cudaMemcpy started at 1500 > 1320 (late); at its middle (1415) the thread is in cudaDeviceSynchronize.
 Plain trace, run 2 (no steps): 3 launches of 50 µs at 0, 200, 400 µs -> 5 µs kernels 60 µs later.
   Window [60, 465) µs = 405 µs, busy 15 µs, launch calls 150 µs > 15: launch-bound; two gaps of 195 µs.
-Leveled capture: tests/analysis_handmade.py ("tiny bs=2"), with capture_runs saying the ML run's hooks
+Leveled capture: tests/support/leveled.py ("tiny bs=2"), with capture_runs saying the ML run's hooks
   changed the program.
 """
 
@@ -33,8 +33,8 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from analysis_handmade import BIAS_NS, CONV_NS, METRICS, build
-from handmade_trace import Run, write
+from support.handmade import Run, write
+from support.leveled import BIAS_NS, CONV_NS, METRICS, build
 from test_analyze_cli_report_metrics import _count_color, _png_pixels
 from xsp_trace.analyze import open_session, svg
 from xsp_trace.analyze.findings import evidence, find

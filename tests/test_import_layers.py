@@ -149,3 +149,16 @@ def test_layer_imports(layer, forbidden):
         if _inside(target, forbidden) and not _inside(target, layer)
     )
     assert bad == []
+
+
+def test_bench_does_not_import_tests():
+    """bench/ runs without the test suite: what both need (the fuzzer) lives in bench/fuzzing/."""
+    import re
+
+    bench = PACKAGE_DIR.parent / "bench"
+    offending = []
+    for path in sorted(bench.rglob("*.py")):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"sys\.path\.(insert|append)\(.*tests", line) or re.match(r"\s*(from|import) (tests|conftest|support)\b", line):
+                offending.append(f"{path.relative_to(bench.parent)}:{number}: {line.strip()}")
+    assert not offending, offending

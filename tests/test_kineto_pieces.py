@@ -119,6 +119,7 @@ def convert(source: Path, out: Path, reader: str = "auto") -> dict[str, list]:
     return tables(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("trace", ["kineto_cuda_sync_alexnet/hta_a100_alexnet.json.gz", "kineto_rocm_mi250/hta_mi250_rocm62_minitoy.json.gz"])
 def test_a_real_trace_in_many_pieces_converts_as_in_one(trace, tmp_path, monkeypatch):
     source = DATA / trace

@@ -23,6 +23,8 @@ from conftest import NSYS_EXPORTS
 from xsp_trace.cli import app
 from xsp_trace.convert import ConvertOptions, convert_files
 
+pytestmark = pytest.mark.slow  # Ray, worker processes and big inputs
+
 runner = CliRunner()
 # Rowids per piece: every big table of each export is cut into several pieces (a few dozen in all
 # for the H100 export; thousands would only make the test slow).

@@ -4,11 +4,14 @@ trace object; files it does not take go through the streaming reader into the sa
 from __future__ import annotations
 
 import duckdb
+import pytest
 
 from xsp_trace.convert import ConvertOptions, convert_files, kineto_fast
 from xsp_trace.convert.input_limits import InputLimits
 from xsp_trace.convert.kineto_fast import extract_events
 from xsp_trace.convert.kineto_pieces import PieceWriter
+
+pytestmark = pytest.mark.slow  # Ray, worker processes and big inputs
 
 
 def extract(trace, folder, piece_bytes: int = 1 << 40):

@@ -18,6 +18,8 @@ from xsp_trace.errors import InputError
 from xsp_trace.resources import query_text
 from xsp_trace.store import open_store as connect
 
+pytestmark = pytest.mark.slow  # Ray, worker processes and big inputs
+
 INPUTS = [
     NSYS_EXPORTS["nsys_2026_pytorch_2xh100"],
     DATA / "kineto_cuda_sync_alexnet" / "hta_a100_alexnet.json.gz",
