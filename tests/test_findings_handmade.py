@@ -203,6 +203,7 @@ def test_leveled_findings_use_the_corrected_figures(leveled):
     assert found_overhead == []
 
 
+@pytest.mark.slow
 def test_cli_findings_json_and_table(plain):
     result = runner.invoke(app, ["analyze", str(plain), "--findings", "--format", "json", "-a", "step_bound"])
     assert result.exit_code == 0, result.output
@@ -254,6 +255,7 @@ def test_report_shows_the_findings_first_in_headless_chromium(converted_path, tm
     assert _count_color(rows, bpp, svg.GPU_COLOR) > 300  # GPU busy per step
 
 
+@pytest.mark.slow
 def test_a_capture_with_an_extreme_spread_is_flagged_unusable(tmp_path, plain_findings, leveled):
     """Five steps of 10 µs and one of 1 ms: the p90 (quantile_cont over 10, 10, 10, 10, 10, 1000 µs =
     505 µs) is 50x the 10 µs median, over the 10x rule: one finding says so, nothing else about it."""

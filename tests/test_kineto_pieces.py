@@ -19,6 +19,8 @@ import pytest
 from xsp_trace.convert import ConvertOptions, convert_files, kineto_fast, kineto_pieces
 from xsp_trace.errors import InputError
 
+pytestmark = pytest.mark.slow  # traces cut into many pieces
+
 DATA = Path(__file__).parent / "data"
 NASTY = ['"', "\\", "{", "}", "[", "]", ",", '"},{"ph":"X"', "],[", "\\\\", '\\"', "é", " ", "\n", "a"]
 

@@ -21,6 +21,8 @@ from xsp_trace.convert import ConvertOptions, convert_files
 from xsp_trace.errors import InputError
 from xsp_trace.formats import kineto_fields as kf
 
+pytestmark = pytest.mark.slow  # both Kineto readers over every case, real traces among them
+
 CPU_OP = {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 10, "dur": 5}
 ORDER_REJECTED = {
     # null reads as a row of NULLs in DuckDB's reader (as {} does): handed to the streaming reader.
