@@ -40,7 +40,7 @@ XSP_KINETO = (
     + """
 from pathlib import Path
 from xsp_trace.convert import ConvertOptions
-from xsp_trace.convert.parallel import convert_files_parallel
+from xsp_trace.convert.processes import convert_files_parallel
 from xsp_trace.store import open_store as connect
 from xsp_trace.resources import query_text
 out = Path(sys.argv[2])
@@ -106,7 +106,7 @@ MANY = (
     + """
 from pathlib import Path
 from xsp_trace.convert import ConvertOptions
-from xsp_trace.convert.parallel import convert_files_parallel, convert_to_dataset
+from xsp_trace.convert.processes import convert_files_parallel, convert_to_dataset
 if __name__ == '__main__':
     inputs, out, fmt, jobs = [Path(p) for p in sys.argv[4:]], Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     if fmt == 'ray':  # a local Ray started by the engine, one CPU per task

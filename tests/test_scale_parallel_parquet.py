@@ -12,7 +12,7 @@ from xsp_trace.analyze import AnalysisOptions, run_analysis
 from xsp_trace.analyze.session import prepare
 from xsp_trace.cli import app
 from xsp_trace.convert import ConvertOptions, convert_files
-from xsp_trace.convert.parallel import convert_files_parallel, convert_to_dataset
+from xsp_trace.convert.processes import convert_files_parallel, convert_to_dataset
 from xsp_trace.dataset import is_dataset
 from xsp_trace.errors import InputError
 from xsp_trace.resources import query_text

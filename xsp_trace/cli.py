@@ -121,7 +121,7 @@ def convert(
     """
     from .convert import ConvertOptions, default_output
     from .convert.input_limits import InputLimits
-    from .convert.parallel import convert_files_parallel, convert_to_dataset
+    from .convert.processes import convert_files_parallel, convert_to_dataset
 
     if output is None:
         output = default_output(inputs[0], dataset=out_format is StoreFormat.parquet or engine is Engine.ray)

@@ -62,7 +62,7 @@ def _quiet_ray_data(ray) -> Iterator[None]:
 
 def _convert_task(row: dict, options: ConvertOptions) -> dict:
     """Ray task: one trace into its own Parquet dataset; idempotent (an earlier attempt's folder is removed)."""
-    from .parallel import convert_to_dataset
+    from .processes import convert_to_dataset
 
     part = Path(row["part"])
     shutil.rmtree(part, ignore_errors=True)

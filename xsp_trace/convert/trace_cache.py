@@ -20,7 +20,7 @@ from .. import __version__
 from ..database import SCHEMA_VERSION
 from ..store import is_duckdb_file
 from .common import ConvertOptions, Progress, detect_source, no_progress
-from .nsys_report import CACHE_DIR
+from .nsys.report import CACHE_DIR
 
 HASH_CHUNK = 1 << 20
 

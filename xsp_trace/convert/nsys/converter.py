@@ -26,18 +26,18 @@ import adbc_driver_sqlite.dbapi as adbc_sqlite
 import duckdb
 import pyarrow as pa
 
-from ..connection import duckdb_threads
-from ..database import run_script
-from ..errors import InputError
-from ..formats import nsys_export as fmt
-from ..formats.file_magic import NSYS_REPORT_MAGIC
-from ..naming import install_sql_macros
-from ..resources import query_text
-from .common import ConvertOptions, Progress, register_run
-from .nsys_report import exported_sqlite
-from .nsys_staging import FIX_VALUES, Plan, schema, stage_in_order
-from .nsys_staging_parallel import drop_pieces, stage_with_readers
-from .validate import validate_nsys_staging, warn
+from ...connection import duckdb_threads
+from ...database import run_script
+from ...errors import InputError
+from ...formats import nsys_export as fmt
+from ...formats.file_magic import NSYS_REPORT_MAGIC
+from ...naming import install_sql_macros
+from ...resources import query_text
+from ..common import ConvertOptions, Progress, register_run
+from ..validate import validate_nsys_staging, warn
+from .report import exported_sqlite
+from .staging import FIX_VALUES, Plan, schema, stage_in_order
+from .staging_threads import drop_pieces, stage_with_readers
 
 BATCH_ROWS = 65_536
 # SQLite's >> and & turn any operand into an integer (1.5 -> 1, '7x' -> 7): only integers are
