@@ -74,7 +74,7 @@ def database_for(path: Path, report: Progress = no_progress, nsys: str | None = 
         return path
     cached = cached_database_path(path)
     if not cached.exists():
-        from . import convert_files
+        from .local import convert_files
 
         report(f"converting {path.name} into {cached} (reused next time)", None)
         convert_files([path], cached, ConvertOptions(nsys=nsys), overwrite=True)
