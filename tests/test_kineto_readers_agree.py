@@ -1,4 +1,4 @@
-"""Both Kineto readers fill the same raw event relation, checked and mapped once (kineto_events.py,
+"""Both Kineto readers fill the same raw event relation, checked and mapped once (kineto/events.py,
 queries/ingest/kineto_map.sql): on every hand-made bad value of the corpus they reject with the same
 line, on damaged files both reject, and on odd but valid inputs they store the same rows.
 

@@ -252,7 +252,7 @@ def _require_kineto_converter() -> None:
     try:
         import xsp_trace.convert.kineto  # noqa: F401
     except ImportError:
-        pytest.skip("the Kineto converter (xsp_trace/convert/kineto.py) is not merged into this branch yet")
+        pytest.skip("the Kineto converter (xsp_trace/convert/kineto/converter.py) is not merged into this branch yet")
 
 
 def _export(inputs, folder):

@@ -119,9 +119,8 @@ def convert(
 
       xsp-trace convert huge.json.gz -o huge.duckdb --max-gzip-ratio 500 --max-input-size 200GB
     """
-    from .convert import ConvertOptions, default_output
+    from .convert import ConvertOptions, convert_inputs, default_output
     from .convert.input_limits import InputLimits
-    from .convert.parallel import convert_files_parallel, convert_to_dataset
 
     if output is None:
         output = default_output(inputs[0], dataset=out_format is StoreFormat.parquet or engine is Engine.ray)
@@ -131,22 +130,19 @@ def convert(
         check_output_path(perfetto)
         refuse_inputs(perfetto, [*inputs, output])
     with ProgressReporter(enabled=not quiet and sys.stderr.isatty()) as progress:
-        if engine is Engine.ray:
-            from .convert.ray_engine import convert_with_ray
-
-            if append or out_format is not StoreFormat.parquet and output.suffix == ".duckdb":
-                raise InputError(
-                    output, "--engine ray writes a new Parquet dataset folder", "pass -o FOLDER (and --format parquet), without --append"
-                )
-            run_ids = convert_with_ray(
-                list(inputs), output, options, address=ray_address, run_id_offset=run_id_offset, overwrite=overwrite, progress=progress
-            )
-        elif out_format is StoreFormat.parquet:
-            if append:
-                raise InputError(output, "--append works on DuckDB databases only", "convert into a new Parquet folder")
-            run_ids = convert_to_dataset(list(inputs), output, options, jobs=jobs, overwrite=overwrite, progress=progress)
-        else:
-            run_ids = convert_files_parallel(list(inputs), output, options, jobs=jobs, append=append, overwrite=overwrite, progress=progress)
+        run_ids = convert_inputs(
+            list(inputs),
+            output,
+            options,
+            engine=engine.value,
+            store=out_format.value,
+            jobs=jobs,
+            append=append,
+            overwrite=overwrite,
+            ray_address=ray_address,
+            run_id_offset=run_id_offset,
+            progress=progress,
+        )
     typer.echo(f"wrote {output} (runs {', '.join(map(str, run_ids))})")
     if perfetto is not None:
         _write_perfetto(output, perfetto, None)

@@ -1,13 +1,13 @@
 """DuckDB's JSON reader for Kineto traces: fills the raw event relation `_kineto_events`
-(kineto_events.py) without one Python object per event.
+(kineto/events.py) without one Python object per event.
 
 DuckDB reads a top-level JSON *array* of objects in bounded memory (one thread per file), but
 not the `traceEvents` array inside Kineto's top-level object (BENCHMARKS.md, "Kineto: bounded memory"). So:
 1. `extract_events`: the decompressed trace is streamed once; the bytes of the `traceEvents`
    array (and only those) go to a temporary file, the top-level metadata keys before and after
-   it are parsed in Python (the same tail rule as kineto_stream).
+   it are parsed in Python (the same tail rule as python_reader).
    The array is cut into pieces of about PIECE_BYTES of JSON at element boundaries as it goes
-   (kineto_pieces.py), each written as one file per DuckDB thread (files_per_piece).
+   (kineto/pieces.py), each written as one file per DuckDB thread (files_per_piece).
    A second thread does this (read_events) while the pieces before are read and mapped.
 2. read_json(format='array') loads one piece (its files in parallel, rows in file order) at a
    time into `_kineto_events`, times as
@@ -19,7 +19,7 @@ Anything unusual (not a trace object, a `ts`/`dur` that is not a JSON number, a 
 value the column types do not take, a reader error, no events) makes `read_events` return None;
 the caller undoes the pieces mapped so far and runs the streaming ijson reader into the same
 relation, which also reports the exact problem. So both readers accept and reject the same
-files; the checks of the relation (kineto_events.check_events) and the mapping are shared.
+files; the checks of the relation (events.check_events) and the mapping are shared.
 """
 
 from __future__ import annotations
@@ -37,17 +37,17 @@ from pathlib import Path
 
 import duckdb
 
-from ..connection import duckdb_threads
-from ..formats import kineto_fields as kf
-from ..output_files import private_temp_prefix
-from ..sql import one_row
-from .input_limits import MAX_VALUE_BYTES, InputLimits
-from .kineto_events import READ_JSON_COLUMNS
-from .kineto_pieces import PieceWriter, ValueTooLarge
-from .kineto_stream import closing_bracket
+from ...connection import duckdb_threads
+from ...formats import kineto_fields as kf
+from ...output_files import private_temp_prefix
+from ...sql import one_row
+from ..input_limits import MAX_VALUE_BYTES, InputLimits
+from .events import READ_JSON_COLUMNS
+from .pieces import PieceWriter, ValueTooLarge
+from .python_reader import closing_bracket
 
 CHUNK_BYTES = 1 << 20
-MAX_HEAD_BYTES = 64 << 20  # as kineto_stream: metadata before the events beyond this is not a trace
+MAX_HEAD_BYTES = 64 << 20  # as python_reader: metadata before the events beyond this is not a trace
 TAIL_BYTES = 1 << 20  # bytes kept from the end to find where traceEvents closes
 
 
@@ -137,7 +137,7 @@ def extract_events(path: Path, writer: PieceWriter, limits: InputLimits) -> dict
     (the Python path handles those; pieces already handed over must then be undone).
     InputError past the gzip limits (input_limits.py); None as well when about MAX_VALUE_BYTES pass
     without an event ending (the streaming reader judges such a file): the pieces stay bounded."""
-    from .kineto_stream import _Source
+    from .python_reader import _Source
 
     source = _Source(path, limits, keep_chunks=False)  # bytes are copied through, never parsed back
     try:
@@ -165,7 +165,7 @@ def extract_events(path: Path, writer: PieceWriter, limits: InputLimits) -> dict
             tail += chunk
             if len(tail) > 2 * TAIL_BYTES:
                 del tail[:-TAIL_BYTES]
-        # Where traceEvents closes: the tail rule of kineto_stream, on the last bytes (which the
+        # Where traceEvents closes: the tail rule of python_reader, on the last bytes (which the
         # writer keeps in the last piece: its lag is 2 * TAIL_BYTES).
         tail_bytes = bytes(tail)
         closing = closing_bracket(tail_bytes)
