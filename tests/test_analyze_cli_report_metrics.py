@@ -167,16 +167,25 @@ def _count_color(rows: list[bytes], bpp: int, hex_color: str) -> int:
     return sum(sum(1 for i in range(0, len(r), bpp) if r[i : i + 3] == target) for r in rows)
 
 
+def _report(db, tmp_path):
+    report = tmp_path / "report.html"
+    result = runner.invoke(app, ["analyze", str(db), "-a", "model_info", "--report", str(report)])
+    assert result.exit_code == 0, result.output
+    return report
+
+
+def test_the_report_is_one_self_contained_file(db, tmp_path):
+    html = _report(db, tmp_path).read_text()
+    assert "<script" not in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert html.count("<svg") >= 3  # the roofline, the layer bars and the GPU / non-GPU split
+
+
 @pytest.mark.slow
 def test_report_opens_in_headless_chromium_and_shows_its_plots(db, tmp_path):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         pytest.fail("chromium is not installed: .ci/install-report.sh installs it")
-    report = tmp_path / "report.html"
-    result = runner.invoke(app, ["analyze", str(db), "-a", "model_info", "--report", str(report)])
-    assert result.exit_code == 0, result.output
-    html = report.read_text()
-    assert "<script" not in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    report = _report(db, tmp_path)
     shot = tmp_path / "report.png"
     subprocess.run(
         [
