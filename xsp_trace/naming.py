@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from .sql import quote_literal
+
 # NVTX domain of the ranges written by xsp_trace.capture.
 XSP_NVTX_DOMAIN = "xsp"
 
@@ -122,12 +124,8 @@ PHASE_RULES: tuple[tuple[str, str], ...] = (
 def install_phase_rules(con) -> None:
     """TEMP macro xsp_phase_of(name): the phase the first matching PHASE_RULES pattern names, else
     NULL (constant patterns, so DuckDB compiles each once), for queries/correlate/attribution.sql."""
-    cases = " ".join(f"WHEN regexp_matches(name, {_sql_text(pattern)}) THEN {_sql_text(phase)}" for phase, pattern in PHASE_RULES)
+    cases = " ".join(f"WHEN regexp_matches(name, {quote_literal(pattern)}) THEN {quote_literal(phase)}" for phase, pattern in PHASE_RULES)
     con.execute(f"CREATE OR REPLACE TEMP MACRO xsp_phase_of(name) AS CASE {cases} END")
-
-
-def _sql_text(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
 
 
 # Layer views of traces not captured by xsp-trace capture: ranges they already carry, chosen by
@@ -164,7 +162,7 @@ def normalize_name(name: str) -> str:
 
 def _normalize_macro_statement() -> str:
     # Same pattern as normalize_name; RE2 and Python agree on it; 's' lets '.' match newlines like re.DOTALL.
-    return f"CREATE OR REPLACE TEMP MACRO xsp_normalized_name(name) AS regexp_replace(name, {_sql_text(INSTANCE_SUFFIX_PATTERN)}, '', 's')"
+    return f"CREATE OR REPLACE TEMP MACRO xsp_normalized_name(name) AS regexp_replace(name, {quote_literal(INSTANCE_SUFFIX_PATTERN)}, '', 's')"
 
 
 def install_normalize_macro(con) -> None:
