@@ -41,6 +41,8 @@ from conftest import NEWER_NSYS_REPORT, NSYS_EXPORTS, require_nsys, without_back
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.analyze.settings import set_rule_variables
 
+pytestmark = pytest.mark.slow  # reference tools on real traces
+
 ALL = "rows=10000000"
 RULES = {  # nsys rule -> our analysis
     "cuda-async-memcpy": "cuda_async_memcpy",

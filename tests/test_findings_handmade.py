@@ -17,7 +17,7 @@ Plain trace, run 1 (thread 100, GPU 0; ns on a µs scale so the default threshol
   cudaMemcpy started at 1500 > 1320 (late); at its middle (1415) the thread is in cudaDeviceSynchronize.
 Plain trace, run 2 (no steps): 3 launches of 50 µs at 0, 200, 400 µs -> 5 µs kernels 60 µs later.
   Window [60, 465) µs = 405 µs, busy 15 µs, launch calls 150 µs > 15: launch-bound; two gaps of 195 µs.
-Leveled capture: tests/analysis_handmade.py ("tiny bs=2"), with capture_runs saying the ML run's hooks
+Leveled capture: tests/support/leveled.py ("tiny bs=2"), with capture_runs saying the ML run's hooks
   changed the program.
 """
 
@@ -33,8 +33,8 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from analysis_handmade import BIAS_NS, CONV_NS, METRICS, build
-from handmade_trace import Run, write
+from support.handmade import Run, write
+from support.leveled import BIAS_NS, CONV_NS, METRICS, build
 from test_analyze_cli_report_metrics import _count_color, _png_pixels
 from xsp_trace.analyze import open_session, svg
 from xsp_trace.analyze.findings import evidence, find
@@ -204,6 +204,7 @@ def test_leveled_findings_use_the_corrected_figures(leveled):
     assert found_overhead == []
 
 
+@pytest.mark.slow
 def test_cli_findings_json_and_table(plain):
     result = runner.invoke(app, ["analyze", str(plain), "--findings", "--format", "json", "-a", "step_bound"])
     assert result.exit_code == 0, result.output
@@ -256,6 +257,7 @@ def test_report_shows_the_findings_first_in_headless_chromium(converted_path, tm
     assert _count_color(rows, bpp, svg.GPU_COLOR) > 300  # GPU busy per step
 
 
+@pytest.mark.slow
 def test_a_capture_with_an_extreme_spread_is_flagged_unusable(tmp_path, plain_findings, leveled):
     """Five steps of 10 µs and one of 1 ms: the p90 (quantile_cont over 10, 10, 10, 10, 10, 1000 µs =
     505 µs) is 50x the 10 µs median, over the 10x rule: one finding says so, nothing else about it."""

@@ -16,6 +16,7 @@ from .output_files import atomic_output
 from .resources import schema_text
 from .schema import schema_difference
 from .sql import scalar
+from .vocabulary import SourceKind
 
 SCHEMA_VERSION = "6"
 
@@ -127,12 +128,8 @@ def connect(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
 
 # DuckDB's memory limit while a trace is converted: read, mapped and staged (convert/dispatch.py,
 # both converters), then correlated (correlate.correlate_run). Beyond it sorts, joins, aggregates
-# and temp tables spill to the temp directory, so the peak no longer grows with the trace.
-# Measured whole converts (BENCHMARKS.md, "One memory cap for the whole convert"): nsys 1 M -> 3 M
-# kernels 723 -> 839 MiB under 500MB (878 -> 1,801 MiB with the correlation under 2GB), Kineto
-# 1 GB -> 3 GB of JSON 772 -> 774 MiB (896 -> 1,890 under 2GB), at the same speed; 300MB gave
-# 544 -> 600 and 639 -> 617 MiB, nsys 1 M kernels 0-15 % slower in two pairs. Before the nesting
-# windows and span_ancestors by levels, 3 M kernels ran out of memory under 500MB.
+# and temp tables spill to the temp directory, so the peak no longer grows with the trace, at the
+# same speed (BENCHMARKS.md, "One memory cap for the whole convert").
 CONVERT_MEMORY_LIMIT = "500MB"
 
 
@@ -160,7 +157,8 @@ RUN_FIELDS = (
 ).split()
 
 
-def insert_run(con: duckdb.DuckDBPyConnection, run_id: int, **fields) -> None:
+def insert_run(con: duckdb.DuckDBPyConnection, run_id: int, *, source_kind: SourceKind, **fields) -> None:
+    fields = {"source_kind": source_kind, **fields}
     unknown = set(fields) - set(RUN_FIELDS)
     if unknown:
         raise TypeError(f"unknown run fields: {sorted(unknown)}")

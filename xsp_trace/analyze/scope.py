@@ -54,6 +54,8 @@ def scope_notes(con: duckdb.DuckDBPyConnection, scope: str, analyses: list[str])
     rows = con.execute(f"SELECT run_id, count(*), sum(duration_ns) FROM {_quote(_UNPROFILED)} GROUP BY run_id ORDER BY run_id").fetchall()
     which = ", ".join(noted)
     if scope == "all":
+        if not rows:  # nothing would differ under --scope profiled
+            return []
         lines = [
             f"note: scope all: {which} count every GPU kernel, copy and set of the trace, whenever launched "
             "(--scope profiled counts only work launched in the profiled steps, as HTA 0.5)"

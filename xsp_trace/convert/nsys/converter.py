@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import sqlite3
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager, nullcontext
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -25,18 +26,18 @@ import adbc_driver_sqlite.dbapi as adbc_sqlite
 import duckdb
 import pyarrow as pa
 
-from ..connection import duckdb_threads
-from ..database import run_script
-from ..errors import InputError
-from ..formats import nsys_export as fmt
-from ..formats.file_magic import NSYS_REPORT_MAGIC
-from ..naming import install_sql_macros
-from ..resources import query_text
-from .common import ConvertOptions, Progress, register_run
-from .nsys_report import exported_sqlite
-from .nsys_staging import FIX_VALUES, Plan, schema, stage_in_order
-from .nsys_staging_parallel import drop_pieces, stage_with_readers
-from .validate import validate_nsys_staging, warn
+from ...connection import duckdb_threads
+from ...database import run_script
+from ...errors import InputError
+from ...formats import nsys_export as fmt
+from ...formats.file_magic import NSYS_REPORT_MAGIC
+from ...naming import install_sql_macros
+from ...resources import query_text
+from ..common import ConvertOptions, Progress, register_run
+from ..validate import validate_nsys_staging, warn
+from .report import exported_sqlite
+from .staging import FIX_VALUES, Plan, schema, stage_in_order
+from .staging_threads import drop_pieces, stage_with_readers
 
 BATCH_ROWS = 65_536
 # SQLite's >> and & turn any operand into an integer (1.5 -> 1, '7x' -> 7): only integers are
@@ -255,84 +256,109 @@ _STAGING_TABLES = (
 )
 
 
-def _stage_all(
-    export: _Export, con: duckdb.DuckDBPyConnection, progress: Progress, include_os_runtime: bool = True, readers: int | None = None
-) -> None:
-    """Read the export's tables into the `_nsys_*` staging tables: with `readers` reader threads
-    (default reader_threads(con)), or one table after the other with one."""
-    for base in fmt.REQUIRED_COLUMNS:
-        if export.table(base):
-            export.check_required(base)
-    s = Plan()
-    t = export.table
+_GRAPH_FIELDS = ("graph_id", "graph_node_id")
 
-    s.stage(
-        "_nsys_strings",
-        f'SELECT id, value FROM "{t(fmt.STRING_IDS)}"' if t(fmt.STRING_IDS) else None,
-        schema("id", "value", strings=("value",)),
-        what="strings",
-    )
 
-    nvtx = fmt.NVTX_EVENTS
-    wanted = (*fmt.NVTX_RANGE_TYPES, *fmt.NVTX_MARK_TYPES, fmt.NvtxEventType.DOMAIN_CREATE)
-    s.stage(
+@dataclass(frozen=True)
+class _Stage:
+    """One staging table read from one export table: `columns(export, base)` is the SELECT list
+    (optional columns as NULL where the export lacks them), `where(export, base)` the filter."""
+
+    target: str
+    base: str  # the export table (xsp_trace/formats/nsys_export.py), found under any of its variant names
+    columns: Callable[[_Export, str], str]
+    schema: pa.Schema
+    what: str
+    spans: bool = False  # rows become spans: span ids assigned, and the table may be read in pieces
+    where: Callable[[_Export, str], str] = lambda _export, _base: ""
+
+
+_NVTX_WANTED = (*fmt.NVTX_RANGE_TYPES, *fmt.NVTX_MARK_TYPES, fmt.NvtxEventType.DOMAIN_CREATE)
+_GPU_COLUMNS = ("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid")
+_GPUS_SCHEMA = pa.schema(
+    [
+        pa.field("gpu_id", pa.int64()),
+        pa.field("cu_device", pa.int64()),
+        pa.field("name", pa.string()),
+        pa.field("uuid", pa.string()),
+        pa.field("bus_location", pa.string()),
+        pa.field("sm_count", pa.int64()),
+        pa.field("memory_bytes", pa.int64()),
+        pa.field("memory_bandwidth", pa.float64()),
+        pa.field("clock_rate", pa.int64()),
+        pa.field("compute_major", pa.int64()),
+        pa.field("compute_minor", pa.int64()),
+    ]
+)
+_KERNEL_DETAILS = (
+    ("registersPerThread", "regs"),
+    ("staticSharedMemory", "smem_static"),
+    ("dynamicSharedMemory", "smem_dynamic"),
+    ("localMemoryPerThread", "lmem"),
+)
+_GPU_DETAILS = (
+    ("uuid", "uuid"),
+    ("busLocation", "bus_location"),
+    ("smCount", "sm_count"),
+    ("totalMemory", "memory_bytes"),
+    ("memoryBandwidth", "memory_bandwidth"),
+    ("clockRate", "clock_rate"),
+    ("computeMajor", "compute_major"),
+    ("computeMinor", "compute_minor"),
+)
+
+
+def _optionals(export: _Export, base: str, pairs) -> str:
+    return ", ".join(export.optional(base, column, alias) for column, alias in pairs)
+
+
+# The staging tables in staging order (span ids are handed out in this order), one spec each.
+_STAGES: tuple[_Stage, ...] = (
+    _Stage("_nsys_strings", fmt.STRING_IDS, lambda e, b: "id, value", schema("id", "value", strings=("value",)), "strings"),
+    _Stage(
         "_nsys_nvtx",
-        t(nvtx)
-        and f"""SELECT start, "end", eventType, {export.optional(nvtx, "text", "text")},
-                {export.optional(nvtx, "textId", "text_id")}, {export.optional(nvtx, "domainId", "domain_id", "0")},
-                {_pid("globalTid")}, {_tid("globalTid")},
-                {_tid("endGlobalTid") if "endGlobalTid" in export.columns(nvtx) else "NULL"}
-            FROM "{t(nvtx)}" WHERE eventType IN ({", ".join(map(str, wanted))})""",
+        fmt.NVTX_EVENTS,
+        lambda e, b: (
+            f"""start, "end", eventType, {e.optional(b, "text", "text")}, {e.optional(b, "textId", "text_id")},
+            {e.optional(b, "domainId", "domain_id", "0")}, {_pid("globalTid")}, {_tid("globalTid")},
+            {_tid("endGlobalTid") if "endGlobalTid" in e.columns(b) else "NULL"}"""
+        ),
         schema("start_ns", "end_ns", "event_type", "text", "text_id", "domain_id", "pid", "tid", "end_tid", strings=("text",)),
-        with_span_ids=True,
-        what="NVTX events",
-        split_table=t(nvtx),
-    )
-
-    rt = fmt.RUNTIME
-    class_filter = f"WHERE eventClass IN ({', '.join(map(str, fmt.API_CLASSES))})" if "eventClass" in export.columns(rt) else ""
-    s.stage(
+        "NVTX events",
+        spans=True,
+        where=lambda e, b: f"WHERE eventType IN ({', '.join(map(str, _NVTX_WANTED))})",
+    ),
+    _Stage(
         "_nsys_api",
-        t(rt)
-        and f"""SELECT start, "end", {export.optional(rt, "eventClass", "event_class", str(fmt.ApiEventClass.CUDA_RUNTIME))},
-                {_pid("globalTid")}, {_tid("globalTid")}, correlationId, nameId
-            FROM "{t(rt)}" {class_filter}""",
+        fmt.RUNTIME,
+        lambda e, b: (
+            f"""start, "end", {e.optional(b, "eventClass", "event_class", str(fmt.ApiEventClass.CUDA_RUNTIME))},
+            {_pid("globalTid")}, {_tid("globalTid")}, correlationId, nameId"""
+        ),
         schema("start_ns", "end_ns", "event_class", "pid", "tid", "correlation_id", "name_id"),
-        with_span_ids=True,
-        what="CUDA API calls",
-        split_table=t(rt),
-    )
-
-    os_rt = fmt.OSRT_API
-    s.stage(
+        "CUDA API calls",
+        spans=True,
+        where=lambda e, b: f"WHERE eventClass IN ({', '.join(map(str, fmt.API_CLASSES))})" if "eventClass" in e.columns(b) else "",
+    ),
+    _Stage(
         "_nsys_osrt",
-        (t(os_rt) if include_os_runtime else None)
-        and f"""SELECT start, "end", {_pid("globalTid")}, {_tid("globalTid")}, nameId
-            FROM "{t(os_rt)}" WHERE eventClass = {fmt.OsrtEventClass.CALL}""",
+        fmt.OSRT_API,
+        lambda e, b: f"""start, "end", {_pid("globalTid")}, {_tid("globalTid")}, nameId""",
         schema("start_ns", "end_ns", "pid", "tid", "name_id"),
-        with_span_ids=True,
-        what="OS runtime calls",
-        split_table=t(os_rt),
-    )
-
-    k = fmt.KERNEL
-    s.stage(
+        "OS runtime calls",
+        spans=True,
+        where=lambda e, b: f"WHERE eventClass = {fmt.OsrtEventClass.CALL}",
+    ),
+    _Stage(
         "_nsys_kernel",
-        t(k)
-        and f"""SELECT start, "end", deviceId, streamId, correlationId, {export.gpu_pid(k)}, demangledName,
-                {export.optional(k, "shortName", "short_id")}, {export.optional(k, "mangledName", "mangled_id")},
-                gridX, gridY, gridZ, blockX, blockY, blockZ,
-                {export.optional(k, "registersPerThread", "regs")}, {export.optional(k, "staticSharedMemory", "smem_static")},
-                {export.optional(k, "dynamicSharedMemory", "smem_dynamic")}, {export.optional(k, "localMemoryPerThread", "lmem")},
-                {_graph_columns(export, k)}
-            FROM "{t(k)}" """,
+        fmt.KERNEL,
+        lambda e, b: (
+            f"""start, "end", deviceId, streamId, correlationId, {e.gpu_pid(b)}, demangledName,
+            {e.optional(b, "shortName", "short_id")}, {e.optional(b, "mangledName", "mangled_id")},
+            gridX, gridY, gridZ, blockX, blockY, blockZ, {_optionals(e, b, _KERNEL_DETAILS)}, {_graph_columns(e, b)}"""
+        ),
         schema(
-            "start_ns",
-            "end_ns",
-            "device_id",
-            "stream_id",
-            "correlation_id",
-            "pid",
+            *_GPU_COLUMNS,
             "name_id",
             "short_id",
             "mangled_id",
@@ -348,101 +374,80 @@ def _stage_all(
             "local_mem_per_thread_bytes",
             *_GRAPH_FIELDS,
         ),
-        with_span_ids=True,
-        what="kernels",
-        split_table=t(k),
-    )
-
-    m = fmt.MEMCPY
-    s.stage(
+        "kernels",
+        spans=True,
+    ),
+    _Stage(
         "_nsys_memcpy",
-        t(m)
-        and f"""SELECT start, "end", deviceId, streamId, correlationId, {export.gpu_pid(m)}, bytes, copyKind,
-                {export.optional(m, "srcKind", "src_kind")}, {export.optional(m, "dstKind", "dst_kind")},
-                {_graph_columns(export, m)}
-            FROM "{t(m)}" """,
-        schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "bytes", "copy_kind", "src_kind", "dst_kind", *_GRAPH_FIELDS),
-        with_span_ids=True,
-        what="memory copies",
-        split_table=t(m),
-    )
-
-    ms = fmt.MEMSET
-    s.stage(
-        "_nsys_memset",
-        t(ms)
-        and f"""SELECT start, "end", deviceId, streamId, correlationId, {export.gpu_pid(ms)}, bytes,
-                {export.optional(ms, "value", "fill_value")}, {export.optional(ms, "memKind", "mem_kind")},
-                {_graph_columns(export, ms)}
-            FROM "{t(ms)}" """,
-        schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "bytes", "fill_value", "mem_kind", *_GRAPH_FIELDS),
-        with_span_ids=True,
-        what="memsets",
-        split_table=t(ms),
-    )
-
-    sy = fmt.SYNCHRONIZATION
-    s.stage(
-        "_nsys_sync",
-        t(sy)
-        and f"""SELECT start, "end", {export.optional(sy, "deviceId", "device_id")}, streamId, correlationId,
-                {export.gpu_pid(sy)}, {export.optional(sy, "syncType", "sync_type")}
-            FROM "{t(sy)}" """,
-        schema("start_ns", "end_ns", "device_id", "stream_id", "correlation_id", "pid", "sync_type"),
-        with_span_ids=True,
-        what="synchronizations",
-        split_table=t(sy),
-    )
-
-    _stage_enums(export, con)
-
-    tn = fmt.THREAD_NAMES
-    s.stage(
-        "_nsys_threads",
-        t(tn) and f'SELECT {_pid("globalTid")}, {_tid("globalTid")}, nameId FROM "{t(tn)}"',
-        schema("pid", "tid", "name_id"),
-        what="thread names",
-    )
-    pr = fmt.PROCESSES
-    s.stage("_nsys_processes", t(pr) and f'SELECT pid, name FROM "{t(pr)}"', schema("pid", "name", strings=("name",)), what="processes")
-
-    g = fmt.TARGET_INFO_GPU
-    s.stage(
-        "_nsys_gpus",
-        t(g)
-        and f"""SELECT id, {export.optional(g, "cuDevice", "cu_device")}, name, {export.optional(g, "uuid", "uuid")},
-                {export.optional(g, "busLocation", "bus_location")}, {export.optional(g, "smCount", "sm_count")},
-                {export.optional(g, "totalMemory", "memory_bytes")}, {export.optional(g, "memoryBandwidth", "memory_bandwidth")},
-                {export.optional(g, "clockRate", "clock_rate")}, {export.optional(g, "computeMajor", "compute_major")},
-                {export.optional(g, "computeMinor", "compute_minor")}
-            FROM "{t(g)}" """,
-        pa.schema(
-            [
-                pa.field("gpu_id", pa.int64()),
-                pa.field("cu_device", pa.int64()),
-                pa.field("name", pa.string()),
-                pa.field("uuid", pa.string()),
-                pa.field("bus_location", pa.string()),
-                pa.field("sm_count", pa.int64()),
-                pa.field("memory_bytes", pa.int64()),
-                pa.field("memory_bandwidth", pa.float64()),
-                pa.field("clock_rate", pa.int64()),
-                pa.field("compute_major", pa.int64()),
-                pa.field("compute_minor", pa.int64()),
-            ]
+        fmt.MEMCPY,
+        lambda e, b: (
+            f"""start, "end", deviceId, streamId, correlationId, {e.gpu_pid(b)}, bytes, copyKind,
+            {e.optional(b, "srcKind", "src_kind")}, {e.optional(b, "dstKind", "dst_kind")}, {_graph_columns(e, b)}"""
         ),
-        what="GPUs",
-    )
-    cd = fmt.TARGET_INFO_CUDA_DEVICE
-    s.stage("_nsys_cuda_devices", t(cd) and f'SELECT gpuId, cudaId, pid FROM "{t(cd)}"', schema("gpu_id", "cuda_id", "pid"), what="CUDA devices")
+        schema(*_GPU_COLUMNS, "bytes", "copy_kind", "src_kind", "dst_kind", *_GRAPH_FIELDS),
+        "memory copies",
+        spans=True,
+    ),
+    _Stage(
+        "_nsys_memset",
+        fmt.MEMSET,
+        lambda e, b: (
+            f"""start, "end", deviceId, streamId, correlationId, {e.gpu_pid(b)}, bytes,
+            {e.optional(b, "value", "fill_value")}, {e.optional(b, "memKind", "mem_kind")}, {_graph_columns(e, b)}"""
+        ),
+        schema(*_GPU_COLUMNS, "bytes", "fill_value", "mem_kind", *_GRAPH_FIELDS),
+        "memsets",
+        spans=True,
+    ),
+    _Stage(
+        "_nsys_sync",
+        fmt.SYNCHRONIZATION,
+        lambda e, b: (
+            f"""start, "end", {e.optional(b, "deviceId", "device_id")}, streamId, correlationId,
+            {e.gpu_pid(b)}, {e.optional(b, "syncType", "sync_type")}"""
+        ),
+        schema(*_GPU_COLUMNS, "sync_type"),
+        "synchronizations",
+        spans=True,
+    ),
+    _Stage(
+        "_nsys_threads",
+        fmt.THREAD_NAMES,
+        lambda e, b: f"""{_pid("globalTid")}, {_tid("globalTid")}, nameId""",
+        schema("pid", "tid", "name_id"),
+        "thread names",
+    ),
+    _Stage("_nsys_processes", fmt.PROCESSES, lambda e, b: "pid, name", schema("pid", "name", strings=("name",)), "processes"),
+    _Stage(
+        "_nsys_gpus",
+        fmt.TARGET_INFO_GPU,
+        lambda e, b: f"""id, {e.optional(b, "cuDevice", "cu_device")}, name, {_optionals(e, b, _GPU_DETAILS)}""",
+        _GPUS_SCHEMA,
+        "GPUs",
+    ),
+    _Stage("_nsys_cuda_devices", fmt.TARGET_INFO_CUDA_DEVICE, lambda e, b: "gpuId, cudaId, pid", schema("gpu_id", "cuda_id", "pid"), "CUDA devices"),
+)
+
+
+def _stage_all(
+    export: _Export, con: duckdb.DuckDBPyConnection, progress: Progress, include_os_runtime: bool = True, readers: int | None = None
+) -> None:
+    """Read the export's tables into the `_nsys_*` staging tables (_STAGES): with `readers` reader
+    threads (default reader_threads(con)), or one table after the other with one."""
+    for base in fmt.REQUIRED_COLUMNS:
+        if export.table(base):
+            export.check_required(base)
+    plan = Plan()
+    for stage in _STAGES:
+        table = export.table(stage.base) if include_os_runtime or stage.base != fmt.OSRT_API else None
+        sql = table and f'SELECT {stage.columns(export, stage.base)} FROM "{table}" {stage.where(export, stage.base)}'
+        plan.stage(stage.target, sql, stage.schema, with_span_ids=stage.spans, what=stage.what, split_table=table if stage.spans else None)
+    _stage_enums(export, con)
     readers = reader_threads(con) if readers is None else readers
     if readers > 1:
-        stage_with_readers(s, export, con, progress, readers)
+        stage_with_readers(plan, export, con, progress, readers)
     else:
-        stage_in_order(s, export, con, progress)
-
-
-_GRAPH_FIELDS = ("graph_id", "graph_node_id")
+        stage_in_order(plan, export, con, progress)
 
 
 def reader_threads(con: duckdb.DuckDBPyConnection) -> int:

@@ -5,7 +5,7 @@ export's own tables and columns); this module moves the rows: ADBC's SQLite driv
 yields Arrow batches and DuckDB inserts them -- no Python rows. Span ids are assigned on the way,
 in the order the tables are listed.
 
-With more than one usable core (nsys_staging_parallel.py), big tables are cut into rowid ranges and
+With more than one usable core (nsys/staging_threads.py), big tables are cut into rowid ranges and
 the pieces are read by one thread each (the SQLite driver releases the GIL while it reads), the
 rows reaching DuckDB in the same order with the same span ids as one reader would give them.
 """
@@ -22,8 +22,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from ..errors import InputError
-from .common import Progress
+from ...errors import InputError
+from ..common import Progress
 
 # ADBC's SQLite driver reports a value whose SQLite type differs from its column's Arrow type
 # (fixed by the first batch) as "[SQLite] Type mismatch in column N: ..." (c/driver/sqlite).

@@ -1,11 +1,15 @@
-"""Tiny plain traces written by hand for the summary, communication, idle-time and findings
-analyses (the Perfetto diff-test style: a hand-made database, the query, the expected table worked
-out by hand in the test). Unlike analysis_handmade.py (a leveled capture), these are plain traces
-with any kinds of spans, side-table rows and steps, correlated like a converted trace.
+"""The one builder of hand-made databases (the Perfetto diff-test style: a hand-made database, the
+query, the expected table worked out by hand in the test): a `Run` collects spans and rows of any
+other table of the schema, `write` stores runs and correlates them like a converted trace (nesting,
+launches, steps and attribution filled by xsp_trace.correlate, never by hand).
+
+Used for plain traces (summaries, communication, idle time, findings, critical path), for the
+leveled capture of support/leveled.py and for the Perfetto harness's database.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from pathlib import Path
 
 import pyarrow as pa
@@ -41,8 +45,12 @@ class Run:
         self.run_id = run_id
         self.fields = run_fields
         self.spans: list[dict] = []
-        self.side: dict[str, list[dict]] = {"kernels": [], "memops": [], "span_args": [], "devices": []}
+        self.side: dict[str, list[dict]] = defaultdict(list)  # table -> rows, inserted after the spans
         self._correlation = 0
+
+    def row(self, table: str, **values) -> None:
+        """A row of any other table of the schema (run_id filled in)."""
+        self.side[table].append({"run_id": self.run_id, **values})
 
     def span(self, kind: str, name: str, start: int, end: int, **extra) -> int:
         span_id = len(self.spans) + 1
@@ -117,16 +125,24 @@ class Run:
         return span_id
 
     def device(self, device_id: int = 0, name: str = "NVIDIA A100-SXM4-40GB") -> None:
-        self.side["devices"].append({"run_id": self.run_id, "device_id": device_id, "name": name})
+        self.row("devices", device_id=device_id, name=name)
+
+
+def _table(rows: list[dict]) -> pa.Table:
+    """The rows as one table, every column any row has (NULL where a row has none)."""
+    columns = list(dict.fromkeys(key for row in rows for key in row))
+    return pa.Table.from_pylist([{column: row.get(column) for column in columns} for row in rows])
 
 
 def write(path: Path, runs: list[Run]) -> Path:
+    """Store `runs` in a new database at `path` and correlate each; the path."""
     with atomic_database(path, overwrite=True) as con:
         for run in runs:
-            insert_run(con, run.run_id, source_kind=run.fields.pop("source_kind", "nsys"), tool="handmade", **run.fields)
+            fields = {"source_kind": "nsys", "tool": "handmade", **run.fields}
+            insert_run(con, run.run_id, **fields)
             insert_relation(con, "spans", pa.Table.from_pylist(run.spans))
             for table, rows in run.side.items():
                 if rows:
-                    insert_relation(con, table, pa.Table.from_pylist(rows))
+                    insert_relation(con, table, _table(rows))
             correlate_run(con, run.run_id)
     return path

@@ -1,6 +1,6 @@
 """Cutting the bytes of the `traceEvents` array into pieces, each a JSON array of whole events.
 
-kineto_fast streams the array through `PieceWriter`; every piece of about `piece_bytes` is a file
+duckdb_reader streams the array through `PieceWriter`; every piece of about `piece_bytes` is a file
 read and mapped on its own (kineto.py), so DuckDB never holds the raw events of the whole trace.
 
 A cut is made at a `,` between two top-level elements: outside strings, at bracket depth 1. The
@@ -11,7 +11,7 @@ which a cut is wanted is scanned token by token (a regex over strings and struct
 about one chunk per piece). A chunk never ends inside an escape: trailing backslashes wait for
 the next one.
 
-No cut is made in the last `lag_bytes` read: the `]` closing the array (found by kineto_stream's
+No cut is made in the last `lag_bytes` read: the `]` closing the array (found by python_reader's
 tail rule in those bytes) and the metadata after it always lie in the last piece, and no cut can
 fall in that metadata (where depth 1 means something else). The pieces joined with commas give
 back the array exactly, so a file that is not valid JSON stays so (a piece fails to read).
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .input_limits import MAX_VALUE_BYTES
+from ..input_limits import MAX_VALUE_BYTES
 
 # A string (closed, or running to the end of the chunk) or a structural byte.
 _TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*(?:(")|\Z)|[\[\]{},]', re.S)

@@ -1,5 +1,7 @@
 """Seeded mutation fuzzing of `xsp-trace convert` on the real fixtures, and of the reading commands on
-mutated dataset markers and SQL strings (tests/fuzzing_stores.py); used by test_fuzz.py and bench/fuzz_long.py.
+mutated dataset markers and SQL strings (bench/fuzzing/stores.py); used by tests/test_fuzz.py and
+bench/fuzz_long.py. It lives under bench/ so that bench never imports tests/; pytest puts bench/ on
+its path (pyproject.toml) for the tests.
 
 `make_input(seed, folder)` writes one mutated input, drawn from the real small fixtures: byte
 flips, truncation (of the JSON text or of the gzip stream), JSON field deletion and type change,
@@ -26,7 +28,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[2] / "tests" / "data"  # the real fixtures it mutates
 KINETO_SOURCES = [
     DATA / "kineto_cpu_only" / "hta_cpu_only.json.gz",
     DATA / "kineto_2021_format" / "hta_2021_format_inference.json.gz",
@@ -279,7 +281,7 @@ def _child(args: list[str], folder: Path, tmpdir: Path, output: Path | None) -> 
 
 def run_one(seed: int, work: Path) -> Outcome:
     """Make input `seed` in a fresh folder under `work`, run its command in a forked child, check everything."""
-    from fuzzing_stores import base_stores, marker_input, run_cli_in_child, snapshot, sql_input
+    from .stores import base_stores, marker_input, run_cli_in_child, snapshot, sql_input
 
     folder = work / f"case{seed}"
     tmpdir = work / f"tmp{seed}"
@@ -387,7 +389,7 @@ def preload() -> None:
     import xsp_trace.analyze  # noqa: F401
     import xsp_trace.cli  # noqa: F401
     import xsp_trace.convert.kineto  # noqa: F401
-    import xsp_trace.convert.kineto_fast  # noqa: F401
+    import xsp_trace.convert.kineto.duckdb_reader  # noqa: F401
     import xsp_trace.convert.nsys  # noqa: F401
     import xsp_trace.correlate  # noqa: F401
     import xsp_trace.sandbox  # noqa: F401

@@ -1,10 +1,10 @@
-"""Hand-made steps (tests/handmade_trace.py) whose critical paths and what-if predictions are worked
+"""Hand-made steps (support/handmade.py) whose critical paths and what-if predictions are worked
 out by hand in tests/test_critical_path.py and tests/test_what_if.py: one builder per dependency
 kind, shared so the two test files read the same trace."""
 
 from __future__ import annotations
 
-from handmade_trace import Run
+from support.handmade import Run
 
 
 def sync_step() -> Run:

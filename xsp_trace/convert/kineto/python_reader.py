@@ -23,10 +23,10 @@ from pathlib import Path
 
 import ijson
 
-from ..errors import InputError
-from ..formats import kineto_fields as kf
-from ..formats.file_magic import GZIP_MAGIC
-from .input_limits import MAX_VALUE_BYTES, InputLimits, value_too_large
+from ...errors import InputError
+from ...formats import kineto_fields as kf
+from ...formats.file_magic import GZIP_MAGIC
+from ..input_limits import MAX_VALUE_BYTES, InputLimits, value_too_large
 
 CHUNK_BYTES = 64 << 10  # ijson's own default buffer; larger ones were slower
 BATCH_EVENTS = 1_000  # small batches stay in cache; 10k-event batches parsed 1.5x slower
@@ -85,7 +85,7 @@ class _Source:
         self.path = path
         self.limits = limits
         self.check_nesting = check_nesting
-        self.keep_chunks = keep_chunks  # False: a reader that needs no chunk back (kineto_fast)
+        self.keep_chunks = keep_chunks  # False: a reader that needs no chunk back (duckdb_reader)
         self.marked = False  # events reached: the 64 MiB limit before the first event no longer applies
         self.since_mark = 0  # bytes read after the chunk in which the last event ended (keep_chunks), or from the start
         self.depth = 0

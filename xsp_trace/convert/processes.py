@@ -25,9 +25,10 @@ import duckdb
 
 from ..connection import usable_cores
 from ..database import atomic_database, next_run_id
-from ..output_files import atomic_output, install_signal_handlers, on_signal, parts_path, remove_temp
-from . import convert_files, convert_into, restore_stream_names, spooled
+from ..output_files import install_signal_handlers, on_signal, parts_path, remove_temp
+from ..sql import quote_identifier
 from .common import ConvertOptions, Progress, detect_source, no_progress
+from .local import convert_into, restore_stream_names, spooled
 
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
 PARENT_POLL_S = 0.5  # a worker whose parent is gone stops within this (where PR_SET_PDEATHSIG is missing)
@@ -101,10 +102,6 @@ def _convert_part(path: str, part: str, options: ConvertOptions, threads: int) -
         _converting.clear()
 
 
-def _quote(identifier: str) -> str:
-    return '"' + identifier.replace('"', '""') + '"'
-
-
 def merge_part(con: duckdb.DuckDBPyConnection, part: Path) -> list[int]:
     """Copy every run of the xsp-trace database `part` into `con`, with run ids after its own."""
     con.execute(f"ATTACH '{str(part).replace(chr(39), chr(39) * 2)}' AS _xsp_part (READ_ONLY)")
@@ -127,11 +124,11 @@ def merge_part(con: duckdb.DuckDBPyConnection, part: Path) -> list[int]:
         for table in sorted(columns, key=lambda t: (t != "runs", t)):
             if "run_id" not in columns[table]:
                 continue  # schema_info: the output's own
-            source = f"SELECT * REPLACE (run_id + {offset} AS run_id) FROM _xsp_part.main.{_quote(table)}"
+            source = f"SELECT * REPLACE (run_id + {offset} AS run_id) FROM _xsp_part.main.{quote_identifier(table)}"
             if table in mine:
-                con.execute(f"INSERT INTO main.{_quote(table)} BY NAME {source}")
+                con.execute(f"INSERT INTO main.{quote_identifier(table)} BY NAME {source}")
             else:  # a table only some inputs have (e.g. the capture side's)
-                con.execute(f"CREATE TABLE main.{_quote(table)} AS {source}")
+                con.execute(f"CREATE TABLE main.{quote_identifier(table)} AS {source}")
         return [r + offset for r in part_runs]
     finally:
         con.execute("DETACH _xsp_part")
@@ -146,11 +143,12 @@ def convert_files_parallel(
     append: bool = False,
     overwrite: bool = False,
     progress: Progress = no_progress,
+    analyses: bool = True,
 ) -> list[int]:
     """Convert inputs into one database at `output` with up to `jobs` worker processes.
 
-    Same result as convert_files (same tables, same run ids); jobs=1 or a single input
-    converts in this process. Workers are started with "spawn" (a fork would copy this
+    Same result as convert_files (same tables, same run ids), whatever `jobs` is (convert/engine.py
+    converts one input, or with jobs=1, in this process instead). Workers are started with "spawn" (a fork would copy this
     process's DuckDB threads half-way), so a script calling this needs the usual
     `if __name__ == "__main__":` guard of multiprocessing.
     """
@@ -158,13 +156,14 @@ def convert_files_parallel(
     for path in inputs:  # check all inputs before starting anything
         detect_source(path)
     jobs = default_jobs() if jobs is None else max(1, int(jobs))
-    if jobs == 1 or len(inputs) == 1:
-        return convert_files(inputs, output, options, append=append, overwrite=overwrite, progress=progress)
     output = Path(output)
     workers = min(jobs, len(inputs))
     threads = max(1, default_jobs() // workers)
     run_ids: list[int] = []
-    with atomic_database(output, append=append, overwrite=overwrite, inputs=inputs) as con, spooled(inputs, options.limits) as paths:
+    with (
+        atomic_database(output, append=append, overwrite=overwrite, inputs=inputs, analyses=analyses) as con,
+        spooled(inputs, options.limits) as paths,
+    ):
         parts_dir = parts_path(output)
         remove_temp(parts_dir)
         parts_dir.mkdir()
@@ -190,29 +189,4 @@ def convert_files_parallel(
             restore_stream_names(con, inputs, paths)
         finally:
             shutil.rmtree(parts_dir, ignore_errors=True)
-    return run_ids
-
-
-def convert_to_dataset(
-    inputs: list[Path],
-    output: Path,
-    options: ConvertOptions,
-    *,
-    jobs: int | None = None,
-    overwrite: bool = False,
-    progress: Progress = no_progress,
-) -> list[int]:
-    """Convert inputs into a Parquet dataset folder `output` (xsp_trace.dataset), atomically."""
-    from ..dataset import write_dataset_folder
-
-    output = Path(output)
-    with atomic_output(
-        output, folder=True, replace=overwrite, inputs=inputs, exists_fix="pass --overwrite to replace it, or choose another output folder"
-    ) as tmp:
-        tmp.mkdir()
-        staging = tmp / ".staging.duckdb"
-        run_ids = convert_files_parallel(inputs, staging, options, jobs=jobs, overwrite=True, progress=progress)
-        progress("writing Parquet", None)
-        write_dataset_folder(staging, tmp)
-        remove_temp(staging)
     return run_ids

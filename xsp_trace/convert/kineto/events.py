@@ -3,7 +3,7 @@
 `_kineto_events` holds one row per element of `traceEvents`, in file order (rowid = position):
 ph, cat, name, pid, tid and id as text (JSON numbers as their text), ts and dur as DECIMAL(38,9)
 microseconds (exact), args as MAP(VARCHAR, JSON). DuckDB's JSON reader writes it directly
-(kineto_fast.py); the streaming ijson reader (kineto_stream.py), for files DuckDB's reader does
+(kineto/duckdb_reader.py); the streaming ijson reader (kineto/python_reader.py), for files DuckDB's reader does
 not take, writes the same columns here. queries/ingest/kineto_map.sql then maps the relation
 (the DuckDB reader fills it with one piece of the trace at a time, mapped before the next).
 
@@ -22,12 +22,12 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ..database import insert_relation
-from ..errors import InputError
-from .validate import TIME_LIMIT_US
+from ...database import insert_relation
+from ...errors import InputError
+from ..validate import TIME_LIMIT_US
 
 RAW_COLUMNS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "args")
-# read_json's column types (kineto_fast) and the table the Python reader fills: the same.
+# read_json's column types (duckdb_reader) and the table the Python reader fills: the same.
 READ_JSON_COLUMNS = (
     "{ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', "
     "ts: 'DECIMAL(38,9)', dur: 'DECIMAL(38,9)', id: 'VARCHAR', args: 'MAP(VARCHAR, JSON)'}"
@@ -245,7 +245,7 @@ BATCH_EVENTS = 50_000  # events per Arrow batch inserted
 
 def load_with_python(con: duckdb.DuckDBPyConnection, trace, progress: Callable[[float], None]) -> PythonEventLoader:
     """Fill `_kineto_events` from the streaming ijson reader; trace.metadata is complete afterwards."""
-    from .kineto_stream import iter_event_batches
+    from .python_reader import iter_event_batches
 
     loader = PythonEventLoader(con, trace.path)
     pending: list = []

@@ -1,8 +1,8 @@
 """`convert_kineto`: a PyTorch profiler (Kineto) trace.json[.gz] into the unified schema.
 
-One mapping, in SQL: a reader fills the raw event relation `_kineto_events` (kineto_events.py)
--- DuckDB's JSON reader (kineto_fast.py), one piece of ~128 MB of JSON at a time, or, for files it
-does not take, the streaming ijson reader (kineto_stream.py), all at once -- and
+One mapping, in SQL: a reader fills the raw event relation `_kineto_events` (kineto/events.py)
+-- DuckDB's JSON reader (kineto/duckdb_reader.py), one piece of ~128 MB of JSON at a time, or, for files it
+does not take, the streaming ijson reader (kineto/python_reader.py), all at once -- and
 queries/ingest/kineto_map.sql maps it (piece after piece, `_PieceMapper`) into the staging tables (spans
 with their raw track and External id, launch flows, launch configurations) and the side tables
 (kernels, memops, span_args, marks, counters). queries/ingest/kineto_link.sql then fills missing
@@ -27,16 +27,16 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from ..database import insert_relation, run_script
-from ..errors import InputError
-from ..formats import kineto_fields as kf
-from ..naming import install_sql_macros
-from ..resources import query_text
-from ..sql import one_row, scalar
-from .common import ConvertOptions, Progress, register_run
-from .kineto_events import PythonEventLoader, check_events, load_with_python
-from .kineto_stream import KinetoTrace
-from .validate import TIME_LIMIT_NS, TIME_LIMIT_US, warn
+from ...database import insert_relation, run_script
+from ...errors import InputError
+from ...formats import kineto_fields as kf
+from ...naming import install_sql_macros
+from ...resources import query_text
+from ...sql import one_row, scalar
+from ..common import ConvertOptions, Progress, register_run
+from ..validate import TIME_LIMIT_NS, TIME_LIMIT_US, warn
+from .events import PythonEventLoader, check_events, load_with_python
+from .python_reader import KinetoTrace
 
 _STAGING_DDL = """
 CREATE OR REPLACE TEMP TABLE _kineto_spans (
@@ -245,7 +245,7 @@ def convert_kineto(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, opti
     meta = None
     try:
         if options.kineto_reader != "python":
-            from .kineto_fast import read_events
+            from .duckdb_reader import read_events
 
             progress(f"reading and mapping {path.name} (DuckDB JSON reader, in pieces)", None)
             meta = read_events(con, path, mapper, options.limits)

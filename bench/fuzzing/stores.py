@@ -1,4 +1,4 @@
-"""Fuzzed inputs for the reading commands (used by tests/fuzzing.py): Parquet dataset markers and SQL.
+"""Fuzzed inputs for the reading commands (used by bench/fuzzing/__init__.py): Parquet dataset markers and SQL.
 
 - Marker: a copy of a real dataset (converted once per work folder from a real trace) whose
   xsp_dataset.json is mutated -- a table listed twice, unknown names, keys removed or given odd
@@ -8,7 +8,7 @@
   spliced with another, wrapped in EXPLAIN [ANALYZE] / PREPARE ... EXECUTE, tokens swapped between
   statements, truncated, comments inserted -- run by `query` on a copy of the database or dataset.
 
-The checks are tests/fuzzing.py's: exit 0 or 2, no traceback, one line naming the data on exit 2,
+The checks are bench/fuzzing/__init__.py's: exit 0 or 2, no traceback, one line naming the data on exit 2,
 every file of the case folder unchanged (nothing written, replaced or deleted), $TMPDIR empty.
 """
 
@@ -25,7 +25,7 @@ import shutil
 import sys
 from pathlib import Path
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 BASE_TRACE = DATA / "kineto_rocm_mi250" / "hta_mi250_rocm62_minitoy.json.gz"
 CORPUS = DATA / "query_sql_corpus" / "statements.tsv"
 MARKER = "xsp_dataset.json"

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import InputError
-from ..formats import nsys_export as fmt
-from ..output_files import atomic_output, private_temp_prefix
+from ...errors import InputError
+from ...formats import nsys_export as fmt
+from ...output_files import atomic_output, private_temp_prefix
 
 CACHE_DIR = ".xsp-cache"
 

@@ -1,4 +1,4 @@
-"""Staging with several reader threads: what nsys_staging.stage_in_order does, on more than one core.
+"""Staging with several reader threads: what staging.stage_in_order does, on more than one core.
 
 Every table of the plan is read as pieces: its whole query, or -- for a table naming a
 `split_table` with at least PIECE_ROWS rowids -- one query per range of PIECE_ROWS rowids (SQLite
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import duckdb
 
-from ..sql import is_temp_view
-from .common import Progress
-from .nsys_staging import Plan, Source, Staging, create_table, staging_columns, stream_into, typed_query
+from ...sql import is_temp_view
+from ..common import Progress
+from .staging import Plan, Source, Staging, create_table, staging_columns, stream_into, typed_query
 
 # Rowids per piece of a split table: a piece's connection, query and append cost nothing next to
 # its rows, two readers share a 1 M-row table evenly, and the rows waiting for an earlier piece

@@ -1,26 +1,25 @@
 """DuckDB's JSON reader for Kineto traces: fills the raw event relation `_kineto_events`
-(kineto_events.py) without one Python object per event.
+(kineto/events.py) without one Python object per event.
 
 DuckDB reads a top-level JSON *array* of objects in bounded memory (one thread per file), but
-not the `traceEvents` array inside Kineto's top-level object (bench: 28 s / 6.4 GB at 1 GB). So:
+not the `traceEvents` array inside Kineto's top-level object (BENCHMARKS.md, "Kineto: bounded memory"). So:
 1. `extract_events`: the decompressed trace is streamed once; the bytes of the `traceEvents`
    array (and only those) go to a temporary file, the top-level metadata keys before and after
-   it are parsed in Python (the same tail rule as kineto_stream).
+   it are parsed in Python (the same tail rule as python_reader).
    The array is cut into pieces of about PIECE_BYTES of JSON at element boundaries as it goes
-   (kineto_pieces.py), each written as one file per DuckDB thread (files_per_piece).
+   (kineto/pieces.py), each written as one file per DuckDB thread (files_per_piece).
    A second thread does this (read_events) while the pieces before are read and mapped.
 2. read_json(format='array') loads one piece (its files in parallel, rows in file order) at a
    time into `_kineto_events`, times as
    DECIMAL(38,9) (exact for Kineto's microseconds with up to 9 decimals), pid/tid/id as text,
    args as MAP(VARCHAR, JSON); the caller maps it (kineto_map.sql) and drops it before the next,
-   so the raw events of the whole trace are never held (at 1 GB they spilled under the memory
-   cap: 45 s instead of 37 s).
+   so the raw events of the whole trace are never held (held whole, they spilled under the memory cap).
 
 Anything unusual (not a trace object, a `ts`/`dur` that is not a JSON number, a `null` event, a
 value the column types do not take, a reader error, no events) makes `read_events` return None;
 the caller undoes the pieces mapped so far and runs the streaming ijson reader into the same
 relation, which also reports the exact problem. So both readers accept and reject the same
-files; the checks of the relation (kineto_events.check_events) and the mapping are shared.
+files; the checks of the relation (events.check_events) and the mapping are shared.
 """
 
 from __future__ import annotations
@@ -38,17 +37,17 @@ from pathlib import Path
 
 import duckdb
 
-from ..connection import duckdb_threads
-from ..formats import kineto_fields as kf
-from ..output_files import private_temp_prefix
-from ..sql import one_row
-from .input_limits import MAX_VALUE_BYTES, InputLimits
-from .kineto_events import READ_JSON_COLUMNS
-from .kineto_pieces import PieceWriter, ValueTooLarge
-from .kineto_stream import closing_bracket
+from ...connection import duckdb_threads
+from ...formats import kineto_fields as kf
+from ...output_files import private_temp_prefix
+from ...sql import one_row
+from ..input_limits import MAX_VALUE_BYTES, InputLimits
+from .events import READ_JSON_COLUMNS
+from .pieces import PieceWriter, ValueTooLarge
+from .python_reader import closing_bracket
 
 CHUNK_BYTES = 1 << 20
-MAX_HEAD_BYTES = 64 << 20  # as kineto_stream: metadata before the events beyond this is not a trace
+MAX_HEAD_BYTES = 64 << 20  # as python_reader: metadata before the events beyond this is not a trace
 TAIL_BYTES = 1 << 20  # bytes kept from the end to find where traceEvents closes
 
 
@@ -138,7 +137,7 @@ def extract_events(path: Path, writer: PieceWriter, limits: InputLimits) -> dict
     (the Python path handles those; pieces already handed over must then be undone).
     InputError past the gzip limits (input_limits.py); None as well when about MAX_VALUE_BYTES pass
     without an event ending (the streaming reader judges such a file): the pieces stay bounded."""
-    from .kineto_stream import _Source
+    from .python_reader import _Source
 
     source = _Source(path, limits, keep_chunks=False)  # bytes are copied through, never parsed back
     try:
@@ -166,7 +165,7 @@ def extract_events(path: Path, writer: PieceWriter, limits: InputLimits) -> dict
             tail += chunk
             if len(tail) > 2 * TAIL_BYTES:
                 del tail[:-TAIL_BYTES]
-        # Where traceEvents closes: the tail rule of kineto_stream, on the last bytes (which the
+        # Where traceEvents closes: the tail rule of python_reader, on the last bytes (which the
         # writer keeps in the last piece: its lag is 2 * TAIL_BYTES).
         tail_bytes = bytes(tail)
         closing = closing_bracket(tail_bytes)
@@ -195,18 +194,16 @@ SELECT count(*), count(*) FILTER (WHERE ph IS NULL AND cat IS NULL AND name IS N
 FROM _kineto_events
 """
 
-# JSON bytes per piece. Measured at 1 GB of JSON on 2 busy cores (BENCHMARKS.md, "Kineto: mapping
-# in pieces"), read+map+link phase: 32 MB 68 s / 470 MiB, 64 MB 63-68 s / ~600 MiB, 128 MB 61 s /
-# 615 MiB, 256 MB 56-62 s / 630 MiB; each piece runs the whole mapping script once (fixed cost),
-# larger pieces bring little past 128 MB and hold more raw events at once. At 128 MB a trace of
-# 100 MB is one piece, as before (no cost for small traces).
+# JSON bytes per piece: each piece runs the whole mapping script once (a fixed cost), larger pieces
+# bring little past 128 MB and hold more raw events at once, and a small trace is one piece
+# (BENCHMARKS.md, "Kineto: mapping in pieces").
 PIECE_BYTES = 128 << 20
 
 
 def files_per_piece(con: duckdb.DuckDBPyConnection) -> int:
-    """Files a piece is written as: one per DuckDB thread. read_json parses one file on one thread
-    (a 128 MB piece: 1.65 s as one file, 0.85 s as two on 2 cores); several files of one call are
-    read in parallel and their rows kept in file order."""
+    """Files a piece is written as: one per DuckDB thread. read_json parses one file on one thread;
+    several files of one call are read in parallel and their rows kept in file order (BENCHMARKS.md,
+    "Kineto: a piece as one file per DuckDB thread")."""
     return duckdb_threads(con)
 
 
