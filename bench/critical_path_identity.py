@@ -1,6 +1,7 @@
 """Checks that the critical path of this checkout equals the one of an earlier revision of
-xsp_trace/analyze/critical_path.py, segment by segment, on every Kineto fixture with steps (and the
-hand-made steps of the tests): a rewrite of the walk or of its loading must not change a path.
+xsp_trace/analyze/critical_path.py, segment by segment and row by row of the table
+xsp_critical_path, on every Kineto fixture of tests/data (and the two ranks of
+kineto_two_ranks_sendrecv in one database): a rewrite of the walk or of its loading must not change a path.
 
     python bench/critical_path_identity.py --before 906f161
 
@@ -49,6 +50,12 @@ def _paths(module, con) -> list[tuple]:
     return out
 
 
+def _table(module, con) -> tuple:
+    """The rows the module writes into xsp_critical_path (what the analyses read)."""
+    module.build_critical_path(con)
+    return tuple(con.execute("SELECT * FROM xsp_critical_path ORDER BY run_id, step_span_id, seq").fetchall())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--before", required=True, help="git revision holding the earlier critical_path.py")
@@ -71,6 +78,8 @@ def main() -> None:
                 continue
             con = open_session(database, AnalysisOptions())
             old, new = _paths(before, con), _paths(after, con)
+            old.append(_table(before, open_session(database, AnalysisOptions())))
+            new.append(_table(after, open_session(database, AnalysisOptions())))
             name = " + ".join(p.parent.name + "/" + p.name for p in group)
             if old != new:
                 first = next(i for i, (a, b) in enumerate(zip(old, new)) if a != b) if len(old) == len(new) else min(len(old), len(new))
