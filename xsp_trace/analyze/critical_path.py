@@ -119,12 +119,20 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: int) -> _Run:
         LEFT JOIN xsp_gpu_work AS g ON g.run_id = s.run_id AND g.span_id = s.span_id
         WHERE s.run_id = ? AND s.end_ns >= s.start_ns
           AND (g.span_id IS NOT NULL OR (s.tid IS NOT NULL AND s.stream_id IS NULL AND s.kind NOT IN ('model', 'marker')))
-        ORDER BY s.start_ns, s.end_ns DESC, s.depth, s.span_id
         """,
         [run_id],
     ).fetchnumpy()
     for name in ("span_id", "start_ns", "end_ns", "pid", "tid", "device_id", "stream_id", "depth"):
-        spans[name] = spans[name].astype(np.int64, copy=False)
+        spans[name] = np.asarray(spans[name], dtype=np.int64)
+    # Rows in time order: by start, end descending (outer before inner), depth, span_id (sorting here
+    # is cheaper than in DuckDB, which would carry the names through its sort).
+    order = np.lexsort((spans["span_id"], spans["depth"], -spans["end_ns"], spans["start_ns"]))
+    spans = {name: np.asarray(values)[order] for name, values in spans.items()}
+    kind, work_class = spans["kind"], spans["work_class"]
+    spans["gpu_kind"] = kind.copy()  # memcpy and memset keep their kind; other GPU work is named by its class
+    for work, named in GPU_KIND.items():
+        if named is not None:
+            spans["gpu_kind"][(work_class == work) & (kind != "memcpy") & (kind != "memset")] = named
     n = len(spans["span_id"])
     by_id = np.argsort(spans["span_id"], kind="stable")
     is_gpu = spans["work_class"] != ""
@@ -294,8 +302,7 @@ class Segment:
 
 
 def _gpu_kind(run: _Run, row: int) -> str:
-    kind = str(run.spans["kind"][row])
-    return kind if kind in ("memcpy", "memset") else (GPU_KIND.get(str(run.spans["work_class"][row])) or kind)
+    return str(run.spans["gpu_kind"][row])
 
 
 def _waited_for(run: _Run, call: int, before: int) -> int | None:
@@ -317,9 +324,6 @@ def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: 
     hops = 0
     limit = _MAX_HOPS_PER_SPAN * (len(run.spans["span_id"]) + 1) * (len(ranks.runs) if ranks else 1)
 
-    def add(low: int, high: int, kind: str, row: int) -> None:
-        segments.append(Segment(low, high, kind, row, run.run_id))
-
     while t > start_ns and hops < limit:
         hops += 1
         if lane[0] == "cpu":
@@ -330,23 +334,23 @@ def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: 
             if i >= len(flat.ends) or flat.starts[i] >= t:  # t lies in a gap before segment i (or after all)
                 gap_start = flat.ends[i - 1] if i > 0 else start_ns
                 low = max(gap_start, start_ns)
-                add(low, t, CPU_IDLE, -1)
+                segments.append(Segment(low, t, CPU_IDLE, -1, run.run_id))
                 t = low
                 continue
             owner, low = flat.owners[i], max(flat.starts[i], start_ns)
             if owner < 0:
-                add(low, t, CPU_IDLE, -1)
+                segments.append(Segment(low, t, CPU_IDLE, -1, run.run_id))
                 t = low
                 continue
             if run.blocking[owner]:
                 waited = _waited_for(run, owner, t)
                 if waited is not None and end[waited] > low:
                     gpu_end = max(end[waited], start_ns)
-                    add(gpu_end, t, SYNC_WAIT, owner)
+                    segments.append(Segment(gpu_end, t, SYNC_WAIT, owner, run.run_id))
                     t = gpu_end
                     lane = ("gpu", waited)
                     continue
-            add(low, t, LAUNCH if run.launchers[owner] else CPU_OP, owner)
+            segments.append(Segment(low, t, LAUNCH if run.launchers[owner] else CPU_OP, owner, run.run_id))
             t = low
             continue
         row = lane[1]
@@ -357,14 +361,14 @@ def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: 
                 other, other_row, other_start, other_thread = late
                 low = max(end[row] - (int(other.spans["end_ns"][other_row]) - int(other.spans["start_ns"][other_row])), start_ns)
                 if low < t:
-                    add(low, t, _gpu_kind(run, row), row)
+                    segments.append(Segment(low, t, _gpu_kind(run, row), row, run.run_id))
                 run, spans, start_ns, thread = other, other.spans, other_start, other_thread
                 start, end = run.start_end()
                 t, lane = start[other_row], ("arrived", other_row)
                 continue
             begin = max(start[row], start_ns)
             if begin < t:
-                add(begin, t, _gpu_kind(run, row), row)
+                segments.append(Segment(begin, t, _gpu_kind(run, row), row, run.run_id))
             t = begin
         if t <= start_ns:
             break
@@ -381,17 +385,17 @@ def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: 
         if binding == "stream" and previous_end is not None:
             low = max(previous_end, start_ns)
             if low < t:
-                add(low, t, GPU_IDLE, -1)
+                segments.append(Segment(low, t, GPU_IDLE, -1, run.run_id))
             t, lane = low, ("gpu", previous)
         elif binding == "event" and waited is not None and waited_end is not None:  # waited for another stream's work
             low = max(waited_end, start_ns)
             if low < t:
-                add(low, t, GPU_IDLE, -1)
+                segments.append(Segment(low, t, GPU_IDLE, -1, run.run_id))
             t, lane = low, ("gpu", waited)
         elif binding == "launch" and launched_at is not None and launcher is not None:
             low = max(launched_at, start_ns)
             if low < t:
-                add(low, t, QUEUE_DELAY, launcher)
+                segments.append(Segment(low, t, QUEUE_DELAY, launcher, run.run_id))
             t, lane = low, ("cpu", (int(spans["pid"][launcher]), int(spans["tid"][launcher])))
         else:  # launched before the trace began and first on its stream: back to the step's thread
             lane = ("cpu", thread)
@@ -401,10 +405,11 @@ def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: 
 def _binding(previous_end: int | None, waited_end: int | None, launched_at: int | None) -> str | None:
     """Which dependency of a GPU item was satisfied last: 'stream' (the previous item on its stream),
     'event' (another stream's item it waited for) or 'launch' (its launch call); ties in that order."""
-    options = [
-        (v, -i, name) for i, (v, name) in enumerate(((previous_end, "stream"), (waited_end, "event"), (launched_at, "launch"))) if v is not None
-    ]
-    return max(options)[2] if options else None
+    best, binding = None, None
+    for at, name in ((previous_end, "stream"), (waited_end, "event"), (launched_at, "launch")):
+        if at is not None and (best is None or at > best):
+            best, binding = at, name
+    return binding
 
 
 class Ranks:
