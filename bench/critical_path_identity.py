@@ -61,10 +61,11 @@ def main() -> None:
     parser.add_argument("--before", required=True, help="git revision holding the earlier critical_path.py")
     parser.add_argument("traces", nargs="*", type=Path, help="default: every Kineto fixture of tests/data")
     args = parser.parse_args()
+    from typer.testing import CliRunner
+
     from xsp_trace.analyze import AnalysisOptions, open_session
     from xsp_trace.analyze import critical_path as after
     from xsp_trace.cli import app
-    from typer.testing import CliRunner
 
     traces = args.traces or sorted((ROOT / "tests" / "data").glob("*/*.json.gz"))
     groups = [[t] for t in traces] + [sorted((ROOT / "tests" / "data" / "kineto_two_ranks_sendrecv").glob("*.json.gz"))]
@@ -82,8 +83,10 @@ def main() -> None:
             new.append(_table(after, open_session(database, AnalysisOptions())))
             name = " + ".join(p.parent.name + "/" + p.name for p in group)
             if old != new:
-                first = next(i for i, (a, b) in enumerate(zip(old, new)) if a != b) if len(old) == len(new) else min(len(old), len(new))
-                print(f"DIFFERENT {name}: {len(old)} vs {len(new)} segments, first difference at {first}: {old[first:first + 1]} vs {new[first:first + 1]}")
+                first = next(i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b) if len(old) == len(new) else min(len(old), len(new))
+                print(
+                    f"DIFFERENT {name}: {len(old)} vs {len(new)} segments, first difference at {first}: {old[first : first + 1]} vs {new[first : first + 1]}"
+                )
                 sys.exit(1)
             print(f"same {name}: {len(new)} segments")
 
