@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import duckdb
 import numpy as np
@@ -55,6 +56,15 @@ class _Thread:
     owners: list[int]
 
 
+class _Lists(NamedTuple):
+    start: list[int]
+    end: list[int]
+    blocking: list[bool]
+    launchers: list[bool]
+    stream_prev: list[int]
+    launch_of: list[int]
+
+
 @dataclass
 class _Run:
     """A run's spans as columns ordered by (start, end descending, depth, span_id) -- a row is a
@@ -72,12 +82,23 @@ class _Run:
     gpu_ends: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # sorted GPU end times
     gpu_end_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     flat: dict[tuple[int, int], _Thread] = field(default_factory=dict)
-    times: tuple[list[int], list[int]] | None = None  # start_ns and end_ns as lists, for the walk's one-at-a-time reads
+    lists: _Lists | None = None  # the columns the walk reads one item at a time, as lists (faster than numpy scalars)
+
+    def walk_lists(self) -> _Lists:
+        if self.lists is None:
+            self.lists = _Lists(
+                self.spans["start_ns"].tolist(),
+                self.spans["end_ns"].tolist(),
+                self.blocking.tolist(),
+                self.launchers.tolist(),
+                self.stream_prev.tolist(),
+                self.launch_of.tolist(),
+            )
+        return self.lists
 
     def start_end(self) -> tuple[list[int], list[int]]:
-        if self.times is None:
-            self.times = (self.spans["start_ns"].tolist(), self.spans["end_ns"].tolist())
-        return self.times
+        lists = self.walk_lists()
+        return lists.start, lists.end
 
     def launcher(self, row: int) -> int | None:
         found = int(self.launch_of[row])
@@ -317,7 +338,8 @@ def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: 
     """The critical path of [start_ns, end_ns] ending on `thread`, as contiguous segments, latest first.
     With `ranks`, a collective that waited for a later rank continues the path on that rank."""
     spans = run.spans
-    start, end = run.start_end()
+    lists = run.walk_lists()
+    start, end = lists.start, lists.end
     segments: list[Segment] = []
     t = end_ns
     lane: tuple[str, object] = ("cpu", thread)
@@ -342,7 +364,7 @@ def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: 
                 segments.append(Segment(low, t, CPU_IDLE, -1, run.run_id))
                 t = low
                 continue
-            if run.blocking[owner]:
+            if lists.blocking[owner]:
                 waited = _waited_for(run, owner, t)
                 if waited is not None and end[waited] > low:
                     gpu_end = max(end[waited], start_ns)
@@ -350,7 +372,7 @@ def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: 
                     t = gpu_end
                     lane = ("gpu", waited)
                     continue
-            segments.append(Segment(low, t, LAUNCH if run.launchers[owner] else CPU_OP, owner, run.run_id))
+            segments.append(Segment(low, t, LAUNCH if lists.launchers[owner] else CPU_OP, owner, run.run_id))
             t = low
             continue
         row = lane[1]
@@ -363,7 +385,8 @@ def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: 
                 if low < t:
                     segments.append(Segment(low, t, _gpu_kind(run, row), row, run.run_id))
                 run, spans, start_ns, thread = other, other.spans, other_start, other_thread
-                start, end = run.start_end()
+                lists = run.walk_lists()
+                start, end = lists.start, lists.end
                 t, lane = start[other_row], ("arrived", other_row)
                 continue
             begin = max(start[row], start_ns)
@@ -372,9 +395,13 @@ def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: 
             t = begin
         if t <= start_ns:
             break
-        previous = run.previous_on_stream(row)
+        previous: int | None = lists.stream_prev[row]
+        if previous is not None and previous < 0:
+            previous = None
         previous_end = min(end[previous], t) if previous is not None else None
-        launcher = run.launcher(row)
+        launcher: int | None = lists.launch_of[row]
+        if launcher is not None and launcher < 0:
+            launcher = None
         launched_at = None
         if launcher is not None:
             call_end = end[launcher]

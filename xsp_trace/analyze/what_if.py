@@ -222,7 +222,7 @@ def replayed_run(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tu
                 if int(run.spans["start_ns"][row]) >= start_ns:
                     new_start[row] = mapped(int(run.spans["start_ns"][row]))
                 new_end[row] = max(new_start[row], mapped(min(int(run.spans["end_ns"][row]), end_ns)))
-    copy = replace(run, spans=dict(run.spans, start_ns=new_start, end_ns=new_end), flat={}, times=None)
+    copy = replace(run, spans=dict(run.spans, start_ns=new_start, end_ns=new_end), flat={}, lists=None)
     order = np.argsort(new_end[run.gpu_end_rows], kind="stable")
     copy.gpu_end_rows = run.gpu_end_rows[order]
     copy.gpu_ends = new_end[copy.gpu_end_rows]
