@@ -11,8 +11,10 @@ what was captured so far; everything captured stays in the run directory.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,6 +48,9 @@ from .session import LAYER_SYNC_CHOICES
 MALLOC_TUNING = {"MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TRIM_THRESHOLD_": "268435456"}
 RUNNER_TOOLS = ("torch", "nsys")
 NSYS_2022_NVTX = "0.2.11"  # the last nvtx release whose ranges nsys 2022.4 records
+# A command starting with one of these bare names runs under xsp-trace's own interpreter: the
+# first `python` on PATH may be another environment, with another copy of xsp_trace or none.
+BARE_PYTHONS = ("python", "python3")
 
 
 @dataclass
@@ -155,6 +160,43 @@ def _launch_command(request: CaptureRequest, binaries: dict, tool: str, level: s
     return list(request.command)
 
 
+def own_interpreter(command: list[str]) -> list[str]:
+    """The command with a bare `python`/`python3` replaced by this interpreter (sys.executable)."""
+    if command and command[0] in BARE_PYTHONS and sys.executable:
+        return [sys.executable, *command[1:]]
+    return list(command)
+
+
+def other_copy(session: dict) -> str | None:
+    """The folder of the xsp_trace package the script imported, when it is not this one's."""
+    theirs = session.get("xsp_trace_path")
+    if not theirs:
+        return None
+    return None if Path(theirs).resolve() == _own_package() else theirs
+
+
+def _own_package() -> Path:
+    return Path(sys.modules["xsp_trace"].__file__ or "").resolve().parent
+
+
+def _warn_other_copy(manifest: dict, session: dict, progress: Callable[[str], None] | None) -> None:
+    """Once per capture: the script imported another xsp_trace; through the progress lines, or on
+    stderr when they are off (-q)."""
+    foreign = other_copy(session)
+    if not foreign or any(foreign in w for w in manifest.setdefault("warnings", [])):
+        return
+    warning = (
+        f"the script imported another copy of xsp_trace ({foreign}), not this xsp-trace's ({_own_package()}): "
+        "its capture code may differ; run the script with this xsp-trace's python, or install one copy"
+    )
+    manifest["warnings"].append(warning)
+    line = f"xsp-trace: warning: {warning}"
+    if progress:
+        progress(line)
+    else:
+        print(line, file=sys.stderr)
+
+
 def _last_line(path: Path) -> str:
     try:
         lines = [ln.strip() for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
@@ -199,6 +241,7 @@ def _fail(manifest: dict, out: Path, entry: dict, status: str, problem: str, fix
 def capture_levels(request: CaptureRequest, progress: Callable[[str], None] | None = None) -> dict:
     """Run every (tool, level, batch size); returns the manifest (also written to OUT/manifest.json)."""
     binaries = _check(request)
+    request = dataclasses.replace(request, command=own_interpreter(request.command))
     out = Path(request.out)
     remove_run_dir(out)  # _check allowed it: empty, or a previous run directory with --overwrite
     (out / "runs").mkdir(parents=True, exist_ok=True)
@@ -273,6 +316,7 @@ def capture_levels(request: CaptureRequest, progress: Callable[[str], None] | No
         session = read_session(session_path)
         entry["session"] = str(session_path.relative_to(out))
         absorb_session(manifest, session)
+        _warn_other_copy(manifest, session, progress)
         entry["trace"], entry["model_ranges"] = _collect_trace(request, binaries, entry, folder, session)
         if entry["trace"] is None:
             raise _fail(manifest, out, entry, "empty", f"{tool} wrote no trace in run {entry['key']}", f"see {entry['dir']}/stderr.txt")

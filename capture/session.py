@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import os
 import resource
+import sys
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -187,6 +188,11 @@ def _timed_loop(call, n: int, sync, model_range=None) -> list[int]:
             pop()
         latencies.append(clock() - start)
     return latencies
+
+
+def _package_path() -> str | None:
+    package = sys.modules.get("xsp_trace")
+    return str(Path(package.__file__).resolve().parent) if package is not None and package.__file__ else None
 
 
 def _minor_faults() -> int:
@@ -420,6 +426,8 @@ def measure(
         "device": _device_facts(device),
         "torch_version": torch.__version__,
         "nvtx_version": nvtx_version(),
+        # Which copy of xsp_trace the script imported (the runner warns when it is not its own).
+        "xsp_trace_path": _package_path(),
         "threads": torch.get_num_threads(),
         "pid": os.getpid(),
         "env": {

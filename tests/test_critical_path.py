@@ -302,7 +302,7 @@ def test_the_report_plots_each_steps_path_by_kind(converted_path, tmp_path):
     html = report.read_text()
     at = html.index("critical path of each step, by kind")
     plot = html[html.rfind("<svg", 0, at) : html.index("</svg>", at)]
-    bars = re.findall(r'<text x="154" y="[0-9.]+" [^>]*>(step \d+)</text>(.*?)(?=<text x="154"|<line)', plot)
+    bars = re.findall(r'<text class="label" [^>]*>(step \d+)<title>.*?</text>(.*?)(?=<text class="label"|<g class="axis)', plot)
     expected = _profiler_steps(trace)
     assert [label for label, _ in bars] == [f"step {i}" for i in sorted(expected)]
     for label, parts in bars:

@@ -266,6 +266,8 @@ def capture(
 ) -> None:
     """Leveled capture: run a command once per (tool, level, batch size) into one run directory.
 
+    A bare `python` or `python3` after -- is xsp-trace's own interpreter, not the first on PATH.
+
     Example (the script ships with xsp-trace):
 
       xsp-trace capture --levels M,ML,MLG --iterations 10 --batch-sizes 1,8 -o tiny-run -- python -m xsp_trace.capture.examples.tiny_cnn
@@ -294,7 +296,7 @@ def capture(
         overwrite=overwrite,
         timeout_s=timeout,
     )
-    say = None if quiet else (lambda line: err_console.print(line, markup=False, highlight=False))
+    say = None if quiet else (lambda line: err_console.print(line, markup=False, highlight=False, soft_wrap=True))
     try:
         manifest = capture_levels(request, progress=say)
     except InputError as exc:

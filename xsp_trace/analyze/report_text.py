@@ -1,0 +1,207 @@
+"""Text of the HTML report: short names for long (kernel) names, cells in readable units, and which
+basis (per inference, per step, whole trace) each experiment's "per inference" numbers have.
+
+Rendering only: the values come from the analyses' rows.
+"""
+
+from __future__ import annotations
+
+import re
+from html import escape
+
+ELLIPSIS = "\u2026"
+NAME_CHARS = 48  # a name cell or label longer than this is shortened (the full name on hover)
+# Wrapper kernels whose own name says nothing: their first template argument names the kernel
+# (cutlass::Kernel2<cutlass_80_tensorop_..._gemm...>, cutlass::device_kernel<...>).
+_GENERIC_BASES = {"Kernel", "Kernel2", "kernel", "device_kernel", "KernelWrapper", "generic_kernel"}
+_TEXT_COLUMNS_SHORTENED = ("name", "kernel", "op", "kernel_name", "op_name", "layer_name")
+_IDENT = re.compile(r"[A-Za-z_~][A-Za-z0-9_]*$")
+_SIGNATURE = re.compile(r"<|\w\(|::.*::")  # templates, parameter lists, nested namespaces (not "aten::mm")
+
+
+def _split_top(text: str, separator: str) -> int:
+    """Index of the first `separator` outside <>, (), [] and {} nesting; -1 when none."""
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == separator and depth == 0:
+            return i
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth = max(depth - 1, 0)
+    return -1
+
+
+def _strip_args(name: str) -> tuple[str, str]:
+    """(the name before its parameter list and template arguments, the first template argument)."""
+    paren = _split_top(name, "(")
+    head = name[:paren] if paren > 0 else name
+    angle = _split_top(head, "<")
+    first_arg = ""
+    if angle > 0:
+        close = head.rfind(">")
+        inner = head[angle + 1 : close if close > angle else len(head)]
+        comma = _split_top(inner, ",")
+        first_arg = (inner[:comma] if comma >= 0 else inner).strip()
+        head = head[:angle]
+    return head.strip(), first_arg
+
+
+def _base(name: str) -> str:
+    head, first_arg = _strip_args(name)
+    words = head.split()
+    last = words[-1] if words else head  # drops the return type: "void at::native::foo" -> "at::native::foo"
+    base = last.split("::")[-1] or last
+    if base in _GENERIC_BASES and first_arg:
+        inner = _base(first_arg)
+        if _IDENT.match(inner):
+            return inner
+    return base
+
+
+def short_name(name: str) -> str:
+    """A demangled kernel (or op) name cut to its base name, as nsys's `:base` does: no return type,
+    namespaces, template arguments or parameters; a generic wrapper (cutlass Kernel2<...>) is named
+    by its first template argument. Other text is returned as it is."""
+    if not isinstance(name, str) or not _SIGNATURE.search(name):
+        return name
+    base = _base(name.replace("(anonymous namespace)", "anonymous_namespace").replace("<unnamed>", "unnamed_namespace"))
+    return base if base and _IDENT.match(base) else name
+
+
+def shorten_middle(text: str, limit: int = NAME_CHARS) -> str:
+    """Text cut in the middle to at most `limit` characters (start and end stay readable)."""
+    if len(text) <= limit:
+        return text
+    keep = limit - 1
+    return text[: (keep + 1) // 2] + ELLIPSIS + text[len(text) - keep // 2 :]
+
+
+def display_name(name: str, limit: int = NAME_CHARS) -> str:
+    return shorten_middle(short_name(name), limit)
+
+
+def distinct_names(names: list[str], limit: int = NAME_CHARS) -> dict[str, str]:
+    """Full name -> shown name, such that different names never show the same: names that would
+    are shown around where they differ (cutlass tiles, cuBLAS variants), else numbered."""
+    shown = {n: display_name(n, limit) for n in dict.fromkeys(names)}
+    for group in _clashes(shown):
+        bases = [short_name(n) for n in group]
+        differ = min(_common_prefix(a, b) for a in bases for b in bases if a != b) if len(set(bases)) > 1 else 0
+        for n, base in zip(group, bases, strict=True):
+            shown[n] = _around(base, differ, limit)
+    for group in _clashes(shown):
+        for i, n in enumerate(sorted(group), 1):
+            shown[n] = f"{shown[n]} #{i}"
+    return shown
+
+
+def _clashes(shown: dict[str, str]) -> list[list[str]]:
+    groups: dict[str, list[str]] = {}
+    for n, v in shown.items():
+        groups.setdefault(v, []).append(n)
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def _common_prefix(a: str, b: str) -> int:
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _around(text: str, at: int, limit: int) -> str:
+    """Text cut to `limit` characters keeping its start and the characters around index `at`."""
+    if len(text) <= limit:
+        return text
+    head = limit // 3
+    start = max(at - 8, head)
+    if start <= head:
+        return text[: limit - 1] + ELLIPSIS
+    window = text[start : start + limit - head - 2]
+    return text[:head] + ELLIPSIS + window + (ELLIPSIS if start + len(window) < len(text) else "")
+
+
+def is_name_column(column: str) -> bool:
+    return column in _TEXT_COLUMNS_SHORTENED or column.endswith("_name")
+
+
+def header_html(column: str, text: bool = False) -> str:
+    """A column header (`text`: over text, aligned as it); `_ns` columns are shown in ms, said in
+    the header (the data name on hover)."""
+    breakable = escape(column[:-3] if column.endswith("_ns") else column).replace("_", "_<wbr>")  # long headers wrap at _
+    align = ' class="text"' if text else ""
+    if column.endswith("_ns"):
+        return f'<th{align} title="{escape(column)} (ns in the data)">{breakable} (ms)</th>'
+    return f"<th{align}>{breakable}</th>"
+
+
+def number(value: float) -> str:
+    """A number as read in a table: integers as they are (ids and counts, no separators)."""
+    if value != value:  # NaN
+        return "nan"
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    if abs(value) >= 1000:
+        return f"{value:.1f}"
+    return f"{value:.4g}" if abs(value) < 1e-3 else f"{value:.4f}".rstrip("0").rstrip(".")
+
+
+def cell_text(column: str, value) -> str:
+    """A cell's text: `_ns` values in ms with µs precision, booleans as yes/no, lists joined."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if column.endswith("_ns") and isinstance(value, (int, float)):
+        return f"{value / 1e6:.3f}"
+    if isinstance(value, (int, float)):
+        return number(value)
+    if isinstance(value, list):
+        return ", ".join(cell_text("", v) for v in value)
+    return str(value)
+
+
+def cell_html(column: str, value, shown: dict[str, str] | None = None) -> str:
+    """One <td>; a long name is shortened (`shown`: full -> shown name), its full text in the
+    title, shown on hover."""
+    text = cell_text(column, value)
+    if isinstance(value, str) and is_name_column(column):
+        short = (shown or {}).get(text) or display_name(text)
+        if short != text:
+            return f'<td class="text name"><span class="short" title="{escape(text)}">{escape(short)}</span></td>'
+        return f'<td class="text name">{escape(text)}</td>'
+    if isinstance(value, str):
+        return f'<td class="text">{escape(text)}</td>'
+    return f'<td class="num">{escape(text)}</td>'
+
+
+def step_basis(level_sources: list[dict], step_rows: list[dict]) -> dict[tuple[str, str], tuple[str, int]]:
+    """(experiment, measured level) -> (what its "per inference" numbers are per, how many): "inference"
+    (model ranges), "step" (iteration ranges such as ProfilerStep#N) or "trace" (no steps: totals)."""
+    sources: dict[int, set[str]] = {}
+    for r in step_rows:
+        sources.setdefault(r["run_id"], set()).add(r["source"])
+    basis = {}
+    for r in level_sources:
+        kinds = set().union(*(sources.get(run, set()) for run in r["run_ids"] or []))
+        if "model range" in kinds:
+            what = "inference"
+        elif kinds:
+            what = "step"
+        else:
+            what = "trace"
+        basis[(r["experiment"], r["measured"])] = (what, int(r["inferences"] or 1))
+    return basis
+
+
+def per_basis(basis: tuple[str, int] | None, statistic: str = "") -> str:
+    """How a title states its basis: "per step, over 3 steps", "trimmed mean per inference, over 30
+    inferences", "total over the trace (it has no steps)"."""
+    what, count = basis or ("inference", 0)
+    if what == "trace":
+        return "total over the trace (it has no steps)"
+    said = f"{statistic} per {what}" if statistic else f"per {what}"
+    if count == 1:
+        return f"{said} (the trace's only {what})"
+    return f"{said}, over {count} {what}s" if count else said
