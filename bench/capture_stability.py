@@ -15,7 +15,7 @@ from our tables:
   * M plain-timer overhead: instrumented / un-instrumented loop of the M process, both timed
     with the same plain timer (queries/analyses/capture_level_overhead.sql).
 
-Trimmed mean as the prelude's xsp_trimmed_mean (trim 0.2). Prints markdown for BENCHMARKS.md
+Trimmed mean as queries/lib/stats.sql's xsp_trimmed_mean (trim 0.2). Prints markdown for BENCHMARKS.md
 and, with --json, every figure.
 
     OMP_NUM_THREADS=1 python bench/capture_stability.py --checkout main=/path/to/main --checkout after=. \

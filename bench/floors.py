@@ -29,7 +29,7 @@ NSYS_READING = (
 from contextlib import closing
 from pathlib import Path
 from xsp_trace.convert.common import no_progress
-from xsp_trace.convert.nsys import _Export, _stage_all  # the staging step alone: private on purpose
+from xsp_trace.convert.nsys.converter import _Export, _stage_all  # the staging step alone: private on purpose
 from xsp_trace.connection import duckdb_connect
 from xsp_trace.database import CONVERT_MEMORY_LIMIT, memory_limit
 con = duckdb_connect()
@@ -43,7 +43,7 @@ KINETO_READING = (
     + """
 from pathlib import Path
 from xsp_trace.convert.input_limits import InputLimits
-from xsp_trace.convert.kineto_fast import read_events
+from xsp_trace.convert.kineto.duckdb_reader import read_events
 from xsp_trace.connection import duckdb_connect
 from xsp_trace.database import CONVERT_MEMORY_LIMIT, memory_limit
 con = duckdb_connect()

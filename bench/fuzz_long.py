@@ -1,4 +1,4 @@
-"""The long fuzzing run: tests/fuzzing.py over N seeds (traces for convert, dataset markers, SQL for
+"""The long fuzzing run: bench/fuzzing/ over N seeds (traces for convert, dataset markers, SQL for
 query), counts for docs/robustness.md.
 
     nice python3 bench/fuzz_long.py --inputs 10000 --start 0 --jobs 1 --work /tmp/xsp-fuzz --log fuzz.jsonl
@@ -16,10 +16,9 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # xsp_trace from this checkout
 
-from fuzzing import input_kind, preload, run_many  # noqa: E402
+from fuzzing import input_kind, preload, run_many  # noqa: E402  (bench/fuzzing/, beside this script)
 
 
 def summarize(records: list[dict]) -> dict:

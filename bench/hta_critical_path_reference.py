@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 OUT = DATA / "critical_path_hta" / "hta_reference.csv"
 ALEXNET_FORWARD = "[param|pytorch.model.alex_net|0|0|0|measure|forward]"
-# case -> (trace, annotation, instance id): the regions HTA's own tests analyse (tests/test_critical_path_analysis.py).
+# case -> (trace, annotation, instance id): the regions HTA's own tests analyse (its test_critical_path_analysis.py).
 CASES = {
     "alexnet": (DATA / "kineto_cuda_sync_alexnet" / "hta_a100_alexnet.json.gz", ALEXNET_FORWARD, 1),
     "simple_add": (DATA / "critical_path_hta" / "simple_add.json.gz", ALEXNET_FORWARD, 1),

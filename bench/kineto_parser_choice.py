@@ -5,7 +5,7 @@ events repeated SCALE times, each copy shifted past the previous one in time and
 ids, written as plain and gzip JSON. Then, each in a fresh process (peak RSS = that process's
 ru_maxrss), on the same file:
 
-  ijson_yajl2c     ijson.items(gzip stream, 'traceEvents.item') -- what kineto_stream uses
+  ijson_yajl2c     ijson.items(gzip stream, 'traceEvents.item') -- what convert/kineto/python_reader.py uses
   orjson_whole     orjson.loads of the whole decompressed file
   json_whole       json.load (the standard library)
   duckdb_read_json DuckDB read_json + unnest(traceEvents) -> count

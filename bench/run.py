@@ -39,12 +39,11 @@ XSP_KINETO = (
     PRELUDE
     + """
 from pathlib import Path
-from xsp_trace.convert import ConvertOptions
-from xsp_trace.convert.parallel import convert_files_parallel
+from xsp_trace.convert import ConvertOptions, convert_inputs
 from xsp_trace.store import open_store as connect
 from xsp_trace.resources import query_text
 out = Path(sys.argv[2])
-convert_files_parallel([Path(sys.argv[1])], out, ConvertOptions(), overwrite=True)
+convert_inputs([Path(sys.argv[1])], out, ConvertOptions(), overwrite=True)
 rows = connect(out).execute(query_text('analyses/top_kernels')).fetchall()
 assert rows, 'no kernels'
 """
@@ -71,7 +70,7 @@ with gzip.open(sys.argv[1], 'rb') as f:
 XSP_NSYS = XSP_KINETO  # the same: convert, then the kernel summary
 
 # A later summary on the converted database: what `xsp-trace analyze -a NAME` does (open the
-# database read-only, load the prelude, run the analysis), timed inside the process in two parts;
+# database read-only, load the SQL library, run the analysis), timed inside the process in two parts;
 # the whole process is measured around it like nsys stats, which re-reads its export every report.
 XSP_SUMMARY = (
     PRELUDE
@@ -105,17 +104,11 @@ MANY = (
     PRELUDE
     + """
 from pathlib import Path
-from xsp_trace.convert import ConvertOptions
-from xsp_trace.convert.parallel import convert_files_parallel, convert_to_dataset
+from xsp_trace.convert import ConvertOptions, convert_inputs
 if __name__ == '__main__':
     inputs, out, fmt, jobs = [Path(p) for p in sys.argv[4:]], Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-    if fmt == 'ray':  # a local Ray started by the engine, one CPU per task
-        from xsp_trace.convert.ray_engine import convert_with_ray
-        convert_with_ray(inputs, out, ConvertOptions(), overwrite=True)
-    elif fmt == 'parquet':
-        convert_to_dataset(inputs, out, ConvertOptions(), jobs=jobs, overwrite=True)
-    else:
-        convert_files_parallel(inputs, out, ConvertOptions(), jobs=jobs, overwrite=True)
+    engine, store = ('ray', 'parquet') if fmt == 'ray' else ('local', fmt)  # ray: a local Ray of the engine's own
+    convert_inputs(inputs, out, ConvertOptions(), engine=engine, store=store, jobs=jobs, overwrite=True)
 """
 )
 
@@ -348,7 +341,7 @@ def markdown(result: dict) -> str:
         out.append("")
         if any(r.get("summaries") for r in n):
             out += [
-                "Later summaries on the converted database: `xsp-trace analyze -a NAME` as a whole process (open, prelude, "
+                "Later summaries on the converted database: `xsp-trace analyze -a NAME` as a whole process (open, SQL library, "
                 "query; the query alone in brackets) vs the matching `nsys stats` report as a whole process (it re-reads the export); "
                 f"each side run {SUMMARY_REPEATS} times in turn, the median shown, the range of the query and report times in the last column:",
                 "",

@@ -1,5 +1,5 @@
 """Per-op FLOPs and bytes of a Kineto trace as TraceLens computes them: the reference the shape-based
-roofline (queries/analyses/prelude_op_perf.sql) is tested against.
+roofline (queries/lib/op_perf.sql) is tested against.
 
 TraceLens (AMD-AGI/TraceLens) is not on PyPI -- PyPI's `tracelens` (0.7.0) is an unrelated project
 (ssf0409/tracelens, agent evaluation) -- so CI cannot install it; this script is run by hand in a venv

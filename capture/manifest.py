@@ -21,14 +21,14 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from xsp_trace.vocabulary import LEVELS as LEVELS  # re-exported: the capture side's levels
+
 MANIFEST_NAME = "manifest.json"
 SESSION_NAME = "session.json"
 MANIFEST_FORMAT = "xsp-capture-run"
 SESSION_FORMAT = "xsp-capture-session"
 FORMAT_VERSION = 1
 
-# Levels of the leveled measurement, outermost first (docs/design.md "Leveled measurement").
-LEVELS = ("M", "ML", "MLG")
 # Metric runs are named "metrics:<group>" (one ncu metric group per run).
 METRICS_LEVEL_PREFIX = "metrics:"
 

@@ -40,11 +40,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xsp_trace.vocabulary import CAPTURE_TOOLS
+
 from .hooks import ModelAnnotation, called_modules, compare_programs, describe_layers, probe_layers
 from .manifest import FORMAT_VERSION, SESSION_FORMAT, SESSION_NAME, level_has_layers, write_json_atomic
 from .ranges import nvtx_version
 
-TOOLS = ("nsys", "torch", "ncu")
+TOOLS = CAPTURE_TOOLS
 OWN_TIMER_LEVELS = ("M", "ML")  # the torch tool's levels recorded by the capture's own timer, no profiler
 OWN_TIMER_SCOPE = "none"  # profiler_scope of those runs: no profiler recorded anything
 LAYER_SYNC_CHOICES = ("none", "sync", "launch-blocking")

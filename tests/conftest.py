@@ -71,6 +71,37 @@ def without_backtrace_rows(source: Path, workdir: Path) -> Path:
     return copy
 
 
+# Fixtures that convert real traces: a test using one is in the slow tier (pyproject.toml's markers).
+SLOW_FIXTURES = frozenset({"converted", "converted_path"})
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark slow every test that converts real traces through the fixtures below; modules whose
+    every test is slow for another reason say so with `pytestmark = pytest.mark.slow`."""
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """With XSP_REPORT_UNIMPORTED=1: name the modules of xsp_trace/ and capture/ that no test of
+    this session imported (the fast tier, `-m "not slow"`, is meant to import every one)."""
+    import os
+    import sys
+
+    if not os.environ.get("XSP_REPORT_UNIMPORTED"):
+        return
+    package = Path(__file__).resolve().parent.parent / "xsp_trace"
+    names = set()
+    for folder, _, files in os.walk(package, followlinks=True):
+        for name in files:
+            if name.endswith(".py"):
+                parts = Path(folder, name).relative_to(package.parent).with_suffix("").parts
+                names.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    missing = sorted(names - set(sys.modules))
+    print(f"\nmodules of the package no test imported: {missing or 'none'}")
+
+
 @pytest.fixture(scope="session")
 def converted_path(tmp_path_factory):
     """converted_path(path, ...) -> the DuckDB database converted from the traces (cached per session)."""

@@ -1,4 +1,4 @@
-"""Each analysis on a hand-made leveled capture (tests/analysis_handmade.py): the query, and the
+"""Each analysis on a hand-made leveled capture (tests/support/leveled.py): the query, and the
 expected table computed by hand from the numbers written there (the Perfetto diff-test style).
 
 Hand computations used below (trimmed mean as the XSP authors: sort, n < 3 mean, n = 3 middle,
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from analysis_handmade import build
+from support.leveled import build
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 
 

@@ -15,6 +15,8 @@ import pytest
 
 from xsp_trace.analyze import AnalysisOptions, prepare, run_analysis
 
+pytestmark = pytest.mark.slow  # real traces
+
 TRACE = Path(__file__).parent / "data" / "kineto_2022_integer_us_rank3" / "hta_a100_rank3_of_8_2022.json.gz"
 
 

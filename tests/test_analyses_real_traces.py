@@ -14,6 +14,8 @@ import pytest
 from conftest import NSYS_EXPORTS, nsys_stats
 from xsp_trace.analyze import ANALYSES, AnalysisOptions, prepare, run_analysis
 
+pytestmark = pytest.mark.slow  # real traces
+
 CASES = ["nsys_2026_pytorch_2xh100", "nsys_2022_saxpy_mpi_a100"]
 
 

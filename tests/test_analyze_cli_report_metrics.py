@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from analysis_handmade import build
+from support.leveled import build
 from xsp_trace.analyze import open_session, run_analysis, svg
 from xsp_trace.cli import app
 from xsp_trace.convert.ncu import derived_metrics, parse_ncu_csv
@@ -107,7 +107,7 @@ def test_metrics_command_matches_launches_to_the_mlg_run(tmp_path):
         for r in run_analysis(after, "kernel_info").records()
         if r["experiment"] == "tiny bs=2"
     ]
-    # the same per-inference numbers as the hand-written metrics of tests/analysis_handmade.py
+    # the same per-inference numbers as the hand-written metrics of tests/support/leveled.py
     assert rows == [
         ("conv_kernel", 4000.0, 100.0, 100.0, 0.5, False),
         ("relu_kernel", 16.0, 128.0, 128.0, 0.75, True),
@@ -167,15 +167,25 @@ def _count_color(rows: list[bytes], bpp: int, hex_color: str) -> int:
     return sum(sum(1 for i in range(0, len(r), bpp) if r[i : i + 3] == target) for r in rows)
 
 
+def _report(db, tmp_path):
+    report = tmp_path / "report.html"
+    result = runner.invoke(app, ["analyze", str(db), "-a", "model_info", "--report", str(report)])
+    assert result.exit_code == 0, result.output
+    return report
+
+
+def test_the_report_is_one_self_contained_file(db, tmp_path):
+    html = _report(db, tmp_path).read_text()
+    assert "<script" not in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert html.count("<svg") >= 3  # the roofline, the layer bars and the GPU / non-GPU split
+
+
+@pytest.mark.slow
 def test_report_opens_in_headless_chromium_and_shows_its_plots(db, tmp_path):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         pytest.fail("chromium is not installed: .ci/install-report.sh installs it")
-    report = tmp_path / "report.html"
-    result = runner.invoke(app, ["analyze", str(db), "-a", "model_info", "--report", str(report)])
-    assert result.exit_code == 0, result.output
-    html = report.read_text()
-    assert "<script" not in html and "http://" not in html.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    report = _report(db, tmp_path)
     shot = tmp_path / "report.png"
     subprocess.run(
         [

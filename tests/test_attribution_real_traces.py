@@ -18,6 +18,8 @@ import pytest
 from xsp_trace.analyze import AnalysisOptions, prepare, run_analysis
 from xsp_trace.convert import ConvertOptions, convert_files
 
+pytestmark = pytest.mark.slow  # real traces
+
 DATA = Path(__file__).parent / "data"
 RANK3 = DATA / "kineto_2022_integer_us_rank3" / "hta_a100_rank3_of_8_2022.json.gz"
 H100 = DATA / "kineto_2025_all_options_h100" / "tracelens_h100_qwen1.5_0.5b.json.gz"

@@ -30,7 +30,9 @@ from typer.testing import CliRunner
 from conftest import NSYS_EXPORTS
 from kineto_cases import KINETO_TRACES
 from xsp_trace.cli import app
-from xsp_trace.convert import nsys as nsys_module
+from xsp_trace.convert.nsys import converter as nsys_module
+
+pytestmark = pytest.mark.slow  # real processes and signals
 
 runner = CliRunner()
 REPO = Path(__file__).resolve().parent.parent

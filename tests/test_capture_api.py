@@ -26,6 +26,7 @@ def _kineto_names(path: Path) -> list[str]:
     return [e["name"] for e in events if e.get("ph") == "X"]
 
 
+@pytest.mark.slow
 def test_capture_model_writes_a_run_directory_in_process(tmp_path):
     manifest = capture_model(build(), make_input, tmp_path / "run", name="tiny", levels=["M", "MLG"], batch_sizes=[1, 3], iterations=2, warmup=1)
     assert manifest["status"] == "complete" and manifest["model"]["name"] == "tiny"
@@ -57,6 +58,7 @@ def test_run_on_its_own_captures_into_the_given_folder(tmp_path, monkeypatch):
         run(object(), make_input)
 
 
+@pytest.mark.slow
 def test_the_help_example_runs(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(CHECKOUT), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setenv("OMP_NUM_THREADS", "1")

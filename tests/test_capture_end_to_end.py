@@ -23,6 +23,8 @@ from test_capture_hooks import FUSED_TREE_ORDER as TREE_ORDER
 from test_capture_hooks import _range as _range_in
 from xsp_trace.cli import app
 
+pytestmark = pytest.mark.slow  # torch captures
+
 SCRIPTS = Path(__file__).parent / "capture_scripts"
 CHECKOUT = Path(__file__).resolve().parent.parent
 ITERATIONS = 5  # >= 5, so the trimmed means of the prelude and of capture_level_overhead.sql agree

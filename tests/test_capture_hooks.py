@@ -29,6 +29,8 @@ from xsp_trace.capture.hooks import (  # noqa: E402
 )
 from xsp_trace.capture.session import _UserScopeProfiler  # noqa: E402
 
+pytestmark = pytest.mark.slow  # torch captures
+
 # Module tree order of the leaves (by calls) of TinyModel -> the layer index, when the encoder
 # layer calls its submodules (autograd on: torch's fused fast path is off).
 TREE_ORDER = [

@@ -38,6 +38,7 @@ def _capture(out: Path, *command: str):
     return CliRunner().invoke(app, args, catch_exceptions=False)
 
 
+@pytest.mark.slow  # a capture in a child process
 @pytest.mark.parametrize("bare", ["python", "python3"])
 def test_a_bare_python_is_xsp_traces_own_interpreter(tmp_path, monkeypatch, wrong_pythons_first_on_path, bare):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(CHECKOUT), str(SCRIPTS)]))
@@ -52,6 +53,7 @@ def test_a_bare_python_is_xsp_traces_own_interpreter(tmp_path, monkeypatch, wron
     assert result.exit_code == 2 and WRONG in result.output
 
 
+@pytest.mark.slow  # a capture in a child process
 def test_a_script_importing_another_copy_of_xsp_trace_is_warned_about(tmp_path, monkeypatch, wrong_pythons_first_on_path):
     other = tmp_path / "other-checkout"
     shutil.copytree(CHECKOUT / "xsp_trace", other / "xsp_trace", ignore=shutil.ignore_patterns("__pycache__"))

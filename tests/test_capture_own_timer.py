@@ -23,6 +23,8 @@ from tiny_model import build, make_input  # noqa: E402
 from test_capture_hooks import FUSED_CALL_ORDER, FUSED_TREE_ORDER, _range  # noqa: E402
 from xsp_trace.capture.session import SessionConfig, measure  # noqa: E402
 
+pytestmark = pytest.mark.slow  # torch captures
+
 ITERATIONS = 6
 
 

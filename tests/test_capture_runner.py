@@ -36,6 +36,7 @@ def _error_line(output: str) -> str:
     return lines[0]
 
 
+@pytest.mark.slow  # a capture in a child process
 def test_a_failing_script_stops_the_capture_and_keeps_the_runs_before_it(tmp_path):
     out = tmp_path / "run"
     code, output = _capture(
@@ -52,12 +53,14 @@ def test_a_failing_script_stops_the_capture_and_keeps_the_runs_before_it(tmp_pat
     assert "runs/torch-ML-bs1/stderr.txt" in manifest["runs"][1]["files"]
 
 
+@pytest.mark.slow  # a capture in a child process
 def test_a_script_that_never_hands_over_a_model(tmp_path):
     code, output = _capture("--levels", "M", "--iterations", "1", "-o", str(tmp_path / "run"), "--", sys.executable, str(SCRIPTS / "no_model.py"))
     assert code == 2
     assert "no model found" in _error_line(output) and "xsp_trace.capture.run(model, make_input)" in output
 
 
+@pytest.mark.slow  # a capture in a child process
 def test_missing_profilers_are_reported_before_anything_runs(tmp_path):
     out = tmp_path / "run"
     code, output = _capture(
@@ -71,6 +74,7 @@ def test_missing_profilers_are_reported_before_anything_runs(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow  # a capture in a child process
 def test_mlg_through_nsys_needs_a_gpu(tmp_path):
     from xsp_trace.capture.tools import gpu_present
 
@@ -92,6 +96,7 @@ def test_bad_options_and_existing_output(tmp_path):
     assert code == 2 and "already exists" in _error_line(output) and (existing / "keep.txt").read_text() == "mine"
 
 
+@pytest.mark.slow  # a capture in a child process
 def test_an_nsys_run_without_ranges_is_an_empty_run(tmp_path):
     require_nsys()
     out = tmp_path / "run"
@@ -118,6 +123,7 @@ def test_an_nsys_run_without_ranges_is_an_empty_run(tmp_path):
     assert "runs/nsys-M-bs1/trace.nsys-rep" in manifest["runs"][0]["files"]
 
 
+@pytest.mark.slow  # a capture in a child process
 def test_overwrite_replaces_a_run_directory_but_never_another_folder(tmp_path):
     script = ["--", sys.executable, str(SCRIPTS / "no_model.py")]
     mine = tmp_path / "mine"
@@ -128,6 +134,7 @@ def test_overwrite_replaces_a_run_directory_but_never_another_folder(tmp_path):
     assert (mine / "notes.txt").read_text() == "keep"
 
 
+@pytest.mark.slow  # a capture in a child process
 def test_a_partial_run_directory_converts_its_finished_runs(tmp_path):
     require_nsys()
     out = tmp_path / "run"

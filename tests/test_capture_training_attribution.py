@@ -33,6 +33,8 @@ from typer.testing import CliRunner
 from xsp_trace.analyze import AnalysisOptions, open_session
 from xsp_trace.cli import app
 
+pytestmark = pytest.mark.slow  # torch captures
+
 pytest.importorskip("torch")
 
 CHECKOUT = Path(__file__).resolve().parent.parent

@@ -25,6 +25,8 @@ from xsp_trace.cli import app
 from xsp_trace.convert.ray_lifetime import OWNER_VARIABLE
 from xsp_trace.errors import InputError
 
+pytestmark = pytest.mark.slow  # real processes and signals
+
 REPO = Path(__file__).resolve().parent.parent
 SMALL = KINETO_TRACES["kineto_rocm_mi250"]  # 7 KB
 LARGE = KINETO_TRACES["kineto_2022_integer_us_rank3"]  # 1.7 MB: long enough to interrupt

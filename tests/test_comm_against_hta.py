@@ -31,6 +31,8 @@ from kineto_cases import KINETO_TRACES, _decimal_text, load_raw
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.cli import app
 
+pytestmark = pytest.mark.slow  # reference tools on real traces
+
 TWO_RANKS = sorted((Path(__file__).parent / "data" / "kineto_two_ranks_sendrecv").glob("sampled_rank-*.json.gz"))
 NCCL_CASES = ["kineto_nccl_collectives", "kineto_2022_integer_us_rank3"]
 V100 = Path(__file__).parent / "data" / "kineto_cuda_graphs_v100_2022" / "hta_v100_cuda_graphs_rank1_2022.json.gz"

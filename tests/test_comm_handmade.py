@@ -1,4 +1,4 @@
-"""Communication analyses on two hand-made rank traces (tests/handmade_trace.py), expected tables
+"""Communication analyses on two hand-made rank traces (tests/support/handmade.py), expected tables
 worked out by hand.
 
 Rank 0 (run 1), GPU 0, ProfilerStep#5 over [0, 1000):
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import pytest
 
-from handmade_trace import Run, write
+from support.handmade import Run, write
 from xsp_trace.analyze import open_session, run_analysis
 
 NCCL_AR = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"

@@ -1,7 +1,7 @@
 """The critical path of a step (xsp_trace/analyze/critical_path.py, analyses critical_path and
 critical_path_summary).
 
-1. Hand-made traces (tests/handmade_trace.py), one per edge kind, the expected path worked out by
+1. Hand-made traces (tests/support/handmade.py), one per edge kind, the expected path worked out by
    hand: CPU spans nested and serial on a thread, a launch to a kernel (queue delay), kernels serial on
    a stream (GPU idle between them), a synchronising call waiting for the GPU, a blocking copy to
    pageable memory, CPU idle between top-level spans.
@@ -28,8 +28,8 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import DATA
-from handmade_steps import event_step, pageable_step, sync_step
-from handmade_trace import Run, write
+from support.handmade import Run, write
+from support.steps import event_step, pageable_step, sync_step
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.analyze.critical_path import load_run, walk
 from xsp_trace.cli import app
@@ -213,6 +213,7 @@ def test_path_length_agrees_with_hta(case, converted):
     assert abs(ours - hta_ns) <= tolerance_pct / 100 * hta_ns, (ours, hta_ns)
 
 
+@pytest.mark.slow
 def test_analyze_prints_the_summary(tmp_path):
     result = runner.invoke(
         app, ["analyze", str(DATA / "critical_path_hta" / "cuda_event_sync.json.gz"), "-a", "critical_path_summary", "--format", "json"]
@@ -237,6 +238,7 @@ def _two_ranks() -> list[Run]:
     return runs
 
 
+@pytest.mark.slow
 def test_the_path_crosses_into_the_rank_that_arrived_last(tmp_path):
     db = write(tmp_path / "ranks.duckdb", _two_ranks())
     con = open_session(db, AnalysisOptions())
@@ -259,6 +261,7 @@ def test_the_path_crosses_into_the_rank_that_arrived_last(tmp_path):
     assert by_run[2]["top_on_path"].startswith("run 1: aten::slow_dataloader_step [cpu_op] 60.0")
 
 
+@pytest.mark.slow
 def test_two_real_ranks_in_one_database(tmp_path):
     """Two ranks of a real job (kineto_two_ranks_sendrecv) in one database: both CPU-bound (the main
     thread's ops hold 97-99.6 % of every path), so no path crosses ranks, and each step's path still

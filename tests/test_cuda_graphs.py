@@ -28,6 +28,8 @@ from conftest import NSYS_EXPORTS
 from kineto_cases import hta_kernel_reference, load_raw
 from xsp_trace.convert import ConvertOptions, convert_files
 
+pytestmark = pytest.mark.slow  # real traces
+
 DATA = Path(__file__).parent / "data"
 V100 = DATA / "kineto_cuda_graphs_v100_2022" / "hta_v100_cuda_graphs_rank1_2022.json.gz"
 MI300X = DATA / "kineto_hip_graphs_mi300x_vllm" / "tracelens_mi300x_vllm_full_graph_decode.json.gz"

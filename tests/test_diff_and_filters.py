@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from handmade_trace import Run, write
+from support.handmade import Run, write
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.analyze.diff import Gate, diff_databases
 from xsp_trace.cli import app

@@ -32,6 +32,8 @@ from xsp_trace.cli import app
 from xsp_trace.convert import ConvertOptions, convert_files
 from xsp_trace.naming import install_normalize_macro, normalize_name
 
+pytestmark = pytest.mark.slow  # real traces
+
 DATA = Path(__file__).parent / "data"
 NSYS_PAIR = [DATA / "nsys_2022_cpu_tiny_cnn_40_vs_64_steps" / f"tiny_cnn_ML_{n}_steps.nsys-rep" for n in (40, 64)]
 KINETO_PAIR = [DATA / "kineto_cpu_tiny_cnn_30_vs_50_calls" / f"tiny_cnn_{n}_inferences.json.gz" for n in (30, 50)]

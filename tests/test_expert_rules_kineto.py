@@ -22,6 +22,8 @@ from kineto_cases import GPU_CASES, KINETO_TRACES, load_raw
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.analyze.settings import set_rule_variables
 
+pytestmark = pytest.mark.slow  # real traces
+
 CALLS = {"cuda_runtime", "cuda_driver", "Runtime"}
 GPU = {"kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "memcpy", "Memcpy": "memcpy", "gpu_memset": "memset", "Memset": "memset"}
 HOST = {"cpu_op", "Operator", "user_annotation", "cuda_runtime", "cuda_driver", "Runtime"}

@@ -41,6 +41,8 @@ from conftest import NEWER_NSYS_REPORT, NSYS_EXPORTS, require_nsys, without_back
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.analyze.settings import set_rule_variables
 
+pytestmark = pytest.mark.slow  # reference tools on real traces
+
 ALL = "rows=10000000"
 RULES = {  # nsys rule -> our analysis
     "cuda-async-memcpy": "cuda_async_memcpy",
@@ -205,7 +207,7 @@ def test_rules_equal_nsys_analyze(case, nsys_analyze, converted_path):
 
 
 def test_defaults_are_nsys_defaults():
-    """The defaults prelude_rules.sql and --set use are those `nsys analyze --help-rules` documents."""
+    """The defaults lib/rules.sql and --set use are those `nsys analyze --help-rules` documents."""
     from xsp_trace.analyze.settings import SETTINGS
 
     done = subprocess.run([require_nsys(), "analyze", "--help-rules", "ALL"], capture_output=True, text=True)  # exits 1 after printing
@@ -217,7 +219,7 @@ def test_defaults_are_nsys_defaults():
         "rows": int(re.search(r"rows=<limit>.*?Default is (\d+)\.", help_text, re.S).group(1)),
     }
     assert {name: SETTINGS[name].default for name in documented} == documented
-    prelude = (Path(__file__).parent.parent / "queries" / "analyses" / "prelude_rules.sql").read_text()
+    prelude = (Path(__file__).parent.parent / "queries" / "lib" / "rules.sql").read_text()
     for name, value in documented.items():
         assert re.search(rf"getvariable\('{SETTINGS[name].variable}'\), {value}\)", prelude), name
 

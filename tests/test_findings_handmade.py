@@ -17,7 +17,7 @@ Plain trace, run 1 (thread 100, GPU 0; ns on a µs scale so the default threshol
   cudaMemcpy started at 1500 > 1320 (late); at its middle (1415) the thread is in cudaDeviceSynchronize.
 Plain trace, run 2 (no steps): 3 launches of 50 µs at 0, 200, 400 µs -> 5 µs kernels 60 µs later.
   Window [60, 465) µs = 405 µs, busy 15 µs, launch calls 150 µs > 15: launch-bound; two gaps of 195 µs.
-Leveled capture: tests/analysis_handmade.py ("tiny bs=2"), with capture_runs saying the ML run's hooks
+Leveled capture: tests/support/leveled.py ("tiny bs=2"), with capture_runs saying the ML run's hooks
   changed the program.
 """
 
@@ -33,8 +33,8 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from analysis_handmade import BIAS_NS, CONV_NS, METRICS, build
-from handmade_trace import Run, write
+from support.handmade import Run, write
+from support.leveled import BIAS_NS, CONV_NS, METRICS, build
 from test_analyze_cli_report_metrics import _count_color, _png_pixels
 from xsp_trace.analyze import open_session, svg
 from xsp_trace.analyze.findings import evidence, find
@@ -97,7 +97,7 @@ def test_launch_bound_step(plain_findings):
         "1 of 2 steps of run 1 is launch-bound: the CPU spent 600 µs in launch calls that returned without waiting while the GPU "
         "was busy only 50 µs of their 1 ms (5.0 %); fewer, larger kernels (fusion, CUDA graphs) would help"
     )
-    assert f.evidence == "step_bound WHERE run_id = 1 AND bound = 'launch-bound'"
+    assert f.evidence == "SELECT * FROM xsp.step_bound WHERE run_id = 1 AND bound = 'launch-bound'"
 
 
 def test_sync_bound_step_names_its_waits(plain_findings):
@@ -203,14 +203,16 @@ def test_leveled_findings_use_the_corrected_figures(leveled):
     assert found_overhead == []
 
 
+@pytest.mark.slow
 def test_cli_findings_json_and_table(plain):
     result = runner.invoke(app, ["analyze", str(plain), "--findings", "--format", "json", "-a", "step_bound"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.output)
     assert [r["kind"] for r in payload["findings"]][:2] == ["idle_gaps", "launch_bound"]  # run 2: 96.3 % each
     assert [r["rank"] for r in payload["findings"]] == list(range(1, 8)) and len(payload["step_bound"]) == 2
+    assert any(r["evidence"].startswith("SELECT * FROM xsp.kernel_launch_stats WHERE run_id = 2") for r in payload["findings"])
     table = runner.invoke(app, ["analyze", str(plain), "--findings"])
-    assert table.exit_code == 0 and "kernel_launch_stats WHERE run_id = 2" in table.output
+    assert table.exit_code == 0 and "Findings, most severe first" in table.output
     assert "[step_bound]" not in table.output  # without -a, no analysis table follows the findings
     missing = runner.invoke(app, ["analyze", str(plain.with_name("none.duckdb")), "--findings"])
     assert missing.exit_code == 2 and "Traceback" not in missing.output
@@ -254,6 +256,7 @@ def test_report_shows_the_findings_first_in_headless_chromium(converted_path, tm
     assert _count_color(rows, bpp, svg.GPU_COLOR) > 300  # GPU busy per step
 
 
+@pytest.mark.slow
 def test_a_capture_with_an_extreme_spread_is_flagged_unusable(tmp_path, plain_findings, leveled):
     """Five steps of 10 µs and one of 1 ms: the p90 (quantile_cont over 10, 10, 10, 10, 10, 1000 µs =
     505 µs) is 50x the 10 µs median, over the 10x rule: one finding says so, nothing else about it."""

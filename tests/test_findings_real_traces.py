@@ -17,6 +17,8 @@ from xsp_trace.analyze import open_session, run_analysis
 from xsp_trace.analyze.findings import DEVICE_BOUND_PCT, LONG_GAP_NS, MIN_SEVERITY, evidence, find
 from xsp_trace.analyze.findings_base import ms_to_ns
 
+pytestmark = pytest.mark.slow  # real traces
+
 # Written out here, not imported: calls that wait for the GPU (CUDA Programming Guide, "Implicit
 # Synchronization"; the *Synchronize calls; the Runtime API's "API synchronization behavior": an
 # Async copy to or from pageable memory holds the CPU too), and the graph launches that replay many kernels.

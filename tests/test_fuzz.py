@@ -1,6 +1,6 @@
 """Seeded fuzzing of `xsp-trace convert` on mutated real fixtures, at a size CI affords.
 
-Every input (tests/fuzzing.py: byte flips, truncation, JSON field deletion/type change, numbers out
+Every input (bench/fuzzing/: byte flips, truncation, JSON field deletion/type change, numbers out
 of range, SQLite table/column drops, NULL/text/blob in numeric columns, duplicate string ids, end
 before start) must give exit 0 or 2 within 30 s, no traceback, one error line naming the input,
 no leaked temporary file, the input unchanged and no half-written output. bench/fuzz_long.py
@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from fuzzing import preload, run_many
+
+pytestmark = pytest.mark.slow  # Ray, worker processes and big inputs
 
 INPUTS = int(os.environ.get("XSP_FUZZ_INPUTS", "60"))
 SEED_BASE = 1_000_000  # CI seeds; the long run (bench/fuzz_long.py) starts at 0

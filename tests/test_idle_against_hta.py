@@ -20,6 +20,8 @@ import pytest
 from kineto_cases import KINETO_TRACES
 from xsp_trace.analyze import open_session, run_analysis
 
+pytestmark = pytest.mark.slow  # reference tools on real traces
+
 SINGLE_STREAM = ["kineto_relative_ts_b200", "kineto_2024_ns_resolution"]  # every GPU op on device 0, stream 7
 
 

@@ -1,4 +1,4 @@
-"""Idle-time analyses on a hand-made trace (tests/handmade_trace.py), expected tables by hand.
+"""Idle-time analyses on a hand-made trace (tests/support/handmade.py), expected tables by hand.
 
 One step ProfilerStep#1 over [0, 1000) on thread 100, aten::mm over [0, 300) inside it:
   A  cudaLaunchKernel [10, 20)   -> kernel [30, 100)
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import pytest
 
-from handmade_trace import Run, write
+from support.handmade import Run, write
 from xsp_trace.analyze import open_session, run_analysis
 
 

@@ -16,6 +16,8 @@ from raw_traces import GPU_FIXTURES, merge, raw_runs
 from xsp_trace.analyze import open_session, run_analysis
 from xsp_trace.formats import nsys_export as fmt
 
+pytestmark = pytest.mark.slow  # real traces
+
 H100 = "nsys_2026_pytorch_2xh100"
 TWO_RANKS = sorted((Path(__file__).parent / "data" / "kineto_two_ranks_sendrecv").glob("sampled_rank-*.json.gz"))
 

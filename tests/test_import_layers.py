@@ -110,9 +110,9 @@ def test_the_graph_sees_the_package():
     # A reader that found nothing would pass every check below: it must see known edges, including function-level
     # ones (convert_into imports .run_dir inside the function) and the capture side through its symlink.
     assert "xsp_trace.capture.runner" in graph
-    assert "xsp_trace.convert.run_dir" in graph["xsp_trace.convert"]
+    assert "xsp_trace.convert.run_dir" in graph["xsp_trace.convert.local"]
     assert "xsp_trace.naming" in graph["xsp_trace.capture.hooks"]
-    assert "xsp_trace.database" in graph["xsp_trace.convert"]
+    assert "xsp_trace.database" in graph["xsp_trace.convert.local"]
 
 
 def test_cycle_finder_finds_a_cycle():
@@ -149,3 +149,37 @@ def test_layer_imports(layer, forbidden):
         if _inside(target, forbidden) and not _inside(target, layer)
     )
     assert bad == []
+
+
+def test_bench_does_not_import_tests():
+    """bench/ runs without the test suite: what both need (the fuzzer) lives in bench/fuzzing/."""
+    import re
+
+    bench = PACKAGE_DIR.parent / "bench"
+    offending = []
+    for path in sorted(bench.rglob("*.py")):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"sys\.path\.(insert|append)\(.*tests", line) or re.match(r"\s*(from|import) (tests|conftest|support)\b", line):
+                offending.append(f"{path.relative_to(bench.parent)}:{number}: {line.strip()}")
+    assert not offending, offending
+
+
+def test_the_engines_never_call_each_other():
+    """convert/engine.py picks the engine; the engines (local, processes, ray_engine) import none of
+    each other's modules, nor the chooser (a Ray task and a worker process run the in-process
+    converter, convert/local.py, which is the one exception: it is what every engine runs)."""
+    graph = _graph()
+    engines = ("xsp_trace.convert.processes", "xsp_trace.convert.ray_engine")
+    for engine in engines:
+        assert "xsp_trace.convert.engine" not in graph[engine]
+        assert not set(engines) & set(graph[engine]) - {engine}
+    assert "xsp_trace.convert.engine" not in graph["xsp_trace.convert.local"]
+    assert not set(engines) & set(graph["xsp_trace.convert.local"])
+    assert set(engines) <= set(graph["xsp_trace.convert.engine"])
+
+
+def test_the_convert_package_only_re_exports():
+    """convert/__init__.py holds imports and __all__, no logic."""
+    tree = ast.parse((PACKAGE_DIR / "convert" / "__init__.py").read_text())
+    kinds = {type(node).__name__ for node in tree.body}
+    assert kinds <= {"Expr", "ImportFrom", "Import", "Assign"}, kinds

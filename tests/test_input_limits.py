@@ -23,6 +23,8 @@ from xsp_trace.convert import ConvertOptions, convert_files, input_limits
 from xsp_trace.convert.input_limits import MAX_VALUE_BYTES, InputLimits
 from xsp_trace.errors import InputError
 
+pytestmark = pytest.mark.slow  # decompression bombs and real traces past the limits
+
 runner = CliRunner()
 EVENT = b'{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 10, "dur": 2}'
 HEAD = b'{"schemaVersion": 1, "traceEvents": [' + EVENT

@@ -15,6 +15,8 @@ import pytest
 
 from kineto_cases import GPU_CASES, KINETO_TRACES, hta_kernel_reference, hta_rounded_duration_us
 
+pytestmark = pytest.mark.slow  # reference tools on real traces
+
 
 @pytest.mark.parametrize("case", GPU_CASES)
 def test_kernel_breakdown_matches_hta(case, converted, tmp_path):

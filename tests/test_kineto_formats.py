@@ -10,6 +10,8 @@ import pytest
 from kineto_cases import KINETO_TRACES, load_raw
 from xsp_trace.convert import ConvertOptions, convert_files
 
+pytestmark = pytest.mark.slow  # real traces
+
 # (case, schemaVersion, rank, clock origin, vendor) from each file's own metadata.
 METADATA = [
     ("kineto_2021_format", None, 1, 0, "nvidia"),

@@ -10,6 +10,8 @@ import pytest
 
 from kineto_cases import GPU_CASES, KINETO_TRACES, load_raw, raw_linked_kernel_count
 
+pytestmark = pytest.mark.slow  # real traces
+
 LINKED_KERNELS_SQL = """
     SELECT count(*) FROM launches l
     JOIN spans k ON k.run_id = l.run_id AND k.span_id = l.gpu_span_id AND k.kind = 'kernel'

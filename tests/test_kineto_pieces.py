@@ -1,4 +1,4 @@
-"""The Kineto DuckDB reader maps the traceEvents array in pieces (kineto_pieces.py, kineto_fast.py):
+"""The Kineto DuckDB reader maps the traceEvents array in pieces (kineto/pieces.py, kineto/duckdb_reader.py):
 cuts fall only between top-level elements, whatever the strings hold and wherever the chunks
 end, and a trace cut into many pieces converts to exactly the database of one piece (every
 table), and to what the independent streaming reader gives; a file handed to the streaming reader
@@ -16,8 +16,12 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from xsp_trace.convert import ConvertOptions, convert_files, kineto_fast, kineto_pieces
+from xsp_trace.convert import ConvertOptions, convert_files
+from xsp_trace.convert.kineto import duckdb_reader
+from xsp_trace.convert.kineto import pieces as kineto_pieces
 from xsp_trace.errors import InputError
+
+pytestmark = pytest.mark.slow  # traces cut into many pieces
 
 DATA = Path(__file__).parent / "data"
 NASTY = ['"', "\\", "{", "}", "[", "]", ",", '"},{"ph":"X"', "],[", "\\\\", '\\"', "é", " ", "\n", "a"]
@@ -101,9 +105,9 @@ def tables(path: Path) -> dict[str, list]:
 def tiny_pieces(monkeypatch):
     """Pieces of 16 KiB read in chunks of 4 KiB (a tail of 4 KiB); yields the list of pieces made."""
     made: list[int] = []
-    monkeypatch.setattr(kineto_fast, "PIECE_BYTES", 16 << 10)
-    monkeypatch.setattr(kineto_fast, "CHUNK_BYTES", 4 << 10)
-    monkeypatch.setattr(kineto_fast, "TAIL_BYTES", 4 << 10)
+    monkeypatch.setattr(duckdb_reader, "PIECE_BYTES", 16 << 10)
+    monkeypatch.setattr(duckdb_reader, "CHUNK_BYTES", 4 << 10)
+    monkeypatch.setattr(duckdb_reader, "TAIL_BYTES", 4 << 10)
     close = kineto_pieces.PieceWriter._close
 
     def counting_close(self):
@@ -119,14 +123,15 @@ def convert(source: Path, out: Path, reader: str = "auto") -> dict[str, list]:
     return tables(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("trace", ["kineto_cuda_sync_alexnet/hta_a100_alexnet.json.gz", "kineto_rocm_mi250/hta_mi250_rocm62_minitoy.json.gz"])
 def test_a_real_trace_in_many_pieces_converts_as_in_one(trace, tmp_path, monkeypatch):
     source = DATA / trace
     whole = convert(source, tmp_path / "whole.duckdb")
     made: list[int] = []
-    monkeypatch.setattr(kineto_fast, "PIECE_BYTES", 4 << 10)
-    monkeypatch.setattr(kineto_fast, "CHUNK_BYTES", 1 << 10)
-    monkeypatch.setattr(kineto_fast, "TAIL_BYTES", 1 << 10)
+    monkeypatch.setattr(duckdb_reader, "PIECE_BYTES", 4 << 10)
+    monkeypatch.setattr(duckdb_reader, "CHUNK_BYTES", 1 << 10)
+    monkeypatch.setattr(duckdb_reader, "TAIL_BYTES", 1 << 10)
     close = kineto_pieces.PieceWriter._close
     monkeypatch.setattr(kineto_pieces.PieceWriter, "_close", lambda self: made.append(self.size) or close(self))
     pieces = convert(source, tmp_path / "pieces.duckdb")
@@ -244,7 +249,7 @@ def test_a_trailing_comma_cut_off_into_the_last_file_is_still_refused(tiny_piece
 
     from xsp_trace.cli import app
 
-    monkeypatch.setattr(kineto_fast, "files_per_piece", lambda con: 2)
+    monkeypatch.setattr(duckdb_reader, "files_per_piece", lambda con: 2)
     event = {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 10.5, "dur": 2}
     bigs = ",\n".join(json.dumps({**event, "ts": 500 + i, "args": {"note": "x" * (20 << 10)}}) for i in range(3))
     # More spaces after the trailing comma than the tail (8 KiB): a cut may fall at that comma.
@@ -275,7 +280,7 @@ def test_a_problem_in_the_first_piece_stops_the_thread_writing_the_rest(tmp_path
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     before = len(tiny_pieces)
     ours = convert(source, tmp_path / "early.duckdb")  # the streaming reader takes the file
-    assert len(tiny_pieces) - before <= 4 * kineto_fast.files_per_piece(duckdb.connect()) + 2
+    assert len(tiny_pieces) - before <= 4 * duckdb_reader.files_per_piece(duckdb.connect()) + 2
     assert ours == convert(source, tmp_path / "python.duckdb", "python")
     assert list(scratch.iterdir()) == []
     assert not [t for t in threading.enumerate() if t.name == "xsp-kineto-pieces"]

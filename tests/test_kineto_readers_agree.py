@@ -1,5 +1,5 @@
-"""Both Kineto readers fill the same raw event relation, checked and mapped once (kineto_events.py,
-queries/kineto_map.sql): on every hand-made bad value of the corpus they reject with the same
+"""Both Kineto readers fill the same raw event relation, checked and mapped once (kineto/events.py,
+queries/ingest/kineto_map.sql): on every hand-made bad value of the corpus they reject with the same
 line, on damaged files both reject, and on odd but valid inputs they store the same rows.
 
 The DuckDB reader ("auto") hands files it does not take to the streaming reader, so the cases
@@ -20,6 +20,8 @@ from test_bad_input_corpus import KINETO, KINETO_REJECTED, STRUCTURE_REJECTED, b
 from xsp_trace.convert import ConvertOptions, convert_files
 from xsp_trace.errors import InputError
 from xsp_trace.formats import kineto_fields as kf
+
+pytestmark = pytest.mark.slow  # both Kineto readers over every case, real traces among them
 
 CPU_OP = {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 10, "dur": 5}
 ORDER_REJECTED = {

@@ -15,6 +15,8 @@ from typer.testing import CliRunner
 from xsp_trace.cli import app
 from xsp_trace.naming import layer_range_name, model_range_name
 
+pytestmark = pytest.mark.slow  # torch captures
+
 torch = pytest.importorskip("torch")
 
 

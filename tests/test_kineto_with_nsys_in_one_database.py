@@ -6,8 +6,12 @@ the nsys run, Holistic Trace Analysis's kernel table for the Kineto run.
 
 from __future__ import annotations
 
+import pytest
+
 from conftest import NSYS_EXPORTS, nsys_stats
 from kineto_cases import KINETO_TRACES, hta_kernel_reference
+
+pytestmark = pytest.mark.slow  # real traces
 
 # One query for any source: per run and kernel name, count, total ns, and how many launches
 # reach an op or annotation on the CPU.

@@ -14,6 +14,8 @@ from conftest import DATA
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.convert import ConvertOptions, convert_files
 
+pytestmark = pytest.mark.slow  # real traces
+
 TRACE = DATA / "kineto_2025_all_options_h100" / "tracelens_h100_qwen1.5_0.5b.json.gz"
 
 

@@ -10,6 +10,8 @@ import pytest
 from conftest import NSYS_EXPORTS
 from kineto_cases import KINETO_TRACES
 
+pytestmark = pytest.mark.slow  # real traces
+
 CASES = {**NSYS_EXPORTS, **KINETO_TRACES}
 
 

@@ -21,6 +21,8 @@ from xsp_trace.cli import app
 from xsp_trace.connection import duckdb_connect
 from xsp_trace.store import open_store
 
+pytestmark = pytest.mark.slow  # every command in a child process
+
 runner = CliRunner()
 PACKAGE = Path(xsp_trace.__file__).parent
 NSYS_EXPORT = DATA / "nsys_2026_mock_rtx3080" / "nsysai_mock_nsys2026.1.sqlite"

@@ -18,6 +18,8 @@ import pytest
 from conftest import NSYS_EXPORTS, nsys_stats
 from xsp_trace.convert import ConvertOptions, convert_files
 
+pytestmark = pytest.mark.slow  # reference tools on real traces
+
 QUERIES = Path(__file__).parent.parent / "queries"
 WITH_KERNELS = ["nsys_2022_saxpy_mpi_a100", "nsys_2026_pytorch_2xh100", "nsys_2026_mock_rtx3080"]
 WITH_NVTX = ["nsys_2022_saxpy_mpi_a100", "nsys_2026_pytorch_2xh100"]

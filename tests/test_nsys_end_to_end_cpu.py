@@ -15,6 +15,8 @@ from typer.testing import CliRunner
 from conftest import nsys_stats, require_nsys
 from xsp_trace.cli import app
 
+pytestmark = pytest.mark.slow  # nsys capture
+
 PROGRAM = Path(__file__).parent / "programs" / "nested_nvtx.py"
 
 

@@ -1,4 +1,4 @@
-"""Reading an nsys export with several threads (convert/nsys_staging_parallel.py) gives exactly what
+"""Reading an nsys export with several threads (convert/nsys/staging_threads.py) gives exactly what
 one reader gives: every table of the converted database, row for row, on every real export in
 tests/data, with the big tables cut into many rowid pieces; and the same warnings and the same
 one-line errors for bad rows that land in a piece other than the first.
@@ -17,11 +17,13 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-import xsp_trace.convert.nsys as nsys_module
-import xsp_trace.convert.nsys_staging_parallel as parallel
+import xsp_trace.convert.nsys.converter as nsys_module
+import xsp_trace.convert.nsys.staging_threads as parallel
 from conftest import NSYS_EXPORTS
 from xsp_trace.cli import app
 from xsp_trace.convert import ConvertOptions, convert_files
+
+pytestmark = pytest.mark.slow  # Ray, worker processes and big inputs
 
 runner = CliRunner()
 # Rowids per piece: every big table of each export is cut into several pieces (a few dozen in all

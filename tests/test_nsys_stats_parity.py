@@ -26,6 +26,8 @@ from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.formats import nsys_export as fmt
 from xsp_trace.formats.nsys_stats import GPUSUM_KERNEL_CATEGORY, report_name
 
+pytestmark = pytest.mark.slow  # reference tools on real traces
+
 CASES = list(NSYS_EXPORTS)
 STAT_COLUMNS = ("Avg (ns)", "Med (ns)", "StdDev (ns)")
 

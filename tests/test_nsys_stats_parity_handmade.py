@@ -1,4 +1,4 @@
-"""The nsys-stats summary analyses on a trace written by hand (tests/handmade_trace.py), against
+"""The nsys-stats summary analyses on a trace written by hand (tests/support/handmade.py), against
 tables worked out by hand: median of an even count is the mean of the two middle values, the
 standard deviation is the sample one (n - 1).
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from handmade_trace import Run, write
+from support.handmade import Run, write
 from xsp_trace.analyze import open_session, run_analysis
 
 

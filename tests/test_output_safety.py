@@ -25,6 +25,8 @@ from typer.testing import CliRunner
 from kineto_cases import KINETO_TRACES
 from xsp_trace.cli import app
 
+pytestmark = pytest.mark.slow  # real processes and signals
+
 REPO = Path(__file__).resolve().parent.parent
 SMALL = KINETO_TRACES["kineto_rocm_mi250"]  # 7 KB: quick
 LARGE = KINETO_TRACES["kineto_2022_integer_us_rank3"]  # 1.7 MB: a few seconds, long enough to interrupt

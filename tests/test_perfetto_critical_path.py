@@ -14,6 +14,8 @@ from perfetto_harness.trace_processor import WasmTraceProcessor
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.cli import app
 
+pytestmark = pytest.mark.slow  # the browser and Perfetto's trace processor
+
 runner = CliRunner()
 TRACE = DATA / "critical_path_hta" / "cuda_event_sync.json.gz"
 

@@ -24,6 +24,8 @@ from perfetto_harness.checks import (
 from perfetto_harness.trace_processor import WasmTraceProcessor
 from xsp_trace.perfetto import PerfettoOptions, export_perfetto
 
+pytestmark = pytest.mark.slow  # the browser and Perfetto's trace processor
+
 DATA = Path(__file__).parent / "data"
 NSYS_FIXTURE = DATA / "nsys_2026_pytorch_2xh100" / "nsysai_h100_2gpu_1s_nsys2026.2.sqlite"
 KINETO_FIXTURE = DATA / "kineto_cuda_sync_alexnet" / "hta_a100_alexnet.json.gz"
@@ -250,7 +252,7 @@ def _require_kineto_converter() -> None:
     try:
         import xsp_trace.convert.kineto  # noqa: F401
     except ImportError:
-        pytest.skip("the Kineto converter (xsp_trace/convert/kineto.py) is not merged into this branch yet")
+        pytest.skip("the Kineto converter (xsp_trace/convert/kineto/converter.py) is not merged into this branch yet")
 
 
 def _export(inputs, folder):

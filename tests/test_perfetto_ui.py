@@ -25,6 +25,8 @@ from perfetto_harness import handmade_db
 from perfetto_harness.trace_processor import HARNESS_DIR, missing_browser, node_binary, web_dist_dir
 from xsp_trace.perfetto import export_perfetto
 
+pytestmark = pytest.mark.slow  # the browser and Perfetto's trace processor
+
 ARTIFACTS = Path(os.environ.get("XSP_TEST_ARTIFACTS", Path(__file__).parent / "artifacts"))
 UI_CHECK = HARNESS_DIR / "perfetto_ui_check.js"
 TRACE_ROUTE = "/xsp-trace/"

@@ -63,6 +63,7 @@ RUNS = [(case, target) for expect, case, _ in STATEMENTS if expect == "runs" for
 SQL = {case: sql for _, case, sql in STATEMENTS}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case,target", REFUSED)
 def test_writes_and_exfiltration_are_refused(case, target, data):
     before = snapshot(data)
@@ -74,6 +75,7 @@ def test_writes_and_exfiltration_are_refused(case, target, data):
     assert snapshot(data) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case,target", RUNS)
 def test_reading_statements_run(case, target, data):
     before = snapshot(data)
@@ -146,6 +148,7 @@ def test_limit_fetches_only_the_rows_it_prints(data):
     assert "│ 49 " in result.stdout and "more rows" in result.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "sql",
     [

@@ -1,5 +1,5 @@
 """The HTML report as a person reads it, on real traces (a ViT on an H100 with one ProfilerStep,
-AlexNet on an A100 with none) and the hand-made leveled capture (tests/analysis_handmade.py):
+AlexNet on an A100 with none) and the hand-made leveled capture (tests/support/leveled.py):
 
 - short kernel names are nsys's own `:base` names (`nsys stats --report gpukernsum:base`), the full
   name on hover, different kernels never shown alike;
@@ -26,9 +26,9 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from analysis_handmade import ML_MODEL_NS, MLG_MODEL_NS, build
 from conftest import DATA, NSYS_EXPORTS, nsys_stats, require_nsys
 from perfetto_harness.trace_processor import HARNESS_DIR, missing_browser, node_binary
+from support.leveled import ML_MODEL_NS, MLG_MODEL_NS, build
 from xsp_trace.analyze.catalog import ANALYSES
 from xsp_trace.analyze.report_text import short_name
 from xsp_trace.cli import app
@@ -81,6 +81,7 @@ def _nsys_base_names(source: Path, workdir: Path) -> set[str]:
         return {r["Name"] for r in csv.DictReader(f)}
 
 
+@pytest.mark.slow  # real traces, nsys stats and the browser
 @pytest.mark.parametrize("case", sorted(NSYS_EXPORTS))
 def test_short_names_are_nsys_base_names(case, tmp_path):
     full = {r["Name"] for r in nsys_stats(NSYS_EXPORTS[case], "gpukernsum", tmp_path / "full")}
@@ -106,6 +107,7 @@ def _tables(html: str) -> dict[str, str]:
     return dict(re.findall(r'<h2 id="(\w+)">.*?(<table>.*?</table>)', html, flags=re.S))
 
 
+@pytest.mark.slow  # real traces, nsys stats and the browser
 def test_kernel_names_are_short_full_on_hover_and_never_alike(reports):
     db, html_path = reports["vit"]
     html = html_path.read_text()
@@ -126,6 +128,7 @@ def test_kernel_names_are_short_full_on_hover_and_never_alike(reports):
     assert len(shown_gemms) == len(set(shown_gemms)) == len(cutlass_gemms)
 
 
+@pytest.mark.slow  # real traces, nsys stats and the browser
 def test_titles_say_what_per_inference_means(reports):
     assert _profiler_steps(VIT) == 1 and _profiler_steps(ALEXNET) == 0
     vit = reports["vit"][1].read_text()
@@ -142,6 +145,7 @@ def test_titles_say_what_per_inference_means(reports):
     assert "per step" in plots and "per inference" not in plots
 
 
+@pytest.mark.slow  # real traces, nsys stats and the browser
 def test_ns_columns_are_ms_and_empty_analyses_one_list(reports):
     db, html_path = reports["vit"]
     html = html_path.read_text()
@@ -165,6 +169,7 @@ def test_ns_columns_are_ms_and_empty_analyses_one_list(reports):
     assert "(no rows)" not in html
 
 
+@pytest.mark.slow  # real traces, nsys stats and the browser
 def test_notes_in_a_users_words(reports):
     html = reports["vit"][1].read_text()
     notes = re.findall(r'<p class="note">(.*?)</p>', html)
@@ -186,6 +191,7 @@ def browser() -> str:
     return chromium
 
 
+@pytest.mark.slow  # real traces, nsys stats and the browser
 @pytest.mark.parametrize("case", ["vit", "alexnet", "handmade"])
 def test_report_in_headless_chromium_has_no_clipped_text(browser, reports, case):
     db, html = reports[case]

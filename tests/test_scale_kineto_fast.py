@@ -4,17 +4,21 @@ trace object; files it does not take go through the streaming reader into the sa
 from __future__ import annotations
 
 import duckdb
+import pytest
 
-from xsp_trace.convert import ConvertOptions, convert_files, kineto_fast
+from xsp_trace.convert import ConvertOptions, convert_files
 from xsp_trace.convert.input_limits import InputLimits
-from xsp_trace.convert.kineto_fast import extract_events
-from xsp_trace.convert.kineto_pieces import PieceWriter
+from xsp_trace.convert.kineto import duckdb_reader
+from xsp_trace.convert.kineto.duckdb_reader import extract_events
+from xsp_trace.convert.kineto.pieces import PieceWriter
+
+pytestmark = pytest.mark.slow  # Ray, worker processes and big inputs
 
 
 def extract(trace, folder, piece_bytes: int = 1 << 40):
     """(metadata, the pieces' bytes) of extract_events on `trace`."""
     pieces: list[bytes] = []
-    writer = PieceWriter(folder, piece_bytes, 2 * kineto_fast.TAIL_BYTES, lambda piece: pieces.append(piece.read_bytes()))
+    writer = PieceWriter(folder, piece_bytes, 2 * duckdb_reader.TAIL_BYTES, lambda piece: pieces.append(piece.read_bytes()))
     return extract_events(trace, writer, InputLimits()), pieces
 
 
@@ -48,7 +52,7 @@ def _trace_with_time_at_chunk_end(tmp_path, value: bytes, spaces: int):
     blanks), its value starting the next chunk."""
     head = b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {"p": "'
     rest = b'"}}, {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": 1, "dur": 1, "ts":' + b" " * spaces
-    pad = kineto_fast.CHUNK_BYTES - len(head) - len(rest)
+    pad = duckdb_reader.CHUNK_BYTES - len(head) - len(rest)
     trace = tmp_path / f"t{spaces}.json"
     trace.write_bytes(head + b"x" * pad + rest + value + b"}]}")
     return trace
@@ -67,21 +71,21 @@ def test_a_non_numeric_time_across_a_chunk_end_goes_to_the_streaming_reader(tmp_
 def test_extracting_keeps_no_earlier_chunk_and_takes_events_past_the_first_event_limit(tmp_path, monkeypatch):
     """The source of extract_events keeps only the chunk in hand (it once kept every chunk: the
     whole decompressed file in memory, and past 64 MiB of events 'has no trace events' on a good file)."""
-    from xsp_trace.convert import kineto_stream
+    from xsp_trace.convert.kineto import python_reader
 
-    monkeypatch.setattr(kineto_fast, "CHUNK_BYTES", 1 << 10)
-    monkeypatch.setattr(kineto_stream, "MAX_BYTES_BEFORE_FIRST_EVENT", 8 * kineto_stream.CHUNK_BYTES)  # reached after 8 reads
+    monkeypatch.setattr(duckdb_reader, "CHUNK_BYTES", 1 << 10)
+    monkeypatch.setattr(python_reader, "MAX_BYTES_BEFORE_FIRST_EVENT", 8 * python_reader.CHUNK_BYTES)  # reached after 8 reads
     event = '{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": %d, "dur": 1}'
     trace = tmp_path / "t.json"
     trace.write_text('{"traceEvents": [' + ", ".join(event % (10 * i) for i in range(1000)) + '], "schemaVersion": 1}')
     held: list[int] = []
-    read = kineto_stream._Source.read
+    read = python_reader._Source.read
 
     def counting_read(self, size):
         chunk = read(self, size)
         held.append(sum(map(len, self.recent)))
         return chunk
 
-    monkeypatch.setattr(kineto_stream._Source, "read", counting_read)
+    monkeypatch.setattr(python_reader._Source, "read", counting_read)
     assert extract(trace, tmp_path)[0] == {"schemaVersion": 1}
-    assert len(held) > 64 and max(held[2:]) <= 2 * kineto_fast.CHUNK_BYTES
+    assert len(held) > 64 and max(held[2:]) <= 2 * duckdb_reader.CHUNK_BYTES

@@ -11,12 +11,13 @@ from conftest import DATA, NSYS_EXPORTS, nsys_stats
 from xsp_trace.analyze import AnalysisOptions, run_analysis
 from xsp_trace.analyze.session import prepare
 from xsp_trace.cli import app
-from xsp_trace.convert import ConvertOptions, convert_files
-from xsp_trace.convert.parallel import convert_files_parallel, convert_to_dataset
+from xsp_trace.convert import ConvertOptions, convert_files, convert_inputs
 from xsp_trace.dataset import is_dataset
 from xsp_trace.errors import InputError
 from xsp_trace.resources import query_text
 from xsp_trace.store import open_store as connect
+
+pytestmark = pytest.mark.slow  # Ray, worker processes and big inputs
 
 INPUTS = [
     NSYS_EXPORTS["nsys_2026_pytorch_2xh100"],
@@ -33,8 +34,8 @@ def outputs(tmp_path_factory):
     folder = tmp_path_factory.mktemp("scale")
     sequential, parallel, dataset = folder / "seq.duckdb", folder / "par.duckdb", folder / "dataset"
     seq_runs = convert_files(INPUTS, sequential, ConvertOptions())
-    par_runs = convert_files_parallel(INPUTS, parallel, ConvertOptions(), jobs=2)
-    pq_runs = convert_to_dataset(INPUTS, dataset, ConvertOptions(), jobs=2)
+    par_runs = convert_inputs(INPUTS, parallel, ConvertOptions(), jobs=2)
+    pq_runs = convert_inputs(INPUTS, dataset, ConvertOptions(), jobs=2, store="parquet")
     assert seq_runs == par_runs == pq_runs == [1, 2, 3, 4]
     return {"sequential": sequential, "parallel": parallel, "parquet": dataset}
 
@@ -131,7 +132,7 @@ def test_a_bad_input_in_a_worker_is_one_clear_error_and_writes_nothing(tmp_path)
     broken.write_text('{"traceEvents": [{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1}]}')  # no dur
     out = tmp_path / "out.duckdb"
     with pytest.raises(InputError) as err:
-        convert_files_parallel([INPUTS[1], broken], out, ConvertOptions(), jobs=2)
+        convert_inputs([INPUTS[1], broken], out, ConvertOptions(), jobs=2)
     assert "has no 'dur'" in str(err.value) and str(broken) in str(err.value)
     assert not out.exists()
     assert [p.name for p in tmp_path.iterdir()] == ["broken.json"]  # no temp files or parts left

@@ -18,6 +18,8 @@ from xsp_trace.convert import ConvertOptions, convert_files
 from xsp_trace.convert.ray_engine import _convert_task
 from xsp_trace.store import open_store
 
+pytestmark = pytest.mark.slow  # Ray, worker processes and big inputs
+
 ray = pytest.importorskip("ray")
 runner = CliRunner()
 

@@ -14,6 +14,8 @@ import pytest
 from conftest import NSYS_EXPORTS
 from xsp_trace.database import SCHEMA_VERSION, create_schema
 
+pytestmark = pytest.mark.slow  # wheels and virtual environments
+
 ROOT = Path(__file__).parent.parent
 REQUIRED_SPAN_COLUMNS = "run_id span_id parent_id kind name start_ns end_ns pid tid device_id stream_id correlation_id".split()
 

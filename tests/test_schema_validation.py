@@ -84,6 +84,7 @@ def test_expected_tables_are_those_of_the_schema_file():
             assert derived[table][column].startswith(kind.rstrip("[]")), (table, column)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("edit", sorted(EDITS))
 @pytest.mark.parametrize("command", ["analyze", "perfetto", "convert_append", "diff", "query"])
 def test_hand_edited_database_is_one_line(edit, command, database, tmp_path):
@@ -135,6 +136,7 @@ MARKER_CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(MARKER_CASES))
 @pytest.mark.parametrize("command", ["analyze", "query"])
 def test_bad_dataset_marker_is_one_line(case, command, dataset, tmp_path):

@@ -11,8 +11,8 @@ import duckdb
 import pytest
 
 from conftest import NSYS_EXPORTS
-from handmade_trace import Run, write
 from kineto_cases import KINETO_TRACES
+from support.handmade import Run, write
 
 CLOSURE = """
 WITH RECURSIVE up(run_id, span_id, ancestor_id, distance) AS (

@@ -7,7 +7,10 @@
   has a comment above it; one comment may describe a small group of columns on the lines right
   below it ("-- Run and GPU."), at most MAX_GROUP;
 - the TEMP views, tables and macros a module creates are public with the module family's prefix
-  (`xsp_`, `kineto_`, `nsys_`, `perfetto_`) or private with a leading underscore.
+  (`xsp_`, `kineto_`, `nsys_`, `perfetto_`) or private with a leading underscore;
+- the library modules (lib/) declare what they include in a header line (`-- include: lib/a, lib/b`)
+  that names existing modules, without a cycle, and every name a module uses from another module is
+  defined in one it includes (directly or through others); no SQL module is over MAX_LINES lines.
 """
 
 from __future__ import annotations
@@ -20,8 +23,10 @@ import pytest
 
 QUERIES = Path(__file__).parent.parent / "queries"
 SQL_FILES = sorted(QUERIES.rglob("*.sql"))
-ROLES = ("analyses", "correlate", "ingest", "perfetto")
-USER_QUERIES = [p for p in SQL_FILES if p.parent.name == "analyses" and not p.stem.startswith("prelude")]
+ROLES = ("analyses", "correlate", "ingest", "lib", "perfetto")
+USER_QUERIES = [p for p in SQL_FILES if p.parent.name == "analyses"]
+LIB_FILES = [p for p in SQL_FILES if p.parent.name == "lib"]
+MAX_LINES = 300
 
 
 def _module(path: Path) -> str:
@@ -120,3 +125,92 @@ def test_created_names_are_prefixed_or_private(path):
     )
     bad = [name for name in created if not (name.startswith("_") or name.startswith(PUBLIC_PREFIXES))]
     assert bad == [], f"{path.name}: TEMP names neither public with a module prefix nor private (_): {bad}"
+
+
+@pytest.mark.parametrize("path", SQL_FILES, ids=_module)
+def test_no_module_is_over_the_line_limit(path):
+    assert len(path.read_text().splitlines()) <= MAX_LINES, f"{path.name}: split it into topic modules"
+
+
+def _includes(path: Path) -> list[str]:
+    lines = [line for line in path.read_text().splitlines()[:40] if line.startswith("-- include:")]
+    assert len(lines) == 1, f"{path.name}: needs one '-- include: lib/a, lib/b' header line (empty when it includes none)"
+    return lines[0].removeprefix("-- include:").replace(",", " ").split()
+
+
+def _created(path: Path) -> set[str]:
+    text = re.sub(r"--.*", "", path.read_text())
+    return set(re.findall(r"CREATE\s+OR\s+REPLACE\s+TEMP\s+(?:VIEW|TABLE|MACRO)\s+(\w+)", text, re.IGNORECASE))
+
+
+def test_library_includes_resolve_and_form_no_cycle():
+    from xsp_trace.sqllib import load_order, module_names
+
+    graph = {_module(p): _includes(p) for p in LIB_FILES}
+    assert sorted(graph) == list(module_names())
+    for name, included in graph.items():
+        assert set(included) <= set(graph), f"{name} includes unknown modules: {set(included) - set(graph)}"
+    order = load_order(graph)  # raises on a cycle
+    assert all(order.index(i) < order.index(name) for name, included in graph.items() for i in included)
+
+
+def test_a_module_uses_only_what_it_includes():
+    """Every library name a module's code mentions is its own or defined in a module it reaches by includes."""
+    from xsp_trace.sqllib import load_order
+
+    made = {_module(p): _created(p) for p in LIB_FILES}
+    owner = {name: module for module, names in made.items() for name in names}
+    for path in LIB_FILES:
+        module = _module(path)
+        reachable = set(load_order([module]))
+        code = _code_only(path.read_text())
+        used = {owner[w] for w in set(re.findall(r"\b(_?xsp_\w+)\b", code)) if w in owner}
+        assert used <= reachable, f"{module} uses names of {sorted(used - reachable)} without including them"
+
+
+def test_load_order_refuses_a_cycle(monkeypatch):
+    from xsp_trace import sqllib
+
+    fake = {"lib/a": ("lib/b",), "lib/b": ("lib/a",)}
+    monkeypatch.setattr(sqllib, "module_names", lambda: tuple(fake))
+    monkeypatch.setattr(sqllib, "includes", lambda name: fake[name])
+    with pytest.raises(ValueError, match="lib/a -> lib/b -> lib/a"):
+        sqllib.load_order(["lib/a"])
+
+
+def _statements(sql: str) -> list[str]:
+    """The module's statements, cut at the semicolons outside comments and strings."""
+    code = _code_only(sql)
+    cuts = [i for i, ch in enumerate(code) if ch == ";"]
+    bounds = [-1, *cuts]
+    return [sql[a + 1 : b] for a, b in pairwise(bounds)]
+
+
+PUBLIC_VIEW = re.compile(r"CREATE\s+OR\s+REPLACE\s+TEMP\s+(?:VIEW|TABLE)\s+(xsp_\w+)\s+AS\b", re.IGNORECASE)
+
+
+def _public_views() -> list[tuple[str, str]]:
+    found = []
+    for path in LIB_FILES:
+        for statement in _statements(path.read_text()):
+            match = PUBLIC_VIEW.search(_code_only(statement))
+            if match:
+                found.append((f"{_module(path)}:{match.group(1)}", statement[match.end() :]))
+    return found
+
+
+@pytest.mark.parametrize(("view", "body"), _public_views(), ids=[v for v, _ in _public_views()])
+def test_every_public_view_documents_its_columns(view, body):
+    if not re.search(r"\bFROM\b", _code_only(body), re.IGNORECASE):
+        body += "\nFROM"  # a SELECT of values only: its select list runs to the end
+    uncovered, run = [], None
+    for item in _split_top_level(_final_select_list(body)):
+        if "--" in item:
+            run = 1
+        elif run is not None and run < MAX_GROUP and re.match(r"[ \t]*\n[ \t]*\S", item):
+            run += 1
+        else:
+            uncovered.append(item.strip().splitlines()[-1])
+            run = None
+    assert uncovered == [], f"{view}: output columns without a comment above them: {uncovered}"
+    assert not re.search(r"(^|[\s,.])\*\s*(,|$)", _code_only(_final_select_list(body)).strip()), f"{view}: name its columns, not *"

@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import DATA
-from handmade_steps import event_step, pageable_step, sync_step
-from handmade_trace import Run, write
+from support.handmade import Run, write
+from support.steps import event_step, pageable_step, sync_step
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.analyze.critical_path import load_run, units
 from xsp_trace.analyze.what_if import parse_rule, predict
@@ -85,6 +85,7 @@ def test_no_rule_predicts_the_measured_steps_of_a_real_trace(converted):
         assert start < start + faster <= end and sum(s.end_ns - s.start_ns for s in new_path) == faster
 
 
+@pytest.mark.slow
 def test_analyze_what_if_prints_the_prediction():
     result = runner.invoke(
         app, ["analyze", str(DATA / "critical_path_hta" / "cuda_event_sync.json.gz"), "--what-if", "op:aten::empty*0", "--format", "json"]

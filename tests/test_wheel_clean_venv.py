@@ -25,6 +25,8 @@ import pytest
 
 from conftest import NSYS_EXPORTS
 
+pytestmark = pytest.mark.slow  # wheels and virtual environments
+
 ROOT = Path(__file__).parent.parent
 FIXTURE = NSYS_EXPORTS["nsys_2026_mock_rtx3080"]
 

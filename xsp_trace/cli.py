@@ -19,7 +19,6 @@ from .cli_options import (
     StoreFormat,
     comma_list,
     err_console,
-    fail,
     iteration_list,
     percent,
     state,
@@ -120,37 +119,30 @@ def convert(
 
       xsp-trace convert huge.json.gz -o huge.duckdb --max-gzip-ratio 500 --max-input-size 200GB
     """
-    from .convert import ConvertOptions, default_output
+    from .convert import ConvertOptions, convert_inputs, default_output
     from .convert.input_limits import InputLimits
-    from .convert.parallel import convert_files_parallel, convert_to_dataset
 
     if output is None:
         output = default_output(inputs[0], dataset=out_format is StoreFormat.parquet or engine is Engine.ray)
-    try:
-        limits = InputLimits.from_env(max_gzip_ratio, max_input_size)
-        options = ConvertOptions(nsys=nsys, label=label, include_python_functions=python_functions, limits=limits)
-        if perfetto is not None:  # refused before converting, not after
-            check_output_path(perfetto)
-            refuse_inputs(perfetto, [*inputs, output])
-        with ProgressReporter(enabled=not quiet and sys.stderr.isatty()) as progress:
-            if engine is Engine.ray:
-                from .convert.ray_engine import convert_with_ray
-
-                if append or out_format is not StoreFormat.parquet and output.suffix == ".duckdb":
-                    raise InputError(
-                        output, "--engine ray writes a new Parquet dataset folder", "pass -o FOLDER (and --format parquet), without --append"
-                    )
-                run_ids = convert_with_ray(
-                    list(inputs), output, options, address=ray_address, run_id_offset=run_id_offset, overwrite=overwrite, progress=progress
-                )
-            elif out_format is StoreFormat.parquet:
-                if append:
-                    raise InputError(output, "--append works on DuckDB databases only", "convert into a new Parquet folder")
-                run_ids = convert_to_dataset(list(inputs), output, options, jobs=jobs, overwrite=overwrite, progress=progress)
-            else:
-                run_ids = convert_files_parallel(list(inputs), output, options, jobs=jobs, append=append, overwrite=overwrite, progress=progress)
-    except (InputError, OSError) as exc:
-        fail(exc)
+    limits = InputLimits.from_env(max_gzip_ratio, max_input_size)
+    options = ConvertOptions(nsys=nsys, label=label, include_python_functions=python_functions, limits=limits)
+    if perfetto is not None:  # refused before converting, not after
+        check_output_path(perfetto)
+        refuse_inputs(perfetto, [*inputs, output])
+    with ProgressReporter(enabled=not quiet and sys.stderr.isatty()) as progress:
+        run_ids = convert_inputs(
+            list(inputs),
+            output,
+            options,
+            engine=engine.value,
+            store=out_format.value,
+            jobs=jobs,
+            append=append,
+            overwrite=overwrite,
+            ray_address=ray_address,
+            run_id_offset=run_id_offset,
+            progress=progress,
+        )
     typer.echo(f"wrote {output} (runs {', '.join(map(str, run_ids))})")
     if perfetto is not None:
         _write_perfetto(output, perfetto, None)
@@ -171,10 +163,7 @@ def _readable(path: Path) -> Path:
 def _write_perfetto(database: Path, output: Path, options) -> None:
     from .perfetto import export_perfetto
 
-    try:
-        stats = export_perfetto(_readable(database), output, options)
-    except (InputError, OSError) as exc:
-        fail(exc)
+    stats = export_perfetto(_readable(database), output, options)
     typer.echo(
         f"wrote {output} ({stats.slices} slices, {stats.flows} flows, {stats.instants} marks, "
         f"{stats.counter_samples} counter samples; runs {', '.join(map(str, stats.runs))}) "
@@ -297,10 +286,7 @@ def capture(
         timeout_s=timeout,
     )
     say = None if quiet else (lambda line: err_console.print(line, markup=False, highlight=False, soft_wrap=True))
-    try:
-        manifest = capture_levels(request, progress=say)
-    except InputError as exc:
-        fail(exc)
+    manifest = capture_levels(request, progress=say)
     runs = manifest["runs"]
     typer.echo(f"wrote {output} ({len(runs)} runs: {', '.join(r['key'] for r in runs)})")
 
@@ -310,7 +296,10 @@ def query(
     database: Path = typer.Argument(
         ..., help="An xsp-trace DuckDB database or Parquet dataset folder, or a raw trace (converted once into .xsp-cache/ beside it)."
     ),
-    sql: str = typer.Argument(..., help="SQL to run, or @FILE to read it from a file (e.g. @queries/analyses/nvtx_gpu_projection.sql)."),
+    sql: str = typer.Argument(
+        ...,
+        help="SQL to run; @NAME runs an analysis (SELECT * FROM xsp.NAME); @FILE reads the SQL from a file (@queries/... also from any folder).",
+    ),
     limit: int = typer.Option(50, "--limit", help="Rows to print in the table (0 = all); only these are fetched. CSV prints every row."),
     csv_out: bool = typer.Option(False, "--csv", help="Print CSV instead of a table (streamed in batches)."),
     timeout: float = typer.Option(300, "--timeout", help="Stop the query after this many seconds (0 = no limit)."),
@@ -325,6 +314,10 @@ def query(
 ) -> None:
     """Run ad-hoc SQL on a converted database (read-only) and print the result.
 
+    The analyses and their building blocks are views and macros in the schema xsp (installed by
+    convert; loaded for the query on a dataset or an older database), so `top_kernels` and
+    `xsp.top_kernels` both name the analysis, and a finding's evidence runs as printed.
+
     The SQL sees the data only: queries, EXPLAIN, read-only PRAGMAs, SET VARIABLE and session views
     and macros run; COPY/EXPORT/ATTACH/INSTALL/SET/PREPARE, EXPLAIN ANALYZE of anything but a query
     and reading other files are refused unless --allow-external-access is given.
@@ -333,6 +326,10 @@ def query(
 
       xsp-trace query run.duckdb "select kind, count(*) as n from spans group by kind order by n desc"
 
+      xsp-trace query run.duckdb @top_kernels
+
+      xsp-trace query run.duckdb "SET VARIABLE xsp_bins = 10; SELECT * FROM gpu_utilization_bins"
+
       xsp-trace query run.duckdb --allow-external-access "COPY (SELECT name, count(*) AS n FROM spans WHERE kind = 'kernel' GROUP BY name) TO 'kernels.csv'"
     """
     import duckdb
@@ -340,19 +337,19 @@ def query(
     from .sandbox import check_statements, interrupt_after, query_connection, sql_argument
     from .tables import print_result
 
-    try:
-        sql = sql_argument(sql)
-        with query_connection(_readable(database), allow_external_access, memory_limit) as con:
-            if not allow_external_access:
-                check_statements(con, sql, database)
-            with interrupt_after(con, timeout, database):
-                try:
-                    result = con.execute(sql)
-                    print_result(result, limit=limit, as_csv=csv_out)
-                except duckdb.Error as exc:  # the user's SQL is wrong (or asked for a file)
-                    raise InputError(database, f"query failed: {str(exc).splitlines()[0]}", "fix the SQL") from exc
-    except (InputError, OSError) as exc:
-        fail(exc)
+    sql = sql_argument(sql)
+    notes: list[str] = []
+    with query_connection(_readable(database), allow_external_access, memory_limit, notes, sql) as con:
+        for note in notes:
+            err_console.print(note, markup=False, highlight=False, soft_wrap=True)
+        if not allow_external_access:
+            check_statements(con, sql, database)
+        with interrupt_after(con, timeout, database):
+            try:
+                result = con.execute(sql)
+                print_result(result, limit=limit, as_csv=csv_out)
+            except duckdb.Error as exc:  # the user's SQL is wrong (or asked for a file)
+                raise InputError(database, f"query failed: {str(exc).splitlines()[0]}", "fix the SQL") from exc
 
 
 @app.command()
@@ -400,6 +397,11 @@ def analyze(
         "--findings",
         help="Print what matters in the trace, ranked, in words, with the analysis rows that show it (then only the -a analyses).",
     ),
+    show_all: bool = typer.Option(False, "--all", help="Print every analysis (without -a, --sort or --columns: a one-screen summary)."),
+    sort: str | None = typer.Option(None, "--sort", help="Order rows by COL (largest or A-Z first; COL:asc / COL:desc), in every table with it."),
+    columns: str | None = typer.Option(None, "--columns", help="Only these comma-separated columns, in this order, in every table with them."),
+    wide: bool = typer.Option(False, "--wide", help="Tables as wide as they need, not cut to the terminal's width."),
+    full_names: bool = typer.Option(False, "--full-names", help="Kernel names in full (default: the demangled base name, as nsys's :base)."),
     settings: list[str] | None = typer.Option(
         None,
         "--set",
@@ -410,9 +412,15 @@ def analyze(
 ) -> None:
     """The XSP analyses, leveled-corrected: model, layer and kernel latency, rooflines, GPU time.
 
-    Each analysis is a documented SQL file (queries/analyses/*.sql) over queries/analyses/prelude.sql.
+    Each analysis is a documented SQL file (queries/analyses/*.sql) over the SQL library queries/lib/*.sql.
+    Without -a: a one-screen summary (--all: every analysis). Tables show times in ms (the header says
+    so; CSV and JSON keep the analyses' ns) and fit the terminal (--wide does not cut them).
 
     Example:
+
+      xsp-trace analyze run.duckdb
+
+      xsp-trace analyze run.duckdb -a top_kernels --sort avg_ms --columns name,instances,avg_ms --full-names
 
       xsp-trace analyze run/xsp.duckdb --analysis layer_latency --analysis kernel_info
 
@@ -430,75 +438,66 @@ def analyze(
 
       xsp-trace analyze h100.duckdb -a gpu_starvation -a cuda_sync_api --set gap=100 --set rows=10
     """
-    from .analyze import ANALYSES, BY_NAME, AnalysisOptions, open_session, run_analysis
-    from .analyze.output import print_csv, print_json, print_tables, uncorrected_notes
-    from .analyze.scope import scope_notes
+    from .analyze import ANALYSES, AnalysisOptions, open_session, run_analysis
+    from .analyze.empty import check_selection
+    from .analyze.present import View, check_names, list_all, present, present_summary, run_pair
     from .analyze.settings import parse_settings
     from .sandbox import interrupt_after
+    from .table_layout import TableStyle
 
     if list_analyses:
-        for a in ANALYSES:
-            typer.echo(f"{a.name:26} {a.title}  (queries/{a.query}.sql)")
-        return
-    try:
-        if database is None:
-            raise InputError(None, "no database given", "xsp-trace analyze RUN.duckdb (or --list to see the analyses)")
-        if what_if:
-            from .analyze.what_if import parse_rule
+        return list_all()
+    if database is None:
+        raise InputError(None, "no database given", "xsp-trace analyze RUN.duckdb (or --list to see the analyses)")
+    if what_if:
+        from .analyze.what_if import parse_rule
 
-            for rule in what_if:
-                parse_rule(rule)  # one line for a rule that does not parse, before anything runs
-        names = list(analysis or []) + (["what_if"] if what_if else []) if (analysis or what_if) else [a.name for a in ANALYSES]
-        unknown = [n for n in names if n not in BY_NAME]
-        if unknown:
-            raise InputError(None, f"unknown analysis {', '.join(unknown)}", "see xsp-trace analyze --list")
-        pair = None
-        if compare:
-            ids = comma_list(compare, "--compare", int)
-            if not ids or len(ids) != 2:
-                raise InputError(None, f"--compare {compare!r} needs two run ids", "e.g. --compare 1,2")
-            pair = (ids[0], ids[1])
-        if report is not None:  # refused before the analyses run, not after
-            check_output_path(report)
-            refuse_inputs(report, [database], "report")
-        options = AnalysisOptions(
-            runs=comma_list(run, "--run", int),
-            peak_flops=peak_flops,
-            peak_dram_bytes_per_s=peak_dram_bw,
-            compare=pair,
-            layer_ranges=layer_ranges,
-            layer_depth=layer_depth,
-            iterations=iteration_list(iteration),
-            window_ns=time_window(window),
-            settings=parse_settings(settings),
-            what_if=tuple(what_if or ()),
-            scope=scope.value,
-        )
-        con = open_session(_readable(database), options)
-        con.execute("SET memory_limit = ?", [memory_limit])
-        with interrupt_after(con, timeout, database):
-            if findings:
-                from .analyze.findings import find, findings_result
+        for rule in what_if:
+            parse_rule(rule)  # one line for a rule that does not parse, before anything runs
+    names = list(analysis or []) + (["what_if"] if what_if else []) if (analysis or what_if) else [a.name for a in ANALYSES]
+    check_names(names)
+    view = View(
+        fmt.value, limit, TableStyle.for_terminal(wide, full_names), sort, tuple(comma_list(columns, "--columns", example="name,total_ms") or ())
+    )
+    pair = run_pair(comma_list(compare, "--compare", int), compare)
+    if report is not None:  # refused before the analyses run, not after
+        check_output_path(report)
+        refuse_inputs(report, [database], "report")
+    options = AnalysisOptions(
+        runs=comma_list(run, "--run", int),
+        peak_flops=peak_flops,
+        peak_dram_bytes_per_s=peak_dram_bw,
+        compare=pair,
+        layer_ranges=layer_ranges,
+        layer_depth=layer_depth,
+        iterations=iteration_list(iteration),
+        window_ns=time_window(window),
+        settings=parse_settings(settings),
+        what_if=tuple(what_if or ()),
+        scope=scope.value,
+    )
+    con = open_session(_readable(database), options)
+    con.execute("SET memory_limit = ?", [memory_limit])
+    with interrupt_after(con, timeout, database):
+        notes = check_selection(con, options, database)
+        if findings:
+            from .analyze.findings import find, findings_result
 
-                results = [findings_result(find(con))] + [run_analysis(con, n) for n in (analysis or [])]
-            else:
-                results = [run_analysis(con, n) for n in names]
-            if fmt is OutputFormat.csv:
-                print_csv(results, limit)
-            elif fmt is OutputFormat.json:
-                print_json(results, limit)
-            else:
-                notes = uncorrected_notes(run_analysis(con, "level_sources")) + scope_notes(con, scope.value, [r.name for r in results])
-                print_tables(results, limit, notes)
-            if report is not None:
-                from .analyze.findings import find
-                from .analyze.report import write_report
+            results = [findings_result(find(con))] + [run_analysis(con, n) for n in (analysis or [])]
+        elif fmt is OutputFormat.table and not (analysis or what_if or show_all or sort or columns):  # the summary
+            results = []
+            present_summary(con, options, view, notes)
+        else:
+            results = [run_analysis(con, n) for n in names]
+        if results:
+            present(con, results, options, view, notes)
+        if report is not None:
+            from .analyze.findings import find
+            from .analyze.report import write_report
 
-                all_results = {a.name: run_analysis(con, a.name) for a in ANALYSES}
-                write_report(report, database, all_results, find(con, all_results))
-                err_console.print(f"wrote {report}", markup=False, highlight=False)
-    except (InputError, OSError) as exc:
-        fail(exc)
+            all_results = {a.name: run_analysis(con, a.name) for a in ANALYSES}
+            write_report(report, database, all_results, find(con, all_results))
+            err_console.print(f"wrote {report}", markup=False, highlight=False)
 
 
 @app.command()
@@ -528,19 +527,16 @@ def diff(
     """
     from .analyze.diff import LEVELS, Gate, diff_databases, print_diff
 
-    try:
-        for path in (base, new):
-            if not path.exists():
-                raise InputError(path, "does not exist", "pass two databases written by xsp-trace convert")
-        base, new = _readable(base), _readable(new)
-        levels = tuple(level) if level else LEVELS
-        unknown = [lvl for lvl in levels if lvl not in LEVELS]
-        if unknown:
-            raise InputError(None, f"--level {', '.join(unknown)} is not one of {', '.join(LEVELS)}", "pick kernel, op or layer")
-        gate = Gate(percent(fail_above, "--fail-above"), min_calls, percent(min_share, "--min-share"))
-        summary, rows = diff_databases(base, new, gate, levels)
-    except (InputError, OSError) as exc:
-        fail(exc)
+    for path in (base, new):
+        if not path.exists():
+            raise InputError(path, "does not exist", "pass two databases written by xsp-trace convert")
+    base, new = _readable(base), _readable(new)
+    levels = tuple(level) if level else LEVELS
+    unknown = [lvl for lvl in levels if lvl not in LEVELS]
+    if unknown:
+        raise InputError(None, f"--level {', '.join(unknown)} is not one of {', '.join(LEVELS)}", "pick kernel, op or layer")
+    gate = Gate(percent(fail_above, "--fail-above"), min_calls, percent(min_share, "--min-share"))
+    summary, rows = diff_databases(base, new, gate, levels)
     print_diff(summary, rows, gate, fmt.value, limit)
     if any(r.regression for r in rows):
         raise typer.Exit(1)
@@ -564,17 +560,35 @@ def metrics(
     from .convert.ncu import import_ncu_metrics
     from .database import atomic_database
 
-    try:
-        if not database.exists():
-            raise InputError(database, "does not exist", "convert the traced run first: xsp-trace convert TRACE -o " + database.name)
-        with atomic_database(database, append=True, inputs=inputs) as con:
-            for path in inputs:
-                done = import_ncu_metrics(con, path, run, ncu)
-                typer.echo(f"{path}: {done.matched} of {done.launches} launches matched to kernels of run {done.run_id} (by {done.name_column})")
-                if done.unmatched_names:
-                    typer.echo("  unmatched: " + "; ".join(done.unmatched_names[:5]))
-    except (InputError, OSError) as exc:
-        fail(exc)
+    if not database.exists():
+        raise InputError(database, "does not exist", "convert the traced run first: xsp-trace convert TRACE -o " + database.name)
+    with atomic_database(database, append=True, inputs=inputs) as con:
+        for path in inputs:
+            done = import_ncu_metrics(con, path, run, ncu)
+            typer.echo(f"{path}: {done.matched} of {done.launches} launches matched to kernels of run {done.run_id} (by {done.name_column})")
+            if done.unmatched_names:
+                typer.echo("  unmatched: " + "; ".join(done.unmatched_names[:5]))
+
+
+@app.command("install-analyses")
+def install_analyses_command(
+    database: Path = typer.Argument(..., help="An xsp-trace DuckDB database (written by convert; rewritten atomically)."),
+) -> None:
+    """Install (or update) the analyses in a database as views and macros in its schema xsp, so any DuckDB
+    client runs them without xsp-trace; convert does this itself, so it is for databases converted by
+    an older xsp-trace.
+
+    Example:
+
+      xsp-trace install-analyses run.duckdb && duckdb -readonly run.duckdb -c "SELECT * FROM xsp.top_kernels"
+    """
+    from .database import atomic_database
+
+    if not database.is_file():
+        raise InputError(database, "is not a database file", "pass a .duckdb file written by xsp-trace convert")
+    with atomic_database(database, append=True):
+        pass  # the analyses are installed as the database is written
+    typer.echo(f"installed the analyses in {database} (schema xsp: SELECT * FROM xsp.xsp_analyses lists them)")
 
 
 def main() -> None:

@@ -53,15 +53,16 @@ err_console = Console(stderr=True)
 
 
 def fail(exc: InputError | OSError) -> NoReturn:
-    """One clear line on stderr and exit code 2 (the traceback only with --debug). After SIGINT/SIGTERM
-    the error is the signal's consequence: the CLI's main reports the signal instead (exit 130/143)."""
+    """One clear line on stderr and exit code 2 (the traceback only with --debug): the one handler of
+    every command's InputError and OSError (OneLineErrors.main calls it). After SIGINT/SIGTERM the error
+    is the signal's consequence: the CLI's main reports the signal instead (exit 130/143)."""
     check_interrupted()
     if state["debug"]:
         raise exc
     if isinstance(exc, OSError):  # the environment, not xsp-trace: a file vanished, a permission...
         exc = InputError(exc.filename, f"{exc.strerror or exc}", "check the path and its permissions")
     err_console.print(f"xsp-trace: error: {exc.line()}", markup=False, highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
+    sys.exit(2)
 
 
 # click's exceptions, from the click typer runs on (its own copy in typer >= 0.22, else the click package).
@@ -71,7 +72,8 @@ _NO_ARGS_IS_HELP = getattr(_CLICK_ERRORS, "NoArgsIsHelpError", ())
 
 class OneLineErrors(typer.core.TyperGroup):
     """The CLI's command group: a usage error (a bad --format value, a missing argument) is one line
-    on stderr and exit 2, like every other error -- not click's usage text and rich's error box."""
+    on stderr and exit 2, like every other error -- not click's usage text and rich's error box -- and
+    a command's InputError or OSError goes to `fail`, so the commands need no handler of their own."""
 
     def main(
         self,
@@ -97,6 +99,8 @@ class OneLineErrors(typer.core.TyperGroup):
         except typer.Abort:
             print("xsp-trace: error: aborted", file=sys.stderr, flush=True)
             sys.exit(1)
+        except (InputError, OSError) as exc:
+            fail(exc)
         sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -143,9 +147,8 @@ def comma_list(values: str | list[str] | None, option: str, convert=str, example
             try:
                 out.append(convert(item.strip()))
             except ValueError:
-                fail(
-                    InputError(None, f"{option} {item.strip()!r} is not a {'number' if convert is int else 'valid item'}", f"e.g. {option} {example}")
-                )
+                problem = f"{option} {item.strip()!r} is not a {'number' if convert is int else 'valid item'}"
+                raise InputError(None, problem, f"e.g. {option} {example}") from None
     return out
 
 

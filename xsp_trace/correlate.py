@@ -14,7 +14,7 @@ Converters insert a run's spans with parent_id/depth NULL; `correlate_run` then 
    one range of span ids at a time.
 All of it runs under DuckDB's CONVERT_MEMORY_LIMIT (as the converters): what does not fit spills, and nothing holds
 all CPU spans sorted, a hash table of the whole tree, a row per (span, ancestor) or per span in an
-aggregate (BENCHMARKS.md, "Correlation under a memory cap (issue 12)" and after).
+aggregate (BENCHMARKS.md, "Correlation under a memory cap" and the sections after it).
 """
 
 from __future__ import annotations
@@ -34,11 +34,8 @@ _RANK_CASE = "CASE kind " + " ".join(f"WHEN '{k}' THEN {r}" for k, r in KIND_NES
 
 
 # CPU spans nested per window of start times holding about this many spans: one window, plus the
-# spans still open at its end, is what nesting holds, whatever the trace size. One query sorting all
-# 19.6 M CPU spans of an nsys export of 3 M kernels peaked at ~1.6 GiB and spilled under a 1GB cap.
-# 500,000 spans per window is ~25 MiB of columns. Measured (median of 3, process peak RSS): 3 M
-# kernels (40 windows) 12 s / 0.6 GiB vs 14 s / 2.0 GiB under 2GB, 13 s vs 29 s under 1GB; 1 M
-# kernels (14 windows) 4.6 s / 0.45 GiB vs 4.1 s / 1.0 GiB (the per-window UPDATEs cost ~0.4 s more).
+# spans still open at its end, is what nesting holds, whatever the trace size; one sort of every CPU
+# span spilled under the cap (BENCHMARKS.md, "CPU nesting by windows of start times").
 NEST_BATCH_SPANS = 500_000
 # Spans sampled per window to place its bounds (windows come out within a few % of NEST_BATCH_SPANS).
 NEST_SAMPLE_SPANS = 200
@@ -129,7 +126,7 @@ def _nest_window(held: dict, new: dict) -> tuple[dict, pa.Table]:
     parent_ids = pa.array(span_ids[np.where(has_parent, parent_index, 0)], pa.int64(), mask=~has_parent)
     keep = _open_runs(thread, start, end)
     # In span id order: DuckDB's UPDATE then meets the rows in table order (Kineto's span ids
-    # interleave threads; its 1 GB convert spent 4.8 s in these UPDATEs in thread order, ~0.2 s sorted).
+    # interleave threads, and in thread order these UPDATEs were far slower).
     order = np.argsort(span_ids[is_new], kind="stable")
     nested = pa.table({"span_id": span_ids[is_new][order], "parent_id": parent_ids.take(pa.array(order)), "depth": depth[order]})
     return {c: v[keep] for c, v in rows.items()}, nested
@@ -137,9 +134,8 @@ def _nest_window(held: dict, new: dict) -> tuple[dict, pa.Table]:
 
 def _store_nesting(con: duckdb.DuckDBPyConnection, run_id: int, nested: pa.Table, start_between: str) -> None:
     """UPDATE the window's spans, found by start time (zone maps skip the other row groups). One
-    UPDATE per window: at 3 M kernels one UPDATE from a table of all 19.6 M results held that
-    table and took 20 s under a 1GB cap (4 s under 2GB), 40 of them take 7 s under either; one
-    UPDATE per 2 M spans was no faster, and from a 5 M-row Arrow table it took 144 s."""
+    UPDATE per window: one UPDATE of every result held them all and was slower under a cap
+    (BENCHMARKS.md, "CPU nesting by windows of start times")."""
     con.register("_xsp_nested", nested)
     try:
         con.execute(
@@ -164,7 +160,7 @@ def inherit_down(con: duckdb.DuckDBPyConnection, source: str, columns: list[str]
     a parent is always one level up (nesting and launches set depth = parent depth + 1). Level by
     level from the roots, each step joins one level with the level above, so what is held at once
     is about two levels, not every (span, ancestor) pair as an aggregate over span_ancestors
-    would (BENCHMARKS.md, "Correlation under a memory cap (issue 12)")."""
+    would (BENCHMARKS.md, "Correlation under a memory cap")."""
     con.execute(f"CREATE OR REPLACE TEMP TABLE {target} AS SELECT span_id, depth, {', '.join(columns)} FROM {source} LIMIT 0")
     # Levels from the shallowest span with a value of its own down: above it nothing has one (nsys
     # runs have no phases or iterations at all, and skip the loop).
@@ -190,12 +186,10 @@ def build_ancestors(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     rows of the spans at depth d are their parent at distance 1 and, one further, the rows of
     their parent, which sits in the level before. Each step joins one level's spans with the
     level above's rows, a hash join DuckDB can spill; a recursive CTE over the whole tree holds
-    one hash table of every span with a parent, which it cannot spill (3 M kernels: 10.0 s and
-    1,388 MiB under a 1GB cap, 3.4 s and 821 MiB level by level; BENCHMARKS.md, "span_ancestors
+    one hash table of every span with a parent, which it cannot spill (BENCHMARKS.md, "span_ancestors
     level by level"). Each level's rows go straight into span_ancestors, and only those of spans
     with children are kept for the next level: most spans are leaves (kernels, copies, API calls
-    that launch nothing), and a TEMP table of a whole level (11.8 M rows at depth 2 of the 3 M-kernel
-    export) set the convert's peak memory (build_ancestors alone under the 500MB cap: 703 -> 590 MiB, 4.4 -> 5.6 s)."""
+    that launch nothing), and a TEMP table of a whole level set the convert's peak memory."""
     max_depth = scalar(con, "SELECT max(depth) FROM spans WHERE run_id = ? AND parent_id IS NOT NULL", [run_id])
     con.execute("CREATE OR REPLACE TEMP TABLE _xsp_ancestors_above (span_id BIGINT, ancestor_id BIGINT, distance INTEGER)")
     level = """SELECT s.span_id, s.parent_id AS ancestor_id, 1 AS distance
@@ -217,8 +211,8 @@ def build_ancestors(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
 
 
 # Span ids per correlate/attribution_insert statement. Its joins build hash tables of the spans'
-# steps and inherited marks: over a whole run they set the convert's peak (Kineto 1 GB, 2.5 M spans:
-# 798-799 MiB as one statement, 728-729 MiB in ranges of 1 M ids, same time; 500,000: 715-727 MiB).
+# steps and inherited marks: over a whole run they set the convert's peak (BENCHMARKS.md, "Floors,
+# attribution in ranges, and the bench's own RSS figure").
 ATTRIBUTION_BATCH_SPANS = 1_000_000
 
 

@@ -16,6 +16,7 @@ from .output_files import atomic_output
 from .resources import schema_text
 from .schema import schema_difference
 from .sql import scalar
+from .vocabulary import SourceKind
 
 SCHEMA_VERSION = "5"
 
@@ -48,9 +49,11 @@ def check_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 
 @contextmanager
 def atomic_database(
-    output: Path, *, append: bool = False, overwrite: bool = False, inputs: Iterable[Path] = ()
+    output: Path, *, append: bool = False, overwrite: bool = False, inputs: Iterable[Path] = (), analyses: bool = True
 ) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A connection to a temporary copy of `output` that replaces it only if the block succeeds.
+    """A connection to a temporary copy of `output` that replaces it only if the block succeeds, with
+    the analyses installed in its schema xsp at the end (`analyses`; not for the parts of a parallel
+    convert, which are merged into one).
 
     A failure (or Ctrl-C/SIGTERM) leaves the previous file, or none, in place -- never a
     half-written one; concurrent appends to one output wait for each other (output_files).
@@ -73,6 +76,11 @@ def atomic_database(
             else:
                 create_schema(con)
             yield con
+            if analyses:
+                # Imported here: the installer reads the analysis package, which opens databases through this module.
+                from .analyze.install import install_analyses
+
+                install_analyses(con)
             con.execute("CHECKPOINT")
         finally:
             con.close()
@@ -95,12 +103,8 @@ def connect(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
 
 # DuckDB's memory limit while a trace is converted: read, mapped and staged (convert/dispatch.py,
 # both converters), then correlated (correlate.correlate_run). Beyond it sorts, joins, aggregates
-# and temp tables spill to the temp directory, so the peak no longer grows with the trace.
-# Measured whole converts (BENCHMARKS.md, "One memory cap for the whole convert"): nsys 1 M -> 3 M
-# kernels 723 -> 839 MiB under 500MB (878 -> 1,801 MiB with the correlation under 2GB), Kineto
-# 1 GB -> 3 GB of JSON 772 -> 774 MiB (896 -> 1,890 under 2GB), at the same speed; 300MB gave
-# 544 -> 600 and 639 -> 617 MiB, nsys 1 M kernels 0-15 % slower in two pairs. Before the nesting
-# windows and span_ancestors by levels, 3 M kernels ran out of memory under 500MB.
+# and temp tables spill to the temp directory, so the peak no longer grows with the trace, at the
+# same speed (BENCHMARKS.md, "One memory cap for the whole convert").
 CONVERT_MEMORY_LIMIT = "500MB"
 
 
@@ -128,7 +132,8 @@ RUN_FIELDS = (
 ).split()
 
 
-def insert_run(con: duckdb.DuckDBPyConnection, run_id: int, **fields) -> None:
+def insert_run(con: duckdb.DuckDBPyConnection, run_id: int, *, source_kind: SourceKind, **fields) -> None:
+    fields = {"source_kind": source_kind, **fields}
     unknown = set(fields) - set(RUN_FIELDS)
     if unknown:
         raise TypeError(f"unknown run fields: {sorted(unknown)}")

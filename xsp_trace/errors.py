@@ -30,3 +30,11 @@ class InputError(Exception):
         where = f"{self.path}: " if self.path else ""
         todo = f" ({self.fix})" if self.fix else ""
         return one_line(f"{where}{self.problem}{todo}")
+
+
+def did_you_mean(word: str, choices) -> str:
+    """The hint ' (did you mean X?)' naming the closest of `choices` to a mistyped `word`, or '' when none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from .sql import quote_literal
+
 # NVTX domain of the ranges written by xsp_trace.capture.
 XSP_NVTX_DOMAIN = "xsp"
 
@@ -67,17 +69,25 @@ def install_sql_macros(con) -> None:
     )
 
 
-def install_name_macros(con) -> None:
-    """DuckDB macros that parse the XSP range names for the analyses: xsp_model_name(name) (the model
-    of an "xsp.model:<name>" range, else NULL), xsp_layer_qualname(name) and xsp_layer_type(name)
-    (qualified name and type of an "xsp.layer:<index>:<qualname>:<type>" range, else NULL)."""
+def name_macro_statements() -> list[str]:
+    """The CREATE TEMP MACRO statements of the macros that parse the XSP range names for the analyses:
+    xsp_model_name(name) (the model of an "xsp.model:<name>" range, else NULL), xsp_layer_qualname(name)
+    and xsp_layer_type(name) (qualified name and type of an "xsp.layer:<index>:<qualname>:<type>"
+    range, else NULL), and xsp_normalized_name(name) (normalize_name)."""
     prefix = _sql_regex_literal(re.escape(LAYER_PREFIX))
-    con.execute(
+    return [
         f"""CREATE OR REPLACE TEMP MACRO xsp_model_name(name) AS
-            CASE WHEN starts_with(name, '{MODEL_PREFIX}') THEN substr(name, {len(MODEL_PREFIX) + 1}) END"""
-    )
-    con.execute(f"CREATE OR REPLACE TEMP MACRO xsp_layer_qualname(name) AS nullif(regexp_extract(name, '^{prefix}\\d+:(.*):[^:]*$', 1), '')")
-    con.execute(f"CREATE OR REPLACE TEMP MACRO xsp_layer_type(name) AS nullif(regexp_extract(name, '^{prefix}\\d+:.*:([^:]*)$', 1), '')")
+            CASE WHEN starts_with(name, '{MODEL_PREFIX}') THEN substr(name, {len(MODEL_PREFIX) + 1}) END""",
+        f"CREATE OR REPLACE TEMP MACRO xsp_layer_qualname(name) AS nullif(regexp_extract(name, '^{prefix}\\d+:(.*):[^:]*$', 1), '')",
+        f"CREATE OR REPLACE TEMP MACRO xsp_layer_type(name) AS nullif(regexp_extract(name, '^{prefix}\\d+:.*:([^:]*)$', 1), '')",
+        _normalize_macro_statement(),
+    ]
+
+
+def install_name_macros(con) -> None:
+    """The macros of name_macro_statements, TEMP in `con`."""
+    for statement in name_macro_statements():
+        con.execute(statement)
 
 
 def _sql_regex_literal(pattern: str) -> str:
@@ -114,12 +124,8 @@ PHASE_RULES: tuple[tuple[str, str], ...] = (
 def install_phase_rules(con) -> None:
     """TEMP macro xsp_phase_of(name): the phase the first matching PHASE_RULES pattern names, else
     NULL (constant patterns, so DuckDB compiles each once), for queries/correlate/attribution.sql."""
-    cases = " ".join(f"WHEN regexp_matches(name, {_sql_text(pattern)}) THEN {_sql_text(phase)}" for phase, pattern in PHASE_RULES)
+    cases = " ".join(f"WHEN regexp_matches(name, {quote_literal(pattern)}) THEN {quote_literal(phase)}" for phase, pattern in PHASE_RULES)
     con.execute(f"CREATE OR REPLACE TEMP MACRO xsp_phase_of(name) AS CASE {cases} END")
-
-
-def _sql_text(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
 
 
 # Layer views of traces not captured by xsp-trace capture: ranges they already carry, chosen by
@@ -154,8 +160,102 @@ def normalize_name(name: str) -> str:
     return _INSTANCE_SUFFIX_RE.sub("", name)
 
 
+def _normalize_macro_statement() -> str:
+    # Same pattern as normalize_name; RE2 and Python agree on it; 's' lets '.' match newlines like re.DOTALL.
+    return f"CREATE OR REPLACE TEMP MACRO xsp_normalized_name(name) AS regexp_replace(name, {quote_literal(INSTANCE_SUFFIX_PATTERN)}, '', 's')"
+
+
 def install_normalize_macro(con) -> None:
-    """TEMP macro xsp_normalized_name(name), equal to normalize_name (same pattern; RE2 and Python
-    agree on it; 's' lets '.' match newlines like re.DOTALL)."""
-    pattern = _sql_text(INSTANCE_SUFFIX_PATTERN)
-    con.execute(f"CREATE OR REPLACE TEMP MACRO xsp_normalized_name(name) AS regexp_replace(name, {pattern}, '', 's')")
+    """TEMP macro xsp_normalized_name(name), equal to normalize_name."""
+    con.execute(_normalize_macro_statement())
+
+
+# Kernel names as people read them: the demangled base name, as nsys's `:base` report option and
+# CUPTI's kernel shortName print it -- "void at::native::vectorized_elementwise_kernel<4, ...>(int, T2, T3)"
+# -> "vectorized_elementwise_kernel": no return type, namespace, template arguments or parameters.
+# Names that are not C++ function signatures (cuBLAS's "sm80_xmma_gemm_...", "aten::mm", NVTX
+# ranges) are returned unchanged.
+_OPEN = {"(": ")", "<": ">", "[": "]", "{": "}"}
+_CLOSE = {v: k for k, v in _OPEN.items()}
+_IDENTIFIER_RE = re.compile(r"^[A-Za-z_~][\w~]*$")
+
+
+def _strip_trailing_group(text: str, close: str) -> tuple[str, str] | None:
+    """(text before, group) when `text` ends with the bracket group closed by `close`, else None."""
+    if not text.endswith(close):
+        return None
+    depth = 0
+    for i in range(len(text) - 1, -1, -1):
+        c = text[i]
+        if c in _CLOSE and not (c == ">" and text[i - 1 : i + 1] == "->"):
+            depth += 1
+        elif c in _OPEN:
+            depth -= 1
+            if depth == 0:
+                return (text[:i], text[i:]) if c == _CLOSE[close] else None
+    return None
+
+
+def _last_component(text: str) -> str:
+    """The last `::`-separated part of `text` outside brackets, without a leading return type."""
+    depth, start = 0, 0
+    for i, c in enumerate(text):
+        if c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth -= 1
+        elif depth == 0 and text.startswith("::", i):
+            start = i + 2
+        elif depth == 0 and c == " ":
+            start = i + 1  # "void kernel": the return type ends at a space outside brackets
+    return text[start:]
+
+
+def kernel_name_parts(name: str) -> tuple[str, str] | None:
+    """(base name, template arguments or "") of a demangled kernel signature, None for other names."""
+    text = name.strip()
+    params = _strip_trailing_group(text, ")")
+    if params is None:
+        return None
+    text = params[0].rstrip()
+    template = ""
+    args = _strip_trailing_group(text, ">")
+    if args is not None:
+        text, template = args[0].rstrip(), args[1]
+    base = _last_component(text)
+    return (base, template) if _IDENTIFIER_RE.match(base) else None
+
+
+def short_kernel_name(name: str) -> str:
+    """The demangled base name of a kernel (nsys `:base`), or `name` when it is not a signature."""
+    parts = kernel_name_parts(name)
+    return parts[0] if parts else name
+
+
+def short_names(names: list[str]) -> dict[str, str]:
+    """Short names for the distinct `names` of one table: the base name where it is unique among them,
+    the base name with its template arguments where several different kernels share a base name
+    (four cutlass GEMMs are all "Kernel"), the full name where even those are shared."""
+    parts = {n: kernel_name_parts(n) for n in set(names)}
+    bases: dict[str, int] = {}
+    for p in parts.values():
+        if p:
+            bases[p[0]] = bases.get(p[0], 0) + 1
+    templated: dict[str, int] = {}
+    for p in parts.values():
+        if p and bases[p[0]] > 1:
+            templated[p[0] + p[1]] = templated.get(p[0] + p[1], 0) + 1
+    out = {}
+    for name, p in parts.items():
+        if p is None:
+            out[name] = name
+        elif bases[p[0]] == 1:
+            out[name] = p[0]
+        else:
+            out[name] = p[0] + _NAMESPACE_RE.sub("", p[1]) if templated[p[0] + p[1]] == 1 else name
+    return out
+
+
+# Namespaces inside template arguments ("at::native::", "(anonymous namespace)::"): noise once the
+# base name is known.
+_NAMESPACE_RE = re.compile(r"(?:\(anonymous namespace\)::|\b[A-Za-z_]\w*::)+")

@@ -32,6 +32,7 @@ import duckdb
 from .dataset import dataset_files
 from .errors import InputError
 from .output_files import private_temp_prefix, remove_stale_temp
+from .resources import queries_dir
 from .store import open_store
 
 _FIX = "query the data only, or pass --allow-external-access to let the SQL use files and extensions"
@@ -86,16 +87,38 @@ def _explained(text: str, words: list[tuple[int, str]]) -> str:
 
 
 def sql_argument(text: str) -> str:
-    """The SQL of `query`'s argument: the text itself, or the file named by @PATH."""
+    """The SQL of `query`'s argument: the text itself; for @NAME, the installed analysis of that name
+    (`SELECT * FROM xsp.NAME`); for @PATH, that file -- or, when no such file is here, the file of that
+    path in the package's queries/ (@queries/analyses/top_kernels.sql runs from any folder)."""
     if not text.startswith("@"):
         return text
-    source = Path(text[1:])
+    from .analyze.catalog import BY_NAME
+    from .analyze.install import not_installed_reason
+
+    argument = text[1:]
+    if argument in BY_NAME:
+        if not_installed_reason(BY_NAME[argument]):
+            raise InputError(None, f"@{argument} is computed in Python, not in the database", f"run xsp-trace analyze DATABASE -a {argument}")
+        return f"SELECT * FROM xsp.{argument}"
+    source = Path(argument)
     if not source.is_file():
-        raise InputError(source, "does not exist", "pass @PATH of an existing .sql file")
+        packaged = _packaged_query(source)
+        if packaged is None:
+            raise InputError(source, "does not exist", "pass @PATH of an existing .sql file or @NAME of an analysis (xsp-trace analyze --list)")
+        return packaged
     try:
         return source.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(source, "is not UTF-8 text", "pass a .sql text file") from exc
+
+
+def _packaged_query(source: Path) -> str | None:
+    """The text of queries/<path> shipped in the package, for @queries/... or @analyses/... paths."""
+    parts = source.parts[1:] if source.parts[:1] == ("queries",) else source.parts
+    if source.is_absolute() or not parts or source.suffix != ".sql" or ".." in parts:
+        return None
+    entry = queries_dir().joinpath(*parts)
+    return entry.read_text(encoding="utf-8") if entry.is_file() else None
 
 
 def refusal(con: duckdb.DuckDBPyConnection, statement) -> str | None:
@@ -173,13 +196,21 @@ def lock_down(con: duckdb.DuckDBPyConnection, readable_files: Sequence[Path] = (
 
 
 @contextmanager
-def query_connection(path: Path, allow_external_access: bool = False, memory_limit: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A connection for the user's SQL on a database or dataset, locked down unless allowed; closed,
-    and its private spill folder removed, on leaving the block."""
+def query_connection(
+    path: Path, allow_external_access: bool = False, memory_limit: str | None = None, notes: list[str] | None = None, sql: str | None = None
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection for the user's SQL on a database or dataset, with the analyses and their building
+    blocks by name (xsp_trace/analyze/install.py), locked down unless allowed; closed, and its
+    private spill folder removed, on leaving the block. Notes for the user are appended to `notes`."""
+    from .analyze.install import analyses_for_reading
+
     path = Path(path)
     con = open_store(path, read_only=True)
     temp_folder = None
     try:
+        note = analyses_for_reading(con, str(path), sql)
+        if note and notes is not None:
+            notes.append(note)
         if memory_limit:
             con.execute("SET memory_limit = ?", [memory_limit])
         if not allow_external_access:

@@ -1,11 +1,11 @@
 -- ingest/kineto_map: the one mapping of Kineto events into the Kineto staging and side tables.
 --
 -- From: the raw event relation _kineto_events that every reader fills (DuckDB's JSON reader, or
--- the streaming ijson reader for odd files; xsp_trace/convert/kineto_events.py): one row per
+-- the streaming ijson reader for odd files; xsp_trace/convert/kineto/events.py): one row per
 -- element of traceEvents in file order (rowid = position; ts/dur DECIMAL microseconds; cat, name,
 -- pid, tid, id as text; args a MAP of JSON values), and variables kineto_* holding the facts of
--- xsp_trace.formats.kineto_fields (set by xsp_trace/convert/kineto.py).
--- In pieces: the relation may hold one piece of traceEvents (xsp_trace/convert/kineto_fast.py);
+-- xsp_trace.formats.kineto_fields (set by xsp_trace/convert/kineto/converter.py).
+-- In pieces: the relation may hold one piece of traceEvents (xsp_trace/convert/kineto/duckdb_reader.py);
 -- the script then runs once per piece, in file order, with getvariable('kineto_event_offset')
 -- the events and getvariable('kineto_span_offset') the spans of the pieces before (0 and 0 for
 -- the whole trace). Everything it writes is appended, so the pieces give what the whole would.
@@ -14,7 +14,7 @@
 -- (the metadata events naming processes and threads, by event index: kineto_link.sql keeps the
 -- last of each) and _kineto_skipped (CPU events of this piece not mapped because their pid or tid
 -- is not an integer: the caller sums them and warns with the count).
--- Times were checked before (xsp_trace/convert/kineto_events.py check_events): every time used
+-- Times were checked before (xsp_trace/convert/kineto/events.py check_events): every time used
 -- here lies within +-getvariable('kineto_time_limit_us'); flows outside it are left out.
 -- Rules: ns = round half away from zero of us * 1000, an end from ts + dur; integers are JSON
 -- integers, integral decimals or digit strings; category matched lower-case.

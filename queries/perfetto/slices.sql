@@ -2,28 +2,10 @@
 -- them -- grouped by track (CPU tracks first), and within a track by start, longest first,
 -- outermost first.
 --
--- From: perfetto_spans and perfetto_runs (queries/perfetto/select.sql), launches, kernels,
--- memops, span_args, attribution.
--- Flows: one per launches row whose API span and GPU span are both selected; its id is
--- run_id * 2^40 + gpu_span_id, unique in the trace (span ids stay below 2^40).
-WITH
-    flows AS (
-        SELECT l.run_id, l.api_span_id, l.gpu_span_id,
-               l.run_id::BIGINT * 1099511627776 + l.gpu_span_id AS flow_id
-        FROM launches AS l
-        JOIN perfetto_spans AS api ON api.run_id = l.run_id AND api.span_id = l.api_span_id
-        JOIN perfetto_spans AS gpu ON gpu.run_id = l.run_id AND gpu.span_id = l.gpu_span_id
-    ),
-    outgoing AS (
-        SELECT run_id, api_span_id AS span_id, list(flow_id ORDER BY flow_id) AS flow_ids
-        FROM flows GROUP BY run_id, api_span_id
-    ),
-    args AS (
-        SELECT a.run_id, a.span_id, list(struct_pack(key := a.key, value := a.value) ORDER BY a.key) AS args
-        FROM span_args AS a
-        WHERE a.run_id IN (SELECT run_id FROM perfetto_runs)
-        GROUP BY a.run_id, a.span_id
-    )
+-- From: perfetto_spans (queries/perfetto/select.sql), perfetto_flows, perfetto_outgoing_flows
+-- and perfetto_span_args (queries/perfetto/slice_parts.sql), kernels, memops, attribution; one part of the spans: run
+-- getvariable('xsp_perfetto_part_run'), start in [xsp_perfetto_part_from, xsp_perfetto_part_to)
+-- (NULL: open).
 SELECT
     -- Run of the span.
     s.run_id,
@@ -85,13 +67,19 @@ SELECT
     m.dst_kind,
     -- Other source details (span_args) as a list of {key, value}, or NULL.
     a.args
-FROM perfetto_spans AS s
-LEFT JOIN outgoing AS o ON o.run_id = s.run_id AND o.span_id = s.span_id
-LEFT JOIN flows AS f ON f.run_id = s.run_id AND f.gpu_span_id = s.span_id
+FROM (
+    SELECT * FROM perfetto_spans
+    WHERE run_id = getvariable('xsp_perfetto_part_run')
+      AND start_ns >= coalesce(getvariable('xsp_perfetto_part_from'), start_ns)
+      AND start_ns < coalesce(getvariable('xsp_perfetto_part_to'), start_ns + 1)
+) AS s
+LEFT JOIN perfetto_outgoing_flows AS o ON o.run_id = s.run_id AND o.span_id = s.span_id
+LEFT JOIN perfetto_flows AS f ON f.run_id = s.run_id AND f.gpu_span_id = s.span_id
 LEFT JOIN kernels AS k ON k.run_id = s.run_id AND k.span_id = s.span_id
 LEFT JOIN memops AS m ON m.run_id = s.run_id AND m.span_id = s.span_id
-LEFT JOIN args AS a ON a.run_id = s.run_id AND a.span_id = s.span_id
-LEFT JOIN attribution AS att ON att.run_id = s.run_id AND att.span_id = s.span_id
+LEFT JOIN perfetto_span_args AS a ON a.run_id = s.run_id AND a.span_id = s.span_id
+-- (only the rows with a phase: a hash table of every span's attribution row costs more than the rest of the join)
+LEFT JOIN (SELECT run_id, span_id, phase FROM attribution WHERE phase IS NOT NULL) AS att ON att.run_id = s.run_id AND att.span_id = s.span_id
 -- CPU tracks before GPU tracks: at equal timestamps the trace processor keeps packet order, and a
 -- flow must start (API call) before it terminates (GPU work) or it is dropped.
 ORDER BY s.run_id, s.track_class = 'gpu', s.track_class, pid, s.tid, s.device_id, s.stream_id NULLS LAST,

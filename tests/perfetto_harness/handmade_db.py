@@ -4,18 +4,15 @@ kernels on one stream (one of them inside another: it must not nest), crossing C
 an API call launching two kernels, a kernel without launch, marks, counters, span_args, and
 two runs sharing a pid on very different clocks (session ns vs epoch ns).
 
-Spans go in without parent/depth; xsp_trace.correlate fills in nesting and launches, as for
-a real conversion.
+Written with tests/support/handmade.py: spans go in without parent/depth; xsp_trace.correlate fills in
+nesting and launches, as for a real conversion.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow as pa
-
-from xsp_trace.correlate import correlate_run
-from xsp_trace.database import atomic_database, insert_relation, insert_run
+from support.handmade import PID, Run, write
 from xsp_trace.naming import layer_range_name, model_range_name
 
 EPOCH = 1_700_000_000_000_000_000  # run 2 is on a Kineto-like epoch clock
@@ -64,29 +61,19 @@ KERNEL_DETAILS = {  # (run, name) -> grid, block, registers
 INPUT_DIMS = "[[1, 3, 224, 224], [64, 3, 7, 7]]"
 
 
-def _spans_table(rows, pid):
-    columns = {
-        name: []
-        for name in (
-            "span_id",
-            "kind",
-            "name",
-            "category",
-            "start_ns",
-            "end_ns",
-            "pid",
-            "tid",
-            "device_id",
-            "stream_id",
-            "correlation_id",
-            "layer_index",
-        )
-    }
-    for span_id, (kind, name, category, start, end, tid, device, stream, corr) in enumerate(rows, start=1):
-        values = (span_id, kind, name, category, start, end, pid, tid, device, stream, corr, int(name.split(":")[1]) if kind == "layer" else None)
-        for column, value in zip(columns, values, strict=True):
-            columns[column].append(value)
-    return pa.table(columns)
+def _run(run_id: int, rows, **fields) -> Run:
+    run = Run(run_id, **fields)
+    for kind, name, category, start, end, tid, device, stream, corr in rows:
+        layer = int(name.split(":")[1]) if kind == "layer" else None
+        run.span(kind, name, start, end, category=category, tid=tid, device_id=device, stream_id=stream, correlation_id=corr, layer_index=layer)
+    run.row("processes", pid=PID, name="python")
+    run.row("threads", pid=PID, tid=PID, name="python")
+    run.device(0, "NVIDIA H100 80GB HBM3")
+    for (kernel_run, name), (grid, block, registers) in KERNEL_DETAILS.items():
+        for span_id in span_ids(rows, name) if kernel_run == run_id else ():
+            columns = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "registers_per_thread")
+            run.row("kernels", span_id=span_id, **dict(zip(columns, (*grid, *block, registers), strict=True)))
+    return run
 
 
 def span_ids(rows, name):
@@ -94,49 +81,37 @@ def span_ids(rows, name):
 
 
 def build(path: Path) -> Path:
-    with atomic_database(Path(path), overwrite=True) as con:
-        insert_run(con, 1, source_kind="nsys", level="MLG", model="cnn", batch_size=1, tool="nsys")
-        insert_run(con, 2, source_kind="kineto", tool="torch.profiler", label="graphs")
-        for run, rows in ((1, RUN1_SPANS), (2, RUN2_SPANS)):
-            insert_relation(con, "spans", _spans_table(rows, pid=100).append_column("run_id", pa.array([run] * len(rows), pa.int32())))
-            con.execute("INSERT INTO processes VALUES (?, 100, 'python')", [run])
-            con.execute("INSERT INTO threads VALUES (?, 100, 100, 'python')", [run])
-            con.execute("INSERT INTO devices (run_id, device_id, name) VALUES (?, 0, 'NVIDIA H100 80GB HBM3')", [run])
-            for (kernel_run, name), (grid, block, registers) in KERNEL_DETAILS.items():
-                if kernel_run != run:
-                    continue
-                for span_id in span_ids(rows, name):
-                    con.execute(
-                        "INSERT INTO kernels (run_id, span_id, grid_x, grid_y, grid_z, block_x, block_y, block_z, "
-                        "registers_per_thread) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        [run, span_id, *grid, *block, registers],
-                    )
-        con.execute("INSERT INTO threads VALUES (1, 100, 101, 'loader')")
-        con.execute("INSERT INTO devices (run_id, device_id, name) VALUES (2, 1, 'NVIDIA H100 80GB HBM3')")
-        (memcpy,) = span_ids(RUN1_SPANS, "Memcpy HtoD")
-        (memset,) = span_ids(RUN1_SPANS, "Memset")
-        # kind and duration_ns copied from the spans, as the converters write them.
-        con.execute(
-            "INSERT INTO memops (run_id, span_id, kind, copy_kind, bytes, duration_ns, src_kind, dst_kind) "
-            "SELECT 1, span_id, kind, 'HtoD', 602112, end_ns - start_ns, 'Pinned', 'Device' FROM spans WHERE run_id = 1 AND span_id = ?",
-            [memcpy],
-        )
-        con.execute(
-            "INSERT INTO memops (run_id, span_id, kind, bytes, duration_ns, fill_value) "
-            "SELECT 1, span_id, kind, 4096, end_ns - start_ns, 0 FROM spans WHERE run_id = 1 AND span_id = ?",
-            [memset],
-        )
-        # The loader thread's NVTX ranges: one pushed and popped, one started and ended (it crosses).
-        con.execute("UPDATE spans SET range_style = 'push_pop' WHERE run_id = 1 AND name = 'dataloader'")
-        con.execute("UPDATE spans SET range_style = 'start_end' WHERE run_id = 1 AND name = 'crossing'")
-        (conv,) = span_ids(RUN1_SPANS, "aten::conv2d")
-        con.execute("INSERT INTO span_args VALUES (1, ?, 'Input Dims', ?), (1, ?, 'Input type', 'float')", [conv, INPUT_DIMS, conv])
-        con.execute("INSERT INTO marks VALUES (1, 1500, 'step begin', 'xsp', 100, 100), (2, ?, 'profiler start', 'Trace', 100, NULL)", [EPOCH + 500])
-        con.execute(
-            "INSERT INTO counters VALUES (1, 'memory allocated', 2000, 1.5e6, 100, 0), "
-            "(1, 'memory allocated', 50000, 2.5e6, 100, 0), (1, 'sm active', 10000, 0.75, NULL, 0), "
-            "(1, 'sm active', 30000, 0.25, NULL, 0)"
-        )
-        for run in (1, 2):
-            correlate_run(con, run)
-    return Path(path)
+    cnn = _run(1, RUN1_SPANS, source_kind="nsys", level="MLG", model="cnn", batch_size=1, tool="nsys")
+    graphs = _run(2, RUN2_SPANS, source_kind="kineto", tool="torch.profiler", label="graphs")
+    cnn.row("threads", pid=PID, tid=101, name="loader")
+    graphs.device(1, "NVIDIA H100 80GB HBM3")
+    spans = {span["name"]: span for span in cnn.spans}
+    # kind and duration_ns copied from the spans, as the converters write them.
+    copy, fill = spans["Memcpy HtoD"], spans["Memset"]
+    cnn.row(
+        "memops",
+        span_id=copy["span_id"],
+        kind="memcpy",
+        copy_kind="HtoD",
+        bytes=602112,
+        duration_ns=copy["end_ns"] - copy["start_ns"],
+        src_kind="Pinned",
+        dst_kind="Device",
+    )
+    cnn.row("memops", span_id=fill["span_id"], kind="memset", bytes=4096, duration_ns=fill["end_ns"] - fill["start_ns"], fill_value=0)
+    # The loader thread's NVTX ranges: one pushed and popped, one started and ended (it crosses).
+    spans["dataloader"]["range_style"] = "push_pop"
+    spans["crossing"]["range_style"] = "start_end"
+    conv = spans["aten::conv2d"]["span_id"]
+    cnn.row("span_args", span_id=conv, key="Input Dims", value=INPUT_DIMS)
+    cnn.row("span_args", span_id=conv, key="Input type", value="float")
+    cnn.row("marks", ts_ns=1500, name="step begin", category="xsp", pid=PID, tid=PID)
+    graphs.row("marks", ts_ns=EPOCH + 500, name="profiler start", category="Trace", pid=PID, tid=None)
+    for ts, value, pid, name in (
+        (2000, 1.5e6, PID, "memory allocated"),
+        (50000, 2.5e6, PID, "memory allocated"),
+        (10000, 0.75, None, "sm active"),
+        (30000, 0.25, None, "sm active"),
+    ):
+        cnn.row("counters", name=name, ts_ns=ts, value=value, pid=pid, device_id=0)
+    return write(Path(path), [cnn, graphs])

@@ -1,6 +1,6 @@
 """The analyses `xsp-trace analyze` knows: name -> documented SQL file queries/analyses/<name>.sql.
 
-Every file is a plain SELECT over the prelude (queries/analyses/prelude.sql) and the schema;
+Every file is a plain SELECT over the SQL library (queries/lib/, xsp_trace/sqllib.py) and the schema;
 the order here is the order of the printed tables and of the HTML report.
 """
 
@@ -79,6 +79,3 @@ ANALYSES: tuple[Analysis, ...] = (
 )
 
 BY_NAME = {a.name: a for a in ANALYSES}
-# Run in this order before any analysis: the XSP building blocks, the shape-based op models, then
-# what the expert rules share.
-PRELUDES = ("analyses/prelude", "analyses/prelude_op_perf", "analyses/prelude_rules")

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..vocabulary import FindingKind
+
 # Thresholds. Each is a judgement; the reason is beside it.
 MIN_SEVERITY = 0.01  # below 1 % of the time it is measured against, fixing a finding cannot pay back noticeably
 LONG_GAP_NS = 100_000  # 100 µs: a kernel launch costs the CPU ~5-20 µs, so the GPU could have run several
 #                        launches' work in such a gap; shorter gaps are the usual latency between dependent launches
-DEVICE_BOUND_PCT = 80.0  # GPU busy share above which the GPU, not the host, sets a run's pace (analysis_step_bound's default)
+DEVICE_BOUND_PCT = 80.0  # GPU busy share above which the GPU, not the host, sets a run's pace (analyses/step_bound's default)
 NON_GPU_LAYER_PCT = 50.0  # a layer whose kernels cover less than half its latency is dominated by non-GPU time
 PROFILING_OVERHEAD_PCT = 25.0  # ranges cost microseconds per layer call; a level adding over a quarter of the model
 #                                latency has very short layers or made the model run another program (a hook turns
@@ -22,9 +24,7 @@ TOP_WAITS = 2  # blocking calls named per sync-bound finding
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str  # launch_bound, sync_bound_steps, host_bound_steps, idle_gaps, sync_in_loop, exposed_communication,
-    #            pageable_memcpy, memory_bound_kernels, non_gpu_layers, profiling_overhead, program_changed, healthy,
-    #            unusable_capture
+    kind: FindingKind
     severity: float  # share of the time at stake, 0..1 (the ranking key)
     text: str  # one sentence with the numbers
     analysis: str  # the analysis that shows it (catalog name)
@@ -33,7 +33,9 @@ class Finding:
 
     @property
     def evidence(self) -> str:
-        return f"{self.analysis} WHERE {self.where}"
+        """SQL that shows the finding's rows, runnable as written: the analysis is a view in the
+        database's schema xsp (xsp_trace/analyze/install.py), in any DuckDB client or `xsp-trace query`."""
+        return f"SELECT * FROM xsp.{self.analysis} WHERE {self.where}"
 
 
 # -- wording ------------------------------------------------------------------------------------

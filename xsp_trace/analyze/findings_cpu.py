@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Collection, Mapping
 
 from ..formats.kineto_fields import GRAPH_LAUNCH_API_NAMES
+from ..vocabulary import FindingKind
 from .findings_base import DEVICE_BOUND_PCT, LONG_GAP_NS, TOP_CAUSES, TOP_WAITS, Finding, count, duration, gpu_label, ms_to_ns, pct, size
 
 
@@ -92,7 +93,12 @@ def steps(rows: list[dict], windows: dict, levels: Mapping, waits: list[dict], p
         if not total:
             continue
         note = f" (a level-{levels[run_id]} run: its step times include the overhead of profiling that level)" if levels.get(run_id) else ""
-        for kind, verdict in (("sync_bound_steps", "sync-bound"), ("launch_bound", "launch-bound"), ("host_bound_steps", "host-bound")):
+        verdicts: tuple[tuple[FindingKind, str], ...] = (
+            ("sync_bound_steps", "sync-bound"),
+            ("launch_bound", "launch-bound"),
+            ("host_bound_steps", "host-bound"),
+        )
+        for kind, verdict in verdicts:
             hit = [s for s in mine if s["bound"] == verdict]
             if not hit:
                 continue

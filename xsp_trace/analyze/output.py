@@ -7,7 +7,9 @@ import sys
 from datetime import date, datetime
 from decimal import Decimal
 
-from ..tables import print_table, wide_console, write_csv
+from ..table_layout import TableStyle, output_console, render
+from ..tables import write_csv
+from .empty import LAYER_ANALYSES, EmptyReasons
 from .session import Result
 
 
@@ -19,17 +21,17 @@ def _jsonable(value):
     return value
 
 
-def print_tables(results: list[Result], limit: int, notes: list[str]) -> None:
-    console = wide_console()
-    for result in results:
-        print_table(
-            console,
-            result.columns,
-            result.rows,
-            limit=limit,
-            title=f"{result.title} [{result.name}]",
-            empty_note="no rows: the database holds nothing this analysis reads",
-        )
+def print_tables(results: list[Result], limit: int, notes: list[str], style: TableStyle, reasons: EmptyReasons | None = None) -> None:
+    """Each result as a table that fits the terminal, an empty one with why it is empty, then the notes."""
+    console = output_console(style)
+    for i, result in enumerate(results):
+        if i:
+            console.print()
+        reason = reasons.reason(result.name) if reasons is not None else None
+        render(console, result.columns, result.rows, style, limit=limit, title=f"{result.title} [{result.name}]", empty_note=reason)
+        if result.rows and reasons is not None and result.name in LAYER_ANALYSES and reasons.layer_problem:
+            # The one row left is the work outside any layer.
+            console.print(f"  ({reasons.layer_problem})", markup=False, highlight=False)
     for note in notes:
         console.print(note, markup=False, highlight=False)
 
@@ -49,6 +51,23 @@ def print_json(results: list[Result], limit: int = 0) -> None:
     sys.stdout.write("\n")
 
 
-def uncorrected_notes(level_sources: Result) -> list[str]:
-    """One line per experiment level that is not corrected."""
-    return [f"note: {r['experiment']}: {r['measured']} level {r['note']}" for r in level_sources.records() if not r["corrected"] and r.get("note")]
+def uncorrected_notes(level_sources: Result, shown: list[Result]) -> list[str]:
+    """Notes on the levels whose times include the overhead of profiling the levels below them, only
+    when a table shown has such a time (a `corrected` column that says no)."""
+    if not any("corrected" in r.columns and any(v is False for v in (rec["corrected"] for rec in r.records())) for r in shown):
+        return []
+    plain: dict[str, list[str]] = {}
+    notes = []
+    for r in level_sources.records():
+        if r["corrected"] or not r.get("note"):
+            continue
+        if r["source_level"] is None:  # a plain trace: every level measured in one run
+            plain.setdefault(", ".join(map(str, r["run_ids"] or [])), []).append(r["measured"])
+        else:
+            notes.append(f"note: {r['experiment']}: {r['measured']} level {r['note']}")
+    for runs, levels in plain.items():
+        notes.append(
+            f"note: run {runs}: {' and '.join(levels)} times are measured while the profiler also recorded the work inside them, "
+            "so they include its overhead (`xsp-trace capture` measures each level in a run of its own)"
+        )
+    return notes

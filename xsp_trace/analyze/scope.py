@@ -1,7 +1,7 @@
 """Which GPU work the analyses count: the whole trace (`--scope all`, the default) or only the work
 launched inside the profiled steps (`--scope profiled`, as Holistic Trace Analysis 0.5 counts it).
 
-The set left out under `profiled` is queries/analyses/prelude_scope.sql (xsp_unprofiled_gpu_work);
+The set left out under `profiled` is queries/lib/scope.sql (xsp_unprofiled_gpu_work);
 applying the scope shadows `spans` and `memops` with TEMP views without those rows, so every
 analysis reads the same narrowed data, as with --iteration / --window.
 """
@@ -31,7 +31,7 @@ def check_scope(scope: str) -> None:
 def _find_unprofiled(con: duckdb.DuckDBPyConnection) -> None:
     """Fill xsp_unprofiled_gpu_work from the spans as the session sees them now (once)."""
     if not scalar(con, f"SELECT count(*) FROM duckdb_tables() WHERE temporary AND table_name = '{_UNPROFILED}'"):
-        con.execute(query_text("analyses/prelude_scope"))
+        con.execute(query_text("lib/scope"))
 
 
 def apply_scope(con: duckdb.DuckDBPyConnection, scope: str, spans_source: str, memops_source: str) -> None:
@@ -54,6 +54,8 @@ def scope_notes(con: duckdb.DuckDBPyConnection, scope: str, analyses: list[str])
     rows = con.execute(f"SELECT run_id, count(*), sum(duration_ns) FROM {_quote(_UNPROFILED)} GROUP BY run_id ORDER BY run_id").fetchall()
     which = ", ".join(noted)
     if scope == "all":
+        if not rows:  # nothing would differ under --scope profiled
+            return []
         lines = [
             f"note: scope all: {which} count every GPU kernel, copy and set of the trace, whenever launched "
             "(--scope profiled counts only work launched in the profiled steps, as HTA 0.5)"

@@ -1,5 +1,5 @@
-"""An analysis session: a read-only database, optionally narrowed to some runs, with the prelude
-(queries/analyses/prelude.sql) loaded and the device peaks filled in.
+"""An analysis session: a read-only database, optionally narrowed to some runs, with the SQL library
+(queries/lib/, xsp_trace/sqllib.py) loaded and the device peaks filled in.
 
 Everything it adds is TEMP, so the database file is never written. Runs are selected by
 shadowing each table with a TEMP view of the selected runs' rows (the SQL files stay plain).
@@ -15,16 +15,16 @@ from pathlib import Path
 import duckdb
 
 from ..errors import InputError
-from ..formats import aten_perf_models, collectives, cuda_api, kineto_fields, ncu_metrics, nsys_export, nsys_stats, torch_dtypes
-from ..formats.device_peaks import lookup_peak
-from ..naming import LAYER_RANGE_PRESETS, install_name_macros, install_normalize_macro, layer_range_pattern
+from ..naming import LAYER_RANGE_PRESETS, install_name_macros, layer_range_pattern
 from ..resources import query_text
 from ..schema import expected_tables, table_ddl
 from ..sql import quote_identifier as _quote
 from ..sql import scalar, set_variables
+from ..sqllib import session_modules
 from ..store import open_store
-from .catalog import BY_NAME, PRELUDES
+from .catalog import BY_NAME
 from .critical_path import build_critical_path
+from .facts import fact_variables, fill_device_peaks, load_format_tables
 from .scope import DEFAULT_SCOPE, apply_scope, check_scope
 from .settings import set_rule_variables
 from .what_if import build_what_if
@@ -67,7 +67,7 @@ def _main_tables(con: duckdb.DuckDBPyConnection, catalog: str) -> dict[str, list
 
 
 def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path | str = "database") -> None:
-    """Load the selection, stand-ins, device peaks, settings and the prelude into `con`."""
+    """Load the selection, stand-ins, device peaks, settings and the SQL library into `con`."""
     catalog = scalar(con, "SELECT current_database()")
     check_scope(options.scope)
     tables = _main_tables(con, catalog)
@@ -97,8 +97,9 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
             "memops": f"(SELECT m.* FROM {base['memops']} AS m SEMI JOIN _xsp_narrow_spans AS s USING (run_id, span_id))",
         }
     apply_scope(con, options.scope, base["spans"], base["memops"])
-    _fill_device_peaks(con, catalog, options)
-    _load_format_tables(con)
+    fill_device_peaks(con, _selected(catalog, "devices", options.runs))
+    load_format_tables(con)
+    set_variables(con, fact_variables())
     numbers = {"xsp_peak_flops": options.peak_flops, "xsp_peak_dram_bytes_per_s": options.peak_dram_bytes_per_s, "xsp_trim": options.trim}
     set_variables(con, {name: float(value) for name, value in numbers.items() if value is not None})
     if options.layer_ranges is not None:
@@ -110,18 +111,8 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
         set_variables(con, {"xsp_compare_runs": [int(a), int(b)]})
     install_name_macros(con)
     set_rule_variables(con, options.settings)
-    install_normalize_macro(con)
-    set_variables(
-        con,
-        {
-            "xsp_metric_flops": ncu_metrics.FLOPS,
-            "xsp_metric_dram_read_bytes": ncu_metrics.DRAM_READ_BYTES,
-            "xsp_metric_dram_write_bytes": ncu_metrics.DRAM_WRITE_BYTES,
-            "xsp_metric_achieved_occupancy": ncu_metrics.ACHIEVED_OCCUPANCY,
-        },
-    )
-    for prelude in PRELUDES:
-        con.execute(query_text(prelude))
+    for module in session_modules():
+        con.execute(query_text(module))
 
 
 def _selected(catalog: str, table: str, runs: list[int] | None) -> str:
@@ -133,7 +124,7 @@ def _selected(catalog: str, table: str, runs: list[int] | None) -> str:
 
 
 def _set_layer_view(con: duckdb.DuckDBPyConnection, text: str, depth: int | None) -> None:
-    """Variables that make the prelude read the matching ranges as layers (see _xsp_layer_ranges)."""
+    """Variables that make the SQL library read the matching ranges as layers (see _xsp_layer_ranges)."""
     pattern = layer_range_pattern(text)
     try:
         con.execute("SELECT regexp_matches('', ?)", [pattern]).fetchall()
@@ -184,89 +175,6 @@ def _narrow_spans(con: duckdb.DuckDBPyConnection, catalog: str, options: Analysi
     con.execute(
         f"CREATE OR REPLACE TEMP VIEW memops AS SELECT m.* FROM {source['memops']} AS m "
         "SEMI JOIN _xsp_narrow_spans AS s ON s.run_id = m.run_id AND s.span_id = m.span_id"
-    )
-
-
-def _load_format_tables(con: duckdb.DuckDBPyConnection) -> None:
-    """TEMP tables of external-format facts the analyses join (xsp_trace/formats/)."""
-    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_memop_operations (kind VARCHAR, copy_kind VARCHAR, operation VARCHAR)")
-    rows = [("memcpy", k, v) for k, v in nsys_stats.MEMCPY_OPERATIONS.items()] + [("memset", None, nsys_stats.MEMSET_OPERATION)]
-    con.executemany("INSERT INTO _xsp_memop_operations VALUES (?, ?, ?)", rows)
-    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_collective_names (name_key VARCHAR, collective VARCHAR, busbw_scale DOUBLE, busbw_offset DOUBLE)")
-    con.executemany(
-        "INSERT INTO _xsp_collective_names VALUES (?, ?, ?, ?)", [(k, c, *collectives.BUSBW_FACTORS[c]) for k, c in collectives.COLLECTIVES.items()]
-    )
-    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_dtype_bytes (dtype_key VARCHAR, bytes INTEGER, precision VARCHAR)")
-    con.executemany(
-        "INSERT INTO _xsp_dtype_bytes VALUES (?, ?, ?)", [(k, b, torch_dtypes.DTYPE_PRECISION.get(k)) for k, b in torch_dtypes.DTYPE_BYTES.items()]
-    )
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE _xsp_op_models (op_name VARCHAR, model VARCHAR, a_arg INTEGER, b_arg INTEGER, "
-        "bias_arg INTEGER, batched BOOLEAN, causal_arg INTEGER, params_arg INTEGER, outer_counted BOOLEAN)"
-    )
-    con.executemany(
-        "INSERT INTO _xsp_op_models VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", [(name, *model) for name, model in aten_perf_models.OP_MODELS.items()]
-    )
-    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_not_modelled_reasons (reason_key VARCHAR, reason VARCHAR)")
-    con.executemany("INSERT INTO _xsp_not_modelled_reasons VALUES (?, ?)", list(aten_perf_models.NOT_MODELLED_REASONS.items()))
-    set_variables(
-        con,
-        dict(
-            (
-                ("xsp_comm_kernel_pattern", collectives.COMM_KERNEL_PATTERN),
-                ("xsp_not_compute_kernel_pattern", collectives.NOT_COMPUTE_KERNEL_PATTERN),
-                ("xsp_collective_from_kernel", collectives.COLLECTIVE_FROM_KERNEL),
-                ("xsp_collective_from_range", collectives.COLLECTIVE_FROM_RANGE),
-                ("xsp_arg_collective", collectives.ARG_COLLECTIVE),
-                ("xsp_arg_in_nelems", collectives.ARG_IN_NELEMS),
-                ("xsp_arg_out_nelems", collectives.ARG_OUT_NELEMS),
-                ("xsp_arg_dtype", collectives.ARG_DTYPE),
-                ("xsp_arg_group_size", collectives.ARG_GROUP_SIZE),
-                ("xsp_arg_input_dims", kineto_fields.ARG_INPUT_DIMS),
-                ("xsp_arg_input_type", kineto_fields.ARG_INPUT_TYPE),
-                ("xsp_arg_concrete_inputs", kineto_fields.ARG_CONCRETE_INPUTS),
-                ("xsp_counter_allocated", kineto_fields.MEMORY_ALLOCATED),
-                ("xsp_explicit_sync_api", cuda_api.EXPLICIT_SYNC_API),
-                ("xsp_implicit_sync_api", cuda_api.IMPLICIT_SYNC_API),
-                ("xsp_pageable", cuda_api.PAGEABLE),
-                ("xsp_async_copy_api", cuda_api.ASYNC_COPY_API),
-                ("xsp_pageable_kinds", sorted({k for kinds in cuda_api.PAGEABLE_KINDS.values() for k in kinds})),
-                ("xsp_osrt_category", nsys_export.OSRT_CATEGORY),
-                ("xsp_sqlite_round_nudge", nsys_stats.SQLITE_ROUND_NUDGE),
-                ("xsp_sqlite_round_nudge_below", nsys_stats.SQLITE_ROUND_NUDGE_BELOW),
-                ("xsp_sqlite_round_whole_from", nsys_stats.SQLITE_ROUND_WHOLE_FROM),
-            )
-        ),
-    )
-
-
-def _fill_device_peaks(con: duckdb.DuckDBPyConnection, catalog: str, options: AnalysisOptions) -> None:
-    """A TEMP `devices` with peaks from the built-in table where the database has none."""
-    where = f" WHERE run_id IN ({', '.join(str(int(r)) for r in options.runs)})" if options.runs else ""
-    con.execute(f"CREATE OR REPLACE TEMP TABLE devices AS SELECT * FROM {_quote(catalog)}.main.devices{where}")
-    names = [r[0] for r in con.execute("SELECT DISTINCT name FROM devices WHERE name IS NOT NULL").fetchall()]
-    for name in names:
-        peak = lookup_peak(name)
-        if peak is None:
-            continue
-        con.execute(
-            "UPDATE devices SET peak_flops = coalesce(peak_flops, ?), peak_dram_bytes_per_s = coalesce(peak_dram_bytes_per_s, ?) WHERE name = ?",
-            [peak.peak_flops, peak.peak_dram_bytes_per_s, name],
-        )
-    # Dense matrix peaks per precision, for the shape-based rooflines (queries/analyses/prelude_op_perf.sql).
-    con.execute("CREATE OR REPLACE TEMP TABLE _xsp_matrix_peaks (run_id INTEGER, device_id INTEGER, precision VARCHAR, peak_flops DOUBLE)")
-    precisions = sorted(set(torch_dtypes.DTYPE_PRECISION.values()))
-    for run_id, device_id, name in con.execute("SELECT run_id, device_id, name FROM devices WHERE name IS NOT NULL").fetchall():
-        peak = lookup_peak(name)
-        if peak is not None:
-            con.executemany(
-                "INSERT INTO _xsp_matrix_peaks VALUES (?, ?, ?, ?)",
-                [(run_id, device_id, p, peak.matrix_peak(p)) for p in precisions if peak.matrix_peak(p)],
-            )
-    # A device the table does not know still has the bandwidth its trace reports.
-    con.execute(
-        "UPDATE devices SET peak_dram_bytes_per_s = memory_bandwidth_bytes_per_s "
-        "WHERE peak_dram_bytes_per_s IS NULL AND memory_bandwidth_bytes_per_s IS NOT NULL"
     )
 
 

@@ -1,6 +1,6 @@
 """Settings an analysis reads as DuckDB variables, given on the command line as `--set NAME=VALUE`.
 
-Today they are the options of the expert rules (queries/analyses/prelude_rules.sql), named as
+Today they are the options of the expert rules (queries/lib/rules.sql), named as
 `nsys analyze -r RULE:NAME=VALUE` names them; the facts the rules match on (API-name patterns,
 memory kinds) are set with them from xsp_trace/formats/nsys_rules.py.
 """
@@ -76,19 +76,22 @@ def set_rule_variables(con: duckdb.DuckDBPyConnection, settings: dict[str, int |
             con.execute(f"RESET VARIABLE {s.variable}")
     values: dict[str, object] = {s.variable: s.default for s in SETTINGS.values() if s.default is not None}
     values.update({SETTINGS[name].variable: value for name, value in (settings or {}).items()})
-    values.update(
-        {
-            "xsp_rule_nvtx_separator": nsys_rules.NVTX_DOMAIN_SEPARATOR,
-            "xsp_rule_async_memcpy_api": nsys_rules.ASYNC_MEMCPY_API_LIKE,
-            "xsp_rule_pageable_kind": nsys_rules.ASYNC_MEMCPY_HOST_KIND,
-            "xsp_rule_sync_memcpy_api": nsys_rules.SYNC_MEMCPY_API_LIKE,
-            "xsp_rule_sync_memcpy_not_api": nsys_rules.SYNC_MEMCPY_API_NOT_LIKE,
-            "xsp_rule_small_htod_bytes": nsys_rules.SMALL_HTOD_BYTES,
-            "xsp_rule_small_copy_kind": nsys_rules.SMALL_COPY_KIND,
-            "xsp_rule_sync_memset_api": nsys_rules.SYNC_MEMSET_API_LIKE,
-            "xsp_rule_sync_memset_not_api": nsys_rules.SYNC_MEMSET_API_NOT_LIKE,
-            "xsp_rule_sync_memset_kinds": list(nsys_rules.SYNC_MEMSET_MEM_KINDS),
-            "xsp_rule_sync_api": list(nsys_rules.SYNC_API_LIKE),
-        }
-    )
+    values.update(rule_facts())
     set_variables(con, values)
+
+
+def rule_facts() -> dict[str, object]:
+    """The facts the rules match on (xsp_trace/formats/nsys_rules.py), as DuckDB variables."""
+    return {
+        "xsp_rule_nvtx_separator": nsys_rules.NVTX_DOMAIN_SEPARATOR,
+        "xsp_rule_async_memcpy_api": nsys_rules.ASYNC_MEMCPY_API_LIKE,
+        "xsp_rule_pageable_kind": nsys_rules.ASYNC_MEMCPY_HOST_KIND,
+        "xsp_rule_sync_memcpy_api": nsys_rules.SYNC_MEMCPY_API_LIKE,
+        "xsp_rule_sync_memcpy_not_api": nsys_rules.SYNC_MEMCPY_API_NOT_LIKE,
+        "xsp_rule_small_htod_bytes": nsys_rules.SMALL_HTOD_BYTES,
+        "xsp_rule_small_copy_kind": nsys_rules.SMALL_COPY_KIND,
+        "xsp_rule_sync_memset_api": nsys_rules.SYNC_MEMSET_API_LIKE,
+        "xsp_rule_sync_memset_not_api": nsys_rules.SYNC_MEMSET_API_NOT_LIKE,
+        "xsp_rule_sync_memset_kinds": list(nsys_rules.SYNC_MEMSET_MEM_KINDS),
+        "xsp_rule_sync_api": list(nsys_rules.SYNC_API_LIKE),
+    }

@@ -25,7 +25,7 @@ class ConvertOptions:
     label: str | None = None
     run_fields: dict[str, Any] = field(default_factory=dict)  # extra runs columns (level, model, batch_size...)
     include_python_functions: bool = False  # Kineto python_function events (off by default, as HTA)
-    kineto_reader: str = "auto"  # "auto": DuckDB's JSON reader (kineto_fast), Python for odd files; "python": always Python
+    kineto_reader: str = "auto"  # "auto": DuckDB's JSON reader (duckdb_reader), Python for odd files; "python": always Python
     # nsys OS runtime calls (OSRT_API) as spans; a leveled capture turns them off: it traces osrt
     # only so that nsys 2022.4 records on a machine without a GPU, and its M/ML runs hold ranges only.
     include_os_runtime: bool = True

@@ -62,12 +62,13 @@ def _quiet_ray_data(ray) -> Iterator[None]:
 
 def _convert_task(row: dict, options: ConvertOptions) -> dict:
     """Ray task: one trace into its own Parquet dataset; idempotent (an earlier attempt's folder is removed)."""
-    from .parallel import convert_to_dataset
+    from .dataset_output import into_dataset
+    from .local import convert_files
 
-    part = Path(row["part"])
+    part, trace = Path(row["part"]), Path(row["path"])
     shutil.rmtree(part, ignore_errors=True)
     try:
-        convert_to_dataset([Path(row["path"])], part, options, jobs=1, overwrite=True)
+        into_dataset(part, [trace], lambda staging: convert_files([trace], staging, options, overwrite=True), overwrite=True)
     except InputError as exc:
         return {"index": row["index"], "runs": [], "error": str(exc)}
     runs = sorted(int(p.name[len(RUN_PARTITION) :]) for p in (part / "runs").iterdir() if p.name.startswith(RUN_PARTITION))

@@ -20,7 +20,7 @@ from .. import __version__
 from ..database import SCHEMA_VERSION
 from ..store import is_duckdb_file
 from .common import ConvertOptions, Progress, detect_source, no_progress
-from .nsys_report import CACHE_DIR
+from .nsys.report import CACHE_DIR
 
 HASH_CHUNK = 1 << 20
 
@@ -74,7 +74,7 @@ def database_for(path: Path, report: Progress = no_progress, nsys: str | None = 
         return path
     cached = cached_database_path(path)
     if not cached.exists():
-        from . import convert_files
+        from .local import convert_files
 
         report(f"converting {path.name} into {cached} (reused next time)", None)
         convert_files([path], cached, ConvertOptions(nsys=nsys), overwrite=True)

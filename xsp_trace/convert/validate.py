@@ -70,7 +70,7 @@ def _exists(con: duckdb.DuckDBPyConnection, table: str) -> bool:
 
 
 def _writable(con: duckdb.DuckDBPyConnection, table: str) -> None:
-    """A staging view (nsys_staging_parallel: pieces read side by side) as a table, before rows change."""
+    """A staging view (staging_threads: pieces read side by side) as a table, before rows change."""
     if is_temp_view(con, table):
         con.execute(f"CREATE TEMP TABLE {table}__rows AS SELECT * FROM {table}")
         con.execute(f"DROP VIEW {table}")

@@ -1,7 +1,7 @@
 """Which ATen ops have a FLOP/byte model, and where their operands sit in the profiler's argument lists.
 
 The models follow TraceLens' perf models (AMD-AGI/TraceLens, TraceLens/PerfModel/perf_model.py),
-the anchor the issue names; the formulas themselves live in queries/analyses/prelude.sql
+the anchor the issue names; the formulas themselves live in queries/lib/op_perf.sql
 (xsp_op_perf) and use these positions:
 
 - gemm (mm, addmm; bmm, baddbmm with a batch): A is M x K, B is K x N (batched: B x M x K, B x K x N).

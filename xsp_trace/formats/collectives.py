@@ -1,4 +1,4 @@
-"""Facts about GPU communication the communication analyses use (queries/analysis_comm_*.sql,
+"""Facts about GPU communication the communication analyses use (queries/analyses/comm_*.sql,
 queries/analyses/nccl_collectives.sql, queries/analyses/rank_skew.sql): which GPU work is communication, how
 collectives are named in traces, element sizes of the dtypes traces name, and nccl-tests' bus
 bandwidth factors.

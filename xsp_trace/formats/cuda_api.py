@@ -1,4 +1,4 @@
-"""Facts about CUDA / HIP API calls the CPU-time taxonomy uses (queries/analyses/prelude.sql's
+"""Facts about CUDA / HIP API calls the CPU-time taxonomy uses (queries/lib/sync.sql's
 xsp_cpu_calls, read by step_bound, sync_calls, pageable_memcpy and gpu_idle_gaps): which calls make
 the CPU wait, and which copies involve pageable host memory.
 

@@ -79,7 +79,6 @@ DEVICE_PEAKS: tuple[DevicePeak, ...] = (
     DevicePeak(r"A100", 19.5 * T, 1.555 * T, "NVIDIA A100 datasheet (40GB)", _A100_MATRIX),
     # NVIDIA GB200 NVL72 / HGX B200 datasheet, individual GPU of HGX B200: FP32 75 TFLOPS, 180 GB HBM3e at
     # 7.7 TB/s; tensor cores with sparsity TF32 2.2, FP16/BF16 4.5, FP8 9 PFLOPS -- halved here (dense).
-    # (An earlier revision printed FP32 80 TFLOPS and 8 TB/s for the 192 GB part.)
     DevicePeak(
         r"B200",
         75 * T,

@@ -38,7 +38,7 @@ GPUSUM_KERNEL_CATEGORY = "CUDA_KERNEL"
 # SQLite 3.36's printf("%.*f") rounding (sqlite3/printf.c, etFLOAT): rounder = 0.5 * 10^-precision,
 # plus value * SQLITE_ROUND_NUDGE when precision + (binary exponent) / 3 < 15, i.e. for 1 decimal
 # below SQLITE_ROUND_NUDGE_BELOW; values of 2^52 and above have no fraction and are left as they
-# are (SQLITE_ROUND_WHOLE_FROM). Session variables of the macro _xsp_nsys_round (prelude).
+# are (SQLITE_ROUND_WHOLE_FROM). Session variables of the macro _xsp_nsys_round (queries/lib/nsys_stats.sql).
 SQLITE_ROUND_NUDGE = 3e-16
 SQLITE_ROUND_NUDGE_BELOW = 2.0**42
 SQLITE_ROUND_WHOLE_FROM = 2.0**52

@@ -1,46 +1,33 @@
 """Export an xsp-trace database as one Perfetto protobuf trace (TrackEvent), streamed.
 
-The spans are read in track order in Arrow batches (queries/perfetto/slices.sql) and written
-packet by packet to a temporary file that replaces the output only at the end: memory stays
-flat whatever the trace size (the intern tables are bounded, see packets.py).
+Each run's spans are sorted by DuckDB in parts cut by start time (queries/perfetto/slice_parts.sql,
+slices.sql), read in Arrow batches and encoded a batch at a time (slice_encoder.py) into a
+temporary file that replaces the output only at the end: DuckDB's sort holds one part, the
+encoder one batch and bounded intern tables.
 """
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
 from ..errors import InputError
-from ..naming import parse_layer_name
 from ..output_files import atomic_output, check_output_path, private_temp_prefix, refuse_inputs
 from ..resources import query_text
 from ..sql import set_variables
 from ..store import open_store
 from .packets import PacketWriter
-from .tracks import Lanes, TrackRegistry
+from .slice_encoder import SliceEncoder
+from .tracks import TrackRegistry
 
 SPAN_KINDS = ("model", "layer", "op", "annotation", "api", "kernel", "memcpy", "memset", "sync", "other")
 EXTRA_KINDS = ("mark", "counter")  # --kinds values that select marks and counter samples
 MARK_CATEGORY = "mark"
-
-# Columns of perfetto_slices written as debug annotations, by value type.
-INT_ANNOTATIONS = (
-    "span_id",
-    "correlation_id",
-    "iteration",
-    "layer_index",
-    "registers_per_thread",
-    "shared_mem_static_bytes",
-    "shared_mem_dynamic_bytes",
-    "bytes",
-)
-STR_ANNOTATIONS = ("category", "range_style", "phase", "grid", "block", "copy_kind", "src_kind", "dst_kind")
-FLOAT_ANNOTATIONS = ("occupancy_estimate",)
-_TRACK_KEY = ("run_id", "track_class", "pid", "tid", "device_id", "stream_id")
+# The slices go on a sequence of their own (the writer's are 1: descriptors, 2: marks, counters, critical path).
+SLICE_SEQUENCE_ID = 3
 
 
 @dataclass
@@ -51,11 +38,14 @@ class PerfettoOptions:
     to_ns: int | None = None  # window end (exclusive)
     align_runs: bool = True  # every run starts at time 0 (False: keep each run's own clock)
     batch_rows: int = 50_000  # rows per Arrow batch read from DuckDB
+    # Spans per part of the slices query (perfetto/slice_parts.sql): DuckDB sorts one part at a
+    # time, so its memory follows this, not the trace size.
+    part_rows: int = 400_000
     max_interned: int = 200_000  # intern table entries before the incremental state is reset
     # DuckDB's memory for the sorts and joins of the export; beyond it they spill to a temporary
-    # folder, so the export's memory stays flat whatever the trace size. (DuckDB 2.0.1 ran out
-    # of memory at 512MB on 2.7 M spans: its join + sort of perfetto_slices did not spill.)
-    duckdb_memory_limit: str = "1GB"
+    # folder. With the slices sorted one part at a time 512MB is enough whatever the trace size
+    # (DuckDB 2.0.1 ran out of memory at 512MB sorting all 815 k spans of a run in one query).
+    duckdb_memory_limit: str = "512MB"
     critical_path: bool = False  # add each run's critical path as a track of its own, with flows along it
 
 
@@ -125,51 +115,17 @@ def _rows(con: duckdb.DuckDBPyConnection, query: str, batch_rows: int):
 
 
 def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats) -> None:
-    current_key = None
-    lanes: Lanes | None = None
-    place: Callable[[int, int], int]  # lanes.place of the current track: set at the first row (no key is None)
-    begin = writer.slice_begin
-    for cols in _batches(con, "perfetto/slices", options.batch_rows, skip_null_columns=True):
-        n = len(cols["ts"])
-        nulls = [None] * n
-        keys = zip(*(cols.get(k, nulls) for k in _TRACK_KEY), strict=True)
-        int_cols = [(k, cols[k]) for k in INT_ANNOTATIONS if k in cols]
-        str_cols = [(k, cols[k]) for k in STR_ANNOTATIONS if k in cols]
-        float_cols = [(k, cols[k]) for k in FLOAT_ANNOTATIONS if k in cols]
-        rows = zip(
-            keys,
-            cols["ts"],
-            cols["end_ts"],
-            cols["name"],
-            cols["kind"],
-            cols.get("args", nulls),
-            cols.get("flow_ids", nulls),
-            cols.get("terminating_flow_id", nulls),
-            strict=True,
-        )
-        for i, (key, ts, end, name, kind, args, flow_ids, terminating) in enumerate(rows):
-            if key != current_key:
-                if lanes is not None:
-                    lanes.close()
-                lanes = Lanes(writer, tracks.base_track(*key), nest=key[1] != "gpu", new_lane=tracks.lane)
-                place = lanes.place
-                current_key = key
-            uuid = place(ts, end)
-            int_args = [(k, c[i]) for k, c in int_cols if c[i] is not None]
-            str_args = [(k, c[i]) for k, c in str_cols if c[i] is not None]
-            float_args = [(k, c[i]) for k, c in float_cols if c[i] is not None]
-            if kind == "layer":
-                parsed = parse_layer_name(name)
-                if parsed is not None:
-                    str_args += [("layer_name", parsed[1]), ("layer_type", parsed[2])]
-            if args:
-                str_args += [(a["key"], a["value"]) for a in args if a["value"] is not None]
-            begin(uuid, ts, name, kind, int_args, str_args, float_args, flow_ids or (), () if terminating is None else (terminating,))
-            stats.slices += 1
-            if flow_ids:
-                stats.flows += len(flow_ids)
-    if lanes is not None:
-        lanes.close()
+    """The spans as slices, encoded from Arrow batches (slice_encoder.py) on a sequence of their own."""
+    encoder = SliceEncoder(writer, tracks, sequence_id=SLICE_SEQUENCE_ID, max_interned=options.max_interned)
+    set_variables(con, {"xsp_perfetto_part_rows": options.part_rows})
+    parts = con.execute(query_text("perfetto/slice_parts")).fetchall()
+    for run_id, part_from, part_to in parts:
+        set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_from": part_from, "xsp_perfetto_part_to": part_to})
+        for batch in con.sql(query_text("perfetto/slices")).to_arrow_reader(options.batch_rows):
+            encoder.write_batch(batch)
+    encoder.finish()
+    stats.slices += encoder.slices
+    stats.flows += encoder.flows
 
 
 def _write_marks(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats) -> None:

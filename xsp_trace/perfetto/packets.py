@@ -75,6 +75,13 @@ class PacketWriter:
             self._chunk = pb.Trace()
             self._in_chunk = 0
 
+    def write_raw(self, data: bytes, packets: int) -> None:
+        """Append serialized packets (a Trace fragment) after everything written so far."""
+        self.flush()
+        self.out.write(data)
+        self.bytes_written += len(data)
+        self.packets_written += packets
+
     def _new_packet(self, timestamp: int | None, uses_interning: bool) -> pb.TracePacket:
         packet = self._add()
         packet.trusted_packet_sequence_id = self.sequence_id

@@ -1,0 +1,184 @@
+"""The Perfetto export against DuckDB writing the same spans as Parquet, at 100 k and 1 M kernels.
+
+Inputs: the PyTorch 2xH100 nsys export grown 30-fold (~100 k kernels) and 290-fold (~1 M kernels)
+by bench/scaled_inputs.py, converted with `xsp_trace.convert` (both cached in bench/data/).
+Every measurement runs in a fresh child process: wall time of the job alone, peak RSS from
+getrusage(RUSAGE_SELF).ru_maxrss at its end. Rows, in the same run, per input:
+
+- parquet (peer): DuckDB's `COPY (SELECT * FROM spans) TO ... (FORMAT parquet)` -- the same spans;
+- parquet of perfetto/slices (floor): the export's own query (joins for flows, kernel, memop
+  and attribution details, sorted by track and start) written by DuckDB as Parquet -- what the
+  export costs before a single packet is encoded;
+- xsp-trace perfetto: `export_perfetto` (columnar encoder, xsp_trace/perfetto/slice_encoder.py);
+- per-row writer (optional, --per-row): the writer it replaced (tests/perfetto_harness/reference_writer.py).
+
+Targets (issue 27): export <= 3x the Parquet peer's time, peak <= 400 MiB, linear from 100 k to
+1 M kernels (seconds per slice at 1 M within 1.25x of that at 100 k).
+
+    python bench/perfetto_vs_parquet.py --copies 30,290 --per-row 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from unittest import mock
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(BENCH))
+DATA = BENCH / "data"
+
+TIME_TARGET = 3.0
+PEAK_TARGET_MIB = 400
+LINEAR_TOLERANCE = 1.25
+
+
+def database_for(copies: int) -> Path:
+    """The H100 nsys export grown `copies`-fold and converted (cached in bench/data/)."""
+    from scaled_inputs import scaled_nsys
+    from xsp_trace.convert import ConvertOptions, convert_files
+
+    database = DATA / f"nsys_h100_x{copies}.duckdb"
+    if not database.exists():
+        convert_files([scaled_nsys(copies)], database, ConvertOptions())
+    return database
+
+
+def _parquet(database: Path, output: Path, query: str | None) -> dict:
+    import duckdb
+
+    from xsp_trace.perfetto.export import PerfettoOptions, _select
+    from xsp_trace.resources import query_text
+    from xsp_trace.sql import set_variables
+
+    con = duckdb.connect(str(database), read_only=True)
+    con.execute("SET enable_progress_bar = false")
+    if query is None:
+        con.execute(f"COPY (SELECT * FROM spans) TO '{output}' (FORMAT parquet)")
+    else:  # the export's query over each run whole (one part per run), one file per run
+        _select(con, PerfettoOptions())
+        set_variables(con, {"xsp_perfetto_part_rows": 1 << 62})
+        parts = con.execute(query_text("perfetto/slice_parts")).fetchall()
+        output.mkdir()
+        for run_id, part_from, part_to in parts:
+            set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_from": part_from, "xsp_perfetto_part_to": part_to})
+            con.execute(f"COPY ({query_text(query).strip().rstrip(';')}) TO '{output / f'run{run_id}.parquet'}' (FORMAT parquet)")
+    pattern = output if query is None else output / "*.parquet"
+    rows = con.execute(f"SELECT count(*) FROM read_parquet('{pattern}')").fetchone()[0]
+    con.close()
+    return {"slices": rows}
+
+
+def _export(database: Path, output: Path, per_row: bool) -> dict:
+    from xsp_trace.perfetto import PerfettoOptions, export_perfetto
+
+    if per_row:
+        import xsp_trace.perfetto.export as export_module
+
+        sys.path.insert(0, str(ROOT / "tests"))
+        from perfetto_harness.reference_writer import write_slices_per_row
+
+        # its one sort of every span needs the memory limit it had (1GB); 512MB runs out at 815 k spans
+        with mock.patch.object(export_module, "_write_slices", write_slices_per_row):
+            stats = export_perfetto(database, output, PerfettoOptions(duckdb_memory_limit="1GB"))
+    else:
+        stats = export_perfetto(database, output)
+    return {"slices": stats.slices, "flows": stats.flows}
+
+
+JOBS = {
+    "parquet": ("DuckDB COPY spans TO parquet (peer)", lambda db, out: _parquet(db, out, None)),
+    "parquet_slices": ("DuckDB COPY perfetto/slices query TO parquet (floor)", lambda db, out: _parquet(db, out, "perfetto/slices")),
+    "export": ("xsp-trace perfetto (columnar)", lambda db, out: _export(db, out, per_row=False)),
+    "per_row": ("xsp-trace perfetto, per-row writer it replaced", lambda db, out: _export(db, out, per_row=True)),
+}
+
+
+def child(which: str, database: Path, output: Path) -> None:
+    t0 = time.perf_counter()
+    result = JOBS[which][1](database, output)
+    seconds = time.perf_counter() - t0
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    size = sum(p.stat().st_size for p in output.iterdir()) if output.is_dir() else output.stat().st_size
+    print(json.dumps({**result, "seconds": seconds, "peak_mib": peak_mib, "bytes": size}))
+
+
+def measure(which: str, database: Path) -> dict | None:
+    output = DATA / f"{database.stem}.{which}.out"
+    argv = [sys.executable, __file__, "--child", which, str(database), str(output)]
+    done = subprocess.run(argv, capture_output=True, text=True)
+    shutil.rmtree(output) if output.is_dir() else output.unlink(missing_ok=True)
+    if done.returncode:
+        print(f"{which} on {database.name} failed: {done.stderr.strip().splitlines()[-1]}", file=sys.stderr, flush=True)
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def verdicts(results: dict[int, dict[str, dict]]) -> list[tuple[str, str, str]]:
+    lines = []
+    results = {c: r for c, r in results.items() if "export" in r and "parquet" in r}
+    for copies, r in results.items():
+        ratio = r["export"]["seconds"] / r["parquet"]["seconds"]
+        lines.append((f"x{copies}: export <= {TIME_TARGET:g}x Parquet peer", f"{ratio:.2f}x", "PASS" if ratio <= TIME_TARGET else "MISS"))
+        peak = r["export"]["peak_mib"]
+        lines.append((f"x{copies}: peak <= {PEAK_TARGET_MIB} MiB", f"{peak:.0f} MiB", "PASS" if peak <= PEAK_TARGET_MIB else "MISS"))
+    if len(results) >= 2:
+        small, large = min(results), max(results)
+        per_slice = [results[c]["export"]["seconds"] / results[c]["export"]["slices"] for c in (small, large)]
+        growth = per_slice[1] / per_slice[0]
+        verdict = "PASS" if growth <= LINEAR_TOLERANCE else "MISS"
+        lines.append((f"linear x{small} -> x{large} (s/slice within {LINEAR_TOLERANCE}x)", f"{growth:.2f}x", verdict))
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--copies", default="30,290", help="growth factors of the H100 nsys fixture (30: ~100 k kernels, 290: ~1 M)")
+    parser.add_argument("--per-row", default="", help="growth factors at which to time the per-row writer too (slow)")
+    parser.add_argument("--child", nargs=3, metavar=("WHICH", "DB", "OUT"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child[0], Path(args.child[1]), Path(args.child[2]))
+        return
+    per_row = {int(c) for c in args.per_row.split(",") if c}
+    print(f"load average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())} ({os.cpu_count()} cores)", flush=True)
+    print("| input | kernels | job | rows | seconds | x peer | peak MiB | output MB |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+    results: dict[int, dict[str, dict]] = {}
+    for copies in (int(c) for c in args.copies.split(",")):
+        database = database_for(copies)
+        import duckdb
+
+        with duckdb.connect(str(database), read_only=True) as con:
+            kernels = con.execute("SELECT count(*) FROM kernels").fetchone()[0]
+        jobs = ["parquet", "parquet_slices", "export"] + (["per_row"] if copies in per_row else [])
+        results[copies] = {}
+        for which in jobs:
+            r = measure(which, database)
+            if r is None:
+                continue
+            results[copies][which] = r
+            ratio = r["seconds"] / results[copies]["parquet"]["seconds"]
+            print(
+                f"| nsys H100 x{copies} | {kernels:,} | {JOBS[which][0]} | {r['slices']:,} | {r['seconds']:.2f} | {ratio:.2f} | "
+                f"{r['peak_mib']:.0f} | {r['bytes'] / 1e6:.1f} |",
+                flush=True,
+            )
+    print(f"\nload average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}\n")
+    print("| target | measured | verdict |")
+    print("| --- | ---: | --- |")
+    for target, measured, verdict in verdicts(results):
+        print(f"| {target} | {measured} | {verdict} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""The exporter's slice writer as it was before the columnar encoder (xsp_trace/perfetto/
+slice_encoder.py): one row at a time through the protobuf classes (PacketWriter.slice_begin)
+and tracks.Lanes. Kept as the reference the columnar encoding must decode identically to."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xsp_trace.naming import parse_layer_name
+from xsp_trace.perfetto.export import _batches
+from xsp_trace.perfetto.slice_encoder import FLOAT_ANNOTATIONS, INT_ANNOTATIONS, STR_ANNOTATIONS, TRACK_KEY
+from xsp_trace.perfetto.tracks import Lanes
+from xsp_trace.resources import query_text
+from xsp_trace.sql import set_variables
+
+
+def _all_parts(con, batch_rows: int):
+    """perfetto/slices.sql over each run whole (one part per run), as one query gave it before."""
+    set_variables(con, {"xsp_perfetto_part_rows": 1 << 62})
+    for run_id, part_from, part_to in con.execute(query_text("perfetto/slice_parts")).fetchall():
+        set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_from": part_from, "xsp_perfetto_part_to": part_to})
+        yield from _batches(con, "perfetto/slices", batch_rows, skip_null_columns=True)
+
+
+def write_slices_per_row(con, writer, tracks, options, stats) -> None:
+    """Drop-in for xsp_trace.perfetto.export._write_slices."""
+    current_key = None
+    lanes: Lanes | None = None
+    place: Callable[[int, int], int]
+    begin = writer.slice_begin
+    for cols in _all_parts(con, options.batch_rows):
+        n = len(cols["ts"])
+        nulls = [None] * n
+        keys = zip(*(cols.get(k, nulls) for k in TRACK_KEY), strict=True)
+        int_cols = [(k, cols[k]) for k in INT_ANNOTATIONS if k in cols]
+        str_cols = [(k, cols[k]) for k in STR_ANNOTATIONS if k in cols]
+        float_cols = [(k, cols[k]) for k in FLOAT_ANNOTATIONS if k in cols]
+        rows = zip(
+            keys,
+            cols["ts"],
+            cols["end_ts"],
+            cols["name"],
+            cols["kind"],
+            cols.get("args", nulls),
+            cols.get("flow_ids", nulls),
+            cols.get("terminating_flow_id", nulls),
+            strict=True,
+        )
+        for i, (key, ts, end, name, kind, args, flow_ids, terminating) in enumerate(rows):
+            if key != current_key:
+                if lanes is not None:
+                    lanes.close()
+                lanes = Lanes(writer, tracks.base_track(*key), nest=key[1] != "gpu", new_lane=tracks.lane)
+                place = lanes.place
+                current_key = key
+            uuid = place(ts, end)
+            int_args = [(k, c[i]) for k, c in int_cols if c[i] is not None]
+            str_args = [(k, c[i]) for k, c in str_cols if c[i] is not None]
+            float_args = [(k, c[i]) for k, c in float_cols if c[i] is not None]
+            if kind == "layer":
+                parsed = parse_layer_name(name)
+                if parsed is not None:
+                    str_args += [("layer_name", parsed[1]), ("layer_type", parsed[2])]
+            if args:
+                str_args += [(a["key"], a["value"]) for a in args if a["value"] is not None]
+            begin(uuid, ts, name, kind, int_args, str_args, float_args, flow_ids or (), () if terminating is None else (terminating,))
+            stats.slices += 1
+            if flow_ids:
+                stats.flows += len(flow_ids)
+    if lanes is not None:
+        lanes.close()

@@ -1,0 +1,294 @@
+"""Streaming reader of Kineto Chrome-trace JSON (plain or gzip): events in batches, plus metadata.
+
+Memory stays bounded whatever the trace size: the decompressed bytes are fed chunk by chunk
+to ijson's C (yajl2_c) push parser, which builds one dict per event of `traceEvents` and
+nothing else (bench/kineto_parser_choice.py measured it against orjson and DuckDB read_json).
+The top-level metadata keys may sit before or after `traceEvents`; the reader keeps only the
+bytes before the first event and the bytes from the chunk that completed the last event, and
+parses the metadata from those two pieces.
+
+Numbers come as int or Decimal (never float): microsecond timestamps with 3 decimals stay exact.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+
+import ijson
+
+from ...errors import InputError
+from ...formats import kineto_fields as kf
+from ...formats.file_magic import GZIP_MAGIC
+from ..input_limits import MAX_VALUE_BYTES, InputLimits, value_too_large
+
+CHUNK_BYTES = 64 << 10  # ijson's own default buffer; larger ones were slower
+BATCH_EVENTS = 1_000  # small batches stay in cache; 10k-event batches parsed 1.5x slower
+# Bytes a file may hold before its first event; past this it is not a trace we can stream.
+MAX_BYTES_BEFORE_FIRST_EVENT = 64 << 20
+_FIX_DAMAGED = "re-copy the file, or export the trace again with torch.profiler"
+
+
+def require_c_backend() -> None:
+    """The pure-Python ijson backends are 20x slower; say so instead of silently crawling."""
+    if ijson.backend != "yajl2_c":  # pragma: no cover - depends on the installation
+        raise InputError(
+            None,
+            f"ijson uses its slow '{ijson.backend}' backend (the C backend yajl2_c is missing)",
+            "reinstall ijson from a binary wheel: pip install --force-reinstall ijson",
+        )
+
+
+@dataclass
+class KinetoTrace:
+    """What the reader learnt besides the events; complete once the event batches are exhausted."""
+
+    path: Path
+    limits: InputLimits = field(default_factory=InputLimits)
+    metadata: dict = field(default_factory=dict)
+    uncompressed_bytes: int = 0
+    event_count: int = 0
+
+
+def _json_error_line(exc: Exception) -> str:
+    text = str(exc)
+    if text.startswith(("b'", 'b"')):
+        text = text[2:]
+    first = text.replace("\\n", "\n").splitlines()[0].strip().rstrip(".")
+    if "invalid bytes in UTF8" in first:
+        return "contains text that is not valid UTF-8"
+    if "premature EOF" in first:
+        return "ends in the middle of the JSON (truncated file?)"
+    return f"is not valid JSON ({first})"
+
+
+# ijson builds a prefix string per nesting level, so memory grows with the square of the depth
+# (20,000 levels: 1 GB); a trace nests a few levels. Checked (brackets counted, strings included:
+# an over-estimate) on the bytes the Python reader parses.
+MAX_NESTING = 5_000
+_OPENERS, _CLOSERS = (ord("["), ord("{")), (ord("]"), ord("}"))
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+class _Source:
+    """The decompressed byte stream ijson reads, remembering the chunks the metadata may be in.
+    A gzip file stops with one line past the limits (input_limits.py); the Python reader's source
+    (keep_chunks) also stops when MAX_VALUE_BYTES pass without an event ending."""
+
+    def __init__(self, path: Path, limits: InputLimits, check_nesting: bool = False, keep_chunks: bool = True):
+        self.path = path
+        self.limits = limits
+        self.check_nesting = check_nesting
+        self.keep_chunks = keep_chunks  # False: a reader that needs no chunk back (duckdb_reader)
+        self.marked = False  # events reached: the 64 MiB limit before the first event no longer applies
+        self.since_mark = 0  # bytes read after the chunk in which the last event ended (keep_chunks), or from the start
+        self.depth = 0
+        self.raw = open(path, "rb")
+        self.size = max(path.stat().st_size, 1)
+        self.is_gzip = self.raw.read(len(GZIP_MAGIC)) == GZIP_MAGIC
+        self.raw.seek(0)
+        self.stream = gzip.GzipFile(fileobj=self.raw, mode="rb") if self.is_gzip else self.raw
+        self.bytes_read = 0
+        self.first = b""  # the first chunk, once _peek has read it
+        self.reads = 0
+        self.recent: list[bytes] = []  # chunks read since mark() (all of them before the first mark)
+
+    def read(self, size: int = CHUNK_BYTES) -> bytes:
+        if self.keep_chunks:
+            # No event ended for a while: read more at once. yajl lexes an unfinished token again
+            # from its start with every chunk, so a long string in fixed chunks costs the square of
+            # its length (64 MiB: 60 s); chunks that grow with it cost twice its length.
+            size = max(size, self.since_mark)
+        try:
+            chunk = self.stream.read(size)
+        except EOFError as exc:
+            raise InputError(self.path, "is a truncated gzip file (it ends before the compressed stream does)", _FIX_DAMAGED) from exc
+        except (gzip.BadGzipFile, zlib.error) as exc:
+            raise InputError(self.path, f"is a damaged gzip file ({exc})", _FIX_DAMAGED) from exc
+        if self.check_nesting and chunk:
+            self._check_nesting(chunk)
+        self.bytes_read += len(chunk)
+        self.reads += 1
+        if self.is_gzip:
+            self.limits.check_decompressed(self.path, self.bytes_read, self.raw.tell())  # tell: read ahead, never less
+        if self.keep_chunks:
+            self.recent.append(chunk)
+            self.since_mark += len(chunk)
+            if self.marked and self.since_mark > MAX_VALUE_BYTES:  # all of it after the last event's end
+                raise value_too_large(self.path)
+            if not self.marked and self.bytes_read > MAX_BYTES_BEFORE_FIRST_EVENT:
+                raise InputError(
+                    self.path, "has no trace events in its first 64 MiB", "pass a PyTorch profiler trace (a JSON object with traceEvents)"
+                )
+        return chunk
+
+    def _check_nesting(self, chunk: bytes) -> None:
+        import numpy as np
+
+        brackets = chunk.translate(None, _NOT_BRACKETS)  # at C speed first: a long string holds none
+        if not brackets:
+            return
+        data = np.frombuffer(brackets, np.uint8)
+        step = (np.isin(data, _OPENERS).astype(np.int32) - np.isin(data, _CLOSERS).astype(np.int32)).cumsum()
+        if self.depth + int(step.max()) > MAX_NESTING:
+            raise InputError(
+                self.path,
+                f"nests JSON more than {MAX_NESTING} levels deep near byte {self.bytes_read}",
+                "pass a PyTorch profiler trace (its events nest a few levels)",
+            )
+        self.depth += int(step[-1])
+
+    def mark(self) -> None:
+        """An event just completed: only the chunk being parsed can still hold what follows it."""
+        self.marked = True
+        del self.recent[:-1]
+        self.since_mark = 0  # counts the chunks after this one
+
+    def fraction(self) -> float:
+        return min(self.raw.tell() / self.size, 1.0)
+
+    def close(self) -> None:
+        self.stream.close()
+        self.raw.close()
+
+
+def _first_byte(data: bytes) -> bytes:
+    stripped = data.lstrip(b" \t\r\n\xef\xbb\xbf")
+    return stripped[:1]
+
+
+def _head_metadata(head: bytes) -> dict:
+    """Top-level keys that precede `traceEvents`, from the bytes up to the first event."""
+    meta: dict = {}
+    try:
+        for key, value in ijson.kvitems(io.BytesIO(head), "", use_float=False):
+            if key == kf.EVENTS_KEY:
+                break
+            meta[key] = value
+    except ijson.JSONError:
+        pass  # the head ends inside traceEvents; everything before it was already yielded
+    return meta
+
+
+def _tail_metadata(tail: bytes) -> dict | None:
+    """Top-level keys after `traceEvents`, from bytes that start inside the last event (see closing_bracket)."""
+    found = closing_bracket(tail)
+    return None if found is None else found[1]
+
+
+def closing_bracket(tail: bytes) -> tuple[int, dict] | None:
+    """(offset of the `]` closing traceEvents, top-level keys after it) in bytes that start inside
+    the last event.
+
+    The `]` closing traceEvents is the leftmost `]` after which the rest of the file reads as
+    the end of one object: `}` alone, or `, "key": value, ... }`. A `]` inside an event cannot
+    qualify (the rest would close more objects than it opens) and one inside a string fails to
+    parse; the `]`s of arrays in the trailing metadata also qualify but lie further right.
+    Returns None when no `]` qualifies.
+    """
+    pos = tail.find(b"]")
+    while pos >= 0:
+        rest = tail[pos + 1 :].lstrip()
+        if rest.startswith(b"}") and not rest[1:].strip():
+            return pos, {}
+        if rest.startswith(b","):
+            try:
+                value = json.loads(b"{" + rest[1:], parse_float=Decimal)
+            except ValueError:
+                value = None
+            if isinstance(value, dict):
+                return pos, value
+        pos = tail.find(b"]", pos + 1)
+    return None
+
+
+def iter_event_batches(trace: KinetoTrace, progress: Callable[[float], None] | None = None) -> Iterator[list]:
+    """Yield the trace's events in batches of up to BATCH_EVENTS; fill trace.metadata at the end."""
+    require_c_backend()
+    path = trace.path
+    source = _Source(path, trace.limits, check_nesting=True)
+    head = b""
+    seen_event = False
+    try:
+        kind = _first_byte(_peek(source))
+        if kind not in (b"{", b"["):
+            raise InputError(path, "is not JSON (it does not start with { or [)", "pass a PyTorch profiler trace .json or .json.gz")
+        top_is_object = kind == b"{"
+        prefix = kf.EVENTS_KEY + ".item" if top_is_object else "item"
+        batch: list = []
+        last_reads = -1
+        try:
+            for event in ijson.items(_Replay(source), prefix, use_float=False, buf_size=CHUNK_BYTES):
+                if source.reads != last_reads:  # the first event completed in a newly read chunk
+                    if not seen_event:
+                        head = b"".join(source.recent)
+                        seen_event = True
+                    source.mark()
+                    last_reads = source.reads
+                batch.append(event)
+                if len(batch) >= BATCH_EVENTS:
+                    trace.event_count += len(batch)
+                    yield batch
+                    batch = []
+                    if progress is not None:
+                        progress(source.fraction())
+        except ijson.JSONError as exc:
+            raise InputError(path, f"{_json_error_line(exc)} near byte {source.bytes_read}", _FIX_DAMAGED) from exc
+        if batch:
+            trace.event_count += len(batch)
+            yield batch
+        trace.uncompressed_bytes = source.bytes_read
+        rest = b"".join(source.recent)
+    finally:
+        source.close()
+    if not seen_event:
+        _check_empty_document(path, rest)
+    if top_is_object:
+        meta = _head_metadata(head)
+        tail_meta = _tail_metadata(rest)
+        if tail_meta is None:
+            raise InputError(path, "has traceEvents whose end could not be located", _FIX_DAMAGED)
+        meta.update(tail_meta)
+        trace.metadata = meta
+
+
+def _peek(source: _Source) -> bytes:
+    source.first = source.read(CHUNK_BYTES)
+    return source.first
+
+
+class _Replay:
+    """File-like view of the source that first returns the chunk already peeked at."""
+
+    def __init__(self, source: _Source):
+        self.source = source
+        self.pending: bytes | None = source.first
+
+    def read(self, size: int) -> bytes:
+        if size == 0:  # ijson probes bytes vs str with read(0)
+            return b""
+        if self.pending is not None:
+            chunk, self.pending = self.pending, None
+            return chunk
+        return self.source.read(size)
+
+
+def _check_empty_document(path: Path, data: bytes) -> None:
+    """A complete JSON document without events: say whether traceEvents is missing or empty."""
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict) and kf.EVENTS_KEY in doc:
+        if isinstance(doc[kf.EVENTS_KEY], list):
+            raise InputError(path, "has an empty traceEvents list", "profile at least one step before exporting the trace")
+        raise InputError(path, "has a traceEvents that is not a list", "pass a PyTorch profiler trace")
+    if isinstance(doc, list):
+        raise InputError(path, "is a JSON list without trace events", "pass a PyTorch profiler trace")
+    raise InputError(path, "is JSON but not a trace (no traceEvents key)", "pass a PyTorch profiler trace (torch.profiler export_chrome_trace)")

@@ -1,0 +1,354 @@
+"""The slices of an export, encoded batch by batch from Arrow columns (queries/perfetto/slices.sql).
+
+Each batch of spans becomes, with array operations only:
+  1. one packet defining the strings the batch uses that the sequence does not know yet (its
+     names, categories, annotation keys and values: interned per batch, not per row);
+  2. the begin and end packets of its slices, in the order the trace processor must see them.
+
+Order. Within a track the spans come sorted by start (longest first). The end of slice i goes
+right before the first later begin j with ts_j >= end_i (or at the end of the track), inner ends
+first -- `_nest`, with one searchsorted and one lexsort. That is the order the per-row stack of
+tracks.Lanes gives whenever the slices nest (GPU: do not overlap), which `_nest` checks: the
+begin/end sequence is balanced (pairs match level by level) and its times never go back. A
+track segment that fails the check -- ranges that cross, kernels that overlap -- goes through
+tracks.Lanes row by row and stays there to its end (lane tracks, as before). Slices still open
+at the end of a batch are carried into the next one; every track stays open until `finish`,
+as the parts of the query (perfetto/slice_parts.sql: runs cut by start time) visit each track
+several times, in start order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+from ..formats import perfetto_proto as wp
+from ..naming import parse_layer_name
+from .packets import PacketWriter
+from .tracks import Lanes, TrackRegistry
+from .wire import Constant, Fixed64, Message, Part, Varint
+
+# Columns of perfetto_slices written as debug annotations, by value type, in the order written.
+INT_ANNOTATIONS = (
+    "span_id",
+    "correlation_id",
+    "iteration",
+    "layer_index",
+    "registers_per_thread",
+    "shared_mem_static_bytes",
+    "shared_mem_dynamic_bytes",
+    "bytes",
+)
+STR_ANNOTATIONS = ("category", "range_style", "phase", "grid", "block", "copy_kind", "src_kind", "dst_kind")
+FLOAT_ANNOTATIONS = ("occupancy_estimate",)
+TRACK_KEY = ("run_id", "track_class", "pid", "tid", "device_id", "stream_id")
+
+# The interned_data tables, as named in the InternedData message.
+EVENT_NAMES = "event_names"
+CATEGORIES = "event_categories"
+ANNOTATION_NAMES = "debug_annotation_names"
+STRING_VALUES = "debug_annotation_string_values"
+
+
+class InternTables:
+    """String -> iid per interned_data table, for one sequence; new strings are gathered into the
+    batch's interned_data packet. Cleared (with the sequence's incremental state) when full."""
+
+    def __init__(self, max_interned: int):
+        self.max_interned = max_interned
+        self.tables: dict[str, dict[str, int]] = {t: {} for t in (EVENT_NAMES, CATEGORIES, ANNOTATION_NAMES, STRING_VALUES)}
+        self.count = 0
+        self.cleared = True  # the first packet of the sequence clears its (empty) state
+        self.packet = pb.TracePacket()
+
+    def start_batch(self) -> None:
+        self.packet = pb.TracePacket()
+        if self.count >= self.max_interned:
+            for entries in self.tables.values():
+                entries.clear()
+            self.count = 0
+            self.cleared = True
+
+    def iid(self, table: str, text: str) -> int:
+        entries = self.tables[table]
+        found = entries.get(text)
+        if found is None:
+            found = entries[text] = len(entries) + 1  # iids start at 1; 0 means "not set"
+            self.count += 1
+            entry = getattr(self.packet.interned_data, table).add()
+            entry.iid = found
+            if table == STRING_VALUES:
+                entry.str = text.encode("utf-8")
+            else:
+                entry.name = text
+        return found
+
+    def column(self, table: str, column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """(iids, valid mask) of a string column: each distinct value of the batch looked up once."""
+        encoded = pc.dictionary_encode(column)
+        if isinstance(encoded, pa.ChunkedArray):
+            encoded = encoded.combine_chunks()
+        lookup = np.array([self.iid(table, s) for s in encoded.dictionary.to_pylist()] + [0], dtype=np.uint64)
+        indices = encoded.indices.fill_null(len(lookup) - 1).to_numpy(zero_copy_only=False)
+        return lookup[indices], indices != len(lookup) - 1
+
+    def take_packet(self, sequence_id: int) -> bytes | None:
+        """The batch's interned_data packet (a Trace fragment), or None when it defines nothing new."""
+        if not self.packet.HasField("interned_data") and not self.cleared:
+            return None
+        self.packet.trusted_packet_sequence_id = sequence_id
+        self.packet.sequence_flags = wp.SEQ_NEEDS_INCREMENTAL_STATE | (wp.SEQ_INCREMENTAL_STATE_CLEARED if self.cleared else 0)
+        self.cleared = False
+        return pb.Trace(packet=[self.packet]).SerializeToString()
+
+
+class _Recorder:
+    """Stands in for the PacketWriter of tracks.Lanes: keeps the ends it would write."""
+
+    def __init__(self):
+        self.events: list[tuple[int, int, int]] = []  # (row or -1 for an end, uuid, ts)
+
+    def slice_end(self, uuid: int, ts: int) -> None:
+        self.events.append((-1, uuid, ts))
+
+
+def _nest(ts: np.ndarray, end: np.ndarray, carried: np.ndarray, nest: bool):
+    """Begin/end order of one track segment whose slices nest (GPU: never overlap), or None.
+
+    carried: ends of the slices still open from earlier batches, outermost first. Returns
+    (row or -1 per event, ts per event, ends still open, outermost first)."""
+    m, n = len(carried), len(ts)
+    total = m + n
+    starts = np.concatenate([np.full(m, np.iinfo(np.int64).min), ts])
+    ends = np.concatenate([carried, end])
+    index = np.arange(total)
+    position = np.maximum(index + 1, np.searchsorted(starts, ends, side="left"))
+    # Every begin (with the carried ones first) and every end, in emission order.
+    slice_of = np.concatenate([index, index])
+    is_begin = np.concatenate([np.ones(total, bool), np.zeros(total, bool)])
+    # at one position: the ends (innermost first) before the begin
+    order = np.lexsort((np.concatenate([np.zeros(total, np.int64), -index]), is_begin, np.concatenate([index, position])))
+    slice_of, is_begin = slice_of[order], is_begin[order]
+    depth_after = np.cumsum(np.where(is_begin, 1, -1))
+    level = np.where(is_begin, depth_after - 1, depth_after)
+    paired = np.argsort(level, kind="stable")
+    if not (np.all(is_begin[paired[0::2]]) and not np.any(is_begin[paired[1::2]]) and np.array_equal(slice_of[paired[0::2]], slice_of[paired[1::2]])):
+        return None
+    real = ~(is_begin & (slice_of < m))  # the carried slices began in an earlier batch
+    times = np.where(is_begin, starts[slice_of], ends[slice_of])[real]
+    if np.any(np.diff(times) < 0):
+        return None
+    if not nest and np.any(level[is_begin & (slice_of >= m)] != 0):
+        return None
+    still_open = position == total
+    emitted = real & ~(~is_begin & still_open[slice_of])
+    rows = np.where(is_begin, slice_of - m, -1)[emitted]
+    return rows, np.where(is_begin, starts[slice_of], ends[slice_of])[emitted], ends[still_open]
+
+
+@dataclass
+class _Track:
+    key: tuple
+    uuid: int
+    nest: bool
+    carried: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    lanes: Lanes | None = None  # set once the track needs lanes (rows go through Lanes from then on)
+    recorder: _Recorder | None = None
+
+
+class SliceEncoder:
+    """Writes the slices of perfetto/slices.sql, batch by batch, on a sequence of their own."""
+
+    def __init__(self, writer: PacketWriter, tracks: TrackRegistry, sequence_id: int, max_interned: int):
+        self.writer = writer
+        self.tracks = tracks
+        self.sequence_id = sequence_id
+        self.interned = InternTables(max_interned)
+        self.open_tracks: dict[tuple, _Track] = {}  # every track seen: the parts visit them in turn
+        self.slices = 0
+        self.flows = 0
+
+    # -- order -----------------------------------------------------------------------
+    def _close_track(self, track: _Track, events: list) -> None:
+        if track.lanes is not None and track.recorder is not None:
+            track.lanes.close()
+            events.append(_recorded(track.recorder))
+        elif len(track.carried):
+            ends = track.carried[::-1]  # innermost first
+            events.append((np.full(len(ends), -1), np.full(len(ends), track.uuid), ends))
+
+    def _segment(self, key: tuple, first_row: int, ts: np.ndarray, end: np.ndarray, events: list) -> None:
+        """Events of the rows [first_row, first_row + len(ts)) of one track."""
+        track = self.open_tracks.get(key)
+        if track is None:
+            track = self.open_tracks[key] = _Track(key, self.tracks.base_track(*key), nest=key[1] != "gpu")
+        if track.lanes is None:
+            nested = _nest(ts, end, track.carried, track.nest)
+            if nested is not None:
+                rows, times, track.carried = nested
+                rows = np.where(rows >= 0, rows + first_row, -1)
+                events.append((rows, np.full(len(rows), track.uuid), times))
+                return
+            track.recorder = _Recorder()
+            track.lanes = Lanes(track.recorder, track.uuid, nest=track.nest, new_lane=self.tracks.lane)  # type: ignore[arg-type]
+            track.lanes.stacks[0] = [int(e) for e in track.carried]
+        assert track.recorder is not None
+        place, record = track.lanes.place, track.recorder.events.append
+        for i, (start, stop) in enumerate(zip(ts.tolist(), end.tolist(), strict=True)):
+            uuid = place(start, stop)
+            record((first_row + i, uuid, start))
+        events.append(_recorded(track.recorder))
+
+    def _order(self, batch: pa.RecordBatch, events: list) -> None:
+        columns = [batch.column(k) for k in TRACK_KEY]
+        n = batch.num_rows
+        change = np.zeros(n, dtype=bool)
+        change[0] = True
+        for column in columns:
+            if column.type == pa.string():
+                column = pc.dictionary_encode(column).indices
+            values, valid = _ints(column)
+            change[1:] |= (values[1:] != values[:-1]) | (valid[1:] != valid[:-1])
+        bounds = np.append(np.flatnonzero(change), n)
+        ts = batch.column("ts").to_numpy()
+        end = batch.column("end_ts").to_numpy()
+        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+            key = tuple(c[a].as_py() for c in columns)
+            self._segment(key, a, ts[a:b], end[a:b], events)
+
+    # -- packets ---------------------------------------------------------------------
+    def write_batch(self, batch: pa.RecordBatch) -> None:
+        n = batch.num_rows
+        if n == 0:
+            return
+        events: list = []
+        self._order(batch, events)
+        rows, uuids, times = _concat(events)
+        begins = rows >= 0
+        row_uuid = np.empty(n, dtype=np.int64)
+        row_uuid[rows[begins]] = uuids[begins]
+        self.interned.start_batch()
+        begin_events = self._begin_events(batch, row_uuid)
+        intern_packet = self.interned.take_packet(self.sequence_id)
+        if intern_packet is not None:  # lane descriptors (written by the writer) come first
+            self.writer.write_raw(intern_packet, 1)
+        self._write_events(begin_events, rows, uuids, times)
+        self.slices += n
+
+    def finish(self) -> None:
+        events: list = []
+        for track in self.open_tracks.values():
+            self._close_track(track, events)
+        if events:
+            self._write_events(None, *_concat(events))
+
+    def _begin_events(self, batch: pa.RecordBatch, row_uuid: np.ndarray) -> list[Part]:
+        """The fields of each row's begin TrackEvent (in field-number order; owners: rows)."""
+        n = batch.num_rows
+        rows = np.arange(n)
+        interned = self.interned
+        category_iids, _ = interned.column(CATEGORIES, batch.column("kind"))
+        name_iids, _ = interned.column(EVENT_NAMES, batch.column("name"))
+        parts: list[Part] = [Varint(wp.EVENT_CATEGORY_IID, category_iids, rows)]
+        for key in INT_ANNOTATIONS:
+            values, valid = _ints(batch.column(key))
+            if valid.any():
+                parts.append(_annotation(interned.iid(ANNOTATION_NAMES, key), Varint, wp.ANNOTATION_INT, values[valid], rows[valid]))
+        for key in FLOAT_ANNOTATIONS:
+            column = batch.column(key)
+            valid = column.is_valid().to_numpy(zero_copy_only=False)
+            if valid.any():
+                values = column.fill_null(0.0).to_numpy(zero_copy_only=False).astype(np.float64)
+                parts.append(_annotation(interned.iid(ANNOTATION_NAMES, key), Fixed64, wp.ANNOTATION_DOUBLE, values[valid], rows[valid]))
+        for key in STR_ANNOTATIONS:
+            iids, valid = interned.column(STRING_VALUES, batch.column(key))
+            if valid.any():
+                parts.append(_annotation(interned.iid(ANNOTATION_NAMES, key), Varint, wp.ANNOTATION_STRING_IID, iids[valid], rows[valid]))
+        parts += self._row_string_annotations(batch)
+        parts.append(Constant(wp.EVENT_TYPE + _varint_bytes(wp.TYPE_SLICE_BEGIN), rows))
+        parts.append(Varint(wp.EVENT_NAME_IID, name_iids, rows))
+        parts.append(Varint(wp.EVENT_TRACK_UUID, row_uuid, rows))
+        flows = batch.column("flow_ids")
+        flow_values = pc.list_flatten(flows).to_numpy(zero_copy_only=False).astype(np.int64)
+        self.flows += len(flow_values)
+        parts.append(Fixed64(wp.EVENT_FLOW_ID, flow_values, pc.list_parent_indices(flows).to_numpy(zero_copy_only=False).astype(np.int64)))
+        terminating, valid = _ints(batch.column("terminating_flow_id"))
+        parts.append(Fixed64(wp.EVENT_TERMINATING_FLOW_ID, terminating[valid], rows[valid]))
+        return parts
+
+    def _row_string_annotations(self, batch: pa.RecordBatch) -> list[Part]:
+        """Layer name and type of layer spans, then span_args: few rows, looked at one by one."""
+        iid = self.interned.iid
+        layers: list[tuple[int, int, int]] = []
+        names = batch.column("name")
+        is_layer = pc.equal(batch.column("kind"), "layer").fill_null(False).to_numpy(zero_copy_only=False)
+        for row in np.flatnonzero(is_layer).tolist():
+            parsed = parse_layer_name(names[row].as_py())
+            if parsed is not None:
+                layers += [
+                    (row, iid(ANNOTATION_NAMES, key), iid(STRING_VALUES, text))
+                    for key, text in (("layer_name", parsed[1]), ("layer_type", parsed[2]))
+                ]
+        args: list[tuple[int, int, int]] = []
+        column = batch.column("args")
+        for row in np.flatnonzero(column.is_valid().to_numpy(zero_copy_only=False)).tolist():
+            args += [(row, iid(ANNOTATION_NAMES, a["key"]), iid(STRING_VALUES, a["value"])) for a in column[row].as_py() if a["value"] is not None]
+        return [_string_annotations(np.array(found, dtype=np.int64).reshape(-1, 3)) for found in (layers, args)]
+
+    def _write_events(self, begin_events: list[Part] | None, rows: np.ndarray, uuids: np.ndarray, times: np.ndarray) -> None:
+        """Begin and end packets in event order, framed as Trace.packet fields."""
+        count = len(rows)
+        events = np.arange(count)
+        begins = np.flatnonzero(rows >= 0)
+        ends = np.flatnonzero(rows < 0)
+        end_index = np.arange(len(ends))
+        end_events = [Constant(wp.EVENT_TYPE + _varint_bytes(wp.TYPE_SLICE_END), end_index), Varint(wp.EVENT_TRACK_UUID, uuids[ends], end_index)]
+        parts: list[Part] = [Varint(wp.PACKET_TIMESTAMP, times, events), Constant(wp.PACKET_SEQUENCE_ID + _varint_bytes(self.sequence_id), events)]
+        if begin_events is not None:  # begins come in row order, one per row
+            parts.append(Message(wp.PACKET_TRACK_EVENT, len(begins), begin_events, owners=begins))
+        parts.append(Message(wp.PACKET_TRACK_EVENT, len(ends), end_events, owners=ends))
+        parts.append(Constant(wp.PACKET_SEQUENCE_FLAGS + _varint_bytes(wp.SEQ_NEEDS_INCREMENTAL_STATE), begins))
+        self.writer.write_raw(Message(wp.TRACE_PACKET, count, parts).encode(), count)
+
+
+def _varint_bytes(value: int) -> bytes:
+    return Message(b"", 1, [Varint(b"", np.array([value], dtype=np.uint64), np.zeros(1, dtype=np.int64))]).encode()
+
+
+def _ints(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(int64 values with 0 for NULL, valid mask) of an integer column."""
+    if column.null_count == 0:
+        return column.to_numpy(zero_copy_only=False).astype(np.int64, copy=False), np.ones(len(column), dtype=bool)
+    valid = column.is_valid().to_numpy(zero_copy_only=False)
+    return column.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False), valid
+
+
+def _annotation(key_iid: int, kind: type[Varint] | type[Fixed64], value_tag: bytes, values: np.ndarray, owners: np.ndarray) -> Message:
+    """One DebugAnnotation field {name_iid, value} per owner."""
+    index = np.arange(len(owners))
+    fields = [Varint(wp.ANNOTATION_NAME_IID, np.full(len(owners), key_iid, dtype=np.uint64), index), kind(value_tag, values, index)]
+    return Message(wp.EVENT_DEBUG_ANNOTATION, len(owners), fields, owners=owners)
+
+
+def _string_annotations(found: np.ndarray) -> Message:
+    """DebugAnnotation fields from (owner, name iid, string value iid) rows."""
+    index = np.arange(len(found))
+    fields = [Varint(wp.ANNOTATION_NAME_IID, found[:, 1], index), Varint(wp.ANNOTATION_STRING_IID, found[:, 2], index)]
+    return Message(wp.EVENT_DEBUG_ANNOTATION, len(found), fields, owners=found[:, 0])
+
+
+def _recorded(recorder: _Recorder) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    events = np.array(recorder.events, dtype=np.int64).reshape(-1, 3)
+    recorder.events.clear()
+    return events[:, 0], events[:, 1], events[:, 2]
+
+
+def _concat(events: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    if not events:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty, empty
+    return tuple(np.concatenate([e[k] for e in events]).astype(np.int64) for k in range(3))  # type: ignore[return-value]

@@ -1,0 +1,39 @@
+"""xsp-trace's own vocabularies as Literal types: the values it stores in the database and names on the
+command line, so mypy checks every place that writes one and the tuples below are derived, not repeated.
+
+Facts about external formats (nsys tables, Kineto fields) live in xsp_trace/formats/ instead.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+# runs.source_kind: which converter read the trace.
+SourceKind = Literal["nsys", "kineto"]
+SOURCE_KINDS: tuple[SourceKind, ...] = get_args(SourceKind)
+
+# runs.level: the leveled measurement's levels, outermost first (docs/design.md "Leveled measurement").
+Level = Literal["M", "ML", "MLG"]
+LEVELS: tuple[Level, ...] = get_args(Level)
+
+# The profilers `xsp-trace capture` runs the script under (capture/session.py).
+CaptureTool = Literal["nsys", "torch", "ncu"]
+CAPTURE_TOOLS: tuple[CaptureTool, ...] = get_args(CaptureTool)
+
+# Finding.kind (xsp_trace/analyze/findings*.py): what `analyze --findings` can say.
+FindingKind = Literal[
+    "launch_bound",
+    "sync_bound_steps",
+    "host_bound_steps",
+    "idle_gaps",
+    "sync_in_loop",
+    "exposed_communication",
+    "pageable_memcpy",
+    "memory_bound_kernels",
+    "non_gpu_layers",
+    "profiling_overhead",
+    "program_changed",
+    "healthy",
+    "unusable_capture",
+]
+FINDING_KINDS: tuple[FindingKind, ...] = get_args(FindingKind)
