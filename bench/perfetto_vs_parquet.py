@@ -10,7 +10,7 @@ getrusage(RUSAGE_SELF).ru_maxrss at its end. Rows, in the same run, per input:
   and attribution details, sorted by track and start) written by DuckDB as Parquet -- what the
   export costs before a single packet is encoded;
 - xsp-trace perfetto: `export_perfetto` (columnar encoder, xsp_trace/perfetto/slice_encoder.py);
-- per-row writer (optional, --per-row): the writer it replaced (tests/perfetto_harness/reference_writer.py).
+- per-row writer (optional, --per-row): the writer it replaced (bench/perfetto_reference_writer.py).
 
 Targets (issue 27): export <= 3x the Parquet peer's time, peak <= 400 MiB, linear from 100 k to
 1 M kernels (seconds per slice at 1 M within 1.25x of that at 100 k).
@@ -83,9 +83,7 @@ def _export(database: Path, output: Path, per_row: bool) -> dict:
 
     if per_row:
         import xsp_trace.perfetto.export as export_module
-
-        sys.path.insert(0, str(ROOT / "tests"))
-        from perfetto_harness.reference_writer import write_slices_per_row
+        from perfetto_reference_writer import write_slices_per_row  # beside this script
 
         # its one sort of every span needs the memory limit it had (1GB); 512MB runs out at 815 k spans
         with mock.patch.object(export_module, "_write_slices", write_slices_per_row):

@@ -1,5 +1,5 @@
 """The columnar slice encoder (xsp_trace/perfetto/slice_encoder.py) against the per-row writer
-it replaced (perfetto_harness/reference_writer.py), both read back by Perfetto's trace processor:
+it replaced (bench/perfetto_reference_writer.py), both read back by Perfetto's trace processor:
 every slice (track, ts, dur exact, name, category, depth, parent, debug annotations), every flow
 and every track must come out the same -- on the real nsys and Kineto fixtures and on the
 handmade database (crossing ranges, lanes, layers), with small batches (open slices carried
@@ -17,8 +17,8 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 import xsp_trace.perfetto.export as export_module
 from perfetto_harness import handmade_db
-from perfetto_harness.reference_writer import write_slices_per_row
 from perfetto_harness.trace_processor import WasmTraceProcessor
+from perfetto_reference_writer import write_slices_per_row
 from xsp_trace.formats import perfetto_proto as wp
 from xsp_trace.perfetto import PerfettoOptions, export_perfetto
 from xsp_trace.perfetto.wire import Fixed64, Message, Varint

@@ -1,6 +1,6 @@
 -- analyses/level_sources: where each level's numbers come from, and whether they are corrected.
 --
--- From: the prelude's xsp_level_sources (load queries/analyses/prelude.sql first).
+-- From: xsp_level_sources (queries/lib/experiments.sql).
 -- Leveled measurement takes model latency from the M run, layer latency from the ML run and
 -- kernel latency from the MLG run; when a level's own run is missing (or the database holds a
 -- plain nsys/torch trace) the next run up serves it and its numbers include profiling overhead.

@@ -4,7 +4,7 @@
 -- Ops with a model but without the shapes it needs are not counted as 0: they are counted apart, with
 -- the reason, and modelled_kernel_time_pct says how much of the kernel time the FLOPs cover.
 --
--- From: xsp_op_perf and _xsp_matrix_peaks (queries/analyses/prelude_op_perf.sql), steps and attribution
+-- From: xsp_op_perf and _xsp_matrix_peaks (queries/lib/op_perf.sql), steps and attribution
 -- (which step each op belongs to), spans (kernel time of the run).
 WITH op_steps AS (
     SELECT o.*, att.step_span_id

@@ -3,7 +3,7 @@
 -- the kernel time the op launched, and the device's roof for the op's precision. An op with a model
 -- whose inputs the profiler did not record has NULL FLOPs and bytes and says why (never 0).
 --
--- From: xsp_op_perf and _xsp_op_roof (queries/analyses/prelude_op_perf.sql) over spans, span_args
+-- From: xsp_op_perf and _xsp_op_roof (queries/lib/op_perf.sql) over spans, span_args
 -- ("Input Dims", "Input type", "Concrete Inputs"), span_ancestors and devices.
 SELECT
     -- Run.

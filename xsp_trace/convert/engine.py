@@ -46,15 +46,21 @@ def convert_inputs(
         return convert_with_ray(inputs, output, options, address=ray_address, run_id_offset=run_id_offset, overwrite=overwrite, progress=progress)
     workers = default_jobs() if jobs is None else max(1, int(jobs))
 
-    def into_database(database: Path, *, append: bool, overwrite: bool) -> list[int]:
+    def into_database(database: Path, *, append: bool, overwrite: bool, analyses: bool = True) -> list[int]:
         if workers == 1 or len(inputs) == 1:
-            return convert_files(inputs, database, options, append=append, overwrite=overwrite, progress=progress)
-        return convert_files_parallel(inputs, database, options, jobs=workers, append=append, overwrite=overwrite, progress=progress)
+            return convert_files(inputs, database, options, append=append, overwrite=overwrite, progress=progress, analyses=analyses)
+        return convert_files_parallel(
+            inputs, database, options, jobs=workers, append=append, overwrite=overwrite, progress=progress, analyses=analyses
+        )
 
     if store == "parquet":
         if append:
             raise InputError(output, "--append works on DuckDB databases only", "convert into a new Parquet folder")
         return into_dataset(
-            output, inputs, lambda staging: into_database(staging, append=False, overwrite=True), overwrite=overwrite, progress=progress
+            output,
+            inputs,
+            lambda staging: into_database(staging, append=False, overwrite=True, analyses=False),
+            overwrite=overwrite,
+            progress=progress,
         )
     return into_database(output, append=append, overwrite=overwrite)

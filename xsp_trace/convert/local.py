@@ -42,12 +42,17 @@ def convert_files(
     append: bool = False,
     overwrite: bool = False,
     progress: Progress = no_progress,
+    analyses: bool = True,
 ) -> list[int]:
-    """Convert inputs into one database written atomically at `output`."""
+    """Convert inputs into one database written atomically at `output` (with the analyses installed
+    in it unless `analyses` is False: a staging database that becomes a Parquet dataset)."""
     run_ids: list[int] = []
     for path in inputs:  # check all inputs before writing anything
         detect_source(Path(path))
-    with atomic_database(output, append=append, overwrite=overwrite, inputs=inputs) as con, spooled(inputs, options.limits) as paths:
+    with (
+        atomic_database(output, append=append, overwrite=overwrite, inputs=inputs, analyses=analyses) as con,
+        spooled(inputs, options.limits) as paths,
+    ):
         for path in paths:
             run_ids.extend(convert_into(con, Path(path), options, progress))
         restore_stream_names(con, inputs, paths)

@@ -143,6 +143,7 @@ def convert_files_parallel(
     append: bool = False,
     overwrite: bool = False,
     progress: Progress = no_progress,
+    analyses: bool = True,
 ) -> list[int]:
     """Convert inputs into one database at `output` with up to `jobs` worker processes.
 
@@ -159,7 +160,10 @@ def convert_files_parallel(
     workers = min(jobs, len(inputs))
     threads = max(1, default_jobs() // workers)
     run_ids: list[int] = []
-    with atomic_database(output, append=append, overwrite=overwrite, inputs=inputs) as con, spooled(inputs, options.limits) as paths:
+    with (
+        atomic_database(output, append=append, overwrite=overwrite, inputs=inputs, analyses=analyses) as con,
+        spooled(inputs, options.limits) as paths,
+    ):
         parts_dir = parts_path(output)
         remove_temp(parts_dir)
         parts_dir.mkdir()

@@ -68,7 +68,7 @@ def _convert_task(row: dict, options: ConvertOptions) -> dict:
     part, trace = Path(row["part"]), Path(row["path"])
     shutil.rmtree(part, ignore_errors=True)
     try:
-        into_dataset(part, [trace], lambda staging: convert_files([trace], staging, options, overwrite=True), overwrite=True)
+        into_dataset(part, [trace], lambda staging: convert_files([trace], staging, options, overwrite=True, analyses=False), overwrite=True)
     except InputError as exc:
         return {"index": row["index"], "runs": [], "error": str(exc)}
     runs = sorted(int(p.name[len(RUN_PARTITION) :]) for p in (part / "runs").iterdir() if p.name.startswith(RUN_PARTITION))
