@@ -1,7 +1,13 @@
 """Critical path: xsp-trace's walk (analyze -a critical_path_summary, all steps) against HTA 0.5's
-critical_path_analysis (one step per call, networkx) on the same real trace, in the same run.
+critical_path_analysis (one step per call, networkx) on the same real trace, in the same run; and
+xsp-trace alone on a 1 M-kernel run.
 
-    python3 bench/critical_path.py --hta-python /tmp/hta/bin/python
+    python3 bench/critical_path.py --hta-python /tmp/hta/bin/python --copies 1 2 --nsys 290
+
+--copies K: the real A100 rank-3 trace repeated K times (bench/scaled_inputs.py: shifted times,
+fresh ids, ProfilerStep numbers continued), each side on every step of it. --nsys N: the H100
+nsys export grown N-fold (290: 1 M kernels, one run without steps: one path over the whole run),
+xsp-trace only (HTA reads Kineto traces only).
 
 HTA runs in its own virtual environment (HolisticTraceAnalysis 0.5.0, pandas < 3: see
 bench/hta_critical_path_reference.py). Each side is a fresh process timed with its peak RSS by
@@ -19,6 +25,7 @@ import tempfile
 from pathlib import Path
 
 from children import measure
+from scaled_inputs import DATA, kineto_copies, scaled_nsys
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACE = ROOT / "tests" / "data" / "kineto_2022_integer_us_rank3" / "hta_a100_rank3_of_8_2022.json.gz"
@@ -41,7 +48,7 @@ for i in range(steps):
     except Exception as exc:  # HTA 0.5 fails on some steps of this trace: counted, not hidden
         failed.append(f"{i}: {type(exc).__name__}: {str(exc).splitlines()[0][:80]}")
 t2 = time.perf_counter()
-print(f"hta load {t1 - t0:.2f} s, critical path of {steps} steps {t2 - t1:.2f} s, failed: {failed}")
+print(f"hta load {t1 - t0:.2f} s, critical path of {steps} steps {t2 - t1:.2f} s, {len(failed)} failed: {failed[:2]}")
 """
 
 XSP_SCRIPT = """
@@ -49,31 +56,52 @@ import sys, time
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 t0 = time.perf_counter()
 con = open_session(sys.argv[1], AnalysisOptions())
+t1 = time.perf_counter()
 result = run_analysis(con, "critical_path_summary")
-print(f"xsp-trace session + critical path of {len(result.rows)} steps {time.perf_counter() - t0:.2f} s")
+kernels, segments = con.execute("SELECT (SELECT count(*) FROM spans WHERE kind = 'kernel'), (SELECT count(*) FROM xsp_critical_path)").fetchone()
+print(f"session {t1 - t0:.2f} s; critical path of {len(result.rows)} units ({kernels} kernels, {segments} path rows) {time.perf_counter() - t0:.2f} s")
 """
 
 
+STEPS_PER_COPY = 6  # ProfilerStep#1009..1014 in the rank-3 trace
+
+
+def _row(name: str, m: dict) -> None:
+    print(f"| {name} | {m['seconds']:.2f} s | {m['peak_mib']:.0f} MiB | {m.get('stdout', '').strip()} |", flush=True)
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--hta-python", required=True, help="python of a venv with HolisticTraceAnalysis 0.5.0 and pandas < 3")
-    parser.add_argument("--steps", type=int, default=6)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--hta-python", help="python of a venv with HolisticTraceAnalysis 0.5.0 and pandas < 3 (without it: xsp-trace only)")
+    parser.add_argument("--copies", type=int, nargs="*", default=[1], help="sizes of the Kineto trace, in copies of the rank-3 trace")
+    parser.add_argument("--nsys", type=int, nargs="*", default=[], help="sizes of the nsys run, in copies of the H100 export (290: 1 M kernels)")
     args = parser.parse_args()
+    convert_cmd = [sys.executable, "-c", "from xsp_trace.cli import main; main()", "convert"]
+    print("| input | command | wall | peak RSS | what it says |\n| --- | --- | ---: | ---: | --- |")
     with tempfile.TemporaryDirectory() as folder:
-        database = Path(folder) / "rank3.duckdb"
-        convert = measure([sys.executable, "-c", "from xsp_trace.cli import main; main()", "convert", str(TRACE), "-o", str(database), "-q"])
-        hta = measure([args.hta_python, "-W", "ignore", "-c", HTA_SCRIPT, str(TRACE), str(args.steps)], stdout=subprocess.PIPE)
-        xsp = measure([sys.executable, "-c", XSP_SCRIPT, str(database)], stdout=subprocess.PIPE)
-    print("| command | wall | peak RSS | what it says |\n| --- | ---: | ---: | --- |")
-    for name, m in (
-        ("xsp-trace convert", convert),
-        ("HTA 0.5: load + critical_path_analysis per step", hta),
-        ("xsp-trace: session + critical path", xsp),
-    ):
-        print(f"| {name} | {m['seconds']:.2f} s | {m['peak_mib']:.0f} MiB | {m.get('stdout', '').strip()} |")
-    print(
-        f"HTA / xsp-trace critical path: {hta['seconds'] / xsp['seconds']:.1f}x; HTA / (convert + critical path): {hta['seconds'] / (convert['seconds'] + xsp['seconds']):.1f}x"
-    )
+        for copies in args.copies:
+            trace = TRACE if copies == 1 else kineto_copies(copies, DATA)
+            database = Path(folder) / f"kineto_x{copies}.duckdb"
+            convert = measure([*convert_cmd, str(trace), "-o", str(database), "-q"])
+            _row(f"Kineto x{copies} | xsp-trace convert", convert)
+            xsp = measure([sys.executable, "-c", XSP_SCRIPT, str(database)], stdout=subprocess.PIPE)
+            _row(f"Kineto x{copies} | xsp-trace: session + critical path", xsp)
+            if args.hta_python:
+                steps = str(STEPS_PER_COPY * copies)
+                hta = measure([args.hta_python, "-W", "ignore", "-c", HTA_SCRIPT, str(trace), steps], stdout=subprocess.PIPE)
+                _row(f"Kineto x{copies} | HTA 0.5: load + critical_path_analysis per step", hta)
+                print(
+                    f"Kineto x{copies}: HTA / xsp-trace critical path {hta['seconds'] / xsp['seconds']:.1f}x; "
+                    f"HTA / (convert + critical path) {hta['seconds'] / (convert['seconds'] + xsp['seconds']):.1f}x",
+                    flush=True,
+                )
+        for copies in args.nsys:
+            database = Path(folder) / f"nsys_x{copies}.duckdb"
+            _row(f"nsys x{copies} | xsp-trace convert", measure([*convert_cmd, str(scaled_nsys(copies)), "-o", str(database), "-q"]))
+            _row(
+                f"nsys x{copies} | xsp-trace: session + critical path",
+                measure([sys.executable, "-c", XSP_SCRIPT, str(database)], stdout=subprocess.PIPE),
+            )
 
 
 if __name__ == "__main__":

@@ -206,7 +206,7 @@ def test_path_length_agrees_with_hta(case, converted):
         for s in segments
         if s.kind in ("cpu_idle", "sync_wait")
         or (s.row >= 0 and str(run.spans["kind"][s.row]) == "annotation")
-        or (s.row in run.blocking and s.kind != "queue_delay")
+        or (s.row >= 0 and run.blocking[s.row] and s.kind != "queue_delay")
     )
     hta_ns = int(reference["hta_path_ns"]) * 1000
     ours = end - start - weighed_zero_by_hta

@@ -211,6 +211,23 @@ def _last_component(text: str) -> str:
     return text[start:]
 
 
+# What may precede a kernel's qualified name in a demangled signature (kernels return void).
+_KERNEL_RETURN_WORDS = frozenset({"void", "static", "__global__"})
+
+
+def _return_type(text: str) -> str:
+    """The words before the last space outside brackets ("void" of "void ns::kernel"), or ""."""
+    depth, cut = 0, 0
+    for i, c in enumerate(text):
+        if c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth -= 1
+        elif depth == 0 and c == " ":
+            cut = i
+    return text[:cut]
+
+
 def kernel_name_parts(name: str) -> tuple[str, str] | None:
     """(base name, template arguments or "") of a demangled kernel signature, None for other names."""
     text = name.strip()
@@ -223,13 +240,49 @@ def kernel_name_parts(name: str) -> tuple[str, str] | None:
     if args is not None:
         text, template = args[0].rstrip(), args[1]
     base = _last_component(text)
-    return (base, template) if _IDENTIFIER_RE.match(base) else None
+    if not _IDENTIFIER_RE.match(base) or not set(_return_type(text).split()) <= _KERNEL_RETURN_WORDS:
+        return None  # "Memcpy HtoD (Pageable -> Device)" has the shape of a call but is no signature
+    return base, template
 
 
 def short_kernel_name(name: str) -> str:
     """The demangled base name of a kernel (nsys `:base`), or `name` when it is not a signature."""
     parts = kernel_name_parts(name)
     return parts[0] if parts else name
+
+
+# Wrapper kernels whose own name says nothing (cutlass::Kernel2<cutlass_80_tensorop_..._gemm...>,
+# cutlass::device_kernel<...>): readable_kernel_name names them by their first template argument.
+GENERIC_KERNEL_BASES = frozenset({"Kernel", "Kernel2", "kernel", "device_kernel", "KernelWrapper", "generic_kernel"})
+
+
+def _first_template_argument(template: str) -> str:
+    """'<A<x, y>, B>' -> 'A<x, y>'."""
+    inner, depth = template[1:-1], 0
+    for i, c in enumerate(inner):
+        if c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth -= 1
+        elif c == "," and depth == 0:
+            return inner[:i].strip()
+    return inner.strip()
+
+
+def readable_kernel_name(name: str) -> str:
+    """short_kernel_name, except that a generic wrapper (cutlass Kernel2<...>, whose base name nsys
+    prints) is named by its first template argument's base name."""
+    parts = kernel_name_parts(name)
+    if parts is None:
+        return name
+    base, template = parts
+    if base in GENERIC_KERNEL_BASES and template:
+        first = _first_template_argument(template)
+        args = _strip_trailing_group(first, ">")
+        inner = _last_component(args[0].rstrip() if args else first)
+        if _IDENTIFIER_RE.match(inner):
+            return inner
+    return base
 
 
 def short_names(names: list[str]) -> dict[str, str]:

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import duckdb
 import numpy as np
-import pyarrow as pa
 
 from ..formats import kineto_fields as kf
 
@@ -48,32 +48,90 @@ _MAX_HOPS_PER_SPAN = 8  # a guard: every hop moves back in time or to an earlier
 
 @dataclass
 class _Thread:
-    """A CPU thread's timeline as elementary segments, each owned by its innermost span (-1: idle)."""
+    """A CPU thread's timeline as elementary segments, each owned by its innermost span (-1: idle).
+    Python lists: the walk reads them one item at a time, where lists beat numpy scalars."""
 
     starts: list[int]
     ends: list[int]
     owners: list[int]
 
 
+class _Lists(NamedTuple):
+    start: list[int]
+    end: list[int]
+    blocking: list[bool]
+    launchers: list[bool]
+    stream_prev: list[int]
+    launch_of: list[int]
+
+
 @dataclass
 class _Run:
+    """A run's spans as columns ordered by (start, end descending, depth, span_id) -- a row is a
+    position in them -- and the dependencies between rows as arrays indexed by row."""
+
     run_id: int
     spans: dict[str, np.ndarray]  # columns of the run's spans, indexed by row
-    row_of: dict[int, int]  # span_id -> row
-    threads: dict[tuple[int, int], list[int]]  # (pid, tid) -> rows of CPU spans
-    streams: dict[tuple[int, int], list[int]]  # (device, stream) -> rows of GPU work in start order
-    stream_pos: dict[int, tuple[tuple[int, int], int]]  # GPU row -> (stream key, position)
-    launch_of: dict[int, int]  # GPU row -> launching CPU row
-    blocking: set[int]  # CPU rows of calls that wait for the GPU
-    launchers: set[int] = field(default_factory=set)  # CPU rows of calls that launched GPU work
+    threads: dict[tuple[int, int], np.ndarray]  # (pid, tid) -> rows of CPU spans, in row order
+    streams: dict[tuple[int, int], np.ndarray]  # (device, stream) -> rows of GPU work, in row (start) order
+    stream_prev: np.ndarray  # row -> the previous GPU row on its stream (-1: first, or not GPU work)
+    launch_of: np.ndarray  # row -> the CPU row that launched it (-1: none)
+    blocking: np.ndarray  # row -> True for a call that waits for the GPU
+    launchers: np.ndarray  # row -> True for a call that launched GPU work
     waits_for: dict[int, int] = field(default_factory=dict)  # GPU row -> GPU row of another stream it waited for (event)
     gpu_ends: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # sorted GPU end times
     gpu_end_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     flat: dict[tuple[int, int], _Thread] = field(default_factory=dict)
+    lists: _Lists | None = None  # the columns the walk reads one item at a time, as lists (faster than numpy scalars)
+
+    def walk_lists(self) -> _Lists:
+        if self.lists is None:
+            self.lists = _Lists(
+                self.spans["start_ns"].tolist(),
+                self.spans["end_ns"].tolist(),
+                self.blocking.tolist(),
+                self.launchers.tolist(),
+                self.stream_prev.tolist(),
+                self.launch_of.tolist(),
+            )
+        return self.lists
+
+    def start_end(self) -> tuple[list[int], list[int]]:
+        lists = self.walk_lists()
+        return lists.start, lists.end
+
+    def launcher(self, row: int) -> int | None:
+        found = int(self.launch_of[row])
+        return found if found >= 0 else None
+
+    def previous_on_stream(self, row: int) -> int | None:
+        found = int(self.stream_prev[row])
+        return found if found >= 0 else None
+
+
+def _rows_of(span_ids: np.ndarray, order: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """The rows of `wanted` span ids (-1 where a span is not in the run's selection)."""
+    if len(span_ids) == 0:
+        return np.full(len(wanted), -1, dtype=np.int64)
+    at = np.clip(np.searchsorted(span_ids, wanted, sorter=order), 0, len(span_ids) - 1)
+    rows = order[at]
+    return np.where(span_ids[rows] == wanted, rows, -1)
+
+
+def _groups(keys_a: np.ndarray, keys_b: np.ndarray, rows: np.ndarray) -> dict[tuple[int, int], np.ndarray]:
+    """rows grouped by (keys_a, keys_b), each group in row order."""
+    if len(rows) == 0:
+        return {}
+    order = np.lexsort((rows, keys_b[rows], keys_a[rows]))
+    rows = rows[order]
+    a, b = keys_a[rows], keys_b[rows]
+    cuts = np.flatnonzero((a[1:] != a[:-1]) | (b[1:] != b[:-1])) + 1
+    return {(int(a[g[0]]), int(b[g[0]])): rows[g[0] : g[-1] + 1] for g in np.split(np.arange(len(rows)), cuts)}
 
 
 def load_run(con: duckdb.DuckDBPyConnection, run_id: int) -> _Run:
-    arrays = con.execute(
+    """The run's CPU spans and GPU work as columns, and its launch, stream and blocking edges."""
+    spans = con.execute(
         """
         SELECT s.span_id, s.kind, s.name, s.start_ns, s.end_ns, coalesce(s.pid, -1) AS pid, coalesce(s.tid, -1) AS tid,
                coalesce(s.device_id, -1) AS device_id, coalesce(s.stream_id, -1) AS stream_id, coalesce(s.depth, 0) AS depth,
@@ -82,33 +140,43 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: int) -> _Run:
         LEFT JOIN xsp_gpu_work AS g ON g.run_id = s.run_id AND g.span_id = s.span_id
         WHERE s.run_id = ? AND s.end_ns >= s.start_ns
           AND (g.span_id IS NOT NULL OR (s.tid IS NOT NULL AND s.stream_id IS NULL AND s.kind NOT IN ('model', 'marker')))
-        ORDER BY s.start_ns, s.end_ns DESC, s.depth
         """,
         [run_id],
     ).fetchnumpy()
-    spans = {name: np.asarray(values) for name, values in arrays.items()}
-    row_of = {int(span_id): row for row, span_id in enumerate(spans["span_id"])}
-    threads: dict[tuple[int, int], list[int]] = {}
-    streams: dict[tuple[int, int], list[int]] = {}
+    for name in ("span_id", "start_ns", "end_ns", "pid", "tid", "device_id", "stream_id", "depth"):
+        spans[name] = np.asarray(spans[name], dtype=np.int64)
+    # Rows in time order: by start, end descending (outer before inner), depth, span_id (sorting here
+    # is cheaper than in DuckDB, which would carry the names through its sort).
+    order = np.lexsort((spans["span_id"], spans["depth"], -spans["end_ns"], spans["start_ns"]))
+    spans = {name: np.asarray(values)[order] for name, values in spans.items()}
+    kind, work_class = spans["kind"], spans["work_class"]
+    spans["gpu_kind"] = kind.copy()  # memcpy and memset keep their kind; other GPU work is named by its class
+    for work, named in GPU_KIND.items():
+        if named is not None:
+            spans["gpu_kind"][(work_class == work) & (kind != "memcpy") & (kind != "memset")] = named
+    n = len(spans["span_id"])
+    by_id = np.argsort(spans["span_id"], kind="stable")
     is_gpu = spans["work_class"] != ""
-    for row in range(len(row_of)):
-        if is_gpu[row]:
-            streams.setdefault((int(spans["device_id"][row]), int(spans["stream_id"][row])), []).append(row)
-        else:
-            threads.setdefault((int(spans["pid"][row]), int(spans["tid"][row])), []).append(row)
-    stream_pos = {row: (key, i) for key, rows in streams.items() for i, row in enumerate(rows)}
-    launch_of = {}
-    for api_id, gpu_id in con.execute("SELECT api_span_id, gpu_span_id FROM launches WHERE run_id = ?", [run_id]).fetchall():
-        if gpu_id in row_of and api_id in row_of:
-            launch_of[row_of[gpu_id]] = row_of[api_id]
-    blocking = {
-        row_of[span_id]
-        for (span_id,) in con.execute("SELECT span_id FROM xsp_cpu_calls WHERE run_id = ? AND cpu_class = 'sync'", [run_id]).fetchall()
-        if span_id in row_of
-    }
+    threads = _groups(spans["pid"], spans["tid"], np.flatnonzero(~is_gpu))
+    streams = _groups(spans["device_id"], spans["stream_id"], np.flatnonzero(is_gpu))
+    stream_prev = np.full(n, -1, dtype=np.int64)
+    for rows in streams.values():
+        stream_prev[rows[1:]] = rows[:-1]
+    pairs = con.execute("SELECT api_span_id, gpu_span_id FROM launches WHERE run_id = ? AND api_span_id IS NOT NULL", [run_id]).fetchnumpy()
+    api = _rows_of(spans["span_id"], by_id, np.asarray(pairs["api_span_id"], dtype=np.int64))
+    gpu = _rows_of(spans["span_id"], by_id, np.asarray(pairs["gpu_span_id"], dtype=np.int64))
+    known = (api >= 0) & (gpu >= 0)
+    launch_of = np.full(n, -1, dtype=np.int64)
+    launch_of[gpu[known]] = api[known]
+    launchers = np.zeros(n, dtype=bool)
+    launchers[launch_of[launch_of >= 0]] = True
+    sync = con.execute("SELECT span_id FROM xsp_cpu_calls WHERE run_id = ? AND cpu_class = 'sync'", [run_id]).fetchnumpy()
+    sync_rows = _rows_of(spans["span_id"], by_id, np.asarray(sync["span_id"], dtype=np.int64))
+    blocking = np.zeros(n, dtype=bool)
+    blocking[sync_rows[sync_rows >= 0]] = True
     gpu_rows = np.flatnonzero(is_gpu)
     order = np.argsort(spans["end_ns"][gpu_rows], kind="stable")
-    run = _Run(run_id, spans, row_of, threads, streams, stream_pos, launch_of, blocking, set(launch_of.values()))
+    run = _Run(run_id, spans, threads, streams, stream_prev, launch_of, blocking, launchers)
     run.waits_for = _event_waits(con, run)
     run.gpu_end_rows = gpu_rows[order]
     run.gpu_ends = spans["end_ns"][run.gpu_end_rows]
@@ -137,55 +205,115 @@ def _event_waits(con: duckdb.DuckDBPyConnection, run: _Run) -> dict[int, int]:
         },
     ).fetchall()
     start = run.spans["start_ns"]
+    launched: dict[tuple[int, int], np.ndarray] = {}  # stream -> when each of its items was launched (its start without a launch)
 
-    def launched(row: int) -> int:
-        return int(start[run.launch_of[row]]) if row in run.launch_of else int(start[row])
+    def launch_times(key: tuple[int, int]) -> np.ndarray:
+        if key not in launched:
+            stream_rows = run.streams.get(key, np.zeros(0, dtype=np.int64))
+            launcher = run.launch_of[stream_rows]
+            launched[key] = np.where(launcher >= 0, start[np.maximum(launcher, 0)], start[stream_rows])
+        return launched[key]
 
     waits = {}
     for device, stream, on_stream, waited_at, recorded_at in rows:
-        recording = [r for r in run.streams.get((int(device), int(on_stream)), []) if launched(r) <= recorded_at]
-        waiting = [r for r in run.streams.get((int(device), int(stream)), []) if launched(r) >= waited_at]
-        if recording and waiting:
-            waits[waiting[0]] = recording[-1]
+        recording_key, waiting_key = (int(device), int(on_stream)), (int(device), int(stream))
+        recording = np.flatnonzero(launch_times(recording_key) <= recorded_at)
+        waiting = np.flatnonzero(launch_times(waiting_key) >= waited_at)
+        if len(recording) and len(waiting):
+            waits[int(run.streams[waiting_key][waiting[0]])] = int(run.streams[recording_key][recording[-1]])
     return waits
+
+
+def _flatten_loop(start_ns: list[int], end_ns: list[int], rows: list[int]) -> _Thread:
+    """_flatten for a thread whose spans do not all nest: a call stack replayed span by span, a span
+    that overlaps its enclosing one without nesting left out (not a call stack)."""
+    starts: list[int] = []
+    ends: list[int] = []
+    owners: list[int] = []
+    stack: list[int] = []  # open spans (rows), outermost first
+    stack_ends: list[int] = []
+    cursor: int | None = None
+    for row, begin, finish in zip(rows, start_ns, end_ns, strict=True):  # in start order, outer before inner
+        while stack_ends and stack_ends[-1] <= begin:
+            until = stack_ends.pop()
+            owner = stack.pop()
+            if cursor is not None and until > cursor:
+                starts.append(cursor)
+                ends.append(until)
+                owners.append(owner)
+                cursor = until
+        if cursor is not None and begin > cursor:
+            starts.append(cursor)
+            ends.append(begin)
+            owners.append(stack[-1] if stack else -1)
+        if cursor is None or begin > cursor:
+            cursor = begin
+        if stack_ends and finish > stack_ends[-1]:
+            continue
+        stack.append(row)
+        stack_ends.append(finish)
+    while stack:
+        until = stack_ends.pop()
+        owner = stack.pop()
+        if cursor is not None and until > cursor:
+            starts.append(cursor)
+            ends.append(until)
+            owners.append(owner)
+            cursor = until
+    return _Thread(starts, ends, owners)
+
+
+def _flatten_nested(start_ns: np.ndarray, end_ns: np.ndarray, rows: np.ndarray) -> _Thread | None:
+    """_flatten in numpy for a thread whose spans nest (None when one does not): every span opens at
+    its start and closes at its end; the owner between two boundaries is the innermost open span,
+    the last one opened at the depth the thread is at. An empty span owns nothing but still splits
+    its enclosing span's time there, as the call stack does."""
+    n = len(rows)
+    if n == 0:
+        return _Thread([], [], [])
+    index = np.arange(n)
+    empty = end_ns == start_ns
+    # Boundaries in call-stack order: by time, closes before opens (empty spans between), inner
+    # closes first, outer opens first.
+    times = np.concatenate((end_ns[~empty], start_ns))
+    kind = np.concatenate((np.zeros(int(np.count_nonzero(~empty)), dtype=np.int64), np.where(empty, 1, 2)))
+    rank = np.concatenate((-index[~empty], index))
+    span = np.concatenate((index[~empty], index))
+    order = np.lexsort((rank, kind, times))
+    times, kind, span = times[order], kind[order], span[order]
+    depth = np.cumsum(kind - 1)
+    # The innermost open span after each boundary: the last open at that depth, found among the
+    # opens sorted by (depth, position).
+    positions = np.arange(len(times))
+    opens = np.flatnonzero(kind == 2)
+    stride = len(times) + 1
+    open_key = depth[opens] * stride + opens
+    by_key = np.argsort(open_key, kind="stable")
+    found = np.searchsorted(open_key[by_key], depth * stride + positions, side="right") - 1
+    innermost = np.where(depth > 0, span[opens[by_key[np.maximum(found, 0)]]], -1)
+    # The stack is right as long as every span closes no later than the span it opened inside.
+    parent = np.where(opens > 0, innermost[np.maximum(opens - 1, 0)], -1)
+    child = span[opens]
+    inside = parent >= 0
+    if np.any(end_ns[child[inside]] > end_ns[parent[inside]]):
+        return None
+    segment = np.flatnonzero(times[1:] > times[:-1])
+    owner = innermost[segment]
+    owners = np.where(owner >= 0, rows[np.maximum(owner, 0)], -1)
+    return _Thread(times[segment].tolist(), times[segment + 1].tolist(), owners.tolist())
 
 
 def _flatten(run: _Run, key: tuple[int, int]) -> _Thread:
     """The thread's elementary segments: the innermost span running in each, gaps as -1."""
-    if key in run.flat:
-        return run.flat[key]
-    starts: list[int] = []
-    ends: list[int] = []
-    owners: list[int] = []
-    start_ns, end_ns = run.spans["start_ns"], run.spans["end_ns"]
-    stack: list[int] = []  # open spans, outermost first
-    cursor = None
-
-    def emit(until: int) -> None:
-        nonlocal cursor
-        if cursor is not None and until > cursor:
-            starts.append(cursor)
-            ends.append(until)
-            owners.append(stack[-1] if stack else -1)
-        cursor = until if cursor is None or until > cursor else cursor
-
-    for row in run.threads.get(key, []):  # in start order, outer before inner
-        begin = int(start_ns[row])
-        while stack and int(end_ns[stack[-1]]) <= begin:
-            emit(int(end_ns[stack[-1]]))
-            stack.pop()
-        emit(begin)
-        if stack and int(end_ns[row]) > int(end_ns[stack[-1]]):
-            continue  # overlaps its enclosing span without nesting: not a call stack, left out
-        stack.append(row)
-    while stack:
-        emit(int(end_ns[stack[-1]]))
-        stack.pop()
-    run.flat[key] = _Thread(starts, ends, owners)
+    if key not in run.flat:
+        rows = run.threads.get(key, np.zeros(0, dtype=np.int64))
+        start_ns, end_ns = run.spans["start_ns"][rows], run.spans["end_ns"][rows]
+        nested = _flatten_nested(start_ns, end_ns, rows)
+        run.flat[key] = nested if nested is not None else _flatten_loop(start_ns.tolist(), end_ns.tolist(), rows.tolist())
     return run.flat[key]
 
 
-@dataclass
+@dataclass(slots=True)
 class Segment:
     start_ns: int
     end_ns: int
@@ -195,14 +323,13 @@ class Segment:
 
 
 def _gpu_kind(run: _Run, row: int) -> str:
-    kind = str(run.spans["kind"][row])
-    return kind if kind in ("memcpy", "memset") else (GPU_KIND.get(str(run.spans["work_class"][row])) or kind)
+    return str(run.spans["gpu_kind"][row])
 
 
 def _waited_for(run: _Run, call: int, before: int) -> int | None:
     """The GPU work that finished last inside the blocking call, before `before`."""
     i = int(np.searchsorted(run.gpu_ends, before, side="right")) - 1
-    if i >= 0 and int(run.gpu_ends[i]) > int(run.spans["start_ns"][call]):
+    if i >= 0 and int(run.gpu_ends[i]) > run.start_end()[0][call]:
         return int(run.gpu_end_rows[i])
     return None
 
@@ -211,14 +338,13 @@ def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: 
     """The critical path of [start_ns, end_ns] ending on `thread`, as contiguous segments, latest first.
     With `ranks`, a collective that waited for a later rank continues the path on that rank."""
     spans = run.spans
+    lists = run.walk_lists()
+    start, end = lists.start, lists.end
     segments: list[Segment] = []
     t = end_ns
     lane: tuple[str, object] = ("cpu", thread)
     hops = 0
-    limit = _MAX_HOPS_PER_SPAN * (len(run.row_of) + 1) * (len(ranks.runs) if ranks else 1)
-
-    def add(low: int, high: int, kind: str, row: int) -> None:
-        segments.append(Segment(low, high, kind, row, run.run_id))
+    limit = _MAX_HOPS_PER_SPAN * (len(run.spans["span_id"]) + 1) * (len(ranks.runs) if ranks else 1)
 
     while t > start_ns and hops < limit:
         hops += 1
@@ -230,23 +356,23 @@ def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: 
             if i >= len(flat.ends) or flat.starts[i] >= t:  # t lies in a gap before segment i (or after all)
                 gap_start = flat.ends[i - 1] if i > 0 else start_ns
                 low = max(gap_start, start_ns)
-                add(low, t, CPU_IDLE, -1)
+                segments.append(Segment(low, t, CPU_IDLE, -1, run.run_id))
                 t = low
                 continue
             owner, low = flat.owners[i], max(flat.starts[i], start_ns)
             if owner < 0:
-                add(low, t, CPU_IDLE, -1)
+                segments.append(Segment(low, t, CPU_IDLE, -1, run.run_id))
                 t = low
                 continue
-            if owner in run.blocking:
+            if lists.blocking[owner]:
                 waited = _waited_for(run, owner, t)
-                if waited is not None and int(spans["end_ns"][waited]) > low:
-                    gpu_end = max(int(spans["end_ns"][waited]), start_ns)
-                    add(gpu_end, t, SYNC_WAIT, owner)
+                if waited is not None and end[waited] > low:
+                    gpu_end = max(end[waited], start_ns)
+                    segments.append(Segment(gpu_end, t, SYNC_WAIT, owner, run.run_id))
                     t = gpu_end
                     lane = ("gpu", waited)
                     continue
-            add(low, t, LAUNCH if owner in run.launchers else CPU_OP, owner)
+            segments.append(Segment(low, t, LAUNCH if lists.launchers[owner] else CPU_OP, owner, run.run_id))
             t = low
             continue
         row = lane[1]
@@ -255,43 +381,48 @@ def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: 
             late = ranks.later_arrival(run, row) if ranks is not None and spans["work_class"][row] == "communication" else None
             if late is not None:  # the collective ran once the last rank arrived: its time, then that rank
                 other, other_row, other_start, other_thread = late
-                low = max(int(spans["end_ns"][row]) - (int(other.spans["end_ns"][other_row]) - int(other.spans["start_ns"][other_row])), start_ns)
+                low = max(end[row] - (int(other.spans["end_ns"][other_row]) - int(other.spans["start_ns"][other_row])), start_ns)
                 if low < t:
-                    add(low, t, _gpu_kind(run, row), row)
+                    segments.append(Segment(low, t, _gpu_kind(run, row), row, run.run_id))
                 run, spans, start_ns, thread = other, other.spans, other_start, other_thread
-                t, lane = int(spans["start_ns"][other_row]), ("arrived", other_row)
+                lists = run.walk_lists()
+                start, end = lists.start, lists.end
+                t, lane = start[other_row], ("arrived", other_row)
                 continue
-            begin = max(int(spans["start_ns"][row]), start_ns)
+            begin = max(start[row], start_ns)
             if begin < t:
-                add(begin, t, _gpu_kind(run, row), row)
+                segments.append(Segment(begin, t, _gpu_kind(run, row), row, run.run_id))
             t = begin
         if t <= start_ns:
             break
-        stream, position = run.stream_pos[row]
-        previous = run.streams[stream][position - 1] if position > 0 else None
-        previous_end = min(int(spans["end_ns"][previous]), t) if previous is not None else None
-        launcher: int | None = run.launch_of.get(row)
+        previous: int | None = lists.stream_prev[row]
+        if previous is not None and previous < 0:
+            previous = None
+        previous_end = min(end[previous], t) if previous is not None else None
+        launcher: int | None = lists.launch_of[row]
+        if launcher is not None and launcher < 0:
+            launcher = None
         launched_at = None
         if launcher is not None:
-            call_end = int(spans["end_ns"][launcher])
-            launched_at = min(call_end if call_end <= t else int(spans["start_ns"][launcher]), t)
+            call_end = end[launcher]
+            launched_at = min(call_end if call_end <= t else start[launcher], t)
         waited = run.waits_for.get(row)
-        waited_end = min(int(spans["end_ns"][waited]), t) if waited is not None else None
+        waited_end = min(end[waited], t) if waited is not None else None
         binding = _binding(previous_end, waited_end, launched_at)
         if binding == "stream" and previous_end is not None:
             low = max(previous_end, start_ns)
             if low < t:
-                add(low, t, GPU_IDLE, -1)
+                segments.append(Segment(low, t, GPU_IDLE, -1, run.run_id))
             t, lane = low, ("gpu", previous)
         elif binding == "event" and waited is not None and waited_end is not None:  # waited for another stream's work
             low = max(waited_end, start_ns)
             if low < t:
-                add(low, t, GPU_IDLE, -1)
+                segments.append(Segment(low, t, GPU_IDLE, -1, run.run_id))
             t, lane = low, ("gpu", waited)
         elif binding == "launch" and launched_at is not None and launcher is not None:
             low = max(launched_at, start_ns)
             if low < t:
-                add(low, t, QUEUE_DELAY, launcher)
+                segments.append(Segment(low, t, QUEUE_DELAY, launcher, run.run_id))
             t, lane = low, ("cpu", (int(spans["pid"][launcher]), int(spans["tid"][launcher])))
         else:  # launched before the trace began and first on its stream: back to the step's thread
             lane = ("cpu", thread)
@@ -301,10 +432,11 @@ def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: 
 def _binding(previous_end: int | None, waited_end: int | None, launched_at: int | None) -> str | None:
     """Which dependency of a GPU item was satisfied last: 'stream' (the previous item on its stream),
     'event' (another stream's item it waited for) or 'launch' (its launch call); ties in that order."""
-    options = [
-        (v, -i, name) for i, (v, name) in enumerate(((previous_end, "stream"), (waited_end, "event"), (launched_at, "launch"))) if v is not None
-    ]
-    return max(options)[2] if options else None
+    best, binding = None, None
+    for at, name in ((previous_end, "stream"), (waited_end, "event"), (launched_at, "launch")):
+        if at is not None and (best is None or at > best):
+            best, binding = at, name
+    return binding
 
 
 class Ranks:
@@ -386,28 +518,53 @@ def build_critical_path(con: duckdb.DuckDBPyConnection) -> None:
     unit_rows = units(con)
     runs = {run_id: load_run(con, run_id) for run_id in sorted({u[0] for u in unit_rows})}
     ranks = Ranks(runs, unit_rows) if len(runs) > 1 else None
-    columns: dict[str, list] = {name.split()[0]: [] for name in _COLUMNS.split(", ")}
-    for run_id, iteration, step_span_id, start_ns, end_ns, pid, tid in unit_rows:
-        segments = merged(walk(runs[run_id], int(start_ns), int(end_ns), (int(pid), int(tid)), ranks)[::-1])
-        for seq, s in enumerate(segments):
-            spans = runs[s.run_id].spans
-            row = (
-                run_id,
-                iteration,
-                step_span_id,
-                seq,
-                s.run_id,
-                int(spans["span_id"][s.row]) if s.row >= 0 else None,
-                str(spans["name"][s.row]) if s.row >= 0 else None,
-                s.kind,
-                s.start_ns,
-                s.end_ns,
-                s.end_ns - s.start_ns,
-            )
-            for values, value in zip(columns.values(), row, strict=True):
-                values.append(value)
-    segments_table = pa.table(columns)  # noqa: F841 -- read by the INSERT below through DuckDB's replacement scan
+    paths = [walk(runs[u[0]], int(u[3]), int(u[4]), (int(u[5]), int(u[6])), ranks) for u in unit_rows]
+    segments_table = _segment_table(unit_rows, paths, runs)  # noqa: F841 -- read by the INSERT below through DuckDB's replacement scan
     con.execute(f"INSERT INTO {TABLE} SELECT * FROM segments_table")
+
+
+def _segment_table(unit_rows: list[tuple], paths: list[list[Segment]], runs: dict[int, _Run]) -> dict[str, np.ndarray]:
+    """The rows of xsp_critical_path: each unit's segments in time order, adjacent ones of the same
+    span and kind merged (as merged() does), as columns."""
+    total = sum(len(p) for p in paths)
+    codes = {kind: i for i, kind in enumerate(sorted({s.kind for p in paths for s in p}))}
+    kinds = np.array(sorted(codes, key=codes.__getitem__) or [""], dtype=object)
+    unit = np.repeat(np.arange(len(paths)), [len(p) for p in paths])
+    ordered = [s for p in paths for s in reversed(p)]
+    start = np.fromiter((s.start_ns for s in ordered), np.int64, total)
+    end = np.fromiter((s.end_ns for s in ordered), np.int64, total)
+    kind = np.fromiter((codes[s.kind] for s in ordered), np.int64, total)
+    row = np.fromiter((s.row for s in ordered), np.int64, total)
+    on_run = np.fromiter((s.run_id for s in ordered), np.int64, total)
+    same = (unit[1:] == unit[:-1]) & (row[1:] == row[:-1]) & (kind[1:] == kind[:-1]) & (on_run[1:] == on_run[:-1]) & (start[1:] == end[:-1])
+    first = np.flatnonzero(np.concatenate(([True], ~same)))
+    last = np.concatenate((first[1:], [total])) - 1
+    unit, kind, row, on_run, start, end = unit[first], kind[first], row[first], on_run[first], start[first], end[last]
+    unit_first = np.flatnonzero(np.concatenate(([True], unit[1:] != unit[:-1]))) if len(unit) else np.zeros(0, dtype=np.int64)
+    seq = np.arange(len(unit)) - np.repeat(unit_first, np.diff(np.concatenate((unit_first, [len(unit)]))))
+    span_id = np.zeros(len(unit), dtype=np.int64)
+    name = np.full(len(unit), None, dtype=object)
+    for run_id, run in runs.items():
+        mine = np.flatnonzero((on_run == run_id) & (row >= 0))
+        span_id[mine] = run.spans["span_id"][row[mine]]
+        name[mine] = run.spans["name"][row[mine]]
+    unit_columns = [np.asarray([u[i] for u in unit_rows], dtype=object) for i in range(3)]
+    no_unit = [np.zeros(len(unit_rows), dtype=bool)] * 3
+    masks = [np.asarray([u[i] is None for u in unit_rows], dtype=bool) if unit_rows else no_unit[i] for i in range(3)]
+    # Numpy columns (masked where NULL): DuckDB scans them without pyarrow or pandas.
+    return {
+        "run_id": unit_columns[0][unit].astype(np.int64),
+        "iteration": np.ma.masked_array(np.where(masks[1], 0, unit_columns[1]).astype(np.int64)[unit], mask=masks[1][unit]),
+        "step_span_id": np.ma.masked_array(np.where(masks[2], 0, unit_columns[2]).astype(np.int64)[unit], mask=masks[2][unit]),
+        "seq": seq,
+        "on_run_id": on_run,
+        "span_id": np.ma.masked_array(span_id, mask=row < 0),
+        "name": name,
+        "kind": kinds[kind],
+        "start_ns": start,
+        "end_ns": end,
+        "on_path_ns": end - start,
+    }
 
 
 def merged(segments: list[Segment]) -> list[Segment]:

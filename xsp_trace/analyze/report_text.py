@@ -6,67 +6,19 @@ Rendering only: the values come from the analyses' rows.
 
 from __future__ import annotations
 
-import re
 from html import escape
+
+from ..naming import readable_kernel_name
 
 ELLIPSIS = "\u2026"
 NAME_CHARS = 48  # a name cell or label longer than this is shortened (the full name on hover)
-# Wrapper kernels whose own name says nothing: their first template argument names the kernel
-# (cutlass::Kernel2<cutlass_80_tensorop_..._gemm...>, cutlass::device_kernel<...>).
-_GENERIC_BASES = {"Kernel", "Kernel2", "kernel", "device_kernel", "KernelWrapper", "generic_kernel"}
 _TEXT_COLUMNS_SHORTENED = ("name", "kernel", "op", "kernel_name", "op_name", "layer_name")
-_IDENT = re.compile(r"[A-Za-z_~][A-Za-z0-9_]*$")
-_SIGNATURE = re.compile(r"<|\w\(|::.*::")  # templates, parameter lists, nested namespaces (not "aten::mm")
-
-
-def _split_top(text: str, separator: str) -> int:
-    """Index of the first `separator` outside <>, (), [] and {} nesting; -1 when none."""
-    depth = 0
-    for i, ch in enumerate(text):
-        if ch == separator and depth == 0:
-            return i
-        if ch in "<([{":
-            depth += 1
-        elif ch in ">)]}":
-            depth = max(depth - 1, 0)
-    return -1
-
-
-def _strip_args(name: str) -> tuple[str, str]:
-    """(the name before its parameter list and template arguments, the first template argument)."""
-    paren = _split_top(name, "(")
-    head = name[:paren] if paren > 0 else name
-    angle = _split_top(head, "<")
-    first_arg = ""
-    if angle > 0:
-        close = head.rfind(">")
-        inner = head[angle + 1 : close if close > angle else len(head)]
-        comma = _split_top(inner, ",")
-        first_arg = (inner[:comma] if comma >= 0 else inner).strip()
-        head = head[:angle]
-    return head.strip(), first_arg
-
-
-def _base(name: str) -> str:
-    head, first_arg = _strip_args(name)
-    words = head.split()
-    last = words[-1] if words else head  # drops the return type: "void at::native::foo" -> "at::native::foo"
-    base = last.split("::")[-1] or last
-    if base in _GENERIC_BASES and first_arg:
-        inner = _base(first_arg)
-        if _IDENT.match(inner):
-            return inner
-    return base
 
 
 def short_name(name: str) -> str:
-    """A demangled kernel (or op) name cut to its base name, as nsys's `:base` does: no return type,
-    namespaces, template arguments or parameters; a generic wrapper (cutlass Kernel2<...>) is named
-    by its first template argument. Other text is returned as it is."""
-    if not isinstance(name, str) or not _SIGNATURE.search(name):
-        return name
-    base = _base(name.replace("(anonymous namespace)", "anonymous_namespace").replace("<unnamed>", "unnamed_namespace"))
-    return base if base and _IDENT.match(base) else name
+    """A kernel (or op) name as the report shows it: naming.readable_kernel_name (nsys's `:base`, a
+    generic wrapper named by its first template argument); other text as it is."""
+    return readable_kernel_name(name) if isinstance(name, str) else name
 
 
 def shorten_middle(text: str, limit: int = NAME_CHARS) -> str:

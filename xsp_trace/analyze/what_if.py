@@ -76,7 +76,7 @@ def _kinds_of(run: _Run, row: int) -> tuple[str, ...]:
         if kind == "kernel" and spans["work_class"][row] == "communication":
             return ("communication", "kernel", "gpu")
         return (kind, "gpu")
-    if row in run.blocking:
+    if run.blocking[row]:
         return ("sync", "api")
     return ("api",) if str(spans["kind"][row]) == "api" else ("op",)
 
@@ -132,7 +132,7 @@ def replay(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[di
     events: list[tuple[int, int, tuple[int, int], int]] = []
     for key, pieces in threads.items():
         events += [(p.end, 0, key, i) for i, p in enumerate(pieces)]
-    gpu_rows = [row for rows in run.streams.values() for row in rows if start_ns <= int(start[row]) < end_ns]
+    gpu_rows = [int(row) for rows in run.streams.values() for row in rows[(start[rows] >= start_ns) & (start[rows] < end_ns)]]
     events += [(int(start[row]), 1, (0, 0), row) for row in gpu_rows]
     events.sort(key=lambda e: (e[0], e[1]))
     cursor = {key: start_ns for key in threads}
@@ -154,11 +154,10 @@ def replay(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[di
     for _, is_gpu, key, item in events:
         if is_gpu:
             row = item
-            stream, position = run.stream_pos[row]
-            previous = run.streams[stream][position - 1] if position > 0 else None
+            previous = run.previous_on_stream(row)
             prev_end = int(end[previous]) if previous is not None else None
             prev_new = gpu_new[previous][1] if previous in gpu_new else prev_end
-            launcher = run.launch_of.get(row)
+            launcher = run.launcher(row)
             launched_at = launch_new = 0
             if launcher is not None:
                 call_end = int(end[launcher])
@@ -190,7 +189,7 @@ def replay(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[di
         measured = p.end - p.start
         rule = _rule_for(run, p.owner, rules) if p.owner >= 0 else None
         p.new_end = p.new_start + (rule.duration(measured, self_time[p.owner]) if rule else measured)
-        if p.owner in run.blocking and last_piece.get(p.owner) is p and not (rule and rule.kind == "sync" and rule.set_ns is not None):
+        if p.owner >= 0 and run.blocking[p.owner] and last_piece.get(p.owner) is p and not (rule and rule.kind == "sync" and rule.set_ns is not None):
             waited = _waited_for(run, p.owner, int(end[p.owner]))
             if waited is not None and int(end[waited]) > p.start and waited in gpu_new:
                 returned = int(end[p.owner]) - int(end[waited])
@@ -223,7 +222,7 @@ def replayed_run(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tu
                 if int(run.spans["start_ns"][row]) >= start_ns:
                     new_start[row] = mapped(int(run.spans["start_ns"][row]))
                 new_end[row] = max(new_start[row], mapped(min(int(run.spans["end_ns"][row]), end_ns)))
-    copy = replace(run, spans=dict(run.spans, start_ns=new_start, end_ns=new_end), flat={})
+    copy = replace(run, spans=dict(run.spans, start_ns=new_start, end_ns=new_end), flat={}, lists=None)
     order = np.argsort(new_end[run.gpu_end_rows], kind="stable")
     copy.gpu_end_rows = run.gpu_end_rows[order]
     copy.gpu_ends = new_end[copy.gpu_end_rows]

@@ -1,0 +1,122 @@
+"""Our critical path against HTA 0.5's on every ProfilerStep of our Kineto GPU fixtures
+(tests/data/critical_path_hta/hta_steps.csv, written by bench/hta_critical_path_steps.py with
+HolisticTraceAnalysis 0.5.0 and pandas 2.3.3; BENCHMARKS.md, "Critical path per step against HTA on our Kineto fixtures",
+lists the cases).
+
+Over the window HTA analyses (its first and last path node, us from the trace's first event), our
+path -- walked back from the window's end on the step's thread -- less the time HTA's graph weighs
+zero (as in tests/test_critical_path.py: CPU idle, the annotation's own time, a blocking call's
+time and its return) is compared with HTA's path length:
+- AGREE: within 1 %.
+- HTA fails on the last ProfilerStep of a trace: on load, HTA's Trace._filter_irrelevant_gpu_kernels
+  keeps only CPU events that start before the last ProfilerStep's start, so that step's own
+  annotation is gone, `annotations.ts[i : i + 1].min()` is NaN, and the pandas query
+  "ts >= nan" raises UndefinedVariableError. The raw trace holds the step (its ProfilerStep#N event
+  with ts and dur, tested below); our path of it tiles it.
+- DIFFERENT: the measured difference, pinned (within 2 points) until it is explained.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import json
+from collections import defaultdict
+
+import pytest
+
+from conftest import DATA
+from xsp_trace.analyze import AnalysisOptions, run_analysis
+from xsp_trace.analyze.critical_path import load_run, walk
+from xsp_trace.analyze.session import prepare
+
+REFERENCE = DATA / "critical_path_hta" / "hta_steps.csv"
+AGREE_PCT = 1.0
+# (trace, HTA instance) -> our adjusted path minus HTA's, in % of HTA's: the differences over 1 %, not
+# yet explained (pinned so that a change in either side shows).
+# Measured 2026-12-03; BENCHMARKS.md says what is known of each.
+RANK3 = "kineto_2022_integer_us_rank3/hta_a100_rank3_of_8_2022.json.gz"
+NS = "kineto_2024_ns_resolution/hta_v100_ns_resolution_2024.json.gz"
+DIFFERENT: dict[tuple[str, int], float] = {
+    # Our path spends 39-76 ms of these steps in the ProfilerStep's own time (Python between the
+    # ops), which the adjustment takes out; HTA's path is 59-61 of 74-77 ms (rank 3) and the whole
+    # window (ns_resolution).
+    **{(RANK3, i): pct for i, pct in enumerate((-54.18, -50.88, -41.12, -43.4, -36.04))},
+    **{(NS, i): pct for i, pct in enumerate((-76.99, -62.97, -63.11, -63.17))},
+    ("kineto_2025_all_options_h100/tracelens_h100_qwen1.5_0.5b.json.gz", 0): 41.88,  # a GPU-bound step: HTA's path is 33.6 of 49.3 ms
+    ("kineto_conv_resnet_mi300/tracelens_mi300_resnet_act_checkpoint.json.gz", 2): -1.53,
+    ("kineto_conv_vit_h100/tracelens_h100_falconsai_vit.json.gz", 0): 3.43,
+    ("kineto_cuda_graphs_v100_2022/hta_v100_cuda_graphs_rank1_2022.json.gz", 2): -1.3,
+    ("kineto_nccl_collectives/hta_a100_nccl_allreduce.json.gz", 0): 1.49,
+    ("kineto_nccl_collectives/hta_a100_nccl_allreduce.json.gz", 1): 1.51,
+    # The step thread's path over HTA's window is the annotation alone: HTA's path runs elsewhere.
+    ("kineto_rocm_mi250/hta_mi250_rocm62_minitoy.json.gz", 0): -100.0,
+    ("kineto_triton_cuda_driver/hta_a100_triton.json.gz", 0): -100.0,
+    ("kineto_two_ranks_sendrecv/sampled_rank-1.json.gz", 0): -1.5,
+}
+
+
+def _reference() -> dict[str, dict[int, dict]]:
+    by_trace: dict[str, dict[int, dict]] = defaultdict(dict)
+    with open(REFERENCE) as f:
+        for r in csv.DictReader(f):
+            by_trace[r["trace"]].setdefault(int(r["instance"]), r)
+    return by_trace
+
+
+def _profiler_steps(trace) -> list[tuple[int, float, float]]:
+    """(iteration, ts us, dur us) of the raw trace's CPU-side ProfilerStep#N events, in time order."""
+    events = json.loads(gzip.open(trace).read())["traceEvents"]
+    steps = [
+        (int(str(e["name"]).split("#")[1]), float(e["ts"]), float(e["dur"]))
+        for e in events
+        if e.get("ph") == "X" and e.get("cat") in ("user_annotation", "cpu_op") and str(e.get("name", "")).startswith("ProfilerStep#")
+    ]
+    return sorted(steps, key=lambda s: s[1])
+
+
+def _adjusted_ns(con, run, start: int, end: int) -> int:
+    """Our path of [start, end] less the time HTA's graph weighs zero."""
+    pid, tid = con.execute(
+        "SELECT pid, tid FROM steps ORDER BY least(end_ns, ?) - greatest(start_ns, ?) DESC, start_ns LIMIT 1", [end, start]
+    ).fetchone()
+    segments = walk(run, start, end, (pid, tid))
+    assert sum(s.end_ns - s.start_ns for s in segments) == end - start
+    zero = sum(
+        s.end_ns - s.start_ns
+        for s in segments
+        if s.kind in ("cpu_idle", "sync_wait")
+        or (s.row >= 0 and str(run.spans["kind"][s.row]) == "annotation")
+        or (s.row >= 0 and run.blocking[s.row] and s.kind != "queue_delay")
+    )
+    return end - start - zero
+
+
+@pytest.mark.parametrize("trace", sorted(_reference()))
+def test_path_per_step_against_hta(trace, converted):
+    path = DATA / trace
+    con = converted(path)
+    prepare(con, AnalysisOptions())
+    run = load_run(con, 1)
+    origin = con.execute("SELECT min(start_ns) FROM spans").fetchone()[0]
+    raw_steps = _profiler_steps(path)
+    summary = run_analysis(con, "critical_path_summary")
+    ours = {r[summary.columns.index("iteration")]: r for r in summary.rows}
+    got: dict[int, float] = {}
+    for instance, r in sorted(_reference()[trace].items()):
+        if r["error"]:
+            # HTA cannot compute it: the last step, present in the raw trace; our path of it tiles it.
+            assert "name 'nan' is not defined" in r["error"] and instance == len(raw_steps) - 1
+            iteration, _, dur_us = raw_steps[instance]
+            row = dict(zip(summary.columns, ours[iteration], strict=True))
+            assert row["path_ns"] == row["latency_ns"] == round(dur_us * 1000)
+            continue
+        start = origin + int(r["path_start_us"]) * 1000
+        end = origin + int(r["path_end_us"]) * 1000
+        hta_ns = int(r["hta_path_us"]) * 1000
+        pct = 100 * (_adjusted_ns(con, run, start, end) - hta_ns) / hta_ns
+        got[instance] = round(pct, 2)
+    expected = {i: DIFFERENT.get((trace, i)) for i in got}
+    agree = {i for i, e in expected.items() if e is None}
+    assert {i: p for i, p in got.items() if abs(p) > AGREE_PCT and i in agree} == {}, got
+    assert all(abs(got[i] - e) <= 2 for i, e in expected.items() if e is not None), (got, expected)
