@@ -1,4 +1,4 @@
--- xsp-trace unified schema (its version: SCHEMA_VERSION in xsp_trace/database.py).
+-- xsp-trace unified schema (its version: SCHEMA_VERSION in xsp_trace/database.py; 6 added runs.origin_ns).
 --
 -- One database holds any number of converted traces ("runs") from Nsight Systems exports and
 -- PyTorch profiler (Kineto) traces. Every interval event of every level of the stack -- model,
@@ -9,6 +9,9 @@
 --   * Times are integer nanoseconds on the run's own clock (nsys: the session clock;
 --     Kineto: the trace's `ts` converted from microseconds, rounded half-away-from-zero to the
 --     nanosecond -- microsecond values carry at most 3 decimals, so the conversion is exact).
+--   * Each run has an origin, runs.origin_ns: the run clock's time of its first event. What
+--     analyze, diff, findings, the report and the Perfetto export show is relative to it; the
+--     tables keep the run clock, so SQL sees raw times (subtract origin_ns to compare).
 --   * Intervals are half-open [start_ns, end_ns); duration = end_ns - start_ns.
 --   * span_id is unique within a run only; always join on (run_id, span_id).
 --   * Missing information is NULL, never 0 or ''.
@@ -40,7 +43,8 @@ CREATE TABLE IF NOT EXISTS runs (
     started_at TIMESTAMP,
     clock_origin_utc_ns BIGINT,
     label VARCHAR,
-    converted_at TIMESTAMP
+    converted_at TIMESTAMP,
+    origin_ns BIGINT
 );
 COMMENT ON TABLE runs IS 'One row per converted trace. Leveled captures produce one run per (level, batch size).';
 COMMENT ON COLUMN runs.run_id IS 'Identifier of the run, unique in the database; every other table refers to it.';
@@ -59,6 +63,7 @@ COMMENT ON COLUMN runs.started_at IS 'UTC wall-clock time at which the recording
 COMMENT ON COLUMN runs.clock_origin_utc_ns IS 'UTC epoch nanoseconds of the run clock''s zero, where known (start_ns + this = UTC).';
 COMMENT ON COLUMN runs.label IS 'Free label given at conversion (--label), NULL if none.';
 COMMENT ON COLUMN runs.converted_at IS 'When xsp-trace converted the trace (UTC).';
+COMMENT ON COLUMN runs.origin_ns IS 'The run''s time zero: the earliest time of any of its events (spans.start_ns, marks.ts_ns, counters.ts_ns), ns on the run clock; NULL for a run without events. Times that analyze, diff, findings, the report and the Perfetto export show are relative to it (start_ns - origin_ns).';
 
 CREATE TABLE IF NOT EXISTS devices (
     run_id INTEGER NOT NULL,

@@ -175,7 +175,13 @@ def _narrowed_both_ways(database: Path, tmp_path: Path, variables: str, options:
 
 
 def test_set_variable_narrows_as_analyze_options_do(database, tmp_path):
-    steps = plain_duckdb(database, {"s": "SELECT iteration, start_ns, end_ns FROM steps ORDER BY iteration"}, tmp_path)["s"]
+    # The window is given after the run's first event (its earliest span, mark or counter sample), as --window takes it.
+    first_event = (
+        "(SELECT min(t) FROM (SELECT min(start_ns) AS t FROM spans UNION ALL SELECT min(ts_ns) FROM marks UNION ALL SELECT min(ts_ns) FROM counters))"
+    )
+    steps = plain_duckdb(
+        database, {"s": f"SELECT iteration, start_ns - {first_event}, end_ns - {first_event} FROM steps ORDER BY iteration"}, tmp_path
+    )["s"]
     assert len(steps) >= 2, "the trace has two steps"
     first, start, end = steps[0]
     _narrowed_both_ways(database, tmp_path, f"SET VARIABLE xsp_iterations = [{first}];", AnalysisOptions(iterations=[first]))

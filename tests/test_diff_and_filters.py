@@ -110,11 +110,16 @@ def test_iteration_and_window_filters(converted_path):
     every = run_analysis(open_session(path), "step_bound").records()
     only = run_analysis(open_session(path, AnalysisOptions(iterations=[552])), "step_bound").records()
     assert [r for r in every if r["iteration"] == 552] == only and len(only) == 2
-    # The rank-1 run alone, through the CLI, as a window around its step 551.
+    # The rank-1 run alone, through the CLI, as a window around its step 551: in µs after the run's
+    # first event (its earliest span, mark or counter sample, read here from the tables).
     (step,) = [r for r in every if r["iteration"] == 551 and r["run_id"] == 2]
     con = open_session(path, AnalysisOptions(runs=[2]))
     start, end = con.execute("SELECT start_ns, end_ns FROM steps WHERE iteration = 551").fetchone()
-    result = CliRunner().invoke(app, ["analyze", str(path), "--run", "2", "--window", f"{start}:{end}", "-a", "step_bound", "--format", "json"])
+    (first,) = con.execute(
+        "SELECT min(t) FROM (SELECT min(start_ns) AS t FROM spans UNION ALL SELECT min(ts_ns) FROM marks UNION ALL SELECT min(ts_ns) FROM counters)"
+    ).fetchone()
+    window = f"{(start - first) / 1000}us:{(end - first) / 1000}us"
+    result = CliRunner().invoke(app, ["analyze", str(path), "--run", "2", "--window", window, "-a", "step_bound", "--format", "json"])
     assert result.exit_code == 0, result.output
     (row,) = json.loads(result.output)["step_bound"]
     assert row["iteration"] == 551 and row["gpu_busy_ms"] == step["gpu_busy_ms"]

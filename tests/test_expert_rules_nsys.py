@@ -175,8 +175,14 @@ def _theirs(rows: list[dict]) -> list[dict]:
 
 
 def _ours(con, settings: dict) -> dict[str, list[dict]]:
-    set_rule_variables(con, settings)
-    return {rule: [r for r in run_analysis(con, name).records() if r.pop("run_id") == 1] for rule, name in RULES.items()}
+    """Our rows of run 1, on nsys's session clock: --set start / end and the start_ns shown are after
+    the run's origin (runs.origin_ns)."""
+    (origin,) = con.execute("SELECT origin_ns FROM runs WHERE run_id = 1").fetchone()
+    set_rule_variables(con, {k: v - origin if k in ("start", "end") else v for k, v in settings.items()})
+    return {
+        rule: [{**r, "start_ns": r["start_ns"] + origin} for r in run_analysis(con, name).records() if r.pop("run_id") == 1]
+        for rule, name in RULES.items()
+    }
 
 
 def _key(row: dict) -> tuple:
@@ -253,7 +259,12 @@ def test_cli_set_options_reach_the_rules(nsys_analyze, converted_path):
         app, ["analyze", str(converted_path(export)), "-a", "gpu_starvation", "--set", "gap=0", "--set", "rows=2", "--format", "json", "--limit", "0"]
     )
     assert result.exit_code == 0, result.output
-    rows = [{k: v for k, v in r.items() if k != "run_id"} for r in json.loads(result.stdout)["gpu_starvation"]]
+    con = open_session(converted_path(export))
+    (origin,) = con.execute("SELECT origin_ns FROM runs").fetchone()  # start_ns is shown after it; nsys prints its session clock
+    con.close()
+    rows = [
+        {**{k: v for k, v in r.items() if k != "run_id"}, "start_ns": r["start_ns"] + origin} for r in json.loads(result.stdout)["gpu_starvation"]
+    ]
     assert rows == _theirs(references["gap0_chunks10_threshold80"]["gpu-starv"])[:2]
     import typer
 

@@ -121,7 +121,8 @@ def test_long_idle_gap_and_its_cpu_cause(plain_findings):
     f = plain_findings[("idle_gaps", 1)]
     assert f.severity == pytest.approx(190 / 1830)
     assert f.text == (
-        "GPU 0 of run 1 sat idle 190 µs in 1 gap of 100 µs or longer, 10.4 % of its 1.83 ms active window; 1 of "
+        "GPU 0 of run 1 sat idle 190 µs in 1 gap of 100 µs or longer, 10.4 % of its 1.83 ms active window (the longest, "
+        "190 µs, at 1.320 ms); 1 of "  # run 1 starts at 0: the gap is at 1320 µs
         "them ended only when the CPU launched the next operation late. Meanwhile the CPU was in: "
         "cudaDeviceSynchronize (explicit synchronisation) (190 µs, 1 gap)."
     )

@@ -47,8 +47,10 @@ def _ours(case, converted_path):
     ops = con.execute("SELECT count(*) FROM spans WHERE kind IN ('kernel', 'memcpy', 'memset')").fetchone()[0]
     assert {g["device_id"] for g in gaps} == {0}
 
+    (origin,) = con.execute("SELECT origin_ns FROM runs").fetchone()  # gap times are shown after it; HTA rounds the trace clock
+
     def rounded(g):  # the gap as HTA sees it: next start rounded up, previous end rounded down, µs
-        return math.ceil(g["gap_end_ns"] / 1000) - math.floor(g["gap_start_ns"] / 1000)
+        return math.ceil((g["gap_end_ns"] + origin) / 1000) - math.floor((g["gap_start_ns"] + origin) / 1000)
 
     host = sum(rounded(g) for g in gaps if g["launch_late"])
     other = sum(rounded(g) for g in gaps if not g["launch_late"])

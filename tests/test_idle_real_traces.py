@@ -26,6 +26,13 @@ def _session(converted_path, *paths):
     return open_session(converted_path(*paths))
 
 
+def _on_run_clock(con, rows: list[dict], *columns: str) -> list[dict]:
+    """The rows with their time columns back on the run clock: analyses show times after the run's
+    origin (runs.origin_ns), the raw export its session clock."""
+    origin = dict(con.execute("SELECT run_id, origin_ns FROM runs").fetchall())
+    return [{**r, **{c: r[c] + origin[r["run_id"]] for c in columns}} for r in rows]
+
+
 def _raw(case):
     return sqlite3.connect(f"file:{NSYS_EXPORTS[case]}?mode=ro&immutable=1", uri=True)
 
@@ -115,9 +122,10 @@ def test_idle_gaps_against_the_raw_export(converted_path):
                 first = min((a for a in mine if a[1] == nxt), key=lambda a: a[3])
                 call = calls.get((first[3], first[4] >> 24))
                 expected[(dev, end)] = (nxt - end, call and fmt.API_NAME_VERSION_SUFFIX.sub("", call[1]), call and call[2], call and call[0] > end)
+    con = _session(converted_path, NSYS_EXPORTS[H100])
     ours = {
         (r["device_id"], r["gap_start_ns"]): (r["gap_ns"], r["launch_call"], r["launch_tid"], r["launch_late"])
-        for r in run_analysis(_session(converted_path, NSYS_EXPORTS[H100]), "gpu_idle_gaps").records()
+        for r in _on_run_clock(con, run_analysis(con, "gpu_idle_gaps").records(), "gap_start_ns")
     }
     assert len(expected) > 1000
     assert ours == expected
@@ -138,7 +146,8 @@ def test_idle_gap_cpu_span_is_the_innermost_range_at_mid_gap(converted_path):
     by_tid = {}
     for c in cpu:
         by_tid.setdefault(c[2], []).append(c)
-    rows = [r for r in run_analysis(_session(converted_path, NSYS_EXPORTS[H100]), "gpu_idle_gaps").records() if r["launch_tid"] is not None]
+    con = _session(converted_path, NSYS_EXPORTS[H100])
+    rows = [r for r in _on_run_clock(con, run_analysis(con, "gpu_idle_gaps").records(), "gap_start_ns", "gap_end_ns") if r["launch_tid"] is not None]
     checked = 0
     for r in rows[:300]:  # the 300 longest
         mid = (r["gap_start_ns"] + r["gap_end_ns"]) // 2
@@ -162,7 +171,8 @@ def test_utilization_bins_against_the_raw_export(case, converted_path):
     acts = []
     for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
         acts += raw.execute(f'SELECT deviceId, start, "end" FROM {table}').fetchall()
-    rows = run_analysis(_session(converted_path, NSYS_EXPORTS[case]), "gpu_utilization_bins").records()
+    con = _session(converted_path, NSYS_EXPORTS[case])
+    rows = _on_run_clock(con, run_analysis(con, "gpu_utilization_bins").records(), "bin_start_ns", "bin_end_ns")
     devices = sorted({d for d, _, _ in acts})
     assert sorted({r["device_id"] for r in rows}) == devices
     for dev in devices:

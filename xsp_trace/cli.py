@@ -182,10 +182,10 @@ def perfetto(
         help="Comma-separated span kinds to keep (model, layer, op, annotation, api, kernel, memcpy, memset, sync, other), plus mark and counter. Default: all.",
     ),
     from_ns: int | None = typer.Option(
-        None, "--from-ns", help="Window start: ns after each run's first timestamp. Spans overlapping the window are kept."
+        None, "--from-ns", help="Window start: ns after each run's first event (runs.origin_ns). Spans overlapping the window are kept."
     ),
-    to_ns: int | None = typer.Option(None, "--to-ns", help="Window end (exclusive): ns after each run's first timestamp."),
-    keep_clocks: bool = typer.Option(False, "--keep-clocks", help="Keep each run's own clock instead of starting every run at time 0."),
+    to_ns: int | None = typer.Option(None, "--to-ns", help="Window end (exclusive): ns after each run's origin."),
+    keep_clocks: bool = typer.Option(False, "--keep-clocks", help="Keep each run's own clock instead of putting every run's first event at time 0."),
     critical_path: bool = typer.Option(
         False, "--critical-path", help="Add each run's critical path (analyze -a critical_path) as a track of its own, its segments linked by flows."
     ),
@@ -376,7 +376,7 @@ def analyze(
         None, "--layer-depth", help="With --layer-ranges: nesting level among the matching ranges (1 = outermost); default the innermost."
     ),
     iteration: list[str] | None = typer.Option(None, "--iteration", help="Only these iterations (step numbers; repeat, comma-separate or A-B)."),
-    window: str | None = typer.Option(None, "--window", help="Only spans starting in START:END (ns on the run clock)."),
+    window: str | None = typer.Option(None, "--window", help="Spans starting in START:END after each run's start: 120ms:180ms (ns/us/ms/s)."),
     what_if: list[str] | None = typer.Option(
         None,
         "--what-if",
@@ -406,7 +406,7 @@ def analyze(
         None,
         "--set",
         help="NAME=VALUE, a setting of the expert rules (repeat), named as nsys analyze names its rule options: rows (per rule and run, "
-        "default 50), start / end (ns on the run clock), nvtx (TEXT[@DOMAIN]: the first such range's window and process), gap "
+        "default 50), start / end (ns after the run's first event), nvtx (TEXT[@DOMAIN]: the first such range's window and process), gap "
         "(gpu_starvation, ms, default 500), threshold (gpu_low_utilization, %, default 50), chunks (gpu_low_utilization, default 30).",
     ),
 ) -> None:
@@ -414,7 +414,8 @@ def analyze(
 
     Each analysis is a documented SQL file (queries/analyses/*.sql) over the SQL library queries/lib/*.sql.
     Without -a: a one-screen summary (--all: every analysis). Tables show times in ms (the header says
-    so; CSV and JSON keep the analyses' ns) and fit the terminal (--wide does not cut them).
+    so; CSV and JSON keep the analyses' ns) and fit the terminal (--wide does not cut them). Times are
+    after each run's first event (runs.origin_ns), as in `xsp-trace perfetto`'s export.
 
     Example:
 
@@ -429,6 +430,8 @@ def analyze(
       xsp-trace analyze qwen.duckdb --layer-ranges modules --layer-depth 2 -a layer_gpu_aggregates
 
       xsp-trace analyze rank0.duckdb --iteration 552 -a step_bound -a gpu_idle_gaps
+
+      xsp-trace analyze rank0.duckdb --window 120ms:180ms -a gpu_idle_gaps
 
       xsp-trace analyze rank1.duckdb --scope profiled -a comm_compute_overlap -a gpu_busy_idle
 

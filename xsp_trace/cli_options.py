@@ -14,6 +14,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn
 
 from .errors import InputError, one_line
 from .output_files import check_interrupted
+from .timebase import parse_time
 
 
 class StoreFormat(str, Enum):
@@ -170,12 +171,16 @@ def iteration_list(values: list[str] | None) -> list[int] | None:
 
 
 def time_window(text: str | None) -> tuple | None:
+    """(start, end) ns after each run's origin of --window START:END; each end takes a unit (ns, us,
+    ms, s; none: ns), e.g. 120ms:180ms."""
     if text is None:
         return None
     try:
-        lo, hi = (int(v) for v in text.split(":"))
+        lo, hi = (parse_time(v) for v in text.split(":"))
     except ValueError:
-        raise InputError(None, f"--window {text!r} is not START:END in ns", "e.g. --window 1000000:2000000") from None
+        raise InputError(
+            None, f"--window {text!r} is not START:END (times after the run's first event, units ns, us, ms or s)", "e.g. --window 120ms:180ms"
+        ) from None
     if hi <= lo:
         raise InputError(None, f"--window {text!r} ends before it starts", "END must be above START")
     return (lo, hi)

@@ -225,6 +225,7 @@ def insert_attribution(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
 
 
 def _correlate_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
+    run_script(con, query_text("correlate/origin"), run_id)
     nest_cpu_spans(con, run_id)
     run_script(con, query_text("correlate/launches"), run_id)
     run_script(con, query_text("correlate/hierarchy"), run_id)

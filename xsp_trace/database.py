@@ -18,7 +18,7 @@ from .schema import schema_difference
 from .sql import scalar
 from .vocabulary import SourceKind
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 
 
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:
@@ -29,22 +29,47 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-def check_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+# Older schema versions a read-only connection still reads, and the column each lacks: version 5
+# has no runs.origin_ns, which a TEMP table of runs computes as correlate/origin.sql stores it.
+READABLE_OLDER = {"5": ("runs", "origin_ns")}
+
+
+def runs_with_origin(con: duckdb.DuckDBPyConnection, catalog: str) -> str:
+    """The name of a TEMP table of the `runs` rows of `catalog` with origin_ns computed, for a database
+    older than version 6; made once per connection (a view would scan every span at each use)."""
+    main = f'"{catalog.replace(chr(34), chr(34) * 2)}".main'
+    con.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS _xsp_runs_origin AS "
+        f"SELECT r.*, o.origin_ns FROM {main}.runs AS r LEFT JOIN (SELECT run_id, min(t) AS origin_ns FROM ("
+        f"SELECT run_id, min(start_ns) AS t FROM {main}.spans GROUP BY run_id "
+        f"UNION ALL SELECT run_id, min(ts_ns) FROM {main}.marks GROUP BY run_id "
+        f"UNION ALL SELECT run_id, min(ts_ns) FROM {main}.counters GROUP BY run_id) GROUP BY run_id) AS o USING (run_id)"
+    )
+    return "_xsp_runs_origin"
+
+
+def check_schema(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool = False) -> None:
+    """Refuse a database of another schema version, or one edited by hand. Read-only, a version in
+    READABLE_OLDER is accepted: `runs` is shadowed by a TEMP view of it with origin_ns computed."""
     try:
         row = con.execute("SELECT value FROM schema_info WHERE key = 'schema_version'").fetchone()
     except duckdb.Error:
         row = None
     if row is None:
         raise InputError(path, "is a DuckDB file but not an xsp-trace database", "choose another output path")
-    if row[0] != SCHEMA_VERSION:
+    older = read_only and row[0] in READABLE_OLDER
+    if row[0] != SCHEMA_VERSION and not older:
         raise InputError(
             path,
             f"has xsp-trace schema version {row[0]}, this xsp-trace writes version {SCHEMA_VERSION}",
             "convert into a new database",
         )
-    difference = schema_difference(con, scalar(con, "SELECT current_database()"))
+    catalog = scalar(con, "SELECT current_database()")
+    difference = schema_difference(con, catalog, missing_ok=READABLE_OLDER[row[0]] if older else None)
     if difference is not None:
         raise InputError(path, f"{difference}, which xsp-trace schema version {SCHEMA_VERSION} has: edited by hand?", "convert the traces again")
+    if older:
+        con.execute(f"CREATE OR REPLACE TEMP VIEW runs AS SELECT * FROM {runs_with_origin(con, catalog)}")
 
 
 @contextmanager
@@ -97,7 +122,7 @@ def connect(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
         con = duckdb_connect(path, read_only=read_only)
     except duckdb.Error as exc:
         raise InputError(path, f"is not a readable DuckDB database ({exc})", "pass a database written by xsp-trace convert") from exc
-    check_schema(con, path)
+    check_schema(con, path, read_only=read_only)
     return con
 
 

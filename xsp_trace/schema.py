@@ -46,9 +46,10 @@ def table_ddl(table: str) -> str:
     return ", ".join(f'"{column}" {kind}' for column, kind in expected_tables()[table])
 
 
-def schema_difference(con: duckdb.DuckDBPyConnection, catalog: str) -> str | None:
+def schema_difference(con: duckdb.DuckDBPyConnection, catalog: str, missing_ok: tuple[str, str] | None = None) -> str | None:
     """The first way `catalog` differs from the schema (a missing table, a missing or retyped column),
-    or None. Extra tables and columns are allowed: they change no query the package runs."""
+    or None. Extra tables and columns are allowed: they change no query the package runs; so is the
+    (table, column) `missing_ok`, which an older schema version lacks."""
     present = table_columns(con, catalog)
     for table, columns in expected_tables().items():
         if table not in present:
@@ -56,6 +57,8 @@ def schema_difference(con: duckdb.DuckDBPyConnection, catalog: str) -> str | Non
         have = dict(present[table])
         for column, kind in columns:
             if column not in have:
+                if (table, column) == missing_ok:
+                    continue
                 return f"has no column {table}.{column}"
             if have[column] != kind:
                 return f"has column {table}.{column} of type {have[column]}, not {kind}"

@@ -3,7 +3,7 @@
 -- xsp_rule_rows per run. Host-to-device copies of at most 64 KB are left out (CUDA returns once
 -- they are staged), as nsys does.
 --
--- From: xsp_rules_memops (prelude_rules); the call name patterns (variables
+-- From: runs (origin_ns: start_ns is shown relative to it), xsp_rules_memops (prelude_rules); the call name patterns (variables
 -- xsp_rule_sync_memcpy_api, xsp_rule_sync_memcpy_not_api) and the small-copy rule
 -- (xsp_rule_small_htod_bytes, xsp_rule_small_copy_kind) from xsp_trace/formats/nsys_rules.py.
 -- Copies within one device are not left out: the schema keeps no source and destination
@@ -14,8 +14,8 @@ SELECT
     run_id,
     -- GPU duration of the copy, ns.
     duration_ns,
-    -- Start of the copy on the GPU, ns on the run clock.
-    start_ns,
+    -- Start of the copy on the GPU, ns after the run's origin (runs.origin_ns).
+    start_ns - r.origin_ns AS start_ns,
     -- Memory kind of the source (Pageable, Pinned, Device, ...).
     src_kind,
     -- Memory kind of the destination.
@@ -33,6 +33,7 @@ SELECT
     -- The API call that launched it (e.g. cudaMemcpy).
     api_name
 FROM xsp_rules_memops
+JOIN runs AS r USING (run_id)
 WHERE kind = 'memcpy'
   AND api_name ILIKE getvariable('xsp_rule_sync_memcpy_api')
   AND api_name NOT ILIKE getvariable('xsp_rule_sync_memcpy_not_api')

@@ -2,7 +2,7 @@
 -- calls (no async), which block the CPU -- nsys analyze's cuda-sync-memset rule, longest first,
 -- at most xsp_rule_rows per run.
 --
--- From: xsp_rules_memops (prelude_rules: memops.dst_kind is the memory kind a set wrote); the
+-- From: runs (origin_ns: start_ns is shown relative to it), xsp_rules_memops (prelude_rules: memops.dst_kind is the memory kind a set wrote); the
 -- call name patterns (variables xsp_rule_sync_memset_api, xsp_rule_sync_memset_not_api) and the
 -- memory kinds (xsp_rule_sync_memset_kinds) from xsp_trace/formats/nsys_rules.py (Kineto: the
 -- kind in the set's name, "Memset (Device)").
@@ -11,8 +11,8 @@ SELECT
     run_id,
     -- GPU duration of the set, ns.
     duration_ns,
-    -- Start of the set on the GPU, ns on the run clock.
-    start_ns,
+    -- Start of the set on the GPU, ns after the run's origin (runs.origin_ns).
+    start_ns - r.origin_ns AS start_ns,
     -- Memory kind that was set (Pinned or Managed).
     dst_kind AS memory_kind,
     -- Bytes set.
@@ -28,6 +28,7 @@ SELECT
     -- The API call that launched it (e.g. cudaMemset).
     api_name
 FROM xsp_rules_memops
+JOIN runs AS r USING (run_id)
 WHERE kind = 'memset'
   AND api_name ILIKE getvariable('xsp_rule_sync_memset_api')
   AND api_name NOT ILIKE getvariable('xsp_rule_sync_memset_not_api')

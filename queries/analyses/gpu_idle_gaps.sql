@@ -6,7 +6,7 @@
 -- launch is recorded), the other threads of the process say what the CPU was doing: the thread
 -- whose innermost span at mid-gap ranks first by class (sync, then launch, then host) and depth.
 --
--- From: xsp_gpu_busy_intervals (prelude: union of kernels, copies and sets per GPU), launches and
+-- From: runs (origin_ns: the times shown are relative to it), xsp_gpu_busy_intervals (prelude: union of kernels, copies and sets per GPU), launches and
 -- spans (the call that launched the first GPU operation after the gap, its thread's spans),
 -- xsp_cpu_calls (prelude: the class of each API call, and why a sync call waits). Gaps shorter than
 -- the variable xsp_min_gap_ns (default 1000 ns) are left out.
@@ -76,10 +76,11 @@ SELECT
     la.run_id,
     -- The idle GPU.
     la.device_id,
-    -- Start of the idle stretch (end of the GPU's last busy interval), ns on the run clock.
-    la.gap_start_ns,
-    -- End of the idle stretch (start of the next GPU operation), ns on the run clock.
-    la.gap_end_ns,
+    -- Start of the idle stretch (end of the GPU's last busy interval), ns after the run's origin
+    -- (runs.origin_ns): the time ui.perfetto.dev shows for it in `xsp-trace perfetto`'s export.
+    la.gap_start_ns - r.origin_ns AS gap_start_ns,
+    -- End of the idle stretch (start of the next GPU operation), ns after the run's origin.
+    la.gap_end_ns - r.origin_ns AS gap_end_ns,
     -- Length of the idle stretch, ns (no GPU work of the scope running).
     la.gap_end_ns - la.gap_start_ns AS gap_ns,
     -- Name of the GPU operation (kernel, copy, set) that ended the gap.
@@ -108,6 +109,7 @@ SELECT
     -- Its class: launch, sync or host.
     CASE WHEN m.cpu_span IS NULL THEN o.other_cpu_class END AS other_cpu_class
 FROM launched AS la
+JOIN runs AS r ON r.run_id = la.run_id
 LEFT JOIN cpu_at_mid AS m ON m.run_id = la.run_id AND m.device_id = la.device_id AND m.gap_start_ns = la.gap_start_ns
 LEFT JOIN other_thread AS o ON o.run_id = la.run_id AND o.device_id = la.device_id AND o.gap_start_ns = la.gap_start_ns
 ORDER BY la.run_id, gap_ns DESC, la.device_id, la.gap_start_ns;

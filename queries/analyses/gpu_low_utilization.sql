@@ -2,7 +2,7 @@
 -- xsp_rule_threshold_pct (default 50 %) of the time -- nsys analyze's gpu-low-util rule, lowest
 -- first, at most xsp_rule_rows per run.
 --
--- From: xsp_rules_gpu_ops (prelude_rules: kernels, copies and sets in the window). As nsys: per
+-- From: runs (origin_ns: start_ns is shown relative to it), xsp_rules_gpu_ops (prelude_rules: kernels, copies and sets in the window). As nsys: per
 -- run, process and GPU, the span from its first GPU work's start to its last one's end is cut
 -- into xsp_rule_chunks (default 30) chunks of ceil(span / chunks) ns (the last one clipped);
 -- a chunk's use is the summed overlap of the work with it over its length (concurrent work adds
@@ -55,12 +55,13 @@ SELECT
     in_use_pct,
     -- Length of the region, ns.
     region_ns AS duration_ns,
-    -- Start of the region, ns on the run clock.
-    region_start AS start_ns,
+    -- Start of the region, ns after the run's origin (runs.origin_ns).
+    region_start - r.origin_ns AS start_ns,
     -- Process whose GPU work was measured.
     pid,
     -- GPU (CUDA device ordinal).
     device_id
 FROM regions
+JOIN runs AS r USING (run_id)
 QUALIFY row_num <= (SELECT row_limit FROM xsp_rules_settings)
 ORDER BY run_id, row_num;

@@ -2,7 +2,7 @@
 -- 500 ms) between the first and the last GPU work of a process on it -- nsys analyze's gpu-starv
 -- rule, longest first, at most xsp_rule_rows per run.
 --
--- From: xsp_rules_gpu_ops (prelude_rules: kernels, copies and sets in the window), per run,
+-- From: runs (origin_ns: start_ns is shown relative to it), xsp_rules_gpu_ops (prelude_rules: kernels, copies and sets in the window), per run,
 -- process and GPU. As nsys: the k-th end (ends in order) and the (k+1)-th start (starts in
 -- order) bound a gap when the end comes first -- nothing runs between them. nsys also counts
 -- its own "CUDA profiling overhead" rows as GPU work; the schema does not keep them.
@@ -29,12 +29,13 @@ SELECT
     row_number() OVER (PARTITION BY run_id ORDER BY gap_ns DESC, gap_start_ns, pid, device_id) AS row_num,
     -- Length of the idle gap, ns.
     gap_ns AS duration_ns,
-    -- Start of the gap (end of the GPU work before it), ns on the run clock.
-    gap_start_ns AS start_ns,
+    -- Start of the gap (end of the GPU work before it), ns after the run's origin (runs.origin_ns).
+    gap_start_ns - r.origin_ns AS start_ns,
     -- Process whose GPU work the gap is between.
     pid,
     -- GPU (CUDA device ordinal).
     device_id
 FROM gaps
+JOIN runs AS r USING (run_id)
 QUALIFY row_num <= (SELECT row_limit FROM xsp_rules_settings)
 ORDER BY run_id, row_num;

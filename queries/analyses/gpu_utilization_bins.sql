@@ -2,7 +2,8 @@
 -- its last operation (like `nsys analyze gpu-low-util` and HTA's temporal breakdown over time):
 -- where a run went through low-utilisation phases.
 --
--- From: xsp_gpu_busy_intervals (prelude: union of kernels, copies and sets per GPU, all streams).
+-- From: xsp_gpu_busy_intervals (prelude: union of kernels, copies and sets per GPU, all streams),
+-- runs (origin_ns: the bin edges shown are relative to it).
 -- Bins: the variable xsp_bins per GPU (default 50) of equal width, the last one ending at the last
 -- operation's end.
 -- Counts: every kernel, copy and set the session holds -- under `analyze --scope all` (the
@@ -37,10 +38,10 @@ SELECT
     e.device_id,
     -- Bin number (0 = first).
     e.bin,
-    -- Start of the bin, ns on the run clock.
-    e.bin_start_ns,
-    -- End of the bin, ns on the run clock (start of the next one).
-    e.bin_end_ns,
+    -- Start of the bin, ns after the run's origin (runs.origin_ns).
+    e.bin_start_ns - r.origin_ns AS bin_start_ns,
+    -- End of the bin, ns after the run's origin (start of the next one).
+    e.bin_end_ns - r.origin_ns AS bin_end_ns,
     -- GPU busy time inside the bin (work of the scope), ns (0 for a bin with no GPU work); the bins of a GPU add up
     -- to gpu_busy_idle's busy_ns.
     CAST(coalesce(p.busy_ns, 0) AS BIGINT) AS busy_ns,
@@ -48,4 +49,5 @@ SELECT
     round(100.0 * coalesce(p.busy_ns, 0) / nullif(e.bin_end_ns - e.bin_start_ns, 0), 2) AS busy_pct
 FROM bin_edges AS e
 LEFT JOIN per_bin AS p USING (run_id, device_id, bin)
+JOIN runs AS r ON r.run_id = e.run_id
 ORDER BY e.run_id, e.device_id, e.bin;

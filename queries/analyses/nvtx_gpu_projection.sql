@@ -1,6 +1,6 @@
 -- analyses/nvtx_gpu_projection: every CPU range (model, layer, op, annotation) projected onto the GPU.
 --
--- From: spans, span_ancestors (a GPU span's ancestors are its launching API call and every range
+-- From: runs (origin_ns: the start times shown are relative to it), spans, span_ancestors (a GPU span's ancestors are its launching API call and every range
 -- that call ran in) and launches.
 -- Computes: one row per range that launched GPU work (kernels, memcpy, memset): the interval
 -- from the first start to the last end of that work -- what nsys's nvtx_gpu_proj_trace /
@@ -22,12 +22,12 @@ SELECT
     r.tid,
     -- Nesting depth among CPU spans (0 = outermost).
     r.depth,
-    -- The range on the CPU.
-    r.start_ns AS cpu_start_ns,
+    -- Start of the range on the CPU, ns after the run's origin (runs.origin_ns).
+    r.start_ns - o.origin_ns AS cpu_start_ns,
     -- Duration of the range on the CPU, ns.
     r.end_ns - r.start_ns AS cpu_duration_ns,
-    -- First start and last end of the GPU work launched inside the range.
-    min(g.start_ns) AS gpu_start_ns,
+    -- Start of the first GPU operation launched inside the range, ns after the run's origin.
+    min(g.start_ns - o.origin_ns) AS gpu_start_ns,
     -- GPU duration: from the first GPU operation's start to the last one's end, ns.
     max(g.end_ns) - min(g.start_ns) AS gpu_duration_ns,
     -- Number of GPU operations launched inside the range.
@@ -37,6 +37,7 @@ SELECT
 FROM spans AS g
 JOIN span_ancestors AS a ON a.run_id = g.run_id AND a.span_id = g.span_id
 JOIN spans AS r ON r.run_id = a.run_id AND r.span_id = a.ancestor_id
+JOIN runs AS o ON o.run_id = r.run_id
 WHERE g.kind IN ('kernel', 'memcpy', 'memset')
   AND r.kind IN ('model', 'layer', 'op', 'annotation')
 GROUP BY ALL

@@ -8,8 +8,9 @@
 -- RULE:NAME=VALUE` takes them (`xsp-trace analyze --set NAME=VALUE` sets them; the defaults below
 -- are nsys's, xsp_trace/formats/nsys_rules.py):
 --     SET VARIABLE xsp_rule_rows = 50;            -- at most this many rows per rule and run
---     SET VARIABLE xsp_rule_start_ns = 0;         -- only work ending at or after this time (run clock)
---     SET VARIABLE xsp_rule_end_ns = 2e9;         -- only work starting before this time
+--     SET VARIABLE xsp_rule_start_ns = 0;         -- only work ending at or after this time (ns after
+--                                                 -- the run's origin, runs.origin_ns)
+--     SET VARIABLE xsp_rule_end_ns = 2e9;         -- only work starting before this time (same base)
 --     SET VARIABLE xsp_rule_nvtx = 'step@mydomain';  -- the window of the first range of that name
 --     SET VARIABLE xsp_rule_gap_ms = 500;         -- gpu_starvation: idle gaps longer than this
 --     SET VARIABLE xsp_rule_threshold_pct = 50;   -- gpu_low_utilization: chunks below this use
@@ -50,10 +51,11 @@ WITH named AS (
 SELECT
     -- Run.
     runs.run_id,
-    -- Work ending at or after this time counts, ns on the run clock.
-    coalesce(getvariable('xsp_rule_start_ns'), f.r.start_ns, -9223372036854775808)::BIGINT AS start_ns,
-    -- Work starting before this time counts, ns.
-    coalesce(getvariable('xsp_rule_end_ns'), f.r.end_ns, 9223372036854775807)::BIGINT AS end_ns,
+    -- Work ending at or after this time counts, ns on the run clock (xsp_rule_start_ns is given
+    -- after the run's origin, runs.origin_ns).
+    coalesce(runs.origin_ns + getvariable('xsp_rule_start_ns'), f.r.start_ns, -9223372036854775808)::BIGINT AS start_ns,
+    -- Work starting before this time counts, ns on the run clock.
+    coalesce(runs.origin_ns + getvariable('xsp_rule_end_ns'), f.r.end_ns, 9223372036854775807)::BIGINT AS end_ns,
     -- Only this process's work (NULL: every process).
     f.r.pid AS pid,
     -- Only this thread's API calls (NULL: every thread).

@@ -1,7 +1,7 @@
 -- perfetto/select: what a Perfetto export shows -- the chosen runs, their time origin, and
 -- their spans, marks and counter samples inside the chosen window and kinds.
 --
--- From: runs, spans, marks, counters, and variables set by xsp_trace.perfetto:
+-- From: runs (origin_ns, the time zero of each run), spans, marks, counters, and variables set by xsp_trace.perfetto:
 --   xsp_perfetto_run_ids  INTEGER[] or NULL (all runs)
 --   xsp_perfetto_kinds    VARCHAR[] or NULL (all span kinds; 'mark' and 'counter' select
 --                         marks and counter samples)
@@ -12,35 +12,26 @@
 -- perfetto_counters, read by the other perfetto_*.sql queries.
 
 CREATE OR REPLACE TEMP TABLE perfetto_runs AS
-WITH
-    origins AS (
-        SELECT run_id, min(t) AS origin_ns
-        FROM (
-            SELECT run_id, min(start_ns) AS t FROM spans GROUP BY run_id
-            UNION ALL SELECT run_id, min(ts_ns) FROM marks GROUP BY run_id
-            UNION ALL SELECT run_id, min(ts_ns) FROM counters GROUP BY run_id
-        )
-        GROUP BY run_id
-    )
 SELECT
     -- The run.
     r.run_id,
-    -- Earliest timestamp of the run (spans, marks, counters): the run's time zero.
-    o.origin_ns,
+    -- The run's time zero, runs.origin_ns (its first span, mark or counter sample): the exported
+    -- trace puts it at 0, so a time analyze shows is the time ui.perfetto.dev shows.
+    r.origin_ns,
     -- Subtracted from every timestamp of the run: the origin when aligning runs, otherwise
     -- only what keeps timestamps non-negative (Perfetto timestamps are unsigned).
-    CASE WHEN getvariable('xsp_perfetto_align') THEN o.origin_ns ELSE least(o.origin_ns, 0) END AS shift_ns,
+    CASE WHEN getvariable('xsp_perfetto_align') THEN r.origin_ns ELSE least(r.origin_ns, 0) END AS shift_ns,
     -- Start of the window on the run clock (NULL: open).
-    o.origin_ns + getvariable('xsp_perfetto_from_ns') AS window_start_ns,
+    r.origin_ns + getvariable('xsp_perfetto_from_ns') AS window_start_ns,
     -- End of the window on the run clock (NULL: open).
-    o.origin_ns + getvariable('xsp_perfetto_to_ns') AS window_end_ns,
+    r.origin_ns + getvariable('xsp_perfetto_to_ns') AS window_end_ns,
     -- Name prefix that tells this run's tracks apart from other runs' tracks.
     concat_ws(' · ', 'run ' || r.run_id, r.source_kind, r.level, r.model,
               'batch ' || r.batch_size, 'rank ' || r.rank, r.label) AS title
 FROM runs AS r
-JOIN origins AS o USING (run_id)
-WHERE getvariable('xsp_perfetto_run_ids') IS NULL
-   OR list_contains(getvariable('xsp_perfetto_run_ids'), r.run_id);
+WHERE r.origin_ns IS NOT NULL  -- a run without events has nothing to show
+  AND (getvariable('xsp_perfetto_run_ids') IS NULL
+       OR list_contains(getvariable('xsp_perfetto_run_ids'), r.run_id));
 
 CREATE OR REPLACE TEMP VIEW perfetto_spans AS
 SELECT

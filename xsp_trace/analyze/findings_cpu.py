@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Collection, Mapping
 
 from ..formats.kineto_fields import GRAPH_LAUNCH_API_NAMES
+from ..timebase import format_time
 from ..vocabulary import FindingKind
 from .findings_base import DEVICE_BOUND_PCT, LONG_GAP_NS, TOP_CAUSES, TOP_WAITS, Finding, count, duration, gpu_label, ms_to_ns, pct, size
 
@@ -36,9 +37,11 @@ def idle_gaps(gaps: list[dict], windows: dict) -> list[Finding]:
             causes[_cause(g)][1] += 1
         top = sorted(causes.items(), key=lambda kv: (-kv[1][0], kv[0][0]))[:TOP_CAUSES]
         named = "; ".join(f"{label} ({duration(ns)}, {count(n, 'gap')})" for (label, _, _), (ns, n) in top)
+        longest = max(mine, key=lambda g: (g["gap_ns"], -g["gap_start_ns"]))
         text = (
             f"{gpu_label(run_id, device_id)} sat idle {duration(idle)} in {count(len(mine), 'gap')} of {duration(LONG_GAP_NS)} or longer, "
-            f"{pct(idle / window)} of its {duration(window)} active window; {late} of them ended only when the CPU "
+            f"{pct(idle / window)} of its {duration(window)} active window (the longest, {duration(longest['gap_ns'])}, "
+            f"at {format_time(longest['gap_start_ns'])}); {late} of them ended only when the CPU "
             f"launched the next operation late. Meanwhile the CPU was in: {named}."
         )
         out.append(
@@ -55,6 +58,7 @@ def idle_gaps(gaps: list[dict], windows: dict) -> list[Finding]:
                     "idle_ns": idle,
                     "gaps": len(mine),
                     "late": late,
+                    "longest_start_ns": longest["gap_start_ns"],
                     "causes": [(label, span, ns, n) for (label, span, _), (ns, n) in top],
                     "other_thread_causes": [(label, span, ns, n) for (label, span, other), (ns, n) in top if other],
                 },

@@ -98,10 +98,15 @@ def install_analyses(con: duckdb.DuckDBPyConnection, catalog: str | None = None,
 # The narrowing an `analyze` option makes, as variables the installed views read (unset: everything):
 #     SET VARIABLE xsp_run_ids = [1, 2];        -- analyze --run 1,2
 #     SET VARIABLE xsp_iterations = [3, 4];     -- analyze --iteration 3-4 (step numbers)
-#     SET VARIABLE xsp_window_ns = [t0, t1];    -- analyze --window: spans starting in [t0, t1), run clock
+#     SET VARIABLE xsp_window_ns = [t0, t1];    -- analyze --window: spans starting in [t0, t1), ns after
+#                                                  their run's first event (runs.origin_ns)
 NARROWING_VARIABLES = ("xsp_run_ids", "xsp_iterations", "xsp_window_ns")
 _IN_RUNS = "(getvariable('xsp_run_ids') IS NULL OR list_contains(getvariable('xsp_run_ids'), run_id))"
-_IN_WINDOW = "(getvariable('xsp_window_ns') IS NULL OR ({t} >= getvariable('xsp_window_ns')[1] AND {t} < getvariable('xsp_window_ns')[2]))"
+_ORIGIN = "(SELECT r.origin_ns FROM main.runs AS r WHERE r.run_id = t.run_id)"
+_IN_WINDOW = (
+    "(getvariable('xsp_window_ns') IS NULL OR "
+    f"({{t}} - {_ORIGIN} >= getvariable('xsp_window_ns')[1] AND {{t}} - {_ORIGIN} < getvariable('xsp_window_ns')[2]))"
+)
 _NARROWED = "(getvariable('xsp_iterations') IS NOT NULL OR getvariable('xsp_window_ns') IS NOT NULL)"
 
 

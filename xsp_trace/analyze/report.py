@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..output_files import atomic_output
+from ..timebase import format_time
 from . import svg
 from .catalog import ANALYSES
 from .findings import Finding
@@ -154,7 +155,8 @@ def _gpu_plots(results: dict[str, Result]) -> str:
         bins.setdefault((r["run_id"], r["device_id"]), []).append(r)
     for (run, dev), rows in sorted(bins.items()):
         start_ms, end_ms = rows[0]["bin_start_ns"] / 1e6, rows[-1]["bin_end_ns"] / 1e6
-        note = f"{len(rows)} bins of {(end_ms - start_ms) / len(rows):.4g} ms"
+        # The first bin's start after the run's first event: the time the Perfetto export shows.
+        note = f"{len(rows)} bins of {(end_ms - start_ms) / len(rows):.4g} ms, the first at {format_time(rows[0]['bin_start_ns'])}"
         plots.append(svg.strip([r["busy_pct"] for r in rows], f"GPU {dev} of run {run}: busy % over time", start_ms, end_ms, note))
     steps: dict[int, list] = {}
     for r in results["step_bound"].records() if "step_bound" in results else []:
@@ -253,7 +255,8 @@ def render_report(database: Path, results: dict[str, Result], findings: list[Fin
         f"<title>xsp-trace report: {escape(Path(database).name)}</title><style>{_STYLE}</style></head><body>"
         f"<h1>xsp-trace report: {escape(str(database))}</h1>"
         f"<p>xsp-trace {escape(__version__)}, {stamp}. Latencies are leveled-corrected where the runs allow "
-        "(model from M, layer from ML, kernel from MLG runs). Times (columns ending in _ns in the data) are shown in ms. "
+        "(model from M, layer from ML, kernel from MLG runs). Times (columns ending in _ns in the data) are shown in ms; "
+        "points in time (a gap's start) count from each run's first event, as in its Perfetto export. "
         "Long kernel names are shortened to their base name, as nsys's <code>:base</code>: hover over a dotted name or a "
         "bar's label for the full name.</p>"
         + _findings_html(findings)

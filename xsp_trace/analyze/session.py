@@ -14,6 +14,7 @@ from pathlib import Path
 
 import duckdb
 
+from ..database import runs_with_origin
 from ..errors import InputError
 from ..naming import LAYER_RANGE_PRESETS, install_name_macros, layer_range_pattern
 from ..resources import query_text
@@ -22,6 +23,7 @@ from ..sql import quote_identifier as _quote
 from ..sql import scalar, set_variables
 from ..sqllib import session_modules
 from ..store import open_store
+from ..timebase import format_time
 from .catalog import BY_NAME
 from .critical_path import build_critical_path
 from .facts import fact_variables, fill_device_peaks, load_format_tables
@@ -81,10 +83,10 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
         selected = ", ".join(str(int(r)) for r in options.runs)
         for table, cols in tables.items():
             if "run_id" in cols and table != "devices":
-                con.execute(
-                    f"CREATE OR REPLACE TEMP VIEW {_quote(table)} AS SELECT * FROM "
-                    f"{_quote(catalog)}.main.{_quote(table)} WHERE run_id IN ({selected})"
-                )
+                source = f"{_quote(catalog)}.main.{_quote(table)}"
+                if table == "runs" and "origin_ns" not in cols:  # an older database (database.READABLE_OLDER)
+                    source = runs_with_origin(con, catalog)
+                con.execute(f"CREATE OR REPLACE TEMP VIEW {_quote(table)} AS SELECT * FROM {source} WHERE run_id IN ({selected})")
     for table in expected_tables():  # only a connection not opened by open_store can lack one
         if table not in tables:
             con.execute(f"CREATE OR REPLACE TEMP TABLE {_quote(table)} ({table_ddl(table)})")
@@ -164,17 +166,38 @@ def _narrow_spans(con: duckdb.DuckDBPyConnection, catalog: str, options: Analysi
             f"WHERE att.run_id = s.run_id AND att.span_id = s.span_id)) IN ({its})"
         )
         step_where.append(f"iteration IN ({its})")
-    if options.window_ns:
+    if options.window_ns:  # relative to each run's origin (xsp_trace/timebase.py)
         lo, hi = (int(v) for v in options.window_ns)
-        span_where.append(f"s.start_ns >= {lo} AND s.start_ns < {hi}")
-        step_where.append(f"start_ns >= {lo} AND start_ns < {hi}")
+        origin = "(SELECT origin_ns FROM runs WHERE runs.run_id = {}.run_id)"
+        span_where.append(f"s.start_ns - {origin.format('s')} >= {lo} AND s.start_ns - {origin.format('s')} < {hi}")
+        step_where.append(f"start_ns - {origin.format('st')} >= {lo} AND start_ns - {origin.format('st')} < {hi}")
     con.execute(f"CREATE OR REPLACE TEMP TABLE _xsp_narrow_spans AS SELECT s.* FROM {source['spans']} AS s WHERE {' AND '.join(span_where)}")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE _xsp_narrow_steps AS SELECT * FROM {source['steps']} WHERE {' AND '.join(step_where)}")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _xsp_narrow_steps AS SELECT * FROM {source['steps']} AS st WHERE {' AND '.join(step_where)}")
+    if options.window_ns:
+        _check_window(con, source["spans"], options.window_ns)
     con.execute("CREATE OR REPLACE TEMP VIEW spans AS SELECT * FROM _xsp_narrow_spans")
     con.execute("CREATE OR REPLACE TEMP VIEW steps AS SELECT * FROM _xsp_narrow_steps")
     con.execute(
         f"CREATE OR REPLACE TEMP VIEW memops AS SELECT m.* FROM {source['memops']} AS m "
         "SEMI JOIN _xsp_narrow_spans AS s ON s.run_id = m.run_id AND s.span_id = m.span_id"
+    )
+
+
+def _check_window(con: duckdb.DuckDBPyConnection, spans: str, window_ns: tuple[int, int]) -> None:
+    """One line naming each run's range when --window holds no span of any selected run: a window
+    outside the runs (or on another clock) is not an empty trace."""
+    if scalar(con, "SELECT count(*) FROM (SELECT 1 FROM _xsp_narrow_spans LIMIT 1)"):
+        return
+    ranges = con.execute(
+        f"SELECT s.run_id, min(s.start_ns) - r.origin_ns, max(s.end_ns) - r.origin_ns FROM {spans} AS s "
+        "JOIN runs AS r ON r.run_id = s.run_id GROUP BY s.run_id, r.origin_ns ORDER BY s.run_id"
+    ).fetchall()
+    lo, hi = window_ns
+    held = "; ".join(f"run {run}: spans from {format_time(first)} to {format_time(last)}" for run, first, last in ranges) or "no spans"
+    raise InputError(
+        None,
+        f"--window {format_time(lo)}:{format_time(hi)} holds no span of the selected runs (times after each run's first event; {held})",
+        "choose START:END inside a run's range, e.g. --window 0ms:10ms",
     )
 
 

@@ -32,8 +32,8 @@ SETTINGS: dict[str, Setting] = {
     s.name: s
     for s in (
         Setting("rows", "xsp_rule_rows", int, nsys_rules.DEFAULT_ROWS, "expert rules: at most this many rows per rule and run", 1),
-        Setting("start", "xsp_rule_start_ns", int, None, "expert rules: only work ending at or after this time (ns on the run clock)"),
-        Setting("end", "xsp_rule_end_ns", int, None, "expert rules: only work starting before this time (ns on the run clock)"),
+        Setting("start", "xsp_rule_start_ns", int, None, "expert rules: only work ending at or after this time (ns after the run's origin)"),
+        Setting("end", "xsp_rule_end_ns", int, None, "expert rules: only work starting before this time (ns after the run's origin)"),
         Setting("nvtx", "xsp_rule_nvtx", str, None, "expert rules: only the window (and process) of the first range named TEXT[@DOMAIN]"),
         Setting("gap", "xsp_rule_gap_ms", int, nsys_rules.DEFAULT_GAP_MS, "gpu_starvation: GPU idle gaps longer than this, ms", 0),
         Setting("threshold", "xsp_rule_threshold_pct", int, nsys_rules.DEFAULT_THRESHOLD_PCT, "gpu_low_utilization: regions used below this, %", 0),

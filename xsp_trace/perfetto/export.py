@@ -34,9 +34,9 @@ SLICE_SEQUENCE_ID = 3
 class PerfettoOptions:
     run_ids: list[int] | None = None  # None: every run of the database
     kinds: list[str] | None = None  # span kinds, plus 'mark' and 'counter'; None: everything
-    from_ns: int | None = None  # window start, ns after each run's first timestamp
+    from_ns: int | None = None  # window start, ns after each run's origin (runs.origin_ns)
     to_ns: int | None = None  # window end (exclusive)
-    align_runs: bool = True  # every run starts at time 0 (False: keep each run's own clock)
+    align_runs: bool = True  # every run's origin (runs.origin_ns) at time 0 (False: keep each run's own clock)
     batch_rows: int = 50_000  # rows per Arrow batch read from DuckDB
     # Spans per part of the slices query (perfetto/slice_parts.sql): DuckDB sorts one part at a
     # time, so its memory follows this, not the trace size.
