@@ -90,7 +90,6 @@ def test_wide_analyses_fit_120_columns_with_no_long_or_wrapped_number(converted_
         _check_fits(result.output, len(results[name].rows), 30)
 
 
-@pytest.mark.xfail(strict=True, reason="Kineto points in time are epoch ns until the analyses count from each run's origin")
 def test_wide_analyses_fit_on_a_kineto_trace_with_an_epoch_clock(converted_path):
     db = converted_path(QWEN)
     result = _analyze(db, "-a", "gpu_idle_gaps")
