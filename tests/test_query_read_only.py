@@ -190,3 +190,12 @@ def test_sql_from_a_file_and_a_missing_file(data, tmp_path):
     assert result.exit_code == 0 and result.stdout.splitlines()[0] == "n"
     missing = runner.invoke(app, ["query", str(data / "db.duckdb"), f"@{tmp_path / 'none.sql'}"])
     assert missing.exit_code == 2 and "none.sql: does not exist" in missing.stderr
+
+
+def test_query_prints_ids_and_clocks_without_separators(data):
+    """An id and a raw clock read as written (no "4,515"), in query's table as in analyze's."""
+    result = runner.invoke(app, ["query", str(data / "db.duckdb"), "SELECT 4515 AS pid, 1683564902658025000 AS start_ns, 1234.5 AS x"])
+    assert result.exit_code == 0, result.output
+    for shown in (" 4515 ", " 1683564902658025000 ", " 1234.5 "):
+        assert shown in result.stdout, result.stdout
+    assert "4,515" not in result.stdout and "1,234" not in result.stdout

@@ -11,18 +11,19 @@ from rich.text import Text
 
 
 def format_cell(value) -> str:
-    """A value as people read it in a table: thousands separators, no exponent for big numbers."""
+    """A value as people read it in a table (query's and diff's): integers as they are (ids and
+    counters read without separators, as in analyze's tables), no exponent for big numbers."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, int):
-        return f"{value:,}"
+        return str(value)
     if isinstance(value, float):
         if value != value:  # NaN
             return "nan"
         if abs(value) >= 1000:
-            return f"{value:,.1f}"
+            return f"{value:.1f}"
         return f"{value:.4g}" if value and abs(value) < 1e-3 else f"{value:.4f}".rstrip("0").rstrip(".")
     if isinstance(value, list):
         return ", ".join(format_cell(v) for v in value)
