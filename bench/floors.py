@@ -31,7 +31,7 @@ from pathlib import Path
 from xsp_trace.convert.common import no_progress
 from xsp_trace.convert.nsys.converter import _Export, _stage_all  # the staging step alone: private on purpose
 from xsp_trace.connection import duckdb_connect
-from xsp_trace.database import CONVERT_MEMORY_LIMIT, memory_limit
+from xsp_trace.connection import CONVERT_MEMORY_LIMIT, memory_limit
 con = duckdb_connect()
 with closing(_Export(Path(sys.argv[1]))) as export, memory_limit(con, CONVERT_MEMORY_LIMIT):
     _stage_all(export, con, no_progress)
@@ -45,7 +45,7 @@ from pathlib import Path
 from xsp_trace.convert.input_limits import InputLimits
 from xsp_trace.convert.kineto.duckdb_reader import read_events
 from xsp_trace.connection import duckdb_connect
-from xsp_trace.database import CONVERT_MEMORY_LIMIT, memory_limit
+from xsp_trace.connection import CONVERT_MEMORY_LIMIT, memory_limit
 con = duckdb_connect()
 with memory_limit(con, CONVERT_MEMORY_LIMIT):
     meta = read_events(con, Path(sys.argv[1]), lambda offset: con.execute("DROP TABLE _kineto_events"), InputLimits())

@@ -1,10 +1,12 @@
 """The DuckDB session: the one function that opens DuckDB (threads, progress bar, no extension
-downloads, no SQLite file) and the thread count of a connection. The schema lives in database.py and
+downloads, no SQLite file), the thread count of a connection and the memory cap of a convert. The schema lives in database.py and
 schema.py, which both open DuckDB through here."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -57,3 +59,25 @@ def duckdb_connect(path: Path | str = ":memory:", read_only: bool = False) -> du
     con.execute(f"SET threads = {usable_cores()}")
     con.execute("SET enable_progress_bar = false")
     return con
+
+
+# DuckDB's memory limit while a trace is converted: read, mapped and staged (convert/dispatch.py,
+# both converters), then correlated (correlate.correlate_run). Beyond it sorts, joins, aggregates
+# and temp tables spill to the temp directory, so the peak no longer grows with the trace, at the
+# same speed (BENCHMARKS.md, "One memory cap for the whole convert").
+CONVERT_MEMORY_LIMIT = "500MB"
+
+
+@contextmanager
+def memory_limit(con: duckdb.DuckDBPyConnection, value: str) -> Iterator[None]:
+    """DuckDB's memory limit at `value` (e.g. "500MB") for the block, the connection's own afterwards.
+
+    Without a limit DuckDB may hold up to 80 % of the machine's memory before spilling, so a
+    statement's peak grows with the trace; under one, its sorts, joins and aggregates spill to
+    the temp directory instead."""
+    previous = scalar(con, "SELECT current_setting('memory_limit')")
+    con.execute("SET memory_limit = ?", [value])
+    try:
+        yield
+    finally:
+        con.execute("SET memory_limit = ?", [previous])

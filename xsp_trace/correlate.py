@@ -23,7 +23,8 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from .database import CONVERT_MEMORY_LIMIT, memory_limit, run_script
+from .connection import CONVERT_MEMORY_LIMIT, memory_limit
+from .database import run_script
 from .formats import kineto_fields as kf
 from .naming import KIND_NESTING_RANK, install_phase_rules
 from .nesting import nest, separate_threads, thread_starts

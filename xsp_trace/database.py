@@ -1,4 +1,6 @@
-"""The output database: schema, atomic writing, run registration and bulk inserts."""
+"""The output database: its schema (create, check, the older versions still read), atomic writing,
+run registration and bulk inserts. The DuckDB session itself (connect, threads, memory) is
+xsp_trace.connection."""
 
 from __future__ import annotations
 
@@ -124,28 +126,6 @@ def connect(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
         raise InputError(path, f"is not a readable DuckDB database ({exc})", "pass a database written by xsp-trace convert") from exc
     check_schema(con, path, read_only=read_only)
     return con
-
-
-# DuckDB's memory limit while a trace is converted: read, mapped and staged (convert/dispatch.py,
-# both converters), then correlated (correlate.correlate_run). Beyond it sorts, joins, aggregates
-# and temp tables spill to the temp directory, so the peak no longer grows with the trace, at the
-# same speed (BENCHMARKS.md, "One memory cap for the whole convert").
-CONVERT_MEMORY_LIMIT = "500MB"
-
-
-@contextmanager
-def memory_limit(con: duckdb.DuckDBPyConnection, value: str) -> Iterator[None]:
-    """DuckDB's memory limit at `value` (e.g. "500MB") for the block, the connection's own afterwards.
-
-    Without a limit DuckDB may hold up to 80 % of the machine's memory before spilling, so a
-    statement's peak grows with the trace; under one, its sorts, joins and aggregates spill to
-    the temp directory instead."""
-    previous = scalar(con, "SELECT current_setting('memory_limit')")
-    con.execute("SET memory_limit = ?", [value])
-    try:
-        yield
-    finally:
-        con.execute("SET memory_limit = ?", [previous])
 
 
 def next_run_id(con: duckdb.DuckDBPyConnection) -> int:

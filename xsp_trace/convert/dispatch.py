@@ -10,8 +10,9 @@ from pathlib import Path
 
 import duckdb
 
+from ..connection import CONVERT_MEMORY_LIMIT, memory_limit
 from ..correlate import correlate_run
-from ..database import CONVERT_MEMORY_LIMIT, memory_limit, next_run_id
+from ..database import next_run_id
 from ..errors import InputError
 from .common import ConvertOptions, Progress, detect_source
 from .validate import reading_errors
