@@ -243,3 +243,37 @@ def test_query_of_empty_sql_prints_nothing(tmp_path):
         result = runner.invoke(app, ["query", str(database), sql])
         assert result.exit_code == 0 and result.exception is None, (result.output, result.exception)
         assert result.stdout == "" and result.stderr == ""
+
+
+def test_a_signal_during_library_work_is_raised_in_the_waiting_thread_only(monkeypatch):
+    """run_interruptibly (the Ray engine's wait): SIGTERM while `work` runs reaches the main thread as
+    Interrupted; `work` itself never sees an exception (one raised into library code between taking and
+    releasing a lock deadlocked Ray Data's threads on logging's lock)."""
+    import threading
+
+    from xsp_trace import output_files
+
+    monkeypatch.setattr(output_files, "_received", [])
+    seen: list[BaseException] = []
+    release = threading.Event()
+
+    def work() -> str:
+        try:
+            release.wait(10)
+        except BaseException as exc:  # noqa: BLE001 -- what the test looks for
+            seen.append(exc)
+            raise
+        return "done"
+
+    previous = signal.signal(signal.SIGTERM, output_files.on_signal)
+    try:
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        started = time.monotonic()
+        with pytest.raises(output_files.Interrupted):
+            output_files.run_interruptibly(work)
+        assert time.monotonic() - started < 5
+        assert signal.getsignal(signal.SIGTERM) is output_files.on_signal  # the handler is put back
+    finally:
+        release.set()
+        signal.signal(signal.SIGTERM, previous)
+    assert seen == []

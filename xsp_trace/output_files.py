@@ -24,9 +24,11 @@ import os
 import shutil
 import signal
 import tempfile
-from collections.abc import Iterable, Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from .errors import InputError
 
@@ -59,6 +61,48 @@ def install_signal_handlers() -> None:
     """SIGINT and SIGTERM unwind the process (cleanup runs); main() turns them into exit 130/143."""
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, on_signal)
+
+
+def _record_signal(signum, frame) -> None:
+    if not _received:
+        _received.append(signum)
+
+
+_T = TypeVar("_T")
+
+
+def run_interruptibly(work: Callable[[], _T], poll_s: float = 0.1) -> _T:
+    """`work()` in a helper thread while the main thread waits: a SIGINT/SIGTERM meanwhile is only
+    recorded, then raised here as Interrupted -- never inside `work`'s library code, where an exception
+    raised between taking and releasing a lock (logging's, inside Ray Data) deadlocks its other threads."""
+    if threading.current_thread() is not threading.main_thread():
+        return work()
+    result: list[_T] = []
+    error: list[BaseException] = []
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            result.append(work())
+        except BaseException as exc:  # handed to the main thread
+            error.append(exc)
+        finally:
+            done.set()
+
+    previous = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    for signum in previous:
+        signal.signal(signum, _record_signal)
+    try:
+        threading.Thread(target=target, name="xsp-work", daemon=True).start()
+        while not done.wait(poll_s):
+            check_interrupted()
+        check_interrupted()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if error:
+        raise error[0]
+    return result[0]
 
 
 def received_signal() -> int | None:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..dataset import MARKER, write_marker
 from ..errors import InputError
-from ..output_files import atomic_output, parts_path
+from ..output_files import atomic_output, parts_path, run_interruptibly
 from .common import ConvertOptions, Progress, detect_source, no_progress
 from .ray_lifetime import ray_session
 
@@ -105,11 +105,10 @@ def convert_with_ray(
                 progress(f"converting {len(inputs)} traces on Ray", None)
                 items = [{"index": i, "path": str(p), "part": str(staging / f"part{i:06d}")} for i, p in enumerate(inputs)]
                 with _quiet_ray_data(ray):
-                    results = (
-                        ray.data.from_items(items, override_num_blocks=len(items))
-                        .map(_convert_task, fn_kwargs={"options": options}, num_cpus=1, ray_remote_args_fn=lambda: {"max_retries": max_retries})
-                        .take_all()
+                    dataset = ray.data.from_items(items, override_num_blocks=len(items)).map(
+                        _convert_task, fn_kwargs={"options": options}, num_cpus=1, ray_remote_args_fn=lambda: {"max_retries": max_retries}
                     )
+                    results = run_interruptibly(dataset.take_all)
             results.sort(key=lambda r: r["index"])
             failed = [r for r in results if r["error"]]
             if failed:
