@@ -93,7 +93,7 @@ def test_no_cut_in_the_last_lag_bytes():
 def tables(path: Path) -> dict[str, list]:
     """Every table's rows (sorted), runs without its conversion time."""
     with duckdb.connect(str(path), read_only=True) as con:
-        names = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() ORDER BY 1").fetchall()]
+        names = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' ORDER BY 1").fetchall()]
         out = {}
         for name in names:
             rows = con.execute(f'SELECT * EXCLUDE (converted_at) FROM "{name}"' if name == "runs" else f'SELECT * FROM "{name}"').fetchall()

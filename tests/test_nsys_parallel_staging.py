@@ -51,13 +51,15 @@ def convert_with(monkeypatch, source: Path, out: Path, readers: int, piece_rows:
 
 
 def table_rows(path: Path) -> dict[str, list[tuple]]:
-    """Every table's rows in span/row order (runs.converted_at aside)."""
+    """Every data table's rows in span/row order (runs.converted_at aside; the installed analyses in schema xsp are the same for both)."""
     con = duckdb.connect(str(path), read_only=True)
     try:
         rows = {}
-        for (table,) in con.execute("SELECT table_name FROM duckdb_tables() ORDER BY table_name").fetchall():
+        for (table,) in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' ORDER BY table_name").fetchall():
             columns = [
-                c for (c,) in con.execute("SELECT column_name FROM duckdb_columns() WHERE table_name = ?", [table]).fetchall() if c != "converted_at"
+                c
+                for (c,) in con.execute("SELECT column_name FROM duckdb_columns() WHERE schema_name = 'main' AND table_name = ?", [table]).fetchall()
+                if c != "converted_at"
             ]
             listed = ", ".join(f'"{c}"' for c in columns)
             rows[table] = con.execute(f"SELECT {listed} FROM {table} ORDER BY ALL").fetchall()

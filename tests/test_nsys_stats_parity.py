@@ -19,6 +19,7 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from conftest import NSYS_EXPORTS, nsys_stats, nsys_version, without_backtrace_rows
@@ -168,7 +169,9 @@ def test_memory_summaries_in_a_window_equal_nsys_on_the_window_s_operations(conv
             raw.execute(f"DELETE FROM {table} WHERE start < ? OR start >= ?", window)
         kept = raw.execute(f"SELECT (SELECT count(*) FROM {fmt.MEMCPY}), (SELECT count(*) FROM {fmt.MEMSET})").fetchone()
     assert 0 < kept[0] < len(copy_starts) - 300 and kept[1] > 0
-    con = open_session(converted_path(source), AnalysisOptions(window_ns=window))
+    with duckdb.connect(str(converted_path(source)), read_only=True) as db:
+        (origin,) = db.execute("SELECT origin_ns FROM runs").fetchone()  # --window counts from the run's first event
+    con = open_session(converted_path(source), AnalysisOptions(window_ns=(window[0] - origin, window[1] - origin)))
     time_ref = _reference("nsys_2026_pytorch_2xh100", "cuda_gpu_mem_time_sum", tmp_path, source=reduced)
     assert _ours(con, "cuda_gpu_mem_time_sum", ("operation",), "count") == {(r["Operation"],): _time_stats(r, "Count") for r in time_ref}
     size_ref = _reference("nsys_2026_pytorch_2xh100", "cuda_gpu_mem_size_sum", tmp_path / "size", "csv:mem=B", source=reduced)
