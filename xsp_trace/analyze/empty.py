@@ -103,8 +103,8 @@ def _database_table(con: duckdb.DuckDBPyConnection, table: str, runs: list[int] 
 
 
 def check_selection(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path=None) -> list[str]:
-    """Notes for the part of --iteration / --window that selects nothing; an InputError when
-    nothing at all is selected (every analysis would be empty)."""
+    """Notes for the part of --iteration that selects nothing; an InputError when no iteration asked
+    for exists. (A --window that holds nothing is refused as the session opens: session._check_window.)"""
     notes: list[str] = []
     if options.iterations:
         have = con.execute(
@@ -118,12 +118,6 @@ def check_selection(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, pa
             raise InputError(path, f"has no iteration {_ranges(missing)} (iterations: {where})", "pass --iteration with one of these")
         if missing:
             notes.append(f"note: no iteration {_ranges(missing)} in this trace (iterations: {where})")
-    if options.window_ns and not scalar(con, "SELECT count(*) FROM spans"):
-        lo, hi = options.window_ns
-        spans = _database_table(con, "spans", options.runs)
-        extents = con.execute(f"SELECT run_id, min(start_ns), max(end_ns) FROM {spans} GROUP BY run_id ORDER BY run_id").fetchall()
-        where = "; ".join(f"run {run}: {first}:{last}" for run, first, last in extents)
-        raise InputError(path, f"nothing starts in --window {lo}:{hi}, which lies outside the runs ({where})", "pass a window inside a run's range")
     return notes
 
 
