@@ -21,7 +21,7 @@ from xsp_trace.analyze import ANALYSES, AnalysisOptions, open_session, run_analy
 from xsp_trace.analyze.summary import TOP_KERNELS, summarize
 from xsp_trace.cli import app
 from xsp_trace.naming import short_kernel_name, short_names
-from xsp_trace.table_layout import shorten_middle
+from xsp_trace.table_layout import shorten_distinct, shorten_middle
 
 runner = CliRunner()
 H100 = NSYS_EXPORTS["nsys_2026_pytorch_2xh100"]
@@ -239,3 +239,15 @@ def test_kernels_sharing_a_base_name_keep_their_template_arguments():
         assert shown[full].startswith(short + "<") if short in shared else shown[full] == short
         assert "at::native::" not in shown[full]
     assert len(set(shown.values())) == len(pairs)
+
+
+def test_names_cut_to_fit_do_not_read_alike():
+    """The H100 export's kernel names (CUPTI's shortName, read with plain SQLite) cut to a column's
+    width: cut in the middle only, its cuBLAS GEMMs collapse into 9 texts for 15 names at 50
+    columns; shown where they part, at most two pairs (which differ only in the cut-off tail) remain."""
+    with sqlite3.connect(H100) as raw:
+        names = sorted({r[0] for r in raw.execute("SELECT s.value FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName")})
+    assert len(names) == 15 and len({shorten_middle(n, 50) for n in names}) == 9
+    shown = shorten_distinct(names, 50)
+    assert len(set(shown)) >= 13 and max(len(s) for s in shown) <= 50
+    assert [s for s, n in zip(shown, names, strict=True) if len(n) <= 50] == [n for n in names if len(n) <= 50]

@@ -17,6 +17,7 @@ CSV and JSON output (xsp_trace.analyze.output) keep the raw values.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from dataclasses import dataclass
@@ -130,6 +131,35 @@ def shorten_middle(text: str, width: int) -> str:
     head = -(-(width - 1) * 2 // 3)  # the head says more than the tail: two thirds of it
     tail = width - 1 - head
     return text[:head] + ELLIPSIS + (text[-tail:] if tail else "")
+
+
+def _around(text: str, at: int, width: int) -> str:
+    """`text` in at most `width` characters: its start, the part around `at`, and its end."""
+    if len(text) <= width:
+        return text
+    head, tail = max(1, width // 5), max(1, width // 4)
+    room = width - head - tail - 2
+    start = max(head, at - 4)  # a few characters of context before the difference
+    if room < 4 or start + room >= len(text) - tail:  # the part around `at` reaches the end: start, then end
+        return text[:head] + ELLIPSIS + text[-(width - head - 1) :]
+    return text[:head] + ELLIPSIS + text[start : start + room] + ELLIPSIS + text[-tail:]
+
+
+def shorten_distinct(values: list[str], width: int) -> list[str]:
+    """Each value shortened in the middle to `width`; values that would then read the same (cuBLAS
+    GEMMs that differ past the cut) show their start, where they first part from the others, and
+    their end instead."""
+    shown = [shorten_middle(v, width) for v in values]
+    groups: dict[str, set[str]] = {}
+    for value, short in zip(values, shown, strict=True):
+        groups.setdefault(short, set()).add(value)
+    parts = {
+        v: _around(v, min(len(os.path.commonprefix([v, other])) for other in members if other != v), width)
+        for members in groups.values()
+        if len(members) > 1
+        for v in members
+    }
+    return [parts.get(v, short) for v, short in zip(values, shown, strict=True)]
 
 
 def _short_name_map(columns: list[str], rows: list) -> dict[str, str]:
@@ -256,9 +286,9 @@ def render(
         table.add_column(
             Text(c.header), justify="right" if c.numeric else "left", no_wrap=not c.prose, overflow="fold", width=c.width, min_width=c.width
         )
-    for row in cells:
-        # Text(): names like [CUDA memset] are not markup.
-        table.add_row(*(Text(row[c.index] if c.prose else shorten_middle(row[c.index], c.width)) for c in shown))
+    texts = {c.index: [row[c.index] for row in cells] if c.prose else shorten_distinct([row[c.index] for row in cells], c.width) for c in shown}
+    for n in range(len(cells)):
+        table.add_row(*(Text(texts[c.index][n]) for c in shown))  # Text(): names like [CUDA memset] are not markup
     needed = sum(c.width for c in shown) + _GAP * (len(shown) - 1)
     console.width = max(console.width, needed)
     console.print(table)
