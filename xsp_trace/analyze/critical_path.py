@@ -233,8 +233,11 @@ def _flatten_loop(start_ns: list[int], end_ns: list[int], rows: list[int]) -> _T
     stack: list[int] = []  # open spans (rows), outermost first
     stack_ends: list[int] = []
     cursor: int | None = None
-    for row, begin, finish in zip(rows, start_ns, end_ns, strict=True):  # in start order, outer before inner
-        while stack_ends and stack_ends[-1] <= begin:
+
+    def close_until(limit: float) -> None:
+        """Pop the spans that end by `limit`, each owning the time from the cursor to its end."""
+        nonlocal cursor
+        while stack_ends and stack_ends[-1] <= limit:
             until = stack_ends.pop()
             owner = stack.pop()
             if cursor is not None and until > cursor:
@@ -242,6 +245,9 @@ def _flatten_loop(start_ns: list[int], end_ns: list[int], rows: list[int]) -> _T
                 ends.append(until)
                 owners.append(owner)
                 cursor = until
+
+    for row, begin, finish in zip(rows, start_ns, end_ns, strict=True):  # in start order, outer before inner
+        close_until(begin)
         if cursor is not None and begin > cursor:
             starts.append(cursor)
             ends.append(begin)
@@ -252,14 +258,7 @@ def _flatten_loop(start_ns: list[int], end_ns: list[int], rows: list[int]) -> _T
             continue
         stack.append(row)
         stack_ends.append(finish)
-    while stack:
-        until = stack_ends.pop()
-        owner = stack.pop()
-        if cursor is not None and until > cursor:
-            starts.append(cursor)
-            ends.append(until)
-            owners.append(owner)
-            cursor = until
+    close_until(float("inf"))
     return _Thread(starts, ends, owners)
 
 
