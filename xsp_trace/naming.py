@@ -196,9 +196,10 @@ def _strip_trailing_group(text: str, close: str) -> tuple[str, str] | None:
     return None
 
 
-def _last_component(text: str) -> str:
-    """The last `::`-separated part of `text` outside brackets, without a leading return type."""
-    depth, start = 0, 0
+def _head_parts(text: str) -> tuple[str, str]:
+    """(the words before the last space outside brackets -- "void" of "void ns::kernel" -- or "",
+    the last `::`-separated part outside brackets after them), in one scan."""
+    depth, cut, start = 0, 0, 0
     for i, c in enumerate(text):
         if c in _OPEN:
             depth += 1
@@ -207,25 +208,12 @@ def _last_component(text: str) -> str:
         elif depth == 0 and text.startswith("::", i):
             start = i + 2
         elif depth == 0 and c == " ":
-            start = i + 1  # "void kernel": the return type ends at a space outside brackets
-    return text[start:]
+            cut, start = i, i + 1  # "void kernel": the return type ends at a space outside brackets
+    return text[:cut], text[start:]
 
 
 # What may precede a kernel's qualified name in a demangled signature (kernels return void).
 _KERNEL_RETURN_WORDS = frozenset({"void", "static", "__global__"})
-
-
-def _return_type(text: str) -> str:
-    """The words before the last space outside brackets ("void" of "void ns::kernel"), or ""."""
-    depth, cut = 0, 0
-    for i, c in enumerate(text):
-        if c in _OPEN:
-            depth += 1
-        elif c in _CLOSE:
-            depth -= 1
-        elif depth == 0 and c == " ":
-            cut = i
-    return text[:cut]
 
 
 def kernel_name_parts(name: str) -> tuple[str, str] | None:
@@ -239,8 +227,8 @@ def kernel_name_parts(name: str) -> tuple[str, str] | None:
     args = _strip_trailing_group(text, ">")
     if args is not None:
         text, template = args[0].rstrip(), args[1]
-    base = _last_component(text)
-    if not _IDENTIFIER_RE.match(base) or not set(_return_type(text).split()) <= _KERNEL_RETURN_WORDS:
+    returns, base = _head_parts(text)
+    if not _IDENTIFIER_RE.match(base) or not set(returns.split()) <= _KERNEL_RETURN_WORDS:
         return None  # "Memcpy HtoD (Pageable -> Device)" has the shape of a call but is no signature
     return base, template
 
@@ -279,7 +267,7 @@ def readable_kernel_name(name: str) -> str:
     if base in GENERIC_KERNEL_BASES and template:
         first = _first_template_argument(template)
         args = _strip_trailing_group(first, ">")
-        inner = _last_component(args[0].rstrip() if args else first)
+        inner = _head_parts(args[0].rstrip() if args else first)[1]
         if _IDENTIFIER_RE.match(inner):
             return inner
     return base
