@@ -17,9 +17,11 @@ step's latency. HTA assumes, and so does this walk, that a thread's CPU spans ru
 stream runs its work in order, and that nothing else orders work across streams (event waits
 between streams are not followed).
 
-Computed in Python over numpy arrays of time-ordered spans (no graph library), once per session,
-into the TEMP table `xsp_critical_path` that analyses/critical_path.sql and
-analyses/critical_path_summary.sql read.
+Computed over numpy arrays of time-ordered spans (no graph library), once per session, into the
+TEMP table `xsp_critical_path` that analyses/critical_path.sql and analyses/critical_path_summary.sql
+read: the hops between nodes are precomputed in numpy and chased (critical_path_chase.py); this
+module's step-by-step walk takes the hops the chase leaves to it (the window's ends, across ranks)
+and every walk of a run without precomputed hops (what_if.py's replayed runs).
 """
 
 from __future__ import annotations
@@ -32,37 +34,38 @@ import duckdb
 import numpy as np
 
 from ..formats import kineto_fields as kf
+from . import critical_path_chase as chase
+from .critical_path_chase import CPU_IDLE, CPU_OP, GPU_IDLE, LAUNCH, QUEUE_DELAY, SYNC_WAIT
 
-# Segment kinds, in the words the analyses print.
-CPU_OP = "cpu_op"
-LAUNCH = "launch"
-QUEUE_DELAY = "queue_delay"
-SYNC_WAIT = "sync_wait"
-CPU_IDLE = "cpu_idle"
-GPU_IDLE = "gpu_idle"
 GPU_KIND = {"computation": "kernel", "communication": "communication", "memory": None, "other": "kernel"}
 
 TABLE = "xsp_critical_path"
 _MAX_HOPS_PER_SPAN = 8  # a guard: every hop moves back in time or to an earlier item
 
 
-@dataclass
-class _Thread:
+class _Thread(NamedTuple):
     """A CPU thread's timeline as elementary segments, each owned by its innermost span (-1: idle).
-    Python lists: the walk reads them one item at a time, where lists beat numpy scalars."""
+    Memoryviews of int64 arrays: the walk reads them one item at a time as Python ints, without
+    a list's copy of every value (np.asarray gives the arrays back)."""
 
-    starts: list[int]
-    ends: list[int]
-    owners: list[int]
+    starts: memoryview
+    ends: memoryview
+    owners: memoryview
+
+
+def _thread(starts, ends, owners) -> _Thread:
+    return _Thread(*(memoryview(np.ascontiguousarray(a, dtype=np.int64)) for a in (starts, ends, owners)))
 
 
 class _Lists(NamedTuple):
-    start: list[int]
-    end: list[int]
-    blocking: list[bool]
-    launchers: list[bool]
-    stream_prev: list[int]
-    launch_of: list[int]
+    """Memoryviews of the columns the step-by-step walk reads one item at a time (Python ints and bools)."""
+
+    start: memoryview
+    end: memoryview
+    blocking: memoryview
+    launchers: memoryview
+    stream_prev: memoryview
+    launch_of: memoryview
 
 
 @dataclass
@@ -82,21 +85,37 @@ class _Run:
     gpu_ends: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # sorted GPU end times
     gpu_end_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     flat: dict[tuple[int, int], _Thread] = field(default_factory=dict)
-    lists: _Lists | None = None  # the columns the walk reads one item at a time, as lists (faster than numpy scalars)
+    lists: _Lists | None = None  # the columns the walk reads one item at a time
+    chase: chase.Chase | None = None  # the hops between nodes, precomputed (prepare_chase)
+    con: duckdb.DuckDBPyConnection | None = None  # where names are read from
+    name_column: np.ndarray | None = None  # every row's name, once read (name())
+
+    def names(self, rows: np.ndarray) -> np.ndarray:
+        """The names of `rows` (object array), read from the database unless all are read already."""
+        if self.name_column is not None:
+            return self.name_column[rows]
+        assert self.con is not None
+        wanted = {"at": np.arange(len(rows), dtype=np.int64), "span_id": self.spans["span_id"][rows]}  # noqa: F841 -- read by the query below (replacement scan)
+        found = self.con.execute(
+            "SELECT w.at, s.name FROM wanted AS w JOIN spans AS s ON s.span_id = w.span_id WHERE s.run_id = ?", [self.run_id]
+        ).fetchnumpy()
+        out = np.full(len(rows), None, dtype=object)
+        out[np.asarray(found["at"], dtype=np.int64)] = np.asarray(found["name"], dtype=object)
+        return out
+
+    def name(self, row: int) -> str:
+        """One row's name; the first call reads every row's (for callers that ask row by row)."""
+        if self.name_column is None:
+            self.name_column = self.names(np.arange(len(self.spans["span_id"])))
+        return str(self.name_column[row])
 
     def walk_lists(self) -> _Lists:
         if self.lists is None:
-            self.lists = _Lists(
-                self.spans["start_ns"].tolist(),
-                self.spans["end_ns"].tolist(),
-                self.blocking.tolist(),
-                self.launchers.tolist(),
-                self.stream_prev.tolist(),
-                self.launch_of.tolist(),
-            )
+            columns = (self.spans["start_ns"], self.spans["end_ns"], self.blocking, self.launchers, self.stream_prev, self.launch_of)
+            self.lists = _Lists(*(memoryview(np.ascontiguousarray(c)) for c in columns))
         return self.lists
 
-    def start_end(self) -> tuple[list[int], list[int]]:
+    def start_end(self) -> tuple[memoryview, memoryview]:
         lists = self.walk_lists()
         return lists.start, lists.end
 
@@ -130,25 +149,31 @@ def _groups(keys_a: np.ndarray, keys_b: np.ndarray, rows: np.ndarray) -> dict[tu
 
 
 def load_run(con: duckdb.DuckDBPyConnection, run_id: int) -> _Run:
-    """The run's CPU spans and GPU work as columns, and its launch, stream and blocking edges."""
+    """The run's CPU spans and GPU work as columns, and its launch, stream and blocking edges. Kind
+    and work class come as codes into their few values (an object array of shared strings, not a
+    string per span); names are read when asked for (_Run.names)."""
+    kinds = [r[0] for r in con.execute("SELECT DISTINCT kind FROM spans WHERE run_id = ? ORDER BY 1", [run_id]).fetchall()]
+    classes = [""] + [r[0] for r in con.execute("SELECT DISTINCT work_class FROM xsp_gpu_work WHERE run_id = ? ORDER BY 1", [run_id]).fetchall()]
     spans = con.execute(
         """
-        SELECT s.span_id, s.kind, s.name, s.start_ns, s.end_ns, coalesce(s.pid, -1) AS pid, coalesce(s.tid, -1) AS tid,
+        SELECT s.span_id, list_position($kinds, s.kind) - 1 AS kind, s.start_ns, s.end_ns, coalesce(s.pid, -1) AS pid, coalesce(s.tid, -1) AS tid,
                coalesce(s.device_id, -1) AS device_id, coalesce(s.stream_id, -1) AS stream_id, coalesce(s.depth, 0) AS depth,
-               coalesce(g.work_class, '') AS work_class
+               list_position($classes, coalesce(g.work_class, '')) - 1 AS work_class
         FROM spans AS s
         LEFT JOIN xsp_gpu_work AS g ON g.run_id = s.run_id AND g.span_id = s.span_id
-        WHERE s.run_id = ? AND s.end_ns >= s.start_ns
+        WHERE s.run_id = $run AND s.end_ns >= s.start_ns
           AND (g.span_id IS NOT NULL OR (s.tid IS NOT NULL AND s.stream_id IS NULL AND s.kind NOT IN ('model', 'marker')))
         """,
-        [run_id],
+        {"run": run_id, "kinds": kinds, "classes": classes},
     ).fetchnumpy()
-    for name in ("span_id", "start_ns", "end_ns", "pid", "tid", "device_id", "stream_id", "depth"):
+    for name in ("span_id", "start_ns", "end_ns", "pid", "tid", "device_id", "stream_id", "depth", "kind", "work_class"):
         spans[name] = np.asarray(spans[name], dtype=np.int64)
     # Rows in time order: by start, end descending (outer before inner), depth, span_id (sorting here
     # is cheaper than in DuckDB, which would carry the names through its sort).
     order = np.lexsort((spans["span_id"], spans["depth"], -spans["end_ns"], spans["start_ns"]))
-    spans = {name: np.asarray(values)[order] for name, values in spans.items()}
+    spans = {name: values[order] for name, values in spans.items()}
+    spans["kind"] = np.array(kinds, dtype=object)[spans["kind"]]
+    spans["work_class"] = np.array(classes, dtype=object)[spans["work_class"]]
     kind, work_class = spans["kind"], spans["work_class"]
     spans["gpu_kind"] = kind.copy()  # memcpy and memset keep their kind; other GPU work is named by its class
     for work, named in GPU_KIND.items():
@@ -176,7 +201,7 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: int) -> _Run:
     blocking[sync_rows[sync_rows >= 0]] = True
     gpu_rows = np.flatnonzero(is_gpu)
     order = np.argsort(spans["end_ns"][gpu_rows], kind="stable")
-    run = _Run(run_id, spans, threads, streams, stream_prev, launch_of, blocking, launchers)
+    run = _Run(run_id, spans, threads, streams, stream_prev, launch_of, blocking, launchers, con=con)
     run.waits_for = _event_waits(con, run)
     run.gpu_end_rows = gpu_rows[order]
     run.gpu_ends = spans["end_ns"][run.gpu_end_rows]
@@ -259,7 +284,7 @@ def _flatten_loop(start_ns: list[int], end_ns: list[int], rows: list[int]) -> _T
         stack.append(row)
         stack_ends.append(finish)
     close_until(float("inf"))
-    return _Thread(starts, ends, owners)
+    return _thread(starts, ends, owners)
 
 
 def _flatten_nested(start_ns: np.ndarray, end_ns: np.ndarray, rows: np.ndarray) -> _Thread | None:
@@ -269,7 +294,7 @@ def _flatten_nested(start_ns: np.ndarray, end_ns: np.ndarray, rows: np.ndarray) 
     its enclosing span's time there, as the call stack does."""
     n = len(rows)
     if n == 0:
-        return _Thread([], [], [])
+        return _thread([], [], [])
     index = np.arange(n)
     empty = end_ns == start_ns
     # Boundaries in call-stack order: by time, closes before opens (empty spans between), inner
@@ -299,7 +324,7 @@ def _flatten_nested(start_ns: np.ndarray, end_ns: np.ndarray, rows: np.ndarray) 
     segment = np.flatnonzero(times[1:] > times[:-1])
     owner = innermost[segment]
     owners = np.where(owner >= 0, rows[np.maximum(owner, 0)], -1)
-    return _Thread(times[segment].tolist(), times[segment + 1].tolist(), owners.tolist())
+    return _thread(times[segment], times[segment + 1], owners)
 
 
 def _flatten(run: _Run, key: tuple[int, int]) -> _Thread:
@@ -333,67 +358,108 @@ def _waited_for(run: _Run, call: int, before: int) -> int | None:
     return None
 
 
-def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: Ranks | None = None) -> list[Segment]:
-    """The critical path of [start_ns, end_ns] ending on `thread`, as contiguous segments, latest first.
-    With `ranks`, a collective that waited for a later rank continues the path on that rank."""
-    spans = run.spans
-    lists = run.walk_lists()
-    start, end = lists.start, lists.end
-    segments: list[Segment] = []
-    t = end_ns
-    lane: tuple[str, object] = ("cpu", thread)
-    hops = 0
-    limit = _MAX_HOPS_PER_SPAN * (len(run.spans["span_id"]) + 1) * (len(ranks.runs) if ranks else 1)
+class _Walker:
+    """One walk, step by step: where it stands (a lane and a time, on a run) and what it recorded,
+    latest first -- stepped segments, and stretches of chased hops as columns."""
 
-    while t > start_ns and hops < limit:
-        hops += 1
-        if lane[0] == "cpu":
-            key = lane[1]
-            assert isinstance(key, tuple)
-            flat = _flatten(run, key)
+    def __init__(self, run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: Ranks | None):
+        self.run, self.start_ns, self.thread, self.ranks = run, start_ns, thread, ranks
+        self.t = end_ns
+        self.lane: tuple[str, object] = ("cpu", thread)
+        self.segments: list[Segment] = []
+        self.parts: list[dict[str, np.ndarray]] = []
+
+    def chase(self, budget: int) -> int:
+        """Follow the precomputed hops from where the walk stands, if that is a node; the hops taken."""
+        ch = self.run.chase
+        if ch is None:
+            return 0
+        kind, where = self.lane
+        node = int(where) if kind == "gpu" else ch.cpu_node(where, self.t) if kind == "cpu" else None  # type: ignore[arg-type]
+        if node is None:
+            return 0
+        passed, node = ch.follow(node, self.start_ns, budget)
+        if passed:
+            self.flush()
+            part = chase.segments(ch, passed, self.t)
+            part["run_id"] = np.full(len(part["start"]), self.run.run_id, dtype=np.int64)
+            self.parts.append(part)
+            self.t = int(ch.exit_t[passed[-1]])
+            self.lane = ("gpu", node) if node < ch.n else ("cpu", ch.keys[int(np.searchsorted(ch.last, node - ch.n, side="right"))])
+        return len(passed)
+
+    def flush(self) -> None:
+        """The stepped segments so far as a part of columns."""
+        if self.segments:
+            s = self.segments
+            self.parts.append(
+                {
+                    "start": np.array([x.start_ns for x in s], dtype=np.int64),
+                    "end": np.array([x.end_ns for x in s], dtype=np.int64),
+                    "kind": np.array([x.kind for x in s], dtype=object),
+                    "row": np.array([x.row for x in s], dtype=np.int64),
+                    "run_id": np.array([x.run_id for x in s], dtype=np.int64),
+                }
+            )
+            self.segments = []
+
+    def columns(self) -> dict[str, np.ndarray]:
+        self.flush()
+        names = (("start", np.int64), ("end", np.int64), ("kind", object), ("row", np.int64), ("run_id", np.int64))
+        return {name: np.concatenate([p[name] for p in self.parts]) if self.parts else np.zeros(0, dtype=dtype) for name, dtype in names}
+
+    def step(self) -> None:
+        """One step back from where the walk stands."""
+        run, t, start_ns = self.run, self.t, self.start_ns
+        lists = run.walk_lists()
+        start, end = lists.start, lists.end
+        kind, where = self.lane
+        if kind == "cpu":
+            assert isinstance(where, tuple)
+            flat = _flatten(run, where)
             i = bisect.bisect_left(flat.ends, t)  # first segment ending at or after t
             if i >= len(flat.ends) or flat.starts[i] >= t:  # t lies in a gap before segment i (or after all)
-                gap_start = flat.ends[i - 1] if i > 0 else start_ns
-                low = max(gap_start, start_ns)
-                segments.append(Segment(low, t, CPU_IDLE, -1, run.run_id))
-                t = low
-                continue
+                low = max(flat.ends[i - 1] if i > 0 else start_ns, start_ns)
+                self.segments.append(Segment(low, t, CPU_IDLE, -1, run.run_id))
+                self.t = low
+                return
             owner, low = flat.owners[i], max(flat.starts[i], start_ns)
-            if owner < 0:
-                segments.append(Segment(low, t, CPU_IDLE, -1, run.run_id))
-                t = low
-                continue
-            if lists.blocking[owner]:
+            if owner >= 0 and lists.blocking[owner]:
                 waited = _waited_for(run, owner, t)
                 if waited is not None and end[waited] > low:
                     gpu_end = max(end[waited], start_ns)
-                    segments.append(Segment(gpu_end, t, SYNC_WAIT, owner, run.run_id))
-                    t = gpu_end
-                    lane = ("gpu", waited)
-                    continue
-            segments.append(Segment(low, t, LAUNCH if lists.launchers[owner] else CPU_OP, owner, run.run_id))
-            t = low
-            continue
-        row = lane[1]
+                    self.segments.append(Segment(gpu_end, t, SYNC_WAIT, owner, run.run_id))
+                    self.t, self.lane = gpu_end, ("gpu", waited)
+                    return
+            kind = CPU_IDLE if owner < 0 else LAUNCH if lists.launchers[owner] else CPU_OP
+            self.segments.append(Segment(low, t, kind, owner, run.run_id))
+            self.t = low
+            return
+        row = where
         assert isinstance(row, int)
-        if lane[0] == "gpu":
-            late = ranks.later_arrival(run, row) if ranks is not None and spans["work_class"][row] == "communication" else None
+        if kind == "gpu":
+            late = self.ranks.later_arrival(run, row) if self.ranks is not None and run.spans["work_class"][row] == "communication" else None
             if late is not None:  # the collective ran once the last rank arrived: its time, then that rank
                 other, other_row, other_start, other_thread = late
                 low = max(end[row] - (int(other.spans["end_ns"][other_row]) - int(other.spans["start_ns"][other_row])), start_ns)
                 if low < t:
-                    segments.append(Segment(low, t, _gpu_kind(run, row), row, run.run_id))
-                run, spans, start_ns, thread = other, other.spans, other_start, other_thread
-                lists = run.walk_lists()
-                start, end = lists.start, lists.end
-                t, lane = start[other_row], ("arrived", other_row)
-                continue
+                    self.segments.append(Segment(low, t, _gpu_kind(run, row), row, run.run_id))
+                self.run, self.start_ns, self.thread = other, other_start, other_thread
+                self.t, self.lane = other.walk_lists().start[other_row], ("arrived", other_row)
+                return
             begin = max(start[row], start_ns)
             if begin < t:
-                segments.append(Segment(begin, t, _gpu_kind(run, row), row, run.run_id))
-            t = begin
+                self.segments.append(Segment(begin, t, _gpu_kind(run, row), row, run.run_id))
+            t = self.t = begin
         if t <= start_ns:
-            break
+            return
+        self._dependency(row)
+
+    def _dependency(self, row: int) -> None:
+        """From the start of GPU item `row`, back to the dependency that bound it."""
+        run, t, start_ns = self.run, self.t, self.start_ns
+        lists = run.walk_lists()
+        start, end = lists.start, lists.end
         previous: int | None = lists.stream_prev[row]
         if previous is not None and previous < 0:
             previous = None
@@ -411,21 +477,70 @@ def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: 
         if binding == "stream" and previous_end is not None:
             low = max(previous_end, start_ns)
             if low < t:
-                segments.append(Segment(low, t, GPU_IDLE, -1, run.run_id))
-            t, lane = low, ("gpu", previous)
+                self.segments.append(Segment(low, t, GPU_IDLE, -1, run.run_id))
+            self.t, self.lane = low, ("gpu", previous)
         elif binding == "event" and waited is not None and waited_end is not None:  # waited for another stream's work
             low = max(waited_end, start_ns)
             if low < t:
-                segments.append(Segment(low, t, GPU_IDLE, -1, run.run_id))
-            t, lane = low, ("gpu", waited)
+                self.segments.append(Segment(low, t, GPU_IDLE, -1, run.run_id))
+            self.t, self.lane = low, ("gpu", waited)
         elif binding == "launch" and launched_at is not None and launcher is not None:
             low = max(launched_at, start_ns)
             if low < t:
-                segments.append(Segment(low, t, QUEUE_DELAY, launcher, run.run_id))
-            t, lane = low, ("cpu", (int(spans["pid"][launcher]), int(spans["tid"][launcher])))
+                self.segments.append(Segment(low, t, QUEUE_DELAY, launcher, run.run_id))
+            self.t, self.lane = low, ("cpu", (int(run.spans["pid"][launcher]), int(run.spans["tid"][launcher])))
         else:  # launched before the trace began and first on its stream: back to the step's thread
-            lane = ("cpu", thread)
-    return segments
+            self.lane = ("cpu", self.thread)
+
+
+def walk_columns(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: Ranks | None = None) -> dict[str, np.ndarray]:
+    """The critical path of [start_ns, end_ns] ending on `thread`, as contiguous segments, latest
+    first, in columns start, end, kind, row (the span the time is charged to, -1: none), run_id.
+    With `ranks`, a collective that waited for a later rank continues the path on that rank.
+    Where the run has precomputed hops (prepare_chase) the walk chases them."""
+    w = _Walker(run, start_ns, end_ns, thread, ranks)
+    hops = 0
+    limit = _MAX_HOPS_PER_SPAN * (len(run.spans["span_id"]) + 1) * (len(ranks.runs) if ranks else 1)
+    while w.t > w.start_ns and hops < limit:
+        hops += 1 + w.chase(limit - hops)
+        if w.t > w.start_ns:
+            w.step()
+    return w.columns()
+
+
+def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: Ranks | None = None) -> list[Segment]:
+    """walk_columns as segments, latest first."""
+    c = walk_columns(run, start_ns, end_ns, thread, ranks)
+    return [
+        Segment(*values)
+        for values in zip(c["start"].tolist(), c["end"].tolist(), c["kind"].tolist(), c["row"].tolist(), c["run_id"].tolist(), strict=True)
+    ]
+
+
+def prepare_chase(run: _Run, ranks: Ranks | None = None) -> None:
+    """Precompute the run's hops (critical_path_chase); with `ranks`, its collectives are left to the step-by-step walk."""
+    keys = sorted(run.threads)
+    thread_of = np.full(len(run.spans["span_id"]), -1, dtype=np.int64)
+    for k, key in enumerate(keys):
+        thread_of[run.threads[key]] = k
+    flats = [_flatten(run, key) for key in keys]
+    gpu_rows = np.flatnonzero(thread_of < 0)
+    names = run.spans["gpu_kind"][gpu_rows]
+    gpu_kinds = sorted({str(name) for name in names})
+    kind_code = np.zeros(len(thread_of), dtype=np.int64)
+    for code, name in enumerate(gpu_kinds, start=len(chase.FIXED_KINDS)):
+        kind_code[gpu_rows[names == name]] = code
+    event_of = np.full(len(thread_of), -1, dtype=np.int64)
+    for waiting, waited in run.waits_for.items():
+        event_of[waiting] = waited
+    stop = np.zeros(len(thread_of), dtype=bool)
+    if ranks is not None:
+        stop = run.spans["work_class"] == "communication"
+    cols = chase.Columns(
+        run.spans["start_ns"], run.spans["end_ns"], kind_code, run.stream_prev, run.launch_of,
+        event_of, run.blocking, run.launchers, run.gpu_ends, run.gpu_end_rows, thread_of, stop,
+    )  # fmt: skip
+    run.chase = chase.prepare(cols, keys, [(np.asarray(f.starts), np.asarray(f.ends), np.asarray(f.owners)) for f in flats], gpu_kinds)
 
 
 def _binding(previous_end: int | None, waited_end: int | None, launched_at: int | None) -> str | None:
@@ -454,8 +569,9 @@ class Ranks:
         for run in runs.values():
             seen: dict[str, int] = {}
             comm = np.flatnonzero(run.spans["work_class"] == "communication")
-            for row in comm[np.argsort(run.spans["start_ns"][comm], kind="stable")]:
-                name = str(run.spans["name"][row])
+            ordered = comm[np.argsort(run.spans["start_ns"][comm], kind="stable")]
+            for row, name in zip(ordered.tolist(), run.names(ordered).tolist(), strict=True):
+                name = str(name)
                 key = (name, seen.get(name, 0))
                 seen[name] = key[1] + 1
                 self.matches.setdefault(key, []).append((run.run_id, int(row)))
@@ -517,24 +633,25 @@ def build_critical_path(con: duckdb.DuckDBPyConnection) -> None:
     unit_rows = units(con)
     runs = {run_id: load_run(con, run_id) for run_id in sorted({u[0] for u in unit_rows})}
     ranks = Ranks(runs, unit_rows) if len(runs) > 1 else None
-    paths = [walk(runs[u[0]], int(u[3]), int(u[4]), (int(u[5]), int(u[6])), ranks) for u in unit_rows]
+    for run in runs.values():
+        prepare_chase(run, ranks)
+    paths = [walk_columns(runs[u[0]], int(u[3]), int(u[4]), (int(u[5]), int(u[6])), ranks) for u in unit_rows]
     segments_table = _segment_table(unit_rows, paths, runs)  # noqa: F841 -- read by the INSERT below through DuckDB's replacement scan
     con.execute(f"INSERT INTO {TABLE} SELECT * FROM segments_table")
 
 
-def _segment_table(unit_rows: list[tuple], paths: list[list[Segment]], runs: dict[int, _Run]) -> dict[str, np.ndarray]:
-    """The rows of xsp_critical_path: each unit's segments in time order, adjacent ones of the same
-    span and kind merged (as merged() does), as columns."""
-    total = sum(len(p) for p in paths)
-    codes = {kind: i for i, kind in enumerate(sorted({s.kind for p in paths for s in p}))}
-    kinds = np.array(sorted(codes, key=codes.__getitem__) or [""], dtype=object)
-    unit = np.repeat(np.arange(len(paths)), [len(p) for p in paths])
-    ordered = [s for p in paths for s in reversed(p)]
-    start = np.fromiter((s.start_ns for s in ordered), np.int64, total)
-    end = np.fromiter((s.end_ns for s in ordered), np.int64, total)
-    kind = np.fromiter((codes[s.kind] for s in ordered), np.int64, total)
-    row = np.fromiter((s.row for s in ordered), np.int64, total)
-    on_run = np.fromiter((s.run_id for s in ordered), np.int64, total)
+def _segment_table(unit_rows: list[tuple], paths: list[dict[str, np.ndarray]], runs: dict[int, _Run]) -> dict[str, np.ndarray]:
+    """The rows of xsp_critical_path: each unit's segments (walk_columns) in time order, adjacent
+    ones of the same span and kind merged (as merged() does), as columns."""
+    sizes = [len(p["start"]) for p in paths]
+    total = sum(sizes)
+    unit = np.repeat(np.arange(len(paths)), sizes)
+
+    def column(name: str, dtype) -> np.ndarray:
+        return np.concatenate([p[name][::-1] for p in paths]).astype(dtype) if paths else np.zeros(0, dtype=dtype)
+
+    start, end, row, on_run = (column(name, np.int64) for name in ("start", "end", "row", "run_id"))
+    kind = column("kind", object)
     same = (unit[1:] == unit[:-1]) & (row[1:] == row[:-1]) & (kind[1:] == kind[:-1]) & (on_run[1:] == on_run[:-1]) & (start[1:] == end[:-1])
     first = np.flatnonzero(np.concatenate(([True], ~same)))
     last = np.concatenate((first[1:], [total])) - 1
@@ -546,7 +663,7 @@ def _segment_table(unit_rows: list[tuple], paths: list[list[Segment]], runs: dic
     for run_id, run in runs.items():
         mine = np.flatnonzero((on_run == run_id) & (row >= 0))
         span_id[mine] = run.spans["span_id"][row[mine]]
-        name[mine] = run.spans["name"][row[mine]]
+        name[mine] = run.names(row[mine])
     unit_columns = [np.asarray([u[i] for u in unit_rows], dtype=object) for i in range(3)]
     no_unit = [np.zeros(len(unit_rows), dtype=bool)] * 3
     masks = [np.asarray([u[i] is None for u in unit_rows], dtype=bool) if unit_rows else no_unit[i] for i in range(3)]
@@ -559,7 +676,7 @@ def _segment_table(unit_rows: list[tuple], paths: list[list[Segment]], runs: dic
         "on_run_id": on_run,
         "span_id": np.ma.masked_array(span_id, mask=row < 0),
         "name": name,
-        "kind": kinds[kind],
+        "kind": kind,
         "start_ns": start,
         "end_ns": end,
         "on_path_ns": end - start,
