@@ -493,12 +493,17 @@ class _Walker:
             self.lane = ("cpu", self.thread)
 
 
-def walk_columns(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: Ranks | None = None) -> dict[str, np.ndarray]:
-    """The critical path of [start_ns, end_ns] ending on `thread`, as contiguous segments, latest
-    first, in columns start, end, kind, row (the span the time is charged to, -1: none), run_id.
-    With `ranks`, a collective that waited for a later rank continues the path on that rank.
-    Where the run has precomputed hops (prepare_chase) the walk chases them."""
+def walk_columns(
+    run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: Ranks | None = None, gpu_row: int | None = None
+) -> dict[str, np.ndarray]:
+    """The critical path of [start_ns, end_ns] ending on `thread` (or, with `gpu_row`, at the end of
+    that GPU item), as contiguous segments, latest first, in columns start, end, kind, row (the span
+    the time is charged to, -1: none), run_id. With `ranks`, a collective that waited for a later
+    rank continues the path on that rank. Where the run has precomputed hops (prepare_chase) the
+    walk chases them."""
     w = _Walker(run, start_ns, end_ns, thread, ranks)
+    if gpu_row is not None:
+        w.lane = ("gpu", gpu_row)
     hops = 0
     limit = _MAX_HOPS_PER_SPAN * (len(run.spans["span_id"]) + 1) * (len(ranks.runs) if ranks else 1)
     while w.t > w.start_ns and hops < limit:
@@ -508,9 +513,9 @@ def walk_columns(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int],
     return w.columns()
 
 
-def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: Ranks | None = None) -> list[Segment]:
+def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: Ranks | None = None, gpu_row: int | None = None) -> list[Segment]:
     """walk_columns as segments, latest first."""
-    c = walk_columns(run, start_ns, end_ns, thread, ranks)
+    c = walk_columns(run, start_ns, end_ns, thread, ranks, gpu_row)
     return [
         Segment(*values)
         for values in zip(c["start"].tolist(), c["end"].tolist(), c["kind"].tolist(), c["row"].tolist(), c["run_id"].tolist(), strict=True)

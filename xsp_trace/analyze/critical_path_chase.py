@@ -108,12 +108,13 @@ class Chase:
         return passed, node
 
 
-def _resolve(ch: Chase, cols: Columns, thread: np.ndarray, t: np.ndarray) -> dict[str, np.ndarray]:
+def _resolve(ch: Chase, cols: Columns, thread: np.ndarray, t: np.ndarray, segment: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """The hop from CPU positions (thread index, t): segment A (ending at t), optional gap B
-    (ending at A's start), the next node and the exit time."""
+    (ending at A's start), the next node and the exit time. `segment`: the segments the positions
+    are the ends of, when they are (else found)."""
     m = len(t)
-    i = np.zeros(m, dtype=np.int64)
-    for k in np.unique(thread):
+    i = np.zeros(m, dtype=np.int64) if segment is None else segment
+    for k in np.unique(thread) if segment is None else ():
         sel = thread == k
         lo, hi = int(ch.first[k]), int(ch.last[k])
         i[sel] = lo + np.searchsorted(ch.seg_end[lo:hi], t[sel], side="left")
@@ -129,10 +130,12 @@ def _resolve(ch: Chase, cols: Columns, thread: np.ndarray, t: np.ndarray) -> dic
     a_start = seg_start.copy()
     a_row = owner.copy()
     # a call that blocked on the GPU: the GPU work that ended last before t, after the call began
-    w_at = np.searchsorted(cols.gpu_ends, t, side="right") - 1
+    w_at = np.full(m, -1, dtype=np.int64)
+    calls = np.flatnonzero(~gap & (owner >= 0) & cols.blocking[owner])
+    w_at[calls] = np.searchsorted(cols.gpu_ends, t[calls], side="right") - 1
     waited = cols.gpu_end_rows[np.maximum(w_at, 0)] if len(cols.gpu_ends) else np.zeros(m, dtype=np.int64)
     waited_end = cols.end[waited] if len(cols.gpu_ends) else np.zeros(m, dtype=np.int64)
-    sync = ~gap & (owner >= 0) & cols.blocking[owner] & (w_at >= 0) & (waited_end > cols.start[owner]) & (waited_end > seg_start)
+    sync = (w_at >= 0) & (waited_end > cols.start[owner]) & (waited_end > seg_start)
     a_kind[sync], a_start[sync] = _SYNC, waited_end[sync]
     touching = has_prev & (prev_end == seg_start)
     b_valid = ~gap & ~sync & has_prev & ~touching
@@ -204,7 +207,7 @@ def prepare(cols: Columns, keys: list[tuple[int, int]], threads: list[tuple[np.n
     segment_thread = np.repeat(np.arange(len(threads)), sizes)
     for lo in range(0, len(seg_start), _CHUNK):
         seg = np.arange(lo, min(lo + _CHUNK, len(seg_start)))
-        hop = _resolve(ch, cols, segment_thread[seg], seg_end[seg])
+        hop = _resolve(ch, cols, segment_thread[seg], seg_end[seg], seg)
         ch.next_node[n + seg], ch.exit_t[n + seg] = hop["next"], hop["exit"]
     return ch
 
@@ -231,7 +234,7 @@ def segments(ch: Chase, passed: list[int], t: int) -> dict[str, np.ndarray]:
     _put_cpu(start, end, kind, row, valid, g, hop, a_end, a_valid)
     seg = nodes[c] - ch.n
     thread = np.searchsorted(ch.last, seg, side="right")
-    hop = _resolve(ch, cols, thread, ch.seg_end[seg])
+    hop = _resolve(ch, cols, thread, ch.seg_end[seg], seg)
     _put_cpu(start, end, kind, row, valid, c, hop, ch.seg_end[seg], np.ones(len(c), dtype=bool))
     keep = valid.ravel()
     return {"start": start.ravel()[keep], "end": end.ravel()[keep], "kind": ch.kinds[kind.ravel()[keep]], "row": row.ravel()[keep]}
