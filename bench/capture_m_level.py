@@ -26,6 +26,7 @@ meaningful on a shared machine. Prints a markdown table (BENCHMARKS.md) and, wit
 figure.
 
     OMP_NUM_THREADS=1 python bench/capture_m_level.py --iterations 200 --checkout main=/work/main --checkout after=.
+    OMP_NUM_THREADS=1 python bench/capture_m_level.py --iterations 600 --aa --pieces   # + A/A rows and the pieces alone
 """
 
 from __future__ import annotations
