@@ -82,8 +82,8 @@ class Chase:
 
     def __post_init__(self) -> None:
         self.index = {key: k for k, key in enumerate(self.keys)}
-        self._next = memoryview(self.next_node)
-        self._exit = memoryview(self.exit_t)
+        self._next = self.next_node.data
+        self._exit = self.exit_t.data
 
     def cpu_node(self, key: tuple[int, int], t: int) -> int | None:
         """The node of the CPU position (thread, t) when t is the end of one of its segments."""
@@ -184,7 +184,7 @@ def _gpu_hops(ch: Chase, cols: Columns, rows: np.ndarray) -> dict[str, np.ndarra
     return out
 
 
-def prepare(cols: Columns, keys: list[tuple[int, int]], threads: list[tuple[np.ndarray, np.ndarray, np.ndarray]], gpu_kinds: np.ndarray) -> Chase:
+def prepare(cols: Columns, keys: list[tuple[int, int]], threads: list[tuple[np.ndarray, np.ndarray, np.ndarray]], gpu_kinds: list[str]) -> Chase:
     """The nodes and hops of a run: `threads` holds each thread's segments (starts, ends, owners),
     `gpu_kinds` the names of the kind codes past FIXED_KINDS."""
     n = len(cols.start)

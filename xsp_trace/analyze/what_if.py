@@ -29,7 +29,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InputError
-from .critical_path import _binding, _flatten, _Run, _waited_for, load_run, merged, units, walk
+from .critical_path import _binding, merged, units, walk
+from .critical_path_run import _flatten, _Run, _waited_for, load_run
 
 KINDS = ("kernel", "memcpy", "memset", "communication", "gpu", "op", "api", "sync")
 _RULE = re.compile(r"^(?P<kind>[a-z]+):(?P<pattern>.+)(?P<op>[*=])(?P<value>[0-9.]+(?:[eE][+-]?[0-9]+)?)(?P<unit>ns|us|ms|s)?$")
