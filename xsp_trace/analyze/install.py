@@ -26,7 +26,7 @@ from .. import __version__
 from ..naming import name_macro_statements
 from ..resources import query_text
 from ..schema import expected_tables
-from ..sql import insert_rows, quote_identifier, scalar
+from ..sql import insert_rows, one_transaction, quote_identifier, scalar
 from ..sqllib import deferred, installed_text, load_order, module_names, with_defaults
 from .catalog import ANALYSES, Analysis
 from .facts import fill_device_peaks, load_format_tables, variable_defaults
@@ -53,18 +53,8 @@ def library_digest() -> str:
 def install_analyses(con: duckdb.DuckDBPyConnection, catalog: str | None = None, schema: str | None = SCHEMA) -> None:
     """(Re)create schema `schema` of `catalog` (default: the current database) with the library and
     the analyses over that database's tables; schema None: TEMP objects of this connection instead."""
-    # In one transaction (the caller's, if it has one open): a commit per statement cost most of the time.
-    try:
-        con.execute("BEGIN TRANSACTION")
-    except duckdb.TransactionException:
+    with one_transaction(con):
         _install(con, catalog, schema)
-        return
-    try:
-        _install(con, catalog, schema)
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-    con.execute("COMMIT")
 
 
 def _install(con: duckdb.DuckDBPyConnection, catalog: str | None, schema: str | None) -> None:
