@@ -441,11 +441,10 @@ def analyze(
 
       xsp-trace analyze h100.duckdb -a gpu_starvation -a cuda_sync_api --set gap=100 --set rows=10
     """
-    from .analyze import ANALYSES, AnalysisOptions, open_session, run_analysis
-    from .analyze.empty import check_selection
-    from .analyze.present import View, check_names, list_all, present, present_summary, run_pair
+    from .analyze import AnalysisOptions
+    from .analyze.command import AnalyzeRequest, run_analyze
+    from .analyze.present import View, check_names, list_all, run_pair
     from .analyze.settings import parse_settings
-    from .sandbox import interrupt_after
     from .table_layout import TableStyle
 
     if list_analyses:
@@ -457,20 +456,15 @@ def analyze(
 
         for rule in what_if:
             parse_rule(rule)  # one line for a rule that does not parse, before anything runs
-    names = list(analysis or []) + (["what_if"] if what_if else []) if (analysis or what_if) else [a.name for a in ANALYSES]
-    check_names(names)
+    request = AnalyzeRequest(memory_limit, timeout, tuple(analysis or ()), findings, show_all, report)
     view = View(
         fmt.value, limit, TableStyle.for_terminal(wide, full_names), sort, tuple(comma_list(columns, "--columns", example="name,total_ms") or ())
     )
-    pair = run_pair(comma_list(compare, "--compare", int), compare)
-    if report is not None:  # refused before the analyses run, not after
-        check_output_path(report)
-        refuse_inputs(report, [database], "report")
     options = AnalysisOptions(
         runs=comma_list(run, "--run", int),
         peak_flops=peak_flops,
         peak_dram_bytes_per_s=peak_dram_bw,
-        compare=pair,
+        compare=run_pair(comma_list(compare, "--compare", int), compare),
         layer_ranges=layer_ranges,
         layer_depth=layer_depth,
         iterations=iteration_list(iteration),
@@ -479,28 +473,12 @@ def analyze(
         what_if=tuple(what_if or ()),
         scope=scope.value,
     )
-    con = open_session(_readable(database), options)
-    con.execute("SET memory_limit = ?", [memory_limit])
-    with interrupt_after(con, timeout, database):
-        notes = check_selection(con, options, database)
-        if findings:
-            from .analyze.findings import find, findings_result
-
-            results = [findings_result(find(con))] + [run_analysis(con, n) for n in (analysis or [])]
-        elif fmt is OutputFormat.table and not (analysis or what_if or show_all or sort or columns):  # the summary
-            results = []
-            present_summary(con, options, view, notes)
-        else:
-            results = [run_analysis(con, n) for n in names]
-        if results:
-            present(con, results, options, view, notes)
-        if report is not None:
-            from .analyze.findings import find
-            from .analyze.report import write_report
-
-            all_results = {a.name: run_analysis(con, a.name) for a in ANALYSES}
-            write_report(report, database, all_results, find(con, all_results))
-            err_console.print(f"wrote {report}", markup=False, highlight=False)
+    check_names(request.names(options))
+    if report is not None:  # refused before the analyses run, not after
+        check_output_path(report)
+        refuse_inputs(report, [database], "report")
+    if run_analyze(_readable(database), database, options, view, request) is not None:
+        err_console.print(f"wrote {report}", markup=False, highlight=False)
 
 
 @app.command()
