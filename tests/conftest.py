@@ -9,6 +9,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
+import typer.testing
 
 DATA = Path(__file__).parent / "data"
 
@@ -69,6 +70,22 @@ def without_backtrace_rows(source: Path, workdir: Path) -> Path:
         if "eventClass" in cols:
             raw.execute(f"DELETE FROM {fmt.RUNTIME} WHERE eventClass = ?", [fmt.ApiEventClass.CUDA_BACKTRACE])
     return copy
+
+
+def _built_once(get_command):
+    """typer.testing's get_command, remembering each app's command: typer builds the whole click
+    command tree (evaluating every option's annotations) at each CliRunner.invoke, ~0.3 s each time."""
+    built: dict[int, tuple[object, object]] = {}
+
+    def get(app):
+        if id(app) not in built:
+            built[id(app)] = (app, get_command(app))  # the app is kept, so its id is not reused
+        return built[id(app)][1]
+
+    return get
+
+
+typer.testing._get_command = _built_once(typer.testing._get_command)
 
 
 # Fixtures that convert real traces: a test using one is in the slow tier (pyproject.toml's markers).

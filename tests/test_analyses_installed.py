@@ -22,6 +22,9 @@ from xsp_trace.analyze import ANALYSES, AnalysisOptions, open_session, run_analy
 from xsp_trace.analyze.findings import evidence, find
 from xsp_trace.cli import app
 
+# A real trace converted, and every analysis run again in plain DuckDB subprocesses (minutes).
+pytestmark = pytest.mark.slow
+
 runner = CliRunner()
 TRACE = KINETO_TRACES["kineto_rocm_mi250"]
 

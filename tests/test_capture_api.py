@@ -49,6 +49,7 @@ def test_capture_model_writes_a_run_directory_in_process(tmp_path):
         capture_model(build(), make_input, tmp_path / "run", levels=["M"], iterations=1)
 
 
+@pytest.mark.slow  # captures a torch model at three levels
 def test_run_on_its_own_captures_into_the_given_folder(tmp_path, monkeypatch):
     for key in [k for k in os.environ if k.startswith("XSP_")]:
         monkeypatch.delenv(key)

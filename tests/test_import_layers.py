@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import os
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -65,9 +66,15 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     return found
 
 
-def _graph() -> dict[str, set[str]]:
+@cache
+def _parsed() -> dict[str, frozenset[str]]:
     modules = _modules()
-    return {name: _imports(name, path, modules) for name, path in modules.items()}
+    return {name: frozenset(_imports(name, path, modules)) for name, path in modules.items()}
+
+
+def _graph() -> dict[str, set[str]]:
+    """module -> the package modules it imports (parsed once per session; a fresh copy for each caller)."""
+    return {name: set(targets) for name, targets in _parsed().items()}
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -153,6 +153,7 @@ def test_existing_output_needs_append_or_overwrite(tmp_path):
     assert _digest(out) == before
 
 
+@pytest.mark.slow  # converts a real export, then a broken copy of another
 def test_failure_in_a_later_input_keeps_the_previous_database(tmp_path):
     """--append with a bad second input: the database stays as it was (atomic replace)."""
     out = tmp_path / "db.duckdb"

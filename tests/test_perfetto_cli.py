@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pytest
 from typer.testing import CliRunner
 
 from perfetto_harness import handmade_db
@@ -23,6 +24,7 @@ def test_help_has_a_runnable_example():
     assert "xsp-trace perfetto run.duckdb -o run.pftrace" in result.output
 
 
+@pytest.mark.slow  # Perfetto's trace processor reads the trace back
 def test_perfetto_command_selects_runs_and_kinds(tmp_path):
     database = handmade_db.build(tmp_path / "h.duckdb")
     out = tmp_path / "run2.pftrace"
@@ -38,6 +40,7 @@ def test_perfetto_command_selects_runs_and_kinds(tmp_path):
         assert tp.scalar("SELECT count(*) FROM process WHERE name LIKE 'run 1 %'") == 0
 
 
+@pytest.mark.slow  # Perfetto's trace processor reads the trace back
 def test_keep_clocks_keeps_the_run_clock(tmp_path):
     database = handmade_db.build(tmp_path / "h.duckdb")
     out = tmp_path / "abs.pftrace"
@@ -47,6 +50,7 @@ def test_keep_clocks_keeps_the_run_clock(tmp_path):
         assert tp.scalar("SELECT ts FROM slice WHERE name = 'aten::linear'") == handmade_db.EPOCH + 1_000
 
 
+@pytest.mark.slow  # Perfetto's trace processor reads the trace back
 def test_convert_writes_database_and_perfetto_trace(tmp_path):
     database, trace = tmp_path / "mock.duckdb", tmp_path / "mock.pftrace"
     result = runner.invoke(app, ["convert", str(SMALL_NSYS), "-o", str(database), "--perfetto", str(trace), "-q"])

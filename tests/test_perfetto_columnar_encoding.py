@@ -76,12 +76,8 @@ def _assert_same(database: Path, folder: Path, options: PerfettoOptions | None =
 
 
 @pytest.fixture(scope="module")
-def nsys_database(tmp_path_factory):
-    from xsp_trace.convert import ConvertOptions, convert_files
-
-    database = tmp_path_factory.mktemp("nsys") / "nsys.duckdb"
-    convert_files([NSYS_FIXTURE], database, ConvertOptions())
-    return database
+def nsys_database(converted_path):
+    return converted_path(NSYS_FIXTURE)  # the session's conversion, only read
 
 
 def test_nsys_fixture_decodes_like_the_per_row_writer(nsys_database, tmp_path):
@@ -94,6 +90,7 @@ def test_small_batches_and_intern_resets_decode_the_same(nsys_database, tmp_path
     _assert_same(nsys_database, tmp_path, PerfettoOptions(batch_rows=997, max_interned=300))
 
 
+@pytest.mark.slow  # Perfetto's trace processor reads both files back
 def test_handmade_lanes_layers_and_windows_decode_the_same(tmp_path):
     database = handmade_db.build(tmp_path / "handmade.duckdb")
     new = _assert_same(database, tmp_path)
@@ -102,12 +99,8 @@ def test_handmade_lanes_layers_and_windows_decode_the_same(tmp_path):
     _assert_same(database, tmp_path, PerfettoOptions(batch_rows=3, from_ns=2_000, to_ns=40_000))
 
 
-def test_kineto_fixture_decodes_the_same(tmp_path):
-    from xsp_trace.convert import ConvertOptions, convert_files
-
-    database = tmp_path / "kineto.duckdb"
-    convert_files([KINETO_FIXTURE], database, ConvertOptions())
-    _assert_same(database, tmp_path, PerfettoOptions(batch_rows=5_000))
+def test_kineto_fixture_decodes_the_same(converted_path, tmp_path):
+    _assert_same(converted_path(KINETO_FIXTURE), tmp_path, PerfettoOptions(batch_rows=5_000))
 
 
 def test_wire_encoding_parses_as_the_protobuf_classes_write_it():

@@ -52,6 +52,7 @@ def raw(request, tmp_path) -> Path:
     return target
 
 
+@pytest.mark.slow  # converts each real trace in three forms
 def test_query_reads_a_raw_trace_and_reuses_the_cache(raw):
     before = _digest(raw)
     sql = "SELECT count(*) FROM spans WHERE kind = 'kernel'"
@@ -68,6 +69,7 @@ def test_query_reads_a_raw_trace_and_reuses_the_cache(raw):
     assert _digest(raw) == before
 
 
+@pytest.mark.slow  # converts each real trace in three forms
 def test_analyze_diff_and_perfetto_take_a_raw_trace(raw, tmp_path):
     analyze = runner.invoke(app, ["analyze", str(raw), "-a", "top_kernels", "--format", "json", "--limit", "0"])
     assert analyze.exit_code == 0, analyze.output

@@ -18,7 +18,6 @@ from typer.testing import CliRunner
 
 from perfetto_harness.trace_processor import WasmTraceProcessor
 from xsp_trace.cli import app
-from xsp_trace.convert import ConvertOptions, convert_files
 from xsp_trace.perfetto import export_perfetto
 from xsp_trace.store import open_store
 
@@ -48,10 +47,9 @@ def _origin(database: Path) -> int:
 
 
 @pytest.fixture(scope="module", params=[KINETO, NSYS], ids=["kineto", "nsys"])
-def exported(request, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("timebase")
-    database, trace = folder / "run.duckdb", folder / "run.pftrace"
-    convert_files([request.param], database, ConvertOptions())
+def exported(request, tmp_path_factory, converted_path):
+    """The session's database of the trace (read only: a test that changes it works on a copy) and its Perfetto export."""
+    database, trace = converted_path(request.param), tmp_path_factory.mktemp("timebase") / "run.pftrace"
     export_perfetto(database, trace)
     with WasmTraceProcessor(trace) as tp:
         yield database, tp

@@ -17,18 +17,19 @@ from .errors import InputError
 from .output_files import atomic_output
 from .resources import schema_text
 from .schema import schema_difference
-from .sql import scalar
+from .sql import one_transaction, scalar
 from .vocabulary import SourceKind
 
 SCHEMA_VERSION = "6"
 
 
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute(schema_text())
-    con.execute(
-        "INSERT OR REPLACE INTO schema_info VALUES ('schema_version', ?), ('created_by', ?)",
-        [SCHEMA_VERSION, f"xsp-trace {__version__}"],
-    )
+    with one_transaction(con):
+        con.execute(schema_text())
+        con.execute(
+            "INSERT OR REPLACE INTO schema_info VALUES ('schema_version', ?), ('created_by', ?)",
+            [SCHEMA_VERSION, f"xsp-trace {__version__}"],
+        )
 
 
 # Older schema versions a read-only connection still reads, and the column each lacks: version 5

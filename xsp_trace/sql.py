@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import duckdb
@@ -24,6 +25,33 @@ def set_variables(con: duckdb.DuckDBPyConnection, variables: Mapping[str, Any]) 
         if not name.isidentifier():
             raise ValueError(f"not a variable name: {name!r}")
         con.execute(f"SET VARIABLE {name} = ?", [value])
+
+
+@contextmanager
+def one_transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """Run the block's statements in one transaction -- the caller's, if it has one open: DuckDB commits
+    each statement of a file database on its own otherwise, and a commit per DDL statement is most of
+    the time of creating a schema or a library of views. Rolled back if the block fails."""
+    try:
+        con.execute("BEGIN TRANSACTION")
+    except duckdb.TransactionException:  # already in one: the caller commits
+        yield
+        return
+    try:
+        yield
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: Sequence[Sequence[Any]]) -> None:
+    """INSERT `rows` into `table` (a quoted or plain name) in one statement: executemany runs one per row,
+    which costs milliseconds each in DuckDB."""
+    if not rows:
+        return
+    row = f"({', '.join('?' * len(rows[0]))})"
+    con.execute(f"INSERT INTO {table} VALUES {', '.join([row] * len(rows))}", [value for r in rows for value in r])
 
 
 def one_row(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | Mapping[str, Any] | None = None) -> tuple:

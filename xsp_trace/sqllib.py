@@ -7,7 +7,9 @@ with `INCLUDE PERFETTO MODULE`):
 
 A module's text creates TEMP views and macros (an analysis session's own, on a read-only database);
 `installed_text` turns it into the persistent objects `xsp_trace.analyze.install` puts into a
-database's `xsp` schema, with the session's facts as the variables' defaults.
+database's `xsp` schema, with the session's facts as the variables' defaults. Both create their views
+WITH (DEFER_BINDING) where DuckDB has it: a view is bound again whenever a query reads it, and binding
+each view's whole chain of library views once more at creation cost seconds per convert and session.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from functools import cache
+
+import duckdb
 
 from .resources import queries_dir, query_text
 from .sql import quote_literal
@@ -24,6 +28,7 @@ LIB = "lib"
 ON_DEMAND = ("lib/scope",)
 _INCLUDE = re.compile(r"^--\s*include:(.*)$", re.MULTILINE)
 _GETVARIABLE = re.compile(r"getvariable\('(\w+)'\)")
+_VIEW = re.compile(r"\b(CREATE\s+OR\s+REPLACE\s+(?:TEMP(?:ORARY)?\s+)?VIEW\s+(?:\"[^\"]*\"|\w+)(?:\.(?:\"[^\"]*\"|\w+))*)\s+AS\b", re.IGNORECASE)
 _TEMP = re.compile(r"\bCREATE\s+OR\s+REPLACE\s+TEMP(?:ORARY)?\s+(VIEW|MACRO|TABLE)\b", re.IGNORECASE)
 
 
@@ -101,6 +106,25 @@ def with_defaults(text: str, defaults: Mapping[str, object]) -> str:
     return _GETVARIABLE.sub(replace, text)
 
 
+@cache
+def defers_binding() -> bool:
+    """Whether this DuckDB creates a view without binding it (`WITH (DEFER_BINDING)`, DuckDB 2.0)."""
+    con = duckdb.connect()
+    try:
+        con.execute("CREATE TEMP VIEW _xsp_probe WITH (DEFER_BINDING) AS SELECT 1")
+        return True
+    except duckdb.Error:
+        return False
+    finally:
+        con.close()
+
+
+def deferred(text: str) -> str:
+    """`text` with its CREATE OR REPLACE [TEMP] VIEW statements bound when read, not when created
+    (unchanged on a DuckDB without DEFER_BINDING)."""
+    return _VIEW.sub(r"\1 WITH (DEFER_BINDING) AS", text) if defers_binding() else text
+
+
 def installed_text(text: str, defaults: Mapping[str, object]) -> str:
     """A module's text as persistent objects (views for its TEMP tables: they follow the data) with
     the variables' defaults written in."""
@@ -109,4 +133,4 @@ def installed_text(text: str, defaults: Mapping[str, object]) -> str:
         kind = match.group(1).upper()
         return f"CREATE OR REPLACE {'VIEW' if kind == 'TABLE' else kind}"
 
-    return with_defaults(_TEMP.sub(persistent, text), defaults)
+    return deferred(with_defaults(_TEMP.sub(persistent, text), defaults))

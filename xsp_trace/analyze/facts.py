@@ -12,6 +12,7 @@ import duckdb
 
 from ..formats import aten_perf_models, collectives, cuda_api, kineto_fields, ncu_metrics, nsys_export, nsys_stats, torch_dtypes
 from ..formats.device_peaks import lookup_peak
+from ..sql import insert_rows
 from .settings import SETTINGS, rule_facts
 
 TEMP = "CREATE OR REPLACE TEMP TABLE"
@@ -49,7 +50,7 @@ def load_format_tables(con: duckdb.DuckDBPyConnection, create: str = TEMP, prefi
     """The format_tables, made with `create` (TEMP, or a table under `prefix`, e.g. 'xsp.')."""
     for name, columns, rows in format_tables():
         con.execute(f"{create} {prefix}{name} ({columns})")
-        con.executemany(f"INSERT INTO {prefix}{name} VALUES ({', '.join('?' * len(rows[0]))})", rows)
+        insert_rows(con, f"{prefix}{name}", rows)
 
 
 def fact_variables() -> dict[str, object]:
@@ -111,10 +112,7 @@ def fill_device_peaks(con: duckdb.DuckDBPyConnection, source: str, create: str =
     for run_id, device_id, name in con.execute(f"SELECT run_id, device_id, name FROM {devices} WHERE name IS NOT NULL").fetchall():
         peak = lookup_peak(name)
         if peak is not None:
-            con.executemany(
-                f"INSERT INTO {matrix} VALUES (?, ?, ?, ?)",
-                [(run_id, device_id, p, peak.matrix_peak(p)) for p in precisions if peak.matrix_peak(p)],
-            )
+            insert_rows(con, matrix, [(run_id, device_id, p, peak.matrix_peak(p)) for p in precisions if peak.matrix_peak(p)])
     # A device the table does not know still has the bandwidth its trace reports.
     con.execute(
         f"UPDATE {devices} SET peak_dram_bytes_per_s = memory_bandwidth_bytes_per_s "

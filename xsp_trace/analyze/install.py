@@ -26,8 +26,8 @@ from .. import __version__
 from ..naming import name_macro_statements
 from ..resources import query_text
 from ..schema import expected_tables
-from ..sql import quote_identifier, scalar
-from ..sqllib import installed_text, load_order, module_names, with_defaults
+from ..sql import insert_rows, one_transaction, quote_identifier, scalar
+from ..sqllib import deferred, installed_text, load_order, module_names, with_defaults
 from .catalog import ANALYSES, Analysis
 from .facts import fill_device_peaks, load_format_tables, variable_defaults
 
@@ -53,6 +53,11 @@ def library_digest() -> str:
 def install_analyses(con: duckdb.DuckDBPyConnection, catalog: str | None = None, schema: str | None = SCHEMA) -> None:
     """(Re)create schema `schema` of `catalog` (default: the current database) with the library and
     the analyses over that database's tables; schema None: TEMP objects of this connection instead."""
+    with one_transaction(con):
+        _install(con, catalog, schema)
+
+
+def _install(con: duckdb.DuckDBPyConnection, catalog: str | None, schema: str | None) -> None:
     data = scalar(con, "SELECT current_database()")
     catalog = catalog or data
     temp = schema is None
@@ -72,7 +77,7 @@ def install_analyses(con: duckdb.DuckDBPyConnection, catalog: str | None = None,
         con.execute(f"SET search_path = '{target[:-1]},{quote_identifier(data)}.main'")
     try:
         defaults = variable_defaults()
-        made = (lambda text: with_defaults(text, defaults)) if temp else (lambda text: installed_text(text, defaults))
+        made = (lambda text: deferred(with_defaults(text, defaults))) if temp else (lambda text: installed_text(text, defaults))
         for statement in name_macro_statements():
             con.execute(made(statement))
         for module in load_order(module_names()):
@@ -82,14 +87,14 @@ def install_analyses(con: duckdb.DuckDBPyConnection, catalog: str | None = None,
             reason = not_installed_reason(analysis)
             if reason is None:
                 body = with_defaults(query_text(analysis.query), defaults).strip().rstrip(";")
-                con.execute(f"CREATE OR REPLACE {'TEMP ' if temp else ''}VIEW {quote_identifier(analysis.name)} AS\n{body}")
+                con.execute(deferred(f"CREATE OR REPLACE {'TEMP ' if temp else ''}VIEW {quote_identifier(analysis.name)} AS\n{body}"))
             rows.append((analysis.name, analysis.title, analysis.group, reason is None, reason))
         # Every analysis: its name (the view), title, group, whether it is a view here, and why not.
         con.execute(f"{create} {CATALOG_TABLE} (name VARCHAR, title VARCHAR, grp VARCHAR, installed BOOLEAN, note VARCHAR)")
-        con.executemany(f"INSERT INTO {CATALOG_TABLE} VALUES (?, ?, ?, ?, ?)", rows)
+        insert_rows(con, CATALOG_TABLE, rows)
         if not temp:
             con.execute(f"{create} {INFO_TABLE} (key VARCHAR, value VARCHAR)")
-            con.executemany(f"INSERT INTO {INFO_TABLE} VALUES (?, ?)", [("digest", library_digest()), ("installed_by", f"xsp-trace {__version__}")])
+            insert_rows(con, INFO_TABLE, [("digest", library_digest()), ("installed_by", f"xsp-trace {__version__}")])
     finally:
         if not temp:
             con.execute(f"SET search_path = '{previous}'" if previous else "RESET search_path")
@@ -130,10 +135,12 @@ def _narrowing_views(con: duckdb.DuckDBPyConnection, target: str) -> None:
             )
             common = " AND ".join(where)
             con.execute(
-                f"CREATE OR REPLACE VIEW {target}spans AS "
-                f"SELECT * FROM {source} AS t WHERE getvariable('xsp_iterations') IS NULL AND {common} "
-                f"UNION ALL SELECT * FROM {source} AS t WHERE getvariable('xsp_iterations') IS NOT NULL AND {common} "
-                f"AND list_contains(getvariable('xsp_iterations'), coalesce(iteration, {steps}))"
+                deferred(
+                    f"CREATE OR REPLACE VIEW {target}spans AS "
+                    f"SELECT * FROM {source} AS t WHERE getvariable('xsp_iterations') IS NULL AND {common} "
+                    f"UNION ALL SELECT * FROM {source} AS t WHERE getvariable('xsp_iterations') IS NOT NULL AND {common} "
+                    f"AND list_contains(getvariable('xsp_iterations'), coalesce(iteration, {steps}))"
+                )
             )
             continue
         if table == "steps":
@@ -143,12 +150,14 @@ def _narrowing_views(con: duckdb.DuckDBPyConnection, target: str) -> None:
             ]
         elif table == "memops":  # the narrowed spans' copies and sets only (two branches, as spans)
             con.execute(
-                f"CREATE OR REPLACE VIEW {target}memops AS "
-                f"SELECT * FROM {source} AS t WHERE NOT {_NARROWED} AND {_IN_RUNS} "
-                f"UNION ALL SELECT * FROM {source} AS t WHERE {_NARROWED} AND {_IN_RUNS} AND (run_id, span_id) IN (SELECT run_id, span_id FROM spans)"
+                deferred(
+                    f"CREATE OR REPLACE VIEW {target}memops AS "
+                    f"SELECT * FROM {source} AS t WHERE NOT {_NARROWED} AND {_IN_RUNS} "
+                    f"UNION ALL SELECT * FROM {source} AS t WHERE {_NARROWED} AND {_IN_RUNS} AND (run_id, span_id) IN (SELECT run_id, span_id FROM spans)"
+                )
             )
             continue
-        con.execute(f"CREATE OR REPLACE VIEW {target}{quote_identifier(table)} AS SELECT * FROM {source} AS t WHERE {' AND '.join(where)}")
+        con.execute(deferred(f"CREATE OR REPLACE VIEW {target}{quote_identifier(table)} AS SELECT * FROM {source} AS t WHERE {' AND '.join(where)}"))
 
 
 def installed_digest(con: duckdb.DuckDBPyConnection, catalog: str, schema: str = SCHEMA) -> str | None:

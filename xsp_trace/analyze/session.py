@@ -21,7 +21,7 @@ from ..resources import query_text
 from ..schema import expected_tables, table_ddl
 from ..sql import quote_identifier as _quote
 from ..sql import scalar, set_variables
-from ..sqllib import session_modules
+from ..sqllib import deferred, session_modules
 from ..store import open_store
 from ..timebase import format_time
 from .catalog import BY_NAME
@@ -114,7 +114,7 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
     install_name_macros(con)
     set_rule_variables(con, options.settings)
     for module in session_modules():
-        con.execute(query_text(module))
+        con.execute(deferred(query_text(module)))
 
 
 def _selected(catalog: str, table: str, runs: list[int] | None) -> str:

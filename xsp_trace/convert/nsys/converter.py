@@ -33,6 +33,7 @@ from ...formats import nsys_export as fmt
 from ...formats.file_magic import NSYS_REPORT_MAGIC
 from ...naming import install_sql_macros
 from ...resources import query_text
+from ...sql import insert_rows
 from ..common import ConvertOptions, Progress, register_run
 from ..validate import validate_nsys_staging, warn
 from .report import exported_sqlite
@@ -482,7 +483,7 @@ def _stage_enums(export: _Export, con: duckdb.DuckDBPyConnection) -> None:
             labels.update(dict(export.execute(f'SELECT id, label FROM "{table}"').fetchall()))
         rows += [(enum, code, label, fmt.MEMCPY_KIND_SHORT.get(code) if enum == "memcpy_kind" else None) for code, label in labels.items()]
     con.execute("CREATE OR REPLACE TEMP TABLE _nsys_enums (enum VARCHAR, code BIGINT, label VARCHAR, short VARCHAR)")
-    con.executemany("INSERT INTO _nsys_enums VALUES (?, ?, ?, ?)", rows)
+    insert_rows(con, "_nsys_enums", rows)
 
 
 def _set_format_variables(con: duckdb.DuckDBPyConnection) -> None:
