@@ -2,7 +2,11 @@
 critical_path_analysis (one step per call, networkx) on the same real trace, in the same run; and
 xsp-trace alone on a 1 M-kernel run.
 
-    python3 bench/critical_path.py --hta-python /tmp/hta/bin/python --copies 1 2 --nsys 290
+    python3 bench/critical_path.py --hta-python /tmp/hta/bin/python --copies 1 2 --nsys 290 \
+        --before-checkout /tmp/cp_before   # git worktree add --detach /tmp/cp_before REV
+
+--before-checkout: a checkout of an earlier revision, whose xsp-trace computes the same path on the
+same database in the same run (before/after of a change).
 
 --copies K: the real A100 rank-3 trace repeated K times (bench/scaled_inputs.py: shifted times,
 fresh ids, ProfilerStep numbers continued), each side on every step of it. --nsys N: the H100
@@ -53,6 +57,8 @@ print(f"hta load {t1 - t0:.2f} s, critical path of {steps} steps {t2 - t1:.2f} s
 
 XSP_SCRIPT = """
 import sys, time
+if len(sys.argv) > 2:
+    sys.path.insert(0, sys.argv[2])  # an earlier checkout's xsp_trace
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 t0 = time.perf_counter()
 con = open_session(sys.argv[1], AnalysisOptions())
@@ -70,11 +76,20 @@ def _row(name: str, m: dict) -> None:
     print(f"| {name} | {m['seconds']:.2f} s | {m['peak_mib']:.0f} MiB | {m.get('stdout', '').strip()} |", flush=True)
 
 
+def _before(checkout: str | None, name: str, database: Path) -> None:
+    if checkout:
+        _row(
+            f"{name} | xsp-trace before: session + critical path",
+            measure([sys.executable, "-c", XSP_SCRIPT, str(database), checkout], stdout=subprocess.PIPE),
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hta-python", help="python of a venv with HolisticTraceAnalysis 0.5.0 and pandas < 3 (without it: xsp-trace only)")
     parser.add_argument("--copies", type=int, nargs="*", default=[1], help="sizes of the Kineto trace, in copies of the rank-3 trace")
     parser.add_argument("--nsys", type=int, nargs="*", default=[], help="sizes of the nsys run, in copies of the H100 export (290: 1 M kernels)")
+    parser.add_argument("--before-checkout", help="a checkout of an earlier revision, measured beside this one")
     args = parser.parse_args()
     convert_cmd = [sys.executable, "-c", "from xsp_trace.cli import main; main()", "convert"]
     print("| input | command | wall | peak RSS | what it says |\n| --- | --- | ---: | ---: | --- |")
@@ -84,6 +99,7 @@ def main() -> None:
             database = Path(folder) / f"kineto_x{copies}.duckdb"
             convert = measure([*convert_cmd, str(trace), "-o", str(database), "-q"])
             _row(f"Kineto x{copies} | xsp-trace convert", convert)
+            _before(args.before_checkout, f"Kineto x{copies}", database)
             xsp = measure([sys.executable, "-c", XSP_SCRIPT, str(database)], stdout=subprocess.PIPE)
             _row(f"Kineto x{copies} | xsp-trace: session + critical path", xsp)
             if args.hta_python:
@@ -98,6 +114,7 @@ def main() -> None:
         for copies in args.nsys:
             database = Path(folder) / f"nsys_x{copies}.duckdb"
             _row(f"nsys x{copies} | xsp-trace convert", measure([*convert_cmd, str(scaled_nsys(copies)), "-o", str(database), "-q"]))
+            _before(args.before_checkout, f"nsys x{copies}", database)
             _row(
                 f"nsys x{copies} | xsp-trace: session + critical path",
                 measure([sys.executable, "-c", XSP_SCRIPT, str(database)], stdout=subprocess.PIPE),

@@ -41,6 +41,9 @@ def _paths(module, con) -> list[tuple]:
     unit_rows = module.units(con)
     runs = {run_id: module.load_run(con, run_id) for run_id in sorted({u[0] for u in unit_rows})}
     ranks = module.Ranks(runs, unit_rows) if len(runs) > 1 else None
+    for run in runs.values():
+        if hasattr(module, "prepare_chase"):  # the chase of precomputed hops, where the module has one
+            module.prepare_chase(run, ranks)
     out = []
     for run_id, iteration, _, start_ns, end_ns, pid, tid in unit_rows:
         for s in module.merged(module.walk(runs[run_id], int(start_ns), int(end_ns), (int(pid), int(tid)), ranks)[::-1]):
@@ -58,7 +61,9 @@ def _table(module, con) -> tuple:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--before", required=True, help="git revision holding the earlier critical_path.py")
-    parser.add_argument("traces", nargs="*", type=Path, help="default: every Kineto fixture of tests/data")
+    parser.add_argument(
+        "traces", nargs="*", type=Path, help="traces, or databases converted beforehand (.duckdb); default: every Kineto fixture of tests/data"
+    )
     args = parser.parse_args()
     from typer.testing import CliRunner
 
@@ -67,15 +72,20 @@ def main() -> None:
     from xsp_trace.cli import app
 
     traces = args.traces or sorted((ROOT / "tests" / "data").glob("*/*.json.gz"))
-    groups = [[t] for t in traces] + [sorted((ROOT / "tests" / "data" / "kineto_two_ranks_sendrecv").glob("*.json.gz"))]
+    groups = [[t] for t in traces]
+    if not args.traces:
+        groups.append(sorted((ROOT / "tests" / "data" / "kineto_two_ranks_sendrecv").glob("*.json.gz")))
     with tempfile.TemporaryDirectory() as folder:
         before = _module_at(args.before, Path(folder))
         for i, group in enumerate(groups):
             database = Path(folder) / f"{i}.duckdb"
-            result = CliRunner().invoke(app, ["convert", *map(str, group), "-o", str(database), "-q"])
-            if result.exit_code != 0:
-                print(f"skip {group[0].name}: convert exit {result.exit_code}")
-                continue
+            if group[0].suffix == ".duckdb":  # converted beforehand (bench/critical_path.py --keep)
+                database = group[0]
+            else:
+                result = CliRunner().invoke(app, ["convert", *map(str, group), "-o", str(database), "-q"])
+                if result.exit_code != 0:
+                    print(f"skip {group[0].name}: convert exit {result.exit_code}")
+                    continue
             con = open_session(database, AnalysisOptions())
             old, new = _paths(before, con), _paths(after, con)
             old.append(_table(before, open_session(database, AnalysisOptions())))

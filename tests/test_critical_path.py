@@ -31,7 +31,7 @@ from conftest import DATA
 from support.handmade import Run, write
 from support.steps import event_step, pageable_step, sync_step
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
-from xsp_trace.analyze.critical_path import load_run, walk
+from xsp_trace.analyze.critical_path import load_run, prepare_chase, units, walk
 from xsp_trace.cli import app
 
 runner = CliRunner()
@@ -168,6 +168,31 @@ def test_the_path_tiles_every_step(trace, converted):
         assert offsets[0] == 0 and all(o + n == nxt for o, n, nxt in zip(offsets, lengths, offsets[1:], strict=False))
     summary = run_analysis(con, "critical_path_summary")
     assert all(r[summary.columns.index("path_ns")] == r[summary.columns.index("latency_ns")] for r in summary.rows)
+
+
+@pytest.mark.parametrize(
+    "trace",
+    [DATA / "kineto_2024_ns_resolution" / "hta_v100_ns_resolution_2024.json.gz", DATA / "critical_path_hta" / "cuda_event_sync_multi_stream.json.gz"],
+    ids=lambda p: p.parent.name,
+)
+def test_chasing_precomputed_hops_gives_the_step_by_step_path(trace, converted):
+    """The chase (critical_path_chase.py) against the step-by-step walk it replaces, segment by
+    segment, from every step's end and from the end of every 50th GPU item (a path that starts on a stream)."""
+    con = converted(trace)
+    from xsp_trace.analyze.session import prepare
+
+    prepare(con, AnalysisOptions())
+    stepped, chased = load_run(con, 1), load_run(con, 1)
+    prepare_chase(chased)
+    assert chased.chase is not None and stepped.chase is None
+    starts = [(int(u[3]), int(u[4]), (int(u[5]), int(u[6])), None) for u in units(con)]
+    gpu_rows = [int(r) for rows in stepped.streams.values() for r in rows[::50]]
+    first = min(s for s, *_ in starts)
+    starts += [(first, int(stepped.spans["end_ns"][r]), starts[0][2], r) for r in gpu_rows]
+    for start, end, thread, row in starts:
+        expected = walk(stepped, start, end, thread, gpu_row=row)
+        assert walk(chased, start, end, thread, gpu_row=row) == expected
+        assert sum(s.end_ns - s.start_ns for s in expected) == end - start
 
 
 HTA_CASES = {

@@ -17,299 +17,28 @@ step's latency. HTA assumes, and so does this walk, that a thread's CPU spans ru
 stream runs its work in order, and that nothing else orders work across streams (event waits
 between streams are not followed).
 
-Computed in Python over numpy arrays of time-ordered spans (no graph library), once per session,
-into the TEMP table `xsp_critical_path` that analyses/critical_path.sql and
-analyses/critical_path_summary.sql read.
+Computed over numpy arrays of time-ordered spans (no graph library; the run as columns:
+critical_path_run.py), once per session, into the
+TEMP table `xsp_critical_path` that analyses/critical_path.sql and analyses/critical_path_summary.sql
+read: the hops between nodes are precomputed in numpy and chased (critical_path_chase.py); this
+module's step-by-step walk takes the hops the chase leaves to it (the window's ends, across ranks)
+and every walk of a run without precomputed hops (what_if.py's replayed runs).
 """
 
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import duckdb
 import numpy as np
 
-from ..formats import kineto_fields as kf
-
-# Segment kinds, in the words the analyses print.
-CPU_OP = "cpu_op"
-LAUNCH = "launch"
-QUEUE_DELAY = "queue_delay"
-SYNC_WAIT = "sync_wait"
-CPU_IDLE = "cpu_idle"
-GPU_IDLE = "gpu_idle"
-GPU_KIND = {"computation": "kernel", "communication": "communication", "memory": None, "other": "kernel"}
+from . import critical_path_chase as chase
+from .critical_path_chase import CPU_IDLE, CPU_OP, GPU_IDLE, LAUNCH, QUEUE_DELAY, SYNC_WAIT
+from .critical_path_run import _flatten, _Run, _waited_for, load_run
 
 TABLE = "xsp_critical_path"
 _MAX_HOPS_PER_SPAN = 8  # a guard: every hop moves back in time or to an earlier item
-
-
-@dataclass
-class _Thread:
-    """A CPU thread's timeline as elementary segments, each owned by its innermost span (-1: idle).
-    Python lists: the walk reads them one item at a time, where lists beat numpy scalars."""
-
-    starts: list[int]
-    ends: list[int]
-    owners: list[int]
-
-
-class _Lists(NamedTuple):
-    start: list[int]
-    end: list[int]
-    blocking: list[bool]
-    launchers: list[bool]
-    stream_prev: list[int]
-    launch_of: list[int]
-
-
-@dataclass
-class _Run:
-    """A run's spans as columns ordered by (start, end descending, depth, span_id) -- a row is a
-    position in them -- and the dependencies between rows as arrays indexed by row."""
-
-    run_id: int
-    spans: dict[str, np.ndarray]  # columns of the run's spans, indexed by row
-    threads: dict[tuple[int, int], np.ndarray]  # (pid, tid) -> rows of CPU spans, in row order
-    streams: dict[tuple[int, int], np.ndarray]  # (device, stream) -> rows of GPU work, in row (start) order
-    stream_prev: np.ndarray  # row -> the previous GPU row on its stream (-1: first, or not GPU work)
-    launch_of: np.ndarray  # row -> the CPU row that launched it (-1: none)
-    blocking: np.ndarray  # row -> True for a call that waits for the GPU
-    launchers: np.ndarray  # row -> True for a call that launched GPU work
-    waits_for: dict[int, int] = field(default_factory=dict)  # GPU row -> GPU row of another stream it waited for (event)
-    gpu_ends: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # sorted GPU end times
-    gpu_end_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    flat: dict[tuple[int, int], _Thread] = field(default_factory=dict)
-    lists: _Lists | None = None  # the columns the walk reads one item at a time, as lists (faster than numpy scalars)
-
-    def walk_lists(self) -> _Lists:
-        if self.lists is None:
-            self.lists = _Lists(
-                self.spans["start_ns"].tolist(),
-                self.spans["end_ns"].tolist(),
-                self.blocking.tolist(),
-                self.launchers.tolist(),
-                self.stream_prev.tolist(),
-                self.launch_of.tolist(),
-            )
-        return self.lists
-
-    def start_end(self) -> tuple[list[int], list[int]]:
-        lists = self.walk_lists()
-        return lists.start, lists.end
-
-    def launcher(self, row: int) -> int | None:
-        found = int(self.launch_of[row])
-        return found if found >= 0 else None
-
-    def previous_on_stream(self, row: int) -> int | None:
-        found = int(self.stream_prev[row])
-        return found if found >= 0 else None
-
-
-def _rows_of(span_ids: np.ndarray, order: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """The rows of `wanted` span ids (-1 where a span is not in the run's selection)."""
-    if len(span_ids) == 0:
-        return np.full(len(wanted), -1, dtype=np.int64)
-    at = np.clip(np.searchsorted(span_ids, wanted, sorter=order), 0, len(span_ids) - 1)
-    rows = order[at]
-    return np.where(span_ids[rows] == wanted, rows, -1)
-
-
-def _groups(keys_a: np.ndarray, keys_b: np.ndarray, rows: np.ndarray) -> dict[tuple[int, int], np.ndarray]:
-    """rows grouped by (keys_a, keys_b), each group in row order."""
-    if len(rows) == 0:
-        return {}
-    order = np.lexsort((rows, keys_b[rows], keys_a[rows]))
-    rows = rows[order]
-    a, b = keys_a[rows], keys_b[rows]
-    cuts = np.flatnonzero((a[1:] != a[:-1]) | (b[1:] != b[:-1])) + 1
-    return {(int(a[g[0]]), int(b[g[0]])): rows[g[0] : g[-1] + 1] for g in np.split(np.arange(len(rows)), cuts)}
-
-
-def load_run(con: duckdb.DuckDBPyConnection, run_id: int) -> _Run:
-    """The run's CPU spans and GPU work as columns, and its launch, stream and blocking edges."""
-    spans = con.execute(
-        """
-        SELECT s.span_id, s.kind, s.name, s.start_ns, s.end_ns, coalesce(s.pid, -1) AS pid, coalesce(s.tid, -1) AS tid,
-               coalesce(s.device_id, -1) AS device_id, coalesce(s.stream_id, -1) AS stream_id, coalesce(s.depth, 0) AS depth,
-               coalesce(g.work_class, '') AS work_class
-        FROM spans AS s
-        LEFT JOIN xsp_gpu_work AS g ON g.run_id = s.run_id AND g.span_id = s.span_id
-        WHERE s.run_id = ? AND s.end_ns >= s.start_ns
-          AND (g.span_id IS NOT NULL OR (s.tid IS NOT NULL AND s.stream_id IS NULL AND s.kind NOT IN ('model', 'marker')))
-        """,
-        [run_id],
-    ).fetchnumpy()
-    for name in ("span_id", "start_ns", "end_ns", "pid", "tid", "device_id", "stream_id", "depth"):
-        spans[name] = np.asarray(spans[name], dtype=np.int64)
-    # Rows in time order: by start, end descending (outer before inner), depth, span_id (sorting here
-    # is cheaper than in DuckDB, which would carry the names through its sort).
-    order = np.lexsort((spans["span_id"], spans["depth"], -spans["end_ns"], spans["start_ns"]))
-    spans = {name: np.asarray(values)[order] for name, values in spans.items()}
-    kind, work_class = spans["kind"], spans["work_class"]
-    spans["gpu_kind"] = kind.copy()  # memcpy and memset keep their kind; other GPU work is named by its class
-    for work, named in GPU_KIND.items():
-        if named is not None:
-            spans["gpu_kind"][(work_class == work) & (kind != "memcpy") & (kind != "memset")] = named
-    n = len(spans["span_id"])
-    by_id = np.argsort(spans["span_id"], kind="stable")
-    is_gpu = spans["work_class"] != ""
-    threads = _groups(spans["pid"], spans["tid"], np.flatnonzero(~is_gpu))
-    streams = _groups(spans["device_id"], spans["stream_id"], np.flatnonzero(is_gpu))
-    stream_prev = np.full(n, -1, dtype=np.int64)
-    for rows in streams.values():
-        stream_prev[rows[1:]] = rows[:-1]
-    pairs = con.execute("SELECT api_span_id, gpu_span_id FROM launches WHERE run_id = ? AND api_span_id IS NOT NULL", [run_id]).fetchnumpy()
-    api = _rows_of(spans["span_id"], by_id, np.asarray(pairs["api_span_id"], dtype=np.int64))
-    gpu = _rows_of(spans["span_id"], by_id, np.asarray(pairs["gpu_span_id"], dtype=np.int64))
-    known = (api >= 0) & (gpu >= 0)
-    launch_of = np.full(n, -1, dtype=np.int64)
-    launch_of[gpu[known]] = api[known]
-    launchers = np.zeros(n, dtype=bool)
-    launchers[launch_of[launch_of >= 0]] = True
-    sync = con.execute("SELECT span_id FROM xsp_cpu_calls WHERE run_id = ? AND cpu_class = 'sync'", [run_id]).fetchnumpy()
-    sync_rows = _rows_of(spans["span_id"], by_id, np.asarray(sync["span_id"], dtype=np.int64))
-    blocking = np.zeros(n, dtype=bool)
-    blocking[sync_rows[sync_rows >= 0]] = True
-    gpu_rows = np.flatnonzero(is_gpu)
-    order = np.argsort(spans["end_ns"][gpu_rows], kind="stable")
-    run = _Run(run_id, spans, threads, streams, stream_prev, launch_of, blocking, launchers)
-    run.waits_for = _event_waits(con, run)
-    run.gpu_end_rows = gpu_rows[order]
-    run.gpu_ends = spans["end_ns"][run.gpu_end_rows]
-    return run
-
-
-def _event_waits(con: duckdb.DuckDBPyConnection, run: _Run) -> dict[int, int]:
-    """Cross-stream waits the trace records (Kineto's "Stream Wait Event" activities): the first GPU
-    item launched on the waiting stream after the cudaStreamWaitEvent call waits for the last item
-    launched on the recording stream before the cudaEventRecord call."""
-    rows = con.execute(
-        """
-        SELECT w.device_id, w.stream_id, TRY_CAST(o.value AS BIGINT) AS on_stream, wait_call.start_ns AS waited_at, record.start_ns AS recorded_at
-        FROM spans AS w
-        JOIN span_args AS o ON o.run_id = w.run_id AND o.span_id = w.span_id AND o.key = $on_stream
-        JOIN span_args AS c ON c.run_id = w.run_id AND c.span_id = w.span_id AND c.key = $record_corr
-        JOIN spans AS record ON record.run_id = w.run_id AND record.kind = 'api' AND record.correlation_id = TRY_CAST(c.value AS BIGINT)
-        JOIN spans AS wait_call ON wait_call.run_id = w.run_id AND wait_call.kind = 'api' AND wait_call.correlation_id = w.correlation_id
-        WHERE w.run_id = $run AND w.kind = 'sync' AND w.name = $name
-        """,
-        {
-            "run": run.run_id,
-            "on_stream": kf.ARG_WAIT_ON_STREAM,
-            "record_corr": kf.ARG_WAIT_ON_EVENT_RECORD_CORRELATION,
-            "name": kf.STREAM_WAIT_EVENT_NAME,
-        },
-    ).fetchall()
-    start = run.spans["start_ns"]
-    launched: dict[tuple[int, int], np.ndarray] = {}  # stream -> when each of its items was launched (its start without a launch)
-
-    def launch_times(key: tuple[int, int]) -> np.ndarray:
-        if key not in launched:
-            stream_rows = run.streams.get(key, np.zeros(0, dtype=np.int64))
-            launcher = run.launch_of[stream_rows]
-            launched[key] = np.where(launcher >= 0, start[np.maximum(launcher, 0)], start[stream_rows])
-        return launched[key]
-
-    waits = {}
-    for device, stream, on_stream, waited_at, recorded_at in rows:
-        recording_key, waiting_key = (int(device), int(on_stream)), (int(device), int(stream))
-        recording = np.flatnonzero(launch_times(recording_key) <= recorded_at)
-        waiting = np.flatnonzero(launch_times(waiting_key) >= waited_at)
-        if len(recording) and len(waiting):
-            waits[int(run.streams[waiting_key][waiting[0]])] = int(run.streams[recording_key][recording[-1]])
-    return waits
-
-
-def _flatten_loop(start_ns: list[int], end_ns: list[int], rows: list[int]) -> _Thread:
-    """_flatten for a thread whose spans do not all nest: a call stack replayed span by span, a span
-    that overlaps its enclosing one without nesting left out (not a call stack)."""
-    starts: list[int] = []
-    ends: list[int] = []
-    owners: list[int] = []
-    stack: list[int] = []  # open spans (rows), outermost first
-    stack_ends: list[int] = []
-    cursor: int | None = None
-
-    def close_until(limit: float) -> None:
-        """Pop the spans that end by `limit`, each owning the time from the cursor to its end."""
-        nonlocal cursor
-        while stack_ends and stack_ends[-1] <= limit:
-            until = stack_ends.pop()
-            owner = stack.pop()
-            if cursor is not None and until > cursor:
-                starts.append(cursor)
-                ends.append(until)
-                owners.append(owner)
-                cursor = until
-
-    for row, begin, finish in zip(rows, start_ns, end_ns, strict=True):  # in start order, outer before inner
-        close_until(begin)
-        if cursor is not None and begin > cursor:
-            starts.append(cursor)
-            ends.append(begin)
-            owners.append(stack[-1] if stack else -1)
-        if cursor is None or begin > cursor:
-            cursor = begin
-        if stack_ends and finish > stack_ends[-1]:
-            continue
-        stack.append(row)
-        stack_ends.append(finish)
-    close_until(float("inf"))
-    return _Thread(starts, ends, owners)
-
-
-def _flatten_nested(start_ns: np.ndarray, end_ns: np.ndarray, rows: np.ndarray) -> _Thread | None:
-    """_flatten in numpy for a thread whose spans nest (None when one does not): every span opens at
-    its start and closes at its end; the owner between two boundaries is the innermost open span,
-    the last one opened at the depth the thread is at. An empty span owns nothing but still splits
-    its enclosing span's time there, as the call stack does."""
-    n = len(rows)
-    if n == 0:
-        return _Thread([], [], [])
-    index = np.arange(n)
-    empty = end_ns == start_ns
-    # Boundaries in call-stack order: by time, closes before opens (empty spans between), inner
-    # closes first, outer opens first.
-    times = np.concatenate((end_ns[~empty], start_ns))
-    kind = np.concatenate((np.zeros(int(np.count_nonzero(~empty)), dtype=np.int64), np.where(empty, 1, 2)))
-    rank = np.concatenate((-index[~empty], index))
-    span = np.concatenate((index[~empty], index))
-    order = np.lexsort((rank, kind, times))
-    times, kind, span = times[order], kind[order], span[order]
-    depth = np.cumsum(kind - 1)
-    # The innermost open span after each boundary: the last open at that depth, found among the
-    # opens sorted by (depth, position).
-    positions = np.arange(len(times))
-    opens = np.flatnonzero(kind == 2)
-    stride = len(times) + 1
-    open_key = depth[opens] * stride + opens
-    by_key = np.argsort(open_key, kind="stable")
-    found = np.searchsorted(open_key[by_key], depth * stride + positions, side="right") - 1
-    innermost = np.where(depth > 0, span[opens[by_key[np.maximum(found, 0)]]], -1)
-    # The stack is right as long as every span closes no later than the span it opened inside.
-    parent = np.where(opens > 0, innermost[np.maximum(opens - 1, 0)], -1)
-    child = span[opens]
-    inside = parent >= 0
-    if np.any(end_ns[child[inside]] > end_ns[parent[inside]]):
-        return None
-    segment = np.flatnonzero(times[1:] > times[:-1])
-    owner = innermost[segment]
-    owners = np.where(owner >= 0, rows[np.maximum(owner, 0)], -1)
-    return _Thread(times[segment].tolist(), times[segment + 1].tolist(), owners.tolist())
-
-
-def _flatten(run: _Run, key: tuple[int, int]) -> _Thread:
-    """The thread's elementary segments: the innermost span running in each, gaps as -1."""
-    if key not in run.flat:
-        rows = run.threads.get(key, np.zeros(0, dtype=np.int64))
-        start_ns, end_ns = run.spans["start_ns"][rows], run.spans["end_ns"][rows]
-        nested = _flatten_nested(start_ns, end_ns, rows)
-        run.flat[key] = nested if nested is not None else _flatten_loop(start_ns.tolist(), end_ns.tolist(), rows.tolist())
-    return run.flat[key]
 
 
 @dataclass(slots=True)
@@ -325,75 +54,110 @@ def _gpu_kind(run: _Run, row: int) -> str:
     return str(run.spans["gpu_kind"][row])
 
 
-def _waited_for(run: _Run, call: int, before: int) -> int | None:
-    """The GPU work that finished last inside the blocking call, before `before`."""
-    i = int(np.searchsorted(run.gpu_ends, before, side="right")) - 1
-    if i >= 0 and int(run.gpu_ends[i]) > run.start_end()[0][call]:
-        return int(run.gpu_end_rows[i])
-    return None
+class _Walker:
+    """One walk, step by step: where it stands (a lane and a time, on a run) and what it recorded,
+    latest first -- stepped segments, and stretches of chased hops as columns."""
 
+    def __init__(self, run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: Ranks | None):
+        self.run, self.start_ns, self.thread, self.ranks = run, start_ns, thread, ranks
+        self.t = end_ns
+        self.lane: tuple[str, object] = ("cpu", thread)
+        self.segments: list[Segment] = []
+        self.parts: list[dict[str, np.ndarray]] = []
 
-def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: Ranks | None = None) -> list[Segment]:
-    """The critical path of [start_ns, end_ns] ending on `thread`, as contiguous segments, latest first.
-    With `ranks`, a collective that waited for a later rank continues the path on that rank."""
-    spans = run.spans
-    lists = run.walk_lists()
-    start, end = lists.start, lists.end
-    segments: list[Segment] = []
-    t = end_ns
-    lane: tuple[str, object] = ("cpu", thread)
-    hops = 0
-    limit = _MAX_HOPS_PER_SPAN * (len(run.spans["span_id"]) + 1) * (len(ranks.runs) if ranks else 1)
+    def chase(self, budget: int) -> int:
+        """Follow the precomputed hops from where the walk stands, if that is a node; the hops taken."""
+        ch = self.run.chase
+        if ch is None:
+            return 0
+        kind, where = self.lane
+        node = (
+            where if kind == "gpu" and isinstance(where, int) else ch.cpu_node(where, self.t) if kind == "cpu" and isinstance(where, tuple) else None
+        )
+        if node is None:
+            return 0
+        passed, node = ch.follow(node, self.start_ns, budget)
+        if passed:
+            self.flush()
+            part = chase.segments(ch, passed, self.t)
+            part["run_id"] = np.full(len(part["start"]), self.run.run_id, dtype=np.int64)
+            self.parts.append(part)
+            self.t = int(ch.exit_t[passed[-1]])
+            self.lane = ("gpu", node) if node < ch.n else ("cpu", ch.keys[int(np.searchsorted(ch.last, node - ch.n, side="right"))])
+        return len(passed)
 
-    while t > start_ns and hops < limit:
-        hops += 1
-        if lane[0] == "cpu":
-            key = lane[1]
-            assert isinstance(key, tuple)
-            flat = _flatten(run, key)
+    def flush(self) -> None:
+        """The stepped segments so far as a part of columns."""
+        if self.segments:
+            s = self.segments
+            self.parts.append(
+                {
+                    "start": np.array([x.start_ns for x in s], dtype=np.int64),
+                    "end": np.array([x.end_ns for x in s], dtype=np.int64),
+                    "kind": np.array([x.kind for x in s], dtype=object),
+                    "row": np.array([x.row for x in s], dtype=np.int64),
+                    "run_id": np.array([x.run_id for x in s], dtype=np.int64),
+                }
+            )
+            self.segments = []
+
+    def columns(self) -> dict[str, np.ndarray]:
+        self.flush()
+        names = (("start", np.int64), ("end", np.int64), ("kind", object), ("row", np.int64), ("run_id", np.int64))
+        return {name: np.concatenate([p[name] for p in self.parts]) if self.parts else np.zeros(0, dtype=dtype) for name, dtype in names}
+
+    def step(self) -> None:
+        """One step back from where the walk stands."""
+        run, t, start_ns = self.run, self.t, self.start_ns
+        lists = run.walk_lists()
+        start, end = lists.start, lists.end
+        kind, where = self.lane
+        if kind == "cpu":
+            assert isinstance(where, tuple)
+            flat = _flatten(run, where)
             i = bisect.bisect_left(flat.ends, t)  # first segment ending at or after t
             if i >= len(flat.ends) or flat.starts[i] >= t:  # t lies in a gap before segment i (or after all)
-                gap_start = flat.ends[i - 1] if i > 0 else start_ns
-                low = max(gap_start, start_ns)
-                segments.append(Segment(low, t, CPU_IDLE, -1, run.run_id))
-                t = low
-                continue
+                low = max(flat.ends[i - 1] if i > 0 else start_ns, start_ns)
+                self.segments.append(Segment(low, t, CPU_IDLE, -1, run.run_id))
+                self.t = low
+                return
             owner, low = flat.owners[i], max(flat.starts[i], start_ns)
-            if owner < 0:
-                segments.append(Segment(low, t, CPU_IDLE, -1, run.run_id))
-                t = low
-                continue
-            if lists.blocking[owner]:
+            if owner >= 0 and lists.blocking[owner]:
                 waited = _waited_for(run, owner, t)
                 if waited is not None and end[waited] > low:
                     gpu_end = max(end[waited], start_ns)
-                    segments.append(Segment(gpu_end, t, SYNC_WAIT, owner, run.run_id))
-                    t = gpu_end
-                    lane = ("gpu", waited)
-                    continue
-            segments.append(Segment(low, t, LAUNCH if lists.launchers[owner] else CPU_OP, owner, run.run_id))
-            t = low
-            continue
-        row = lane[1]
+                    self.segments.append(Segment(gpu_end, t, SYNC_WAIT, owner, run.run_id))
+                    self.t, self.lane = gpu_end, ("gpu", waited)
+                    return
+            kind = CPU_IDLE if owner < 0 else LAUNCH if lists.launchers[owner] else CPU_OP
+            self.segments.append(Segment(low, t, kind, owner, run.run_id))
+            self.t = low
+            return
+        row = where
         assert isinstance(row, int)
-        if lane[0] == "gpu":
-            late = ranks.later_arrival(run, row) if ranks is not None and spans["work_class"][row] == "communication" else None
+        if kind == "gpu":
+            late = self.ranks.later_arrival(run, row) if self.ranks is not None and run.spans["work_class"][row] == "communication" else None
             if late is not None:  # the collective ran once the last rank arrived: its time, then that rank
                 other, other_row, other_start, other_thread = late
                 low = max(end[row] - (int(other.spans["end_ns"][other_row]) - int(other.spans["start_ns"][other_row])), start_ns)
                 if low < t:
-                    segments.append(Segment(low, t, _gpu_kind(run, row), row, run.run_id))
-                run, spans, start_ns, thread = other, other.spans, other_start, other_thread
-                lists = run.walk_lists()
-                start, end = lists.start, lists.end
-                t, lane = start[other_row], ("arrived", other_row)
-                continue
+                    self.segments.append(Segment(low, t, _gpu_kind(run, row), row, run.run_id))
+                self.run, self.start_ns, self.thread = other, other_start, other_thread
+                self.t, self.lane = other.walk_lists().start[other_row], ("arrived", other_row)
+                return
             begin = max(start[row], start_ns)
             if begin < t:
-                segments.append(Segment(begin, t, _gpu_kind(run, row), row, run.run_id))
-            t = begin
+                self.segments.append(Segment(begin, t, _gpu_kind(run, row), row, run.run_id))
+            t = self.t = begin
         if t <= start_ns:
-            break
+            return
+        self._dependency(row)
+
+    def _dependency(self, row: int) -> None:
+        """From the start of GPU item `row`, back to the dependency that bound it."""
+        run, t, start_ns = self.run, self.t, self.start_ns
+        lists = run.walk_lists()
+        start, end = lists.start, lists.end
         previous: int | None = lists.stream_prev[row]
         if previous is not None and previous < 0:
             previous = None
@@ -411,21 +175,75 @@ def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: 
         if binding == "stream" and previous_end is not None:
             low = max(previous_end, start_ns)
             if low < t:
-                segments.append(Segment(low, t, GPU_IDLE, -1, run.run_id))
-            t, lane = low, ("gpu", previous)
+                self.segments.append(Segment(low, t, GPU_IDLE, -1, run.run_id))
+            self.t, self.lane = low, ("gpu", previous)
         elif binding == "event" and waited is not None and waited_end is not None:  # waited for another stream's work
             low = max(waited_end, start_ns)
             if low < t:
-                segments.append(Segment(low, t, GPU_IDLE, -1, run.run_id))
-            t, lane = low, ("gpu", waited)
+                self.segments.append(Segment(low, t, GPU_IDLE, -1, run.run_id))
+            self.t, self.lane = low, ("gpu", waited)
         elif binding == "launch" and launched_at is not None and launcher is not None:
             low = max(launched_at, start_ns)
             if low < t:
-                segments.append(Segment(low, t, QUEUE_DELAY, launcher, run.run_id))
-            t, lane = low, ("cpu", (int(spans["pid"][launcher]), int(spans["tid"][launcher])))
+                self.segments.append(Segment(low, t, QUEUE_DELAY, launcher, run.run_id))
+            self.t, self.lane = low, ("cpu", (int(run.spans["pid"][launcher]), int(run.spans["tid"][launcher])))
         else:  # launched before the trace began and first on its stream: back to the step's thread
-            lane = ("cpu", thread)
-    return segments
+            self.lane = ("cpu", self.thread)
+
+
+def walk_columns(
+    run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: Ranks | None = None, gpu_row: int | None = None
+) -> dict[str, np.ndarray]:
+    """The critical path of [start_ns, end_ns] ending on `thread` (or, with `gpu_row`, at the end of
+    that GPU item), as contiguous segments, latest first, in columns start, end, kind, row (the span
+    the time is charged to, -1: none), run_id. With `ranks`, a collective that waited for a later
+    rank continues the path on that rank. Where the run has precomputed hops (prepare_chase) the
+    walk chases them."""
+    w = _Walker(run, start_ns, end_ns, thread, ranks)
+    if gpu_row is not None:
+        w.lane = ("gpu", gpu_row)
+    hops = 0
+    limit = _MAX_HOPS_PER_SPAN * (len(run.spans["span_id"]) + 1) * (len(ranks.runs) if ranks else 1)
+    while w.t > w.start_ns and hops < limit:
+        hops += 1 + w.chase(limit - hops)
+        if w.t > w.start_ns:
+            w.step()
+    return w.columns()
+
+
+def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: Ranks | None = None, gpu_row: int | None = None) -> list[Segment]:
+    """walk_columns as segments, latest first."""
+    c = walk_columns(run, start_ns, end_ns, thread, ranks, gpu_row)
+    return [
+        Segment(*values)
+        for values in zip(c["start"].tolist(), c["end"].tolist(), c["kind"].tolist(), c["row"].tolist(), c["run_id"].tolist(), strict=True)
+    ]
+
+
+def prepare_chase(run: _Run, ranks: Ranks | None = None) -> None:
+    """Precompute the run's hops (critical_path_chase); with `ranks`, its collectives are left to the step-by-step walk."""
+    keys = sorted(run.threads)
+    thread_of = np.full(len(run.spans["span_id"]), -1, dtype=np.int64)
+    for k, key in enumerate(keys):
+        thread_of[run.threads[key]] = k
+    flats = [_flatten(run, key) for key in keys]
+    gpu_rows = np.flatnonzero(thread_of < 0)
+    names = run.spans["gpu_kind"][gpu_rows]
+    gpu_kinds = sorted({str(name) for name in names})
+    kind_code = np.zeros(len(thread_of), dtype=np.int64)
+    for code, name in enumerate(gpu_kinds, start=len(chase.FIXED_KINDS)):
+        kind_code[gpu_rows[names == name]] = code
+    event_of = np.full(len(thread_of), -1, dtype=np.int64)
+    for waiting, waited in run.waits_for.items():
+        event_of[waiting] = waited
+    stop = np.zeros(len(thread_of), dtype=bool)
+    if ranks is not None:
+        stop = run.spans["work_class"] == "communication"
+    cols = chase.Columns(
+        run.spans["start_ns"], run.spans["end_ns"], kind_code, run.stream_prev, run.launch_of,
+        event_of, run.blocking, run.launchers, run.gpu_ends, run.gpu_end_rows, thread_of, stop,
+    )  # fmt: skip
+    run.chase = chase.prepare(cols, keys, [(np.asarray(f.starts), np.asarray(f.ends), np.asarray(f.owners)) for f in flats], gpu_kinds)
 
 
 def _binding(previous_end: int | None, waited_end: int | None, launched_at: int | None) -> str | None:
@@ -454,8 +272,9 @@ class Ranks:
         for run in runs.values():
             seen: dict[str, int] = {}
             comm = np.flatnonzero(run.spans["work_class"] == "communication")
-            for row in comm[np.argsort(run.spans["start_ns"][comm], kind="stable")]:
-                name = str(run.spans["name"][row])
+            ordered = comm[np.argsort(run.spans["start_ns"][comm], kind="stable")]
+            for row, name in zip(ordered.tolist(), run.names(ordered).tolist(), strict=True):
+                name = str(name)
                 key = (name, seen.get(name, 0))
                 seen[name] = key[1] + 1
                 self.matches.setdefault(key, []).append((run.run_id, int(row)))
@@ -517,24 +336,25 @@ def build_critical_path(con: duckdb.DuckDBPyConnection) -> None:
     unit_rows = units(con)
     runs = {run_id: load_run(con, run_id) for run_id in sorted({u[0] for u in unit_rows})}
     ranks = Ranks(runs, unit_rows) if len(runs) > 1 else None
-    paths = [walk(runs[u[0]], int(u[3]), int(u[4]), (int(u[5]), int(u[6])), ranks) for u in unit_rows]
+    for run in runs.values():
+        prepare_chase(run, ranks)
+    paths = [walk_columns(runs[u[0]], int(u[3]), int(u[4]), (int(u[5]), int(u[6])), ranks) for u in unit_rows]
     segments_table = _segment_table(unit_rows, paths, runs)  # noqa: F841 -- read by the INSERT below through DuckDB's replacement scan
     con.execute(f"INSERT INTO {TABLE} SELECT * FROM segments_table")
 
 
-def _segment_table(unit_rows: list[tuple], paths: list[list[Segment]], runs: dict[int, _Run]) -> dict[str, np.ndarray]:
-    """The rows of xsp_critical_path: each unit's segments in time order, adjacent ones of the same
-    span and kind merged (as merged() does), as columns."""
-    total = sum(len(p) for p in paths)
-    codes = {kind: i for i, kind in enumerate(sorted({s.kind for p in paths for s in p}))}
-    kinds = np.array(sorted(codes, key=codes.__getitem__) or [""], dtype=object)
-    unit = np.repeat(np.arange(len(paths)), [len(p) for p in paths])
-    ordered = [s for p in paths for s in reversed(p)]
-    start = np.fromiter((s.start_ns for s in ordered), np.int64, total)
-    end = np.fromiter((s.end_ns for s in ordered), np.int64, total)
-    kind = np.fromiter((codes[s.kind] for s in ordered), np.int64, total)
-    row = np.fromiter((s.row for s in ordered), np.int64, total)
-    on_run = np.fromiter((s.run_id for s in ordered), np.int64, total)
+def _segment_table(unit_rows: list[tuple], paths: list[dict[str, np.ndarray]], runs: dict[int, _Run]) -> dict[str, np.ndarray]:
+    """The rows of xsp_critical_path: each unit's segments (walk_columns) in time order, adjacent
+    ones of the same span and kind merged (as merged() does), as columns."""
+    sizes = [len(p["start"]) for p in paths]
+    total = sum(sizes)
+    unit = np.repeat(np.arange(len(paths)), sizes)
+
+    def column(name: str, dtype) -> np.ndarray:
+        return np.concatenate([p[name][::-1] for p in paths]).astype(dtype) if paths else np.zeros(0, dtype=dtype)
+
+    start, end, row, on_run = (column(name, np.int64) for name in ("start", "end", "row", "run_id"))
+    kind = column("kind", object)
     same = (unit[1:] == unit[:-1]) & (row[1:] == row[:-1]) & (kind[1:] == kind[:-1]) & (on_run[1:] == on_run[:-1]) & (start[1:] == end[:-1])
     first = np.flatnonzero(np.concatenate(([True], ~same)))
     last = np.concatenate((first[1:], [total])) - 1
@@ -546,7 +366,7 @@ def _segment_table(unit_rows: list[tuple], paths: list[list[Segment]], runs: dic
     for run_id, run in runs.items():
         mine = np.flatnonzero((on_run == run_id) & (row >= 0))
         span_id[mine] = run.spans["span_id"][row[mine]]
-        name[mine] = run.spans["name"][row[mine]]
+        name[mine] = run.names(row[mine])
     unit_columns = [np.asarray([u[i] for u in unit_rows], dtype=object) for i in range(3)]
     no_unit = [np.zeros(len(unit_rows), dtype=bool)] * 3
     masks = [np.asarray([u[i] is None for u in unit_rows], dtype=bool) if unit_rows else no_unit[i] for i in range(3)]
@@ -559,7 +379,7 @@ def _segment_table(unit_rows: list[tuple], paths: list[list[Segment]], runs: dic
         "on_run_id": on_run,
         "span_id": np.ma.masked_array(span_id, mask=row < 0),
         "name": name,
-        "kind": kinds[kind],
+        "kind": kind,
         "start_ns": start,
         "end_ns": end,
         "on_path_ns": end - start,

@@ -29,7 +29,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InputError
-from .critical_path import _binding, _flatten, _Run, _waited_for, load_run, merged, units, walk
+from .critical_path import _binding, merged, units, walk
+from .critical_path_run import _flatten, _Run, _waited_for, load_run
 
 KINDS = ("kernel", "memcpy", "memset", "communication", "gpu", "op", "api", "sync")
 _RULE = re.compile(r"^(?P<kind>[a-z]+):(?P<pattern>.+)(?P<op>[*=])(?P<value>[0-9.]+(?:[eE][+-]?[0-9]+)?)(?P<unit>ns|us|ms|s)?$")
@@ -82,7 +83,7 @@ def _kinds_of(run: _Run, row: int) -> tuple[str, ...]:
 
 
 def _rule_for(run: _Run, row: int, rules: list[Rule]) -> Rule | None:
-    name = str(run.spans["name"][row])
+    name = run.name(row)
     kinds = _kinds_of(run, row)
     return next((r for r in rules if r.kind in kinds and r.pattern.search(name)), None)
 
@@ -222,7 +223,7 @@ def replayed_run(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tu
                 if int(run.spans["start_ns"][row]) >= start_ns:
                     new_start[row] = mapped(int(run.spans["start_ns"][row]))
                 new_end[row] = max(new_start[row], mapped(min(int(run.spans["end_ns"][row]), end_ns)))
-    copy = replace(run, spans=dict(run.spans, start_ns=new_start, end_ns=new_end), flat={}, lists=None)
+    copy = replace(run, spans=dict(run.spans, start_ns=new_start, end_ns=new_end), flat={}, lists=None, chase=None)
     order = np.argsort(new_end[run.gpu_end_rows], kind="stable")
     copy.gpu_end_rows = run.gpu_end_rows[order]
     copy.gpu_ends = new_end[copy.gpu_end_rows]
@@ -258,7 +259,7 @@ def _top(run: _Run, segments: list) -> str:
     totals: dict[tuple[str, str], int] = {}
     for seg in segments:
         if seg.row >= 0:
-            key = (str(run.spans["name"][seg.row]), seg.kind)
+            key = (run.name(seg.row), seg.kind)
             totals[key] = totals.get(key, 0) + seg.end_ns - seg.start_ns
     ranked = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_ITEMS]
     return "; ".join(f"{name} [{kind}] {ns}" for (name, kind), ns in ranked)
