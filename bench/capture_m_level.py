@@ -6,10 +6,18 @@ CPU, one thread) of small models; for each run, read straight from its session.j
   * paired difference = instrumented - un-instrumented latency of pair i (the capture alternates
     the two inference by inference, order flipped every pair, both timed with the same plain
     timer in the same process), in µs;
-  * its median, with a seeded percentile-bootstrap 95 % interval of the median (2,000 resamples
-    of the pairs);
-  * per layer call (ML) = that median / the layer calls of one inference (session layers'
-    calls_per_inference summed).
+  * the order-balanced median: the mean of the median over the pairs run plain-first and the
+    median over those run instrumented-first, with a seeded percentile-bootstrap 95 % interval
+    (2,000 resamples of each half). The second inference of a pair runs faster than the first by
+    tens of µs on this machine, A/A included (BENCHMARKS.md): the paired differences are two
+    clusters, one per order, and the plain median over all pairs lands anywhere between them;
+    the balanced figure cancels any effect of the position in the pair. The plain median is
+    printed too;
+  * per layer call (ML) = that figure / the layer calls of one inference (session layers'
+    calls_per_inference summed);
+  * --aa adds an A/A run per model and tool: the same capture and pairing, the instrumented
+    inference timed exactly as the plain one and its model range recorded after the timer
+    stopped: the pairing's own bias.
 
 Captures alternate checkout by checkout (--checkout NAME=PATH: the capture side the profiled
 script imports, e.g. main before a change and this checkout after it), tool by tool and model by
@@ -18,6 +26,7 @@ meaningful on a shared machine. Prints a markdown table (BENCHMARKS.md) and, wit
 figure.
 
     OMP_NUM_THREADS=1 python bench/capture_m_level.py --iterations 200 --checkout main=/work/main --checkout after=.
+    OMP_NUM_THREADS=1 python bench/capture_m_level.py --iterations 600 --aa --pieces   # + A/A rows and the pieces alone
 """
 
 from __future__ import annotations
@@ -64,16 +73,36 @@ def median_interval(values: list[float], resamples: int = 2000, seed: int = 0) -
     return medians[int(0.025 * resamples)], medians[int(0.975 * resamples) - 1]
 
 
-def paired_overhead(session: dict) -> dict:
-    """Median paired difference (µs) of one run, its interval, per layer call."""
+def balanced_median(diffs: list[float]) -> float:
+    """Mean of the medians of the even pairs (plain first) and the odd ones (instrumented first)."""
+    return (statistics.median(diffs[0::2]) + statistics.median(diffs[1::2])) / 2
+
+
+def balanced_interval(diffs: list[float], resamples: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """Seeded percentile-bootstrap 95 % interval of balanced_median, each order resampled apart."""
+    rng = random.Random(seed)
+    halves = diffs[0::2], diffs[1::2]
+    values = sorted(sum(statistics.median(h[rng.randrange(len(h))] for _ in h) for h in halves) / 2 for _ in range(resamples))
+    return values[int(0.025 * resamples)], values[int(0.975 * resamples) - 1]
+
+
+def paired_differences(session: dict) -> list[float]:
+    """instrumented - un-instrumented latency (µs) of every pair of one run, in pair order."""
     lat = session["latencies_ns"]
-    plain, instrumented = lat["uninstrumented"], lat["instrumented"]
     if set(lat["uninstrumented_phase"]) != {"interleaved"}:
         raise SystemExit(f"run {session['tool']} {session['level']} did not interleave its loops: no paired difference")
-    diffs = [(i - p) / 1000 for p, i in zip(plain, instrumented, strict=True)]
-    low, high = median_interval(diffs)
+    return [(i - p) / 1000 for p, i in zip(lat["uninstrumented"], lat["instrumented"], strict=True)]
+
+
+def paired_overhead(session: dict) -> dict:
+    """Order-balanced median paired difference (µs) of one run, its interval, the plain median
+    over all pairs with its interval, per layer call."""
+    diffs = paired_differences(session)
+    plain = session["latencies_ns"]["uninstrumented"]
+    median = balanced_median(diffs)
+    low, high = balanced_interval(diffs)
+    all_low, all_high = median_interval(diffs)
     layer_calls = sum(layer.get("calls_per_inference") or 0 for layer in session.get("layers") or [])
-    median = statistics.median(diffs)
     per_call = (lambda v: v / layer_calls) if layer_calls and session["level"] != "M" else (lambda v: None)
     return {
         "pairs": len(diffs),
@@ -81,6 +110,11 @@ def paired_overhead(session: dict) -> dict:
         "overhead_median_us": median,
         "overhead_low_us": low,
         "overhead_high_us": high,
+        "all_pairs_median_us": statistics.median(diffs),
+        "all_pairs_low_us": all_low,
+        "all_pairs_high_us": all_high,
+        "plain_first_median_us": statistics.median(diffs[0::2]),
+        "instrumented_first_median_us": statistics.median(diffs[1::2]),
         "layer_calls": layer_calls,
         "per_layer_call_us": per_call(median),
         "per_layer_call_low_us": per_call(low),
@@ -167,10 +201,10 @@ def range_alone_under_nsys() -> dict:
     return out
 
 
-def capture(checkout: Path, model: str, tool: str, levels: list[str], iterations: int, out: Path) -> list[dict]:
+def capture(checkout: Path, model: str, tool: str, levels: list[str], iterations: int, out: Path, aa: bool = False) -> list[dict]:
     from xsp_trace.capture.runner import CaptureRequest, capture_levels
 
-    command = [sys.executable, str(Path(__file__).resolve()), "--profiled-model", model]
+    command = [sys.executable, str(Path(__file__).resolve()), "--profiled-model", model] + (["--aa-child"] if aa else [])
     request = CaptureRequest(command=command, out=out, levels=levels, iterations=iterations, warmup=20, tools=[tool], overwrite=True)
     os.environ["XSP_BENCH_CHECKOUT"] = str(checkout)
     try:
@@ -180,14 +214,37 @@ def capture(checkout: Path, model: str, tool: str, levels: list[str], iterations
     rows = []
     for entry in manifest["runs"]:
         session = json.loads((out / entry["session"]).read_text())
-        rows.append({"model": model, "tool": tool, "level": entry["level"], **paired_overhead(session)})
+        level = entry["level"] + (" A/A" if aa else "")
+        rows.append({"model": model, "tool": tool, "level": level, **paired_overhead(session)})
     return rows
+
+
+def time_as_plain(session_module) -> None:
+    """A/A: the capture's timed loop with the instrumented inference timed exactly as the plain
+    one; its model range is recorded after the timer stopped (the runner checks every run's
+    trace for model ranges)."""
+    original = session_module._timed_loop
+
+    def timed_loop(call, n, sync, model_range=None):
+        latencies = original(call, n, sync)
+        if model_range is not None:
+            for _ in range(n):
+                if model_range.timed_by_caller:
+                    now = time.perf_counter_ns()
+                    model_range.record(now, now)
+                else:
+                    model_range.push()
+                    model_range.pop()
+        return latencies
+
+    session_module._timed_loop = timed_loop
 
 
 def markdown(rows: list[dict]) -> str:
     out = [
-        "| code | model | tool | level | repeat | pairs | un-instrumented median µs | overhead per inference, median µs [95 % interval] | layer calls | per layer call µs [95 % interval] |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| code | model | tool | level | repeat | pairs | un-instrumented median µs | overhead per inference, order-balanced median µs [95 % interval] "
+        "| plain-first / instrumented-first medians µs | all-pairs median µs [95 % interval] | layer calls | per layer call µs [95 % interval] |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
         per_call = "-"
@@ -195,7 +252,9 @@ def markdown(rows: list[dict]) -> str:
             per_call = f"{r['per_layer_call_us']:.2f} [{r['per_layer_call_low_us']:.2f} .. {r['per_layer_call_high_us']:.2f}]"
         out.append(
             f"| {r['code']} | {r['model']} | {r['tool']} | {r['level']} | {r['repeat']} | {r['pairs']} | {r['uninstrumented_median_us']:.0f} | "
-            f"{r['overhead_median_us']:+.1f} [{r['overhead_low_us']:+.1f} .. {r['overhead_high_us']:+.1f}] | {r['layer_calls'] or '-'} | {per_call} |"
+            f"{r['overhead_median_us']:+.1f} [{r['overhead_low_us']:+.1f} .. {r['overhead_high_us']:+.1f}] | "
+            f"{r['plain_first_median_us']:+.1f} / {r['instrumented_first_median_us']:+.1f} | "
+            f"{r['all_pairs_median_us']:+.1f} [{r['all_pairs_low_us']:+.1f} .. {r['all_pairs_high_us']:+.1f}] | {r['layer_calls'] or '-'} | {per_call} |"
         )
     return "\n".join(out)
 
@@ -210,7 +269,14 @@ def main() -> None:
     parser.add_argument("--checkout", action="append", default=[], help="NAME=PATH of a checkout whose capture side is measured (default: this one)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--range-alone", action="store_true", help="only the A/A control and the NVTX model range alone, no tool and under nsys")
+    parser.add_argument(
+        "--pieces", action="store_true", help="after the captures, the pieces alone (bench/capture_m_level_pieces.py), same pairs and models"
+    )
+    parser.add_argument(
+        "--aa", action="store_true", help="add an A/A run (level M, same pairing, nothing timed beyond the plain inference) per model and tool"
+    )
     parser.add_argument("--profiled-model", help=argparse.SUPPRESS)  # child: the script the runner profiles
+    parser.add_argument("--aa-child", action="store_true", help=argparse.SUPPRESS)  # child: time the instrumented inference as the plain one
     parser.add_argument("--range-alone-to", type=Path, help=argparse.SUPPRESS)  # child: range_alone into this JSON
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -219,6 +285,10 @@ def main() -> None:
 
         from xsp_trace.capture import run
 
+        if args.aa_child:
+            from xsp_trace.capture import session as session_module
+
+            time_as_plain(session_module)
         torch.set_num_threads(1)
         model, make_input = build_model(args.profiled_model)
         run(model, make_input, name=args.profiled_model)
@@ -232,33 +302,46 @@ def main() -> None:
             for name, r in controls.items():
                 print(f"| {tool} | {name} | {r['median_us']:+.2f} [{r['low_us']:+.2f} .. {r['high_us']:+.2f}] |")
         return
-    from xsp_trace.errors import InputError
-
     rows = []
+    loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as tmp:
         checkouts = [tuple(c.split("=", 1)) for c in args.checkout] or [("this", str(CHECKOUT))]
         for repeat in range(args.repeats):
             for model in args.models.split(","):
                 for tool in args.tools.split(","):
                     for code, path in checkouts:
-                        out = Path(tmp) / f"{code}-{model}-{tool}"
-                        for attempt in (1, 2):  # nsys on a shared machine now and then fails to start (sem_open)
-                            try:
-                                captured = capture(Path(path).resolve(), model, tool, args.levels.split(","), args.iterations, out)
-                                break
-                            except InputError as exc:
-                                print(f"capture failed (attempt {attempt}): {exc}", file=sys.stderr, flush=True)
-                                captured = []
-                        for row in captured:
-                            rows.append({**row, "code": code, "repeat": repeat + 1})
-                            print(markdown([rows[-1]]).splitlines()[-1], file=sys.stderr, flush=True)
-                        if args.json:  # after every capture, so an interrupted run keeps what it measured
-                            args.json.write_text(json.dumps({"rows": rows, "iterations": args.iterations}, indent=1))
-    report = {"rows": rows, "load_average": os.getloadavg(), "iterations": args.iterations}
+                        runs = [(args.levels.split(","), False)] + ([(["M"], True)] if args.aa else [])
+                        for levels, aa in runs:
+                            out = Path(tmp) / f"{code}-{model}-{tool}"
+                            for row in _capture_retrying(Path(path).resolve(), model, tool, levels, args.iterations, out, aa):
+                                rows.append({**row, "code": code, "repeat": repeat + 1})
+                                print(markdown([rows[-1]]).splitlines()[-1], file=sys.stderr, flush=True)
+                            loads.append(os.getloadavg()[0])
+                            if args.json:  # after every capture, so an interrupted run keeps what it measured
+                                args.json.write_text(json.dumps({"rows": rows, "iterations": args.iterations, "load_1min": loads}, indent=1))
+    report: dict = {"rows": rows, "load_average": os.getloadavg(), "iterations": args.iterations, "load_1min": loads}
+    if args.pieces:  # the floor, in the same run: each piece alone in the capture's pairing
+        import capture_m_level_pieces as pieces
+
+        report["pieces"], report["warm"] = pieces.measure(args.models.split(","), args.iterations)
+        loads.append(os.getloadavg()[0])
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
     print(markdown(rows))
-    print(f"\nload average at the end: {', '.join(f'{x:.2f}' for x in report['load_average'])}")
+    if args.pieces:
+        print("\n" + pieces.report(report["pieces"], report["warm"]))
+    print(f"\nload average (1 min) before and after each capture: {min(loads):.2f} .. {max(loads):.2f}, median {statistics.median(loads):.2f}")
+
+
+def _capture_retrying(checkout: Path, model: str, tool: str, levels: list[str], iterations: int, out: Path, aa: bool) -> list[dict]:
+    from xsp_trace.errors import InputError
+
+    for attempt in (1, 2):  # nsys on a shared machine now and then fails to start (sem_open)
+        try:
+            return capture(checkout, model, tool, levels, iterations, out, aa)
+        except InputError as exc:
+            print(f"capture failed (attempt {attempt}): {exc}", file=sys.stderr, flush=True)
+    return []
 
 
 if __name__ == "__main__":

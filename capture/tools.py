@@ -14,11 +14,12 @@ from pathlib import Path
 
 from xsp_trace.formats import ncu_metrics as nm
 
-# nsys --trace per level. M and ML need only NVTX (osrt adds the OS runtime calls, which lets
-# nsys 2022.4 record on machines without a GPU); MLG adds the CUDA API/kernel level.
+# nsys --trace per level. M and ML trace NVTX alone: their ranges are their only instrumentation
+# (osrt would intercept the program's OS runtime calls in every inference; nsys 2022.4 records
+# NVTX without it on a machine without a GPU too). MLG adds the CUDA API/kernel level.
 NSYS_TRACE = {
-    "M": "nvtx,osrt",
-    "ML": "nvtx,osrt",
+    "M": "nvtx",
+    "ML": "nvtx",
     "MLG": "cuda,nvtx,osrt,cublas,cudnn",
 }
 NSYS_COMMON = ["--sample=none", "--cpuctxsw=none", "--force-overwrite=true", "--export=none"]
