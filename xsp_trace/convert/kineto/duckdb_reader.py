@@ -12,8 +12,8 @@ not the `traceEvents` array inside Kineto's top-level object (BENCHMARKS.md, "Ki
 2. read_json(format='array') loads one piece (its files in parallel, rows in file order) at a
    time into `_kineto_events`, times as
    DECIMAL(38,9) (exact for Kineto's microseconds with up to 9 decimals), pid/tid/id as text,
-   args as MAP(VARCHAR, JSON); the caller maps it (kineto_map.sql) and drops it before the next,
-   so the raw events of the whole trace are never held (held whole, they spilled under the memory cap).
+   args read as JSON and cast to MAP(VARCHAR, JSON); the caller maps it (kineto_map.sql) and
+   drops it before the next, so the raw events of the whole trace are never held (held whole, they spilled under the memory cap).
 
 Anything unusual (not a trace object, a `ts`/`dur` that is not a JSON number, a `null` event, a
 value the column types do not take, a reader error, no events) makes `read_events` return None;
@@ -42,7 +42,7 @@ from ...formats import kineto_fields as kf
 from ...output_files import private_temp_prefix
 from ...sql import one_row
 from ..input_limits import MAX_VALUE_BYTES, InputLimits
-from .events import READ_JSON_COLUMNS
+from .events import ARGS_TYPE, READ_JSON_COLUMNS
 from .pieces import PieceWriter, ValueTooLarge
 from .python_reader import closing_bracket
 
@@ -184,7 +184,8 @@ def extract_events(path: Path, writer: PieceWriter, limits: InputLimits) -> dict
 
 _READ_EVENTS = f"""
 CREATE OR REPLACE TEMP TABLE _kineto_events AS
-SELECT * FROM read_json(?, format = 'array', maximum_object_size = {MAX_VALUE_BYTES}, columns = {READ_JSON_COLUMNS})
+SELECT * REPLACE (CAST(args AS {ARGS_TYPE}) AS args)
+FROM read_json(?, format = 'array', maximum_object_size = {MAX_VALUE_BYTES}, columns = {READ_JSON_COLUMNS})
 """
 # A `null` element of traceEvents reads as a row of NULLs (an empty object `{}` too): the
 # streaming reader tells them apart (null is not an event: one line).

@@ -3,7 +3,7 @@
 `_kineto_events` holds one row per element of `traceEvents`, in file order (rowid = position):
 ph, cat, name, pid, tid and id as text (JSON numbers as their text), ts and dur as DECIMAL(38,9)
 microseconds (exact), args as MAP(VARCHAR, JSON). DuckDB's JSON reader writes it directly
-(kineto/duckdb_reader.py); the streaming ijson reader (kineto/python_reader.py), for files DuckDB's reader does
+(kineto/duckdb_reader.py: args read as JSON, then cast); the streaming ijson reader (kineto/python_reader.py), for files DuckDB's reader does
 not take, writes the same columns here. queries/ingest/kineto_map.sql then maps the relation
 (the DuckDB reader fills it with one piece of the trace at a time, mapped before the next).
 
@@ -27,13 +27,16 @@ from ...errors import InputError
 from ..validate import TIME_LIMIT_US
 
 RAW_COLUMNS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "args")
-# read_json's column types (duckdb_reader) and the table the Python reader fills: the same.
+# read_json's column types (duckdb_reader): those of the table the Python reader fills, but args
+# read as one JSON value and cast to ARGS_TYPE after (parsing each object straight into a MAP took
+# 4x as long as reading it as JSON and casting: BENCHMARKS.md, "Kineto: args read as JSON").
+ARGS_TYPE = "MAP(VARCHAR, JSON)"
 READ_JSON_COLUMNS = (
     "{ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', "
-    "ts: 'DECIMAL(38,9)', dur: 'DECIMAL(38,9)', id: 'VARCHAR', args: 'MAP(VARCHAR, JSON)'}"
+    "ts: 'DECIMAL(38,9)', dur: 'DECIMAL(38,9)', id: 'VARCHAR', args: 'JSON'}"
 )
-RAW_DDL = """CREATE OR REPLACE TEMP TABLE _kineto_events (ph VARCHAR, cat VARCHAR, name VARCHAR, pid VARCHAR,
-    tid VARCHAR, ts DECIMAL(38,9), dur DECIMAL(38,9), id VARCHAR, args MAP(VARCHAR, JSON))"""
+RAW_DDL = f"""CREATE OR REPLACE TEMP TABLE _kineto_events (ph VARCHAR, cat VARCHAR, name VARCHAR, pid VARCHAR,
+    tid VARCHAR, ts DECIMAL(38,9), dur DECIMAL(38,9), id VARCHAR, args {ARGS_TYPE})"""
 FIX_EVENT = "export the trace again with torch.profiler, or repair the event"
 
 _DECIMAL = pa.decimal128(38, 9)

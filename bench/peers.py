@@ -1,0 +1,264 @@
+"""bench/run.py's rows against the peers doing the same job (nsys-ai's cache, the nsys report set,
+DuckDB writing Parquet), each a fresh process on the same file in the same run, with the
+targets they are judged on.
+
+- nsys-ai `warm` (its own venv, NSYS_AI): the DuckDB sqlite scan of the export into its Parquet
+  cache plus its NVTX kernel map; the cache beside the export is removed before and after every run,
+  so each run builds it from nothing.
+- the report set: `xsp-trace convert` then one `xsp-trace analyze` process with the analyses
+  matching every report `nsys stats` runs by default (those it does not skip for lack of data on
+  these exports) and every default `nsys analyze` rule, vs `nsys stats` (default reports) plus
+  `nsys analyze` (default rules) on the same export; each side's time is the sum of its processes,
+  its peak the largest.
+- Perfetto vs Parquet: bench/perfetto_vs_parquet.py's jobs (DuckDB COPY spans to Parquet; the
+  export's own query to Parquet, the floor; the export) on the converted database.
+
+Run alone (one export):  python bench/peers.py bench/data/nsys_h100_x30.sqlite
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import perfetto_vs_parquet  # noqa: E402
+from children import log, measure  # noqa: E402
+
+NSYS_AI = Path("/work/venvs/nsysai/bin/nsys-ai")
+# `nsys stats` reports run by default that find data in these exports, and the analysis of each.
+DEFAULT_REPORTS = {
+    "nvtxsum": "nvtx_sum",
+    "cudaapisum": "cuda_api_sum",
+    "gpukernsum": "cuda_gpu_kern_sum",
+    "gpumemtimesum": "cuda_gpu_mem_time_sum",
+    "gpumemsizesum": "cuda_gpu_mem_size_sum",
+}
+# The default rules of `nsys analyze` (2022.4) and their analyses.
+DEFAULT_RULES = ("cuda_async_memcpy", "cuda_sync_memcpy", "cuda_sync_memset", "cuda_sync_api", "gpu_starvation", "gpu_low_utilization")
+
+NSYS_AI_TIME, NSYS_AI_PEAK = 0.67, 0.5  # convert <= 0.67x nsys-ai warm's time at <= 0.5x its peak
+REPORT_SET_TIME = 0.5  # convert + the report set <= 0.5x nsys doing the same set
+PERFETTO_TIME = perfetto_vs_parquet.TIME_TARGET
+KINETO_SPEED, KINETO_PEAK = 10, 0.15  # Kineto 1 GB: >= 10x faster than HTA at <= 0.15x its peak
+
+
+def nsys_ai_path() -> Path | None:
+    return NSYS_AI if NSYS_AI.exists() else None
+
+
+def nsys_ai_version() -> str | None:
+    """nsys-ai's version and its DuckDB's, from its own venv."""
+    if not nsys_ai_path():
+        return None
+    code = "import importlib.metadata as m; print(m.version('nsys-ai'), '(DuckDB', m.version('duckdb') + ')')"
+    return subprocess.run([str(NSYS_AI.parent / "python"), "-c", code], capture_output=True, text=True).stdout.strip() or None
+
+
+def _clear_nsys_ai_cache(export: Path) -> None:
+    cache = export.with_suffix(".nsys-cache")
+    shutil.rmtree(cache, ignore_errors=True)
+    Path(f"{cache}.build.lock").unlink(missing_ok=True)
+
+
+def nsys_ai_warm(export: Path, pin: list[str] = ()) -> dict:
+    """nsys-ai `warm` on the export, its cache built from nothing."""
+    _clear_nsys_ai_cache(export)
+    try:
+        return measure([*pin, str(NSYS_AI), "warm", str(export)])
+    finally:
+        _clear_nsys_ai_cache(export)
+
+
+def report_set(export: Path, database: Path, nsys: str) -> dict:
+    """{'xsp': convert + analyses, 'nsys': stats + analyze}, each {'seconds', 'peak_mib', 'parts'}."""
+    from children import PRELUDE, python_script
+
+    convert = PRELUDE + (
+        "from pathlib import Path\nfrom xsp_trace.convert import ConvertOptions, convert_inputs\n"
+        "convert_inputs([Path(sys.argv[1])], Path(sys.argv[2]), ConvertOptions(), overwrite=True)\n"
+    )
+    analyze = PRELUDE + "from xsp_trace.cli import main\nsys.argv = ['xsp-trace', *sys.argv[1:]]\nmain()\n"
+    names = [*DEFAULT_REPORTS.values(), *DEFAULT_RULES]
+    log(f"{export.name}: report set, xsp-trace")
+    ours = {
+        "convert": measure(python_script(convert, export, database)),
+        "analyze": measure(python_script(analyze, "analyze", database, "--format", "csv", *(arg for n in names for arg in ("-a", n)))),
+    }
+    log(f"{export.name}: report set, nsys stats + nsys analyze")
+    theirs = {
+        "stats": measure([nsys, "stats", "--format", "csv", "--force-export", "false", str(export)]),
+        "analyze": measure([nsys, "analyze", "--force-export", "false", str(export)]),
+    }
+    database.unlink(missing_ok=True)
+    return {"xsp": _total(ours), "nsys": _total(theirs)}
+
+
+def _total(parts: dict[str, dict]) -> dict:
+    return {
+        "seconds": round(sum(p["seconds"] for p in parts.values()), 3),
+        "peak_mib": max(p["peak_mib"] for p in parts.values()),
+        "parts": parts,
+    }
+
+
+def perfetto_parquet(database: Path) -> dict:
+    """perfetto_vs_parquet's three jobs on the database: {job: result}."""
+    out = {}
+    for job in ("parquet", "parquet_slices", "export"):
+        log(f"{database.name}: {perfetto_vs_parquet.JOBS[job][0]}")
+        result = perfetto_vs_parquet.measure(job, database)
+        if result:
+            out[job] = result
+    return out
+
+
+def _r(a: float, b: float) -> str:
+    return f"{a / b:.2f}x"
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def markdown(nsys_rows: list[dict]) -> list[str]:
+    """The peers' tables for the nsys rows that have them."""
+    out = []
+    ai = [r for r in nsys_rows if r.get("nsys_ai")]
+    if ai:
+        out += [
+            "### nsys export -> DuckDB vs nsys-ai 0.3 `warm` (DuckDB sqlite scan -> Parquet cache + NVTX kernel map)",
+            "",
+            "| input | kernels | xsp-trace s | nsys-ai warm s | xsp / nsys-ai (time) | xsp-trace peak MiB | nsys-ai peak MiB | xsp / nsys-ai (RSS) |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for r in ai:
+            x, a = r["xsp"], r["nsys_ai"]
+            out.append(
+                f"| {r['input']} | {r['kernels']:,} | {x['seconds']:.1f} | {a['seconds']:.1f} | {_r(x['seconds'], a['seconds'])} | "
+                f"{x['peak_mib']:.0f} | {a['peak_mib']:.0f} | {_r(x['peak_mib'], a['peak_mib'])} |"
+            )
+        out.append("")
+    rs = [r for r in nsys_rows if r.get("report_set")]
+    if rs:
+        out += [
+            "### The same report set: convert + the analyses of every default `nsys stats` report ("
+            + ", ".join(DEFAULT_REPORTS)
+            + ") and every default `nsys analyze` rule vs `nsys stats` + `nsys analyze` on the export",
+            "",
+            "| input | xsp-trace convert s | xsp-trace analyze s | xsp-trace total s | nsys stats s | nsys analyze s | nsys total s | "
+            "xsp / nsys (time) | xsp-trace peak MiB | nsys peak MiB |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for r in rs:
+            x, n = r["report_set"]["xsp"], r["report_set"]["nsys"]
+            out.append(
+                f"| {r['input']} | {x['parts']['convert']['seconds']:.1f} | {x['parts']['analyze']['seconds']:.1f} | {x['seconds']:.1f} | "
+                f"{n['parts']['stats']['seconds']:.1f} | {n['parts']['analyze']['seconds']:.1f} | {n['seconds']:.1f} | "
+                f"{_r(x['seconds'], n['seconds'])} | {x['peak_mib']:.0f} | {n['peak_mib']:.0f} |"
+            )
+        out.append("")
+    pp = [r for r in nsys_rows if r.get("perfetto_parquet")]
+    if pp:
+        out += [
+            "### Perfetto export vs DuckDB writing the same spans as Parquet (bench/perfetto_vs_parquet.py's jobs)",
+            "",
+            "| input | job | rows | seconds | x Parquet peer | peak MiB |",
+            "| --- | --- | ---: | ---: | ---: | ---: |",
+        ]
+        for r in pp:
+            jobs = r["perfetto_parquet"]
+            for job, m in jobs.items():
+                peer = jobs.get("parquet")
+                out.append(
+                    f"| {r['input']} | {perfetto_vs_parquet.JOBS[job][0]} | {m['slices']:,} | {m['seconds']:.2f} | "
+                    f"{_r(m['seconds'], peer['seconds']) if peer else '-'} | {m['peak_mib']:.0f} |"
+                )
+        out.append("")
+    return out
+
+
+def targets(result: dict) -> list[tuple[str, str, str]]:
+    """Issue 27's targets, each judged on this run's figures: (target, this run, verdict)."""
+    rows = []
+    with_hta = [r for r in result["kineto"] if r.get("hta")]
+    if with_hta:
+        gb = max(with_hta, key=lambda r: r["json_bytes"])
+        speed, rss = gb["hta"]["seconds"] / gb["xsp"]["seconds"], gb["xsp"]["peak_mib"] / gb["hta"]["peak_mib"]
+        rows.append(
+            (
+                f"Kineto {gb['input'].split()[-1]}: >= {KINETO_SPEED:g}x faster than HTA at <= {KINETO_PEAK}x its peak",
+                f"{speed:.1f}x ({gb['xsp']['seconds']:.1f} s vs {gb['hta']['seconds']:.1f} s); peak {rss:.2f}x",
+                f"time {_verdict(speed >= KINETO_SPEED)}; peak {_verdict(rss <= KINETO_PEAK)}",
+            )
+        )
+    nsys = result["nsys"]
+    ai = [r for r in nsys if r.get("nsys_ai")]
+    if ai:
+        m = max(ai, key=lambda r: r["kernels"])
+        t, p = m["xsp"]["seconds"] / m["nsys_ai"]["seconds"], m["xsp"]["peak_mib"] / m["nsys_ai"]["peak_mib"]
+        rows.append(
+            (
+                f"nsys {m['kernels']:,} kernels: convert <= {NSYS_AI_TIME}x nsys-ai warm's time at <= {NSYS_AI_PEAK}x its peak",
+                f"time {t:.2f}x ({m['xsp']['seconds']:.1f} s vs {m['nsys_ai']['seconds']:.1f} s); peak {p:.2f}x "
+                f"({m['xsp']['peak_mib']:.0f} vs {m['nsys_ai']['peak_mib']:.0f} MiB)",
+                f"time {_verdict(t <= NSYS_AI_TIME)}; peak {_verdict(p <= NSYS_AI_PEAK)}",
+            )
+        )
+        floor = next((f for f in result.get("floors", []) if f["input"] == m["input"]), None)
+        if floor:
+            budget = NSYS_AI_TIME * m["nsys_ai"]["seconds"]
+            for part, label in (("reading", "reading only"), ("without_correlation", "convert without correlation")):
+                s = floor[part]["seconds"]
+                rows.append(
+                    (
+                        f"floor, {m['input']}: {label} within the nsys-ai budget ({budget:.1f} s)",
+                        f"{s:.1f} s = {s / budget * 100:.0f} % of the budget",
+                        "fits" if s <= budget else "over: the target is out of reach without changing this part",
+                    )
+                )
+    rs = [r for r in nsys if r.get("report_set")]
+    if rs:
+        m = max(rs, key=lambda r: r["kernels"])
+        x, n = m["report_set"]["xsp"]["seconds"], m["report_set"]["nsys"]["seconds"]
+        rows.append(
+            (
+                f"nsys {m['kernels']:,} kernels: convert + report set <= {REPORT_SET_TIME}x nsys stats + nsys analyze",
+                f"{x / n:.2f}x ({x:.1f} s vs {n:.1f} s)",
+                _verdict(x / n <= REPORT_SET_TIME),
+            )
+        )
+    pp = {r["kernels"]: r["perfetto_parquet"] for r in nsys if r.get("perfetto_parquet", {}).get("export")}
+    for kernels, jobs in pp.items():
+        if "parquet" not in jobs:
+            continue
+        e, q = jobs["export"], jobs["parquet"]
+        floor = jobs.get("parquet_slices")
+        rows.append(
+            (
+                f"Perfetto export, {kernels:,} kernels: <= {PERFETTO_TIME:g}x Parquet, peak <= {perfetto_vs_parquet.PEAK_TARGET_MIB} MiB",
+                f"{e['seconds'] / q['seconds']:.2f}x ({e['seconds']:.1f} s vs {q['seconds']:.1f} s)"
+                + (f"; floor (its query alone) {floor['seconds'] / q['seconds']:.2f}x" if floor else "")
+                + f"; peak {e['peak_mib']:.0f} MiB",
+                f"time {_verdict(e['seconds'] / q['seconds'] <= PERFETTO_TIME)}; peak {_verdict(e['peak_mib'] <= perfetto_vs_parquet.PEAK_TARGET_MIB)}",
+            )
+        )
+    if len(pp) > 1:
+        small, large = min(pp), max(pp)
+        per = [pp[k]["export"]["seconds"] / pp[k]["export"]["slices"] for k in (small, large)]
+        rows.append(
+            (
+                f"Perfetto export linear {small:,} -> {large:,} kernels (s/slice within {perfetto_vs_parquet.LINEAR_TOLERANCE}x)",
+                f"{per[1] / per[0]:.2f}x",
+                _verdict(per[1] / per[0] <= perfetto_vs_parquet.LINEAR_TOLERANCE),
+            )
+        )
+    return rows
+
+
+if __name__ == "__main__":
+    export = Path(sys.argv[1])
+    print({"nsys_ai": nsys_ai_warm(export), "report_set": report_set(export, export.with_suffix(".peers.duckdb"), shutil.which("nsys"))})
