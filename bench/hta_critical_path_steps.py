@@ -9,8 +9,8 @@ critical path fails under pandas 3 with "Cannot specify both 'axis' and 'index'/
 
 Each trace alone in a folder, `critical_path_analysis(rank, annotation="ProfilerStep",
 instance_id=i)` for every instance i. One row per (trace, instance, on-path event name, bound_by):
-the step's window as HTA clips it (first and last critical-path node, us from the trace's first
-event), HTA's path length (the sum of its critical-path edge weights, us), and the event's on-path
+the step's window as HTA clips it (first and last critical-path node, us from HTA's origin: the first
+event it keeps, which bench/hta_critical_path_events.py records), HTA's path length (the sum of its critical-path edge weights, us), and the event's on-path
 time. A step HTA cannot compute is one row with its error (and no path).
 """
 

@@ -3,7 +3,8 @@
 HolisticTraceAnalysis 0.5.0 and pandas 2.3.3; BENCHMARKS.md, "Critical path per step against HTA on our Kineto fixtures",
 lists the cases).
 
-Over the window HTA analyses (its first and last path node, us from the trace's first event), our
+Over the window HTA analyses (its first and last path node, us from HTA's origin: the first event it keeps, recorded in
+hta_step_events.csv.gz), our
 path -- walked back from where HTA's path ends: the GPU item that ends there (HTA's window of a
 step holds the GPU work launched in it, which often ends after the step), else a CPU span of another
 thread that ends there, else the step's thread at the window's end -- less the time HTA's graph weighs
@@ -25,17 +26,17 @@ import gzip
 import json
 from collections import defaultdict
 
-import numpy as np
 import pytest
 
 from conftest import DATA
+from support.hta_window import hta_origin_ns, hta_origins, segments_from_hta_end, weighs_zero
 from xsp_trace.analyze import AnalysisOptions, run_analysis
-from xsp_trace.analyze.critical_path import load_run, walk
+from xsp_trace.analyze.critical_path import load_run
 from xsp_trace.analyze.session import prepare
 
 REFERENCE = DATA / "critical_path_hta" / "hta_steps.csv"
+EVENTS = DATA / "critical_path_hta" / "hta_step_events.csv.gz"  # its hta_origin_us: where HTA counts from
 AGREE_PCT = 1.0
-ROUNDING_NS = 2_000  # HTA's path ends are us from its own origin, truncated in the CSV
 # (trace, HTA instance) -> our adjusted path minus HTA's, in % of HTA's: the differences over 1 %,
 # each with its cause as far as it is established (pinned so that a change in either side shows).
 # Measured 2026-12-03; BENCHMARKS.md ("Critical path: chased hops ...") and docs/design.md say more.
@@ -48,12 +49,13 @@ DIFFERENT: dict[tuple[str, int], float] = {
     # autograd thread's kernels and joins the end through a kernel-kernel edge (the 40.9 ms it calls
     # "gpu_kernel_kernel_overhead" on "Memcpy DtoH (Device -> Pageable)").
     **{(RANK3, i): pct for i, pct in enumerate((-54.18, -50.88, -34.69, -43.4, -36.04))},
-    # Not established: HTA's path (33.6 ms of a 49.3 ms window) ends 105 us from any GPU item and on
-    # no CPU span's end; our walk from the step's thread at that time is longer.
-    ("kineto_2025_all_options_h100/tracelens_h100_qwen1.5_0.5b.json.gz", 0): 41.88,
-    # Not established (1.3-3.4 %): small CPU-bound windows whose ends lie 0.3-0.35 ms from any GPU item.
-    ("kineto_conv_resnet_mi300/tracelens_mi300_resnet_act_checkpoint.json.gz", 2): -1.53,
-    ("kineto_conv_vit_h100/tracelens_h100_falconsai_vit.json.gz", 0): 3.43,
+    # Not established: HTA's path (33.6 ms of a 49.3 ms window) holds 99.86 % of its event time on
+    # events our path holds too; ours also runs through kernels HTA's leaves out
+    # (tests/test_critical_path_hta_events.py).
+    ("kineto_2025_all_options_h100/tracelens_h100_qwen1.5_0.5b.json.gz", 0): 42.19,
+    # Not established (1.3-4.8 %): small CPU-bound windows; the events behind them are listed in
+    # tests/test_critical_path_hta_events.py.
+    ("kineto_conv_vit_h100/tracelens_h100_falconsai_vit.json.gz", 0): 4.83,
     ("kineto_nccl_collectives/hta_a100_nccl_allreduce.json.gz", 0): 1.49,
     ("kineto_nccl_collectives/hta_a100_nccl_allreduce.json.gz", 1): 1.51,
     ("kineto_two_ranks_sendrecv/sampled_rank-1.json.gz", 0): -1.25,
@@ -80,32 +82,9 @@ def _profiler_steps(trace) -> list[tuple[int, float, float]]:
 
 
 def _adjusted_ns(con, run, start: int, end: int) -> int:
-    """Our path of [start, end] less the time HTA's graph weighs zero, walked back from where HTA's
-    path ends: the GPU item or CPU span that ends there (within HTA's us rounding), else the step's
-    thread at the window's end."""
-    pid, tid = con.execute(
-        "SELECT pid, tid FROM steps ORDER BY least(end_ns, ?) - greatest(start_ns, ?) DESC, start_ns LIMIT 1", [end, start]
-    ).fetchone()
-    ends = run.spans["end_ns"]
-    near = np.flatnonzero(np.abs(ends - end) <= ROUNDING_NS)
-    gpu = near[run.spans["work_class"][near] != ""]
-    cpu = near[(run.spans["work_class"][near] == "") & (run.spans["tid"][near] != tid)]
-    gpu_row = int(gpu[np.argmin(np.abs(ends[gpu] - end))]) if len(gpu) else None
-    if gpu_row is not None:
-        end = int(ends[gpu_row])
-    elif len(cpu):  # HTA's path ends on another thread (the autograd engine's)
-        pid, tid = int(run.spans["pid"][cpu[0]]), int(run.spans["tid"][cpu[0]])
-        end = int(ends[cpu[0]])
-    segments = walk(run, start, end, (pid, tid), gpu_row=gpu_row)
-    assert sum(s.end_ns - s.start_ns for s in segments) == end - start
-    zero = sum(
-        s.end_ns - s.start_ns
-        for s in segments
-        if s.kind in ("cpu_idle", "sync_wait")
-        or (s.row >= 0 and str(run.spans["kind"][s.row]) == "annotation")
-        or (s.row >= 0 and run.blocking[s.row] and s.kind != "queue_delay")
-    )
-    return end - start - zero
+    """Our path of [start, end] from where HTA's path ends, less the time HTA's graph weighs zero."""
+    segments = segments_from_hta_end(con, run, start, end)
+    return end - start - sum(s.end_ns - s.start_ns for s in segments if weighs_zero(run, s))
 
 
 @pytest.mark.parametrize("trace", sorted(_reference()))
@@ -114,7 +93,7 @@ def test_path_per_step_against_hta(trace, converted):
     con = converted(path)
     prepare(con, AnalysisOptions())
     run = load_run(con, 1)
-    origin = con.execute("SELECT min(start_ns) FROM spans").fetchone()[0]
+    origin = hta_origin_ns(con, path, hta_origins(EVENTS)[trace])
     raw_steps = _profiler_steps(path)
     summary = run_analysis(con, "critical_path_summary")
     ours = {r[summary.columns.index("iteration")]: r for r in summary.rows}
