@@ -22,13 +22,11 @@ from __future__ import annotations
 
 import csv
 import gzip
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hta_critical_path_steps import DATA, TRACES, _steps  # noqa: E402
+from hta_critical_path_steps import DATA, TRACES, hta_steps  # noqa: E402
 
 OUT = DATA / "critical_path_hta" / "hta_step_events.csv.gz"
 FIELDS = ["trace", "instance", "hta_origin_us", "ts_us", "dur_us", "name", "cat", "pid", "tid", "stream", "bound_by", "on_path_us"]
@@ -69,16 +67,9 @@ def _rows(analysis, rank: int, trace: str, instance: int) -> list[dict]:
 
 
 def main() -> None:
-    from hta.trace_analysis import TraceAnalysis
-
     rows = []
-    for trace in TRACES if len(sys.argv) < 2 else sys.argv[1:]:
-        with tempfile.TemporaryDirectory() as folder:
-            shutil.copyfile(DATA / trace, Path(folder) / "rank-0.json.gz")
-            analysis = TraceAnalysis(trace_dir=folder)
-            rank = next(iter(analysis.t.traces))
-            for instance in range(_steps(DATA / trace)):
-                rows += _rows(analysis, rank, trace, instance)
+    for trace, analysis, rank, instance in hta_steps(TRACES if len(sys.argv) < 2 else sys.argv[1:]):
+        rows += _rows(analysis, rank, trace, instance)
     with gzip.open(OUT, "wt", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=FIELDS)
         writer.writeheader()

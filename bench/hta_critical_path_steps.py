@@ -53,32 +53,38 @@ def _steps(trace: Path) -> int:
     return sum(1 for e in events if e.get("ph") == "X" and e.get("cat") in STEP_CATEGORIES and str(e.get("name", "")).startswith("ProfilerStep#"))
 
 
-def main() -> None:
+def hta_steps(traces):
+    """(trace, HTA's TraceAnalysis of it, its rank, step instance) for every step each trace holds."""
     from hta.trace_analysis import TraceAnalysis
 
-    rows = []
-    for trace in TRACES if len(sys.argv) < 2 else sys.argv[1:]:
+    for trace in traces:
         with tempfile.TemporaryDirectory() as folder:
             shutil.copyfile(DATA / trace, Path(folder) / "rank-0.json.gz")
             analysis = TraceAnalysis(trace_dir=folder)
             rank = next(iter(analysis.t.traces))
             for instance in range(_steps(DATA / trace)):
-                base = {"trace": trace, "instance": instance}
-                try:
-                    graph, ok = analysis.critical_path_analysis(rank=rank, annotation="ProfilerStep", instance_id=instance)
-                    assert ok, "critical_path_analysis returned success=False"
-                    nodes = [graph.node_list[n] for n in graph.critical_path_nodes]
-                    breakdown = graph.get_critical_path_breakdown()
-                except Exception as exc:  # HTA 0.5 fails on some steps: recorded, not hidden
-                    rows.append(base | {"error": f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:120]}"})
-                    print(f"{trace} #{instance}: {rows[-1]['error']}", file=sys.stderr)
-                    continue
-                length = int(breakdown.duration.sum())
-                window = {"path_start_us": int(nodes[0].ts), "path_end_us": int(nodes[-1].ts), "hta_path_us": length}
-                per_event = breakdown.groupby(["s_name", "bound_by"], dropna=False).duration.sum().reset_index()
-                for _, r in per_event.iterrows():
-                    rows.append(base | window | {"name": r.s_name, "bound_by": r.bound_by, "on_path_us": int(r.duration), "error": ""})
-                print(f"{trace} #{instance}: path {length} us from {nodes[0].ts} to {nodes[-1].ts}", file=sys.stderr)
+                yield trace, analysis, rank, instance
+
+
+def main() -> None:
+    rows = []
+    for trace, analysis, rank, instance in hta_steps(TRACES if len(sys.argv) < 2 else sys.argv[1:]):
+        base = {"trace": trace, "instance": instance}
+        try:
+            graph, ok = analysis.critical_path_analysis(rank=rank, annotation="ProfilerStep", instance_id=instance)
+            assert ok, "critical_path_analysis returned success=False"
+            nodes = [graph.node_list[n] for n in graph.critical_path_nodes]
+            breakdown = graph.get_critical_path_breakdown()
+        except Exception as exc:  # HTA 0.5 fails on some steps: recorded, not hidden
+            rows.append(base | {"error": f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0][:120]}"})
+            print(f"{trace} #{instance}: {rows[-1]['error']}", file=sys.stderr)
+            continue
+        length = int(breakdown.duration.sum())
+        window = {"path_start_us": int(nodes[0].ts), "path_end_us": int(nodes[-1].ts), "hta_path_us": length}
+        per_event = breakdown.groupby(["s_name", "bound_by"], dropna=False).duration.sum().reset_index()
+        for _, r in per_event.iterrows():
+            rows.append(base | window | {"name": r.s_name, "bound_by": r.bound_by, "on_path_us": int(r.duration), "error": ""})
+        print(f"{trace} #{instance}: path {length} us from {nodes[0].ts} to {nodes[-1].ts}", file=sys.stderr)
     with open(OUT, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=FIELDS)
         writer.writeheader()
