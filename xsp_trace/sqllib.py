@@ -20,6 +20,7 @@ from functools import cache
 
 import duckdb
 
+from .connection import duckdb_connect
 from .resources import queries_dir, query_text
 from .sql import quote_literal
 
@@ -109,7 +110,7 @@ def with_defaults(text: str, defaults: Mapping[str, object]) -> str:
 @cache
 def defers_binding() -> bool:
     """Whether this DuckDB creates a view without binding it (`WITH (DEFER_BINDING)`, DuckDB 2.0)."""
-    con = duckdb.connect()
+    con = duckdb_connect()  # the one way DuckDB is opened: extensions' autoload and network off
     try:
         con.execute("CREATE TEMP VIEW _xsp_probe WITH (DEFER_BINDING) AS SELECT 1")
         return True
