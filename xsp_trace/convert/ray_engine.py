@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import shutil
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -104,7 +105,10 @@ def convert_with_ray(
             with ray_session(ray, address, leftovers=[staging, final], output=output):
                 progress(f"converting {len(inputs)} traces on Ray", None)
                 items = [{"index": i, "path": str(p), "part": str(staging / f"part{i:06d}")} for i, p in enumerate(inputs)]
-                with _quiet_ray_data(ray):
+                with _quiet_ray_data(ray), warnings.catch_warnings():
+                    # the per-task retry limit is only reachable through ray_remote_args_fn, which newer Ray
+                    # marks deprecated on stderr: one line per error is the promise
+                    warnings.filterwarnings("ignore", message=".*ray_remote_args_fn.*")
                     dataset = ray.data.from_items(items, override_num_blocks=len(items)).map(
                         _convert_task, fn_kwargs={"options": options}, num_cpus=1, ray_remote_args_fn=lambda: {"max_retries": max_retries}
                     )
