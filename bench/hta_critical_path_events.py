@@ -20,13 +20,11 @@ HTA cannot compute (hta_steps.csv records why) have no rows.
 
 from __future__ import annotations
 
-import csv
-import gzip
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hta_critical_path_steps import DATA, TRACES, hta_steps  # noqa: E402
+from hta_critical_path_steps import DATA, TRACES, hta_steps, write_csv  # noqa: E402
 
 OUT = DATA / "critical_path_hta" / "hta_step_events.csv.gz"
 FIELDS = ["trace", "instance", "hta_origin_us", "ts_us", "dur_us", "name", "cat", "pid", "tid", "stream", "bound_by", "on_path_us"]
@@ -70,11 +68,7 @@ def main() -> None:
     rows = []
     for trace, analysis, rank, instance in hta_steps(TRACES if len(sys.argv) < 2 else sys.argv[1:]):
         rows += _rows(analysis, rank, trace, instance)
-    with gzip.open(OUT, "wt", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=FIELDS)
-        writer.writeheader()
-        writer.writerows(rows)
-    print(f"wrote {OUT} ({len(rows)} rows)", file=sys.stderr)
+    write_csv(OUT, FIELDS, rows)
 
 
 if __name__ == "__main__":

@@ -66,6 +66,15 @@ def hta_steps(traces):
                 yield trace, analysis, rank, instance
 
 
+def write_csv(path: Path, fields, rows: list[dict]) -> None:
+    """`rows` as CSV at `path` (gzipped when it ends in .gz), with a line saying so on stderr."""
+    with gzip.open(path, "wt", newline="") if path.suffix == ".gz" else open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    print(f"wrote {path} ({len(rows)} rows)", file=sys.stderr)
+
+
 def main() -> None:
     rows = []
     for trace, analysis, rank, instance in hta_steps(TRACES if len(sys.argv) < 2 else sys.argv[1:]):
@@ -85,11 +94,7 @@ def main() -> None:
         for _, r in per_event.iterrows():
             rows.append(base | window | {"name": r.s_name, "bound_by": r.bound_by, "on_path_us": int(r.duration), "error": ""})
         print(f"{trace} #{instance}: path {length} us from {nodes[0].ts} to {nodes[-1].ts}", file=sys.stderr)
-    with open(OUT, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=FIELDS)
-        writer.writeheader()
-        writer.writerows(rows)
-    print(f"wrote {OUT} ({len(rows)} rows)", file=sys.stderr)
+    write_csv(OUT, FIELDS, rows)
 
 
 if __name__ == "__main__":
