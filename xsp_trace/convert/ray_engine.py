@@ -47,7 +47,9 @@ def _ray():
 
 @contextmanager
 def _quiet_ray_data(ray) -> Iterator[None]:
-    """No progress bars or INFO lines from Ray Data: convert reports its own progress and one-line errors."""
+    """No progress bars, INFO lines or deprecation warnings from Ray Data: convert reports its own
+    progress and one-line errors (the per-task retry limit is only reachable through
+    ray_remote_args_fn, which newer Ray marks deprecated on stderr)."""
     context = ray.data.DataContext.get_current()
     saved = (context.enable_progress_bars, context.print_on_execution_start)
     logger = logging.getLogger("ray.data")
@@ -55,7 +57,9 @@ def _quiet_ray_data(ray) -> Iterator[None]:
     context.enable_progress_bars, context.print_on_execution_start = False, False
     logger.setLevel(logging.WARNING)
     try:
-        yield
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*ray_remote_args_fn.*")
+            yield
     finally:
         context.enable_progress_bars, context.print_on_execution_start = saved
         logger.setLevel(level)
@@ -105,10 +109,7 @@ def convert_with_ray(
             with ray_session(ray, address, leftovers=[staging, final], output=output):
                 progress(f"converting {len(inputs)} traces on Ray", None)
                 items = [{"index": i, "path": str(p), "part": str(staging / f"part{i:06d}")} for i, p in enumerate(inputs)]
-                with _quiet_ray_data(ray), warnings.catch_warnings():
-                    # the per-task retry limit is only reachable through ray_remote_args_fn, which newer Ray
-                    # marks deprecated on stderr: one line per error is the promise
-                    warnings.filterwarnings("ignore", message=".*ray_remote_args_fn.*")
+                with _quiet_ray_data(ray):
                     dataset = ray.data.from_items(items, override_num_blocks=len(items)).map(
                         _convert_task, fn_kwargs={"options": options}, num_cpus=1, ray_remote_args_fn=lambda: {"max_retries": max_retries}
                     )
