@@ -45,6 +45,7 @@ class RepeatedArgKeys(Exception):
     """An args object of the relation repeats a key: the mapping reads the first, json.loads the
     last, so DuckDB's reader hands the file to the streaming reader (whose objects have unique keys)."""
 
+
 _DECIMAL = pa.decimal128(38, 9)
 _ARROW = pa.schema(
     [
