@@ -42,7 +42,7 @@ def weighs_zero(run, s: Segment) -> bool:
     """Time HTA's graph weighs zero: CPU idle, a user annotation's own time (HTA has no node for
     it), a blocking call's time and its return."""
     return (
-        s.kind in ("cpu_idle", "sync_wait")
+        s.kind in ("cpu_idle", "sync_wait", "thread_wait")
         or (s.row >= 0 and str(run.spans["kind"][s.row]) == "annotation")
         or (s.row >= 0 and bool(run.blocking[s.row]) and s.kind != "queue_delay")
     )
