@@ -11,11 +11,16 @@ whatever the work there had to wait for last --
   memory), the GPU work that finished last before the call returned;
 - on a GPU stream, the work item itself, then the later of its two dependencies: the previous work
   on the stream (GPU-bound: the gap between them is GPU idle) or the call that launched it
-  (CPU-bound: the time from the call to the start is queue delay).
+  (CPU-bound: the time from the call to the start is queue delay);
+- across threads of a process (critical_path_threads.py): at the end of a wait -- an annotation's
+  or Python function's own time while another thread worked -- the other thread's last op, and
+  from that thread's first op after an idle stretch back to where the wait began (thread_wait:
+  PyTorch's backward runs on the autograd engine's thread while the caller waits).
 Every step back is contiguous in time, so the segments tile the step: the path's length is the
 step's latency. HTA assumes, and so does this walk, that a thread's CPU spans run serially, that a
-stream runs its work in order, and that nothing else orders work across streams (event waits
-between streams are not followed).
+stream runs its work in order, and that nothing else orders work across streams than the event
+waits the trace records; and this walk assumes that a thread resuming just after another thread of
+its process finished (TOLERANCE_NS) waited for it.
 
 Computed over numpy arrays of time-ordered spans (no graph library; the run as columns:
 critical_path_run.py), once per session, into the

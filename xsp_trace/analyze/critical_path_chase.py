@@ -18,7 +18,9 @@ The rules are those of critical_path.walk, written over arrays:
 - a GPU item is its own time (when it starts before the time the walk arrived at), then the
   latest of its dependencies: the previous item of its stream (GPU idle between), the item of
   another stream it waited for (an event), or its launch call (queue delay, then the CPU position
-  at the launch).
+  at the launch);
+- the end of a segment with a cross-thread edge (critical_path_threads.py) hands off to the other
+  thread: a wait to the worker's last op, an idle segment before work to the wait that started it.
 """
 
 from __future__ import annotations

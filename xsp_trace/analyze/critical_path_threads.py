@@ -85,10 +85,13 @@ def cross_edges(
     role = np.where(seg_owner >= 0, waits[np.maximum(seg_owner, 0)], 0) if total else np.zeros(0, dtype=np.int8)
     owner_waits, busy = (role & 1) > 0, (role & 2) > 0
     for a, key_a in enumerate(keys):
+        la, ha = int(first[a]), int(last[a])
+        if not owner_waits[la:ha].any():  # a thread that never waits (the runtime's, a worker's)
+            continue
         for b, key_b in enumerate(keys):
             if a == b or key_a[0] != key_b[0]:
                 continue
-            la, ha, lb, hb = int(first[a]), int(last[a]), int(first[b]), int(last[b])
+            lb, hb = int(first[b]), int(last[b])
             b_busy = lb + np.flatnonzero(busy[lb:hb])  # B's work: segments of its spans other than runtime calls
             if len(b_busy) == 0:
                 continue
