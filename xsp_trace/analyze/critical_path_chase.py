@@ -63,7 +63,9 @@ class Columns(NamedTuple):
     gpu_end_rows: np.ndarray
     thread_of: np.ndarray  # CPU row -> index of its thread in Chase.keys (-1: GPU row)
     stop: np.ndarray  # GPU row -> the step-by-step walk must take it (a collective across ranks)
-    roles: np.ndarray  # CPU row -> whether its own time can wait for another thread and is work (critical_path_threads.roles)
+    # CPU row -> whether its own time can wait for another thread and is work (critical_path_threads.roles);
+    # None: no cross-thread edges (a caller that predates them)
+    roles: np.ndarray | None = None
 
 
 @dataclass
@@ -226,7 +228,8 @@ def prepare(cols: Columns, keys: list[tuple[int, int]], threads: list[tuple[np.n
     seg_start, seg_end, seg_owner = joined(0), joined(1), joined(2)
     total = n + len(seg_start)
     kinds = np.array(FIXED_KINDS + tuple(str(k) for k in gpu_kinds), dtype=object)
-    cross = cross_edges(keys, first, last, seg_start, seg_end, seg_owner, cols.roles)
+    roles = cols.roles if cols.roles is not None else np.zeros(len(cols.start), dtype=np.int8)
+    cross = cross_edges(keys, first, last, seg_start, seg_end, seg_owner, roles)
     ch = Chase(n, keys, first, last, seg_start, seg_end, seg_owner, np.zeros(total, dtype=np.int64), np.full(total, NO_EXIT), kinds, cols, cross)
     gpu = np.flatnonzero(cols.thread_of < 0)
     for lo in range(0, len(gpu), _CHUNK):
