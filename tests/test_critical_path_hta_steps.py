@@ -29,7 +29,7 @@ from collections import defaultdict
 import pytest
 
 from conftest import DATA
-from support.hta_window import hta_origin_ns, hta_origins, segments_from_hta_end, weighs_zero
+from support.hta_window import hta_origin_ns, hta_origins, rounding_loss_us, segments_from_hta_end, weighs_zero
 from xsp_trace.analyze import AnalysisOptions, run_analysis
 from xsp_trace.analyze.critical_path import load_run
 from xsp_trace.analyze.session import prepare
@@ -58,8 +58,10 @@ DIFFERENT: dict[tuple[str, int], float] = {
     # from the 13.4 ms of GPU work a 14.1 ms cudaDeviceSynchronize waited for, and its longest path
     # (33.6 ms of a 49.3 ms window) starts after it.
     ("kineto_2025_all_options_h100/tracelens_h100_qwen1.5_0.5b.json.gz", 0): 42.19,
-    # Not established (4.8 %): a small CPU-bound window; every HTA event is on our path, ours adds
-    # small CPU ops (aten::view, as_strided, reshape, transpose).
+    # HTA wrong: the trace has ns resolution and HTA 0.5 rounds every event's start up and end down
+    # to the us (round_down_time_stamps), so between the 276 top-level ops of this CPU-bound window
+    # gaps open that its graph weighs zero (up to 275.5 us in all; ours is 222 us longer). ROUNDED
+    # checks the bound in the raw trace.
     ("kineto_conv_vit_h100/tracelens_h100_falconsai_vit.json.gz", 0): 4.83,
     # HTA wrong: it weighs every cudaMemcpyAsync zero (its BLOCKING_SYNC_CALLS); these copy Device ->
     # Device and do not block: ours keeps their 1.4 ms of CPU time.
@@ -69,6 +71,11 @@ DIFFERENT: dict[tuple[str, int], float] = {
     # launched until the gap's end; ours follows the CPU there, partly time HTA's graph weighs zero.
     ("kineto_two_ranks_sendrecv/sampled_rank-1.json.gz", 0): -1.25,
 }
+
+
+# (trace, instance) whose difference (ours longer) is at most what HTA's rounding of a ns-resolution
+# trace takes from its path: the rounding at the top-level CPU events of its window.
+ROUNDED = {("kineto_conv_vit_h100/tracelens_h100_falconsai_vit.json.gz", 0)}
 
 
 def _reference() -> dict[str, dict[int, dict]]:
@@ -120,6 +127,9 @@ def test_path_per_step_against_hta(trace, converted):
         hta_ns = int(r["hta_path_us"]) * 1000
         pct = 100 * (_adjusted_ns(con, run, start, end) - hta_ns) / hta_ns
         got[instance] = round(pct, 2)
+        if (trace, instance) in ROUNDED:
+            loss_us = rounding_loss_us(path, hta_origins(EVENTS)[trace], int(r["path_start_us"]), int(r["path_end_us"]), top_level=True)
+            assert 0 < pct / 100 * hta_ns / 1000 <= loss_us, (pct, loss_us)
     expected = {i: DIFFERENT.get((trace, i)) for i in got}
     agree = {i for i, e in expected.items() if e is None}
     assert {i: p for i, p in got.items() if abs(p) > AGREE_PCT and i in agree} == {}, got
