@@ -229,7 +229,7 @@ def prepare_chase(run: _Run, ranks: Ranks | None = None) -> None:
     flats = [_flatten(run, key) for key in keys]
     gpu_rows = np.flatnonzero(thread_of < 0)
     names = run.spans["gpu_kind"][gpu_rows]
-    gpu_kinds = sorted({str(name) for name in names})
+    gpu_kinds = sorted(names.present())
     kind_code = np.zeros(len(thread_of), dtype=np.int64)
     for code, name in enumerate(gpu_kinds, start=len(chase.FIXED_KINDS)):
         kind_code[gpu_rows[names == name]] = code
