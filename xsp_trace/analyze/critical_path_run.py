@@ -423,12 +423,14 @@ def _flatten_nested(start_ns: np.ndarray, end_ns: np.ndarray, rows: np.ndarray) 
     small = open_depth.astype(np.int16) if len(open_depth) and int(open_depth.max()) < np.iinfo(np.int16).max else open_depth
     by_depth = opens[np.argsort(small, kind="stable")]  # opens by (depth, position): radix sort on small depths
     stride = len(times) + 1
-    key = depth[by_depth] * stride + by_depth
-    # the parent of each open: the last open one level up, before it
-    found = np.searchsorted(key, (open_depth - 1) * stride + opens, side="right") - 1
-    parent_at = np.where(open_depth > 1, by_depth[np.maximum(found, 0)], -1)
+    sorted_depth = depth[by_depth]
+    key = sorted_depth * stride + by_depth
+    # the parent of each open: the last open one level up, before it (asked in key order, so the
+    # search walks the keys once)
+    found = np.searchsorted(key, (sorted_depth - 1) * stride + by_depth, side="right") - 1
+    parent_at = np.where(sorted_depth > 1, by_depth[np.maximum(found, 0)], -1)
     parent = np.full(n, -1, dtype=np.int64)
-    parent[span[opens]] = np.where(parent_at >= 0, span[np.maximum(parent_at, 0)], -1)
+    parent[span[by_depth]] = np.where(parent_at >= 0, span[np.maximum(parent_at, 0)], -1)
     # The stack is right as long as every span closes no later than the span it opened inside.
     child = span[opens]
     inside = parent[child] >= 0
