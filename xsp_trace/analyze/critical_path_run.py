@@ -166,18 +166,29 @@ def _rows_of(lookup: tuple[np.ndarray, int], wanted: np.ndarray) -> np.ndarray:
     return np.where(inside, table[np.where(inside, wanted - low, 0)], -1)
 
 
+def _few_values(values: np.ndarray) -> np.ndarray | None:
+    """The distinct values, sorted, when there are at most _FEW of them (one pass each, no sort of
+    the column); else None."""
+    found = []
+    rest = values
+    while len(rest) and len(found) <= _FEW:
+        found.append(rest[0])
+        rest = rest[rest != rest[0]]
+    return np.sort(np.array(found, dtype=values.dtype)) if len(found) <= _FEW else None
+
+
 def _groups(keys_a: np.ndarray, keys_b: np.ndarray, rows: np.ndarray) -> dict[tuple[int, int], np.ndarray]:
     """rows grouped by (keys_a, keys_b), each group in row order, groups in key order."""
     if len(rows) == 0:
         return {}
     a, b = keys_a[rows], keys_b[rows]
-    lanes = np.unique(a)
-    if len(lanes) <= _FEW:  # a few processes or devices: a mask per lane instead of sorting the rows
+    lanes = _few_values(a)
+    if lanes is not None:  # a few processes or devices: a mask per lane instead of sorting the rows
         out: dict[tuple[int, int], np.ndarray] = {}
         for lane in lanes.tolist():
             mine = np.flatnonzero(a == lane)
-            subs = np.unique(b[mine])
-            if len(subs) > _FEW:
+            subs = _few_values(b[mine])
+            if subs is None:
                 break
             for sub in subs.tolist():
                 out[(int(lane), int(sub))] = rows[mine[b[mine] == sub]]
@@ -257,7 +268,7 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: int) -> _Run:
     cpu, gpu = _columns(con, _CPU_SPANS, params), _columns(con, _GPU_SPANS, params)
     work = _work_classes(con, run_id, gpu)
     n_cpu, n = len(cpu["span_id"]), len(cpu["span_id"]) + len(gpu["span_id"])
-    both = {name: np.concatenate((cpu[name], gpu[name])).astype(np.int64) for name in ("span_id", "start_ns", "end_ns", "depth")}
+    both = {name: np.concatenate((cpu[name], gpu[name])).astype(np.int64, copy=False) for name in ("span_id", "start_ns", "end_ns", "depth")}
     order = _time_order(both["start_ns"], both["end_ns"], both["depth"], both["span_id"])
     spans: dict[str, Any] = {name: both.pop(name)[order] for name in ("span_id", "start_ns", "end_ns")}
     for name, part, at in (("pid", cpu, 0), ("tid", cpu, 0), ("device_id", gpu, n_cpu), ("stream_id", gpu, n_cpu)):
@@ -395,10 +406,10 @@ def _flatten_loop(start_ns: list[int], end_ns: list[int], rows: list[int]) -> _T
 
 def _flatten_nested(start_ns: np.ndarray, end_ns: np.ndarray, rows: np.ndarray) -> _Thread | None:
     """_flatten in numpy for a thread whose spans nest (None when one does not): every span opens at
-    its start and closes at its end; the owner between two boundaries is the innermost open span,
-    the last one opened at the depth the thread is at. An empty span owns nothing but still splits
-    its enclosing span's time there, as the call stack does. `rows` come in time order (start,
-    end descending), so the opens are sorted already and every sort below merges sorted runs."""
+    its start and closes at its end; the owner between two boundaries is the innermost open span.
+    An empty span owns nothing but still splits its enclosing span's time there, as the call stack
+    does. `rows` come in time order (start, end descending), so the opens are sorted already and
+    the sorts below mostly merge sorted runs."""
     n = len(rows)
     if n == 0:
         return _thread([], [], [])
@@ -416,8 +427,8 @@ def _flatten_nested(start_ns: np.ndarray, end_ns: np.ndarray, rows: np.ndarray) 
     kind = np.concatenate((np.zeros(len(closes), dtype=np.int8), np.ones(len(empties), dtype=np.int8), np.full(len(spans), 2, dtype=np.int8)))[order]
     span = np.concatenate((closes, empties, spans))[order]
     depth = np.cumsum(kind - 1, dtype=np.int64)
-    # The innermost open span after each boundary: after an open, that span; after a close, the
-    # span it had opened inside (its parent); after an empty span, as before it.
+    # Each span's parent: the last span opened one level up before it, found among the opens
+    # sorted by (depth, position).
     opens = np.flatnonzero(kind == 2)
     open_depth = depth[opens]
     small = open_depth.astype(np.int16) if len(open_depth) and int(open_depth.max()) < np.iinfo(np.int16).max else open_depth
@@ -425,8 +436,7 @@ def _flatten_nested(start_ns: np.ndarray, end_ns: np.ndarray, rows: np.ndarray) 
     stride = len(times) + 1
     sorted_depth = depth[by_depth]
     key = sorted_depth * stride + by_depth
-    # the parent of each open: the last open one level up, before it (asked in key order, so the
-    # search walks the keys once)
+    # asked in key order, so the search walks the keys once
     found = np.searchsorted(key, (sorted_depth - 1) * stride + by_depth, side="right") - 1
     parent_at = np.where(sorted_depth > 1, by_depth[np.maximum(found, 0)], -1)
     parent = np.full(n, -1, dtype=np.int64)
@@ -436,15 +446,19 @@ def _flatten_nested(start_ns: np.ndarray, end_ns: np.ndarray, rows: np.ndarray) 
     inside = parent[child] >= 0
     if np.any(end_ns[child[inside]] > end_ns[parent[child[inside]]]):
         return None
-    innermost = np.where(kind == 2, span, np.where(kind == 0, parent[span], -1))
-    at_empty = kind == 1
-    if np.any(at_empty):  # an empty span: the innermost of the boundary before it (carried forward)
-        source = np.where(at_empty, 0, np.arange(len(kind)))
-        np.maximum.accumulate(source, out=source)
-        innermost = np.where(at_empty, innermost[source], innermost)
+    # A segment runs from the last boundary at a time to the next time; its owner is the innermost
+    # open span after that boundary: after an open, that span; after a close, the span it had
+    # opened inside (its parent); after an empty span, as after the boundary before it.
     segment = np.flatnonzero(times[1:] > times[:-1])
-    owner = innermost[segment]
-    owners = np.where(owner >= 0, rows[np.maximum(owner, 0)], -1)
+    at = segment
+    if len(empties):
+        last = np.where(kind == 1, -1, np.arange(len(kind)))
+        np.maximum.accumulate(last, out=last)
+        at = last[segment]  # -1: no span opened or closed before it
+    found = span[at]
+    owner = np.where(kind[at] == 2, found, parent[found])
+    owner[at < 0] = -1
+    owners = np.append(rows, -1)[owner]  # -1 (idle) indexes the appended -1
     return _thread(times[segment], times[segment + 1], owners)
 
 
