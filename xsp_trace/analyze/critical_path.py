@@ -35,7 +35,7 @@ import numpy as np
 
 from . import critical_path_chase as chase
 from .critical_path_chase import CPU_IDLE, CPU_OP, GPU_IDLE, LAUNCH, QUEUE_DELAY, SYNC_WAIT
-from .critical_path_run import _flatten, _Run, _waited_for, load_run
+from .critical_path_run import _flatten, _Run, _thread, _waited_for, load_run
 
 TABLE = "xsp_critical_path"
 _MAX_HOPS_PER_SPAN = 8  # a guard: every hop moves back in time or to an earlier item
@@ -230,7 +230,7 @@ def prepare_chase(run: _Run, ranks: Ranks | None = None) -> None:
     gpu_rows = np.flatnonzero(thread_of < 0)
     names = run.spans["gpu_kind"][gpu_rows]
     gpu_kinds = sorted(names.present())
-    kind_code = np.zeros(len(thread_of), dtype=np.int64)
+    kind_code = np.zeros(len(thread_of), dtype=np.int8)
     for code, name in enumerate(gpu_kinds, start=len(chase.FIXED_KINDS)):
         kind_code[gpu_rows[names == name]] = code
     event_of = np.full(len(thread_of), -1, dtype=np.int64)
@@ -243,7 +243,10 @@ def prepare_chase(run: _Run, ranks: Ranks | None = None) -> None:
         run.spans["start_ns"], run.spans["end_ns"], kind_code, run.stream_prev, run.launch_of,
         event_of, run.blocking, run.launchers, run.gpu_ends, run.gpu_end_rows, thread_of, stop,
     )  # fmt: skip
-    run.chase = chase.prepare(cols, keys, [(np.asarray(f.starts), np.asarray(f.ends), np.asarray(f.owners)) for f in flats], gpu_kinds)
+    run.chase = ch = chase.prepare(cols, keys, [(np.asarray(f.starts), np.asarray(f.ends), np.asarray(f.owners)) for f in flats], gpu_kinds)
+    for k, key in enumerate(keys):  # the threads' segments as views of the chase's, not a second copy
+        lo, hi = int(ch.first[k]), int(ch.last[k])
+        run.flat[key] = _thread(ch.seg_start[lo:hi], ch.seg_end[lo:hi], ch.seg_owner[lo:hi])
 
 
 def _binding(previous_end: int | None, waited_end: int | None, launched_at: int | None) -> str | None:

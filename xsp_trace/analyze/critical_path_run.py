@@ -272,11 +272,14 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: int) -> _Run:
     order = _time_order(both["start_ns"], both["end_ns"], both["depth"], both["span_id"])
     spans: dict[str, Any] = {name: both.pop(name)[order] for name in ("span_id", "start_ns", "end_ns")}
     for name, part, at in (("pid", cpu, 0), ("tid", cpu, 0), ("device_id", gpu, n_cpu), ("stream_id", gpu, n_cpu)):
-        column = np.full(n, -1, dtype=np.int64)
-        column[at : at + len(part[name])] = part[name]
+        ids = part.pop(name)
+        # ids that fit 32 bits are kept in 32 (they only group rows into threads and streams)
+        column = np.full(n, -1, dtype=np.int32 if len(ids) == 0 or (ids.min() >= -1 and ids.max() < 2**31) else np.int64)
+        column[at : at + len(ids)] = ids
         spans[name] = column[order]
-    spans["kind"] = Labels(np.concatenate((cpu["kind"], gpu["kind"])).astype(np.int8)[order], kinds)
+    spans["kind"] = Labels(np.concatenate((cpu.pop("kind"), gpu.pop("kind"))).astype(np.int8)[order], kinds)
     work_codes = np.concatenate((np.zeros(n_cpu, dtype=np.int8), work.codes + 1)).astype(np.int8)[order]
+    del cpu, gpu, order
     spans["work_class"] = Labels(work_codes, [""] + work.values)
     spans["gpu_kind"] = _gpu_kinds(spans["kind"], spans["work_class"])
     return _edges(con, run_id, spans, work_codes > 0)
@@ -414,19 +417,21 @@ def _flatten_nested(start_ns: np.ndarray, end_ns: np.ndarray, rows: np.ndarray) 
     if n == 0:
         return _thread([], [], [])
     empty = end_ns == start_ns
-    spans = np.flatnonzero(~empty)
+    index = np.int32 if 2 * n < 2**31 else np.int64  # span indices (half the bytes of int64)
+    spans = np.flatnonzero(~empty).astype(index)
     # Boundaries in call-stack order: by time, closes before opens (empty spans between), inner
     # closes first (later in time order), outer opens first. Closes sorted by (end, later first);
     # then one stable sort by time over closes, empties, opens (three sorted runs: a merge).
     backwards = spans[::-1]
     closes = backwards[np.argsort(end_ns[backwards], kind="stable")]
-    empties = np.flatnonzero(empty)
+    empties = np.flatnonzero(empty).astype(index)
     times = np.concatenate((end_ns[closes], start_ns[empties], start_ns[spans]))
     order = np.argsort(times, kind="stable")
     times = times[order]
     kind = np.concatenate((np.zeros(len(closes), dtype=np.int8), np.ones(len(empties), dtype=np.int8), np.full(len(spans), 2, dtype=np.int8)))[order]
     span = np.concatenate((closes, empties, spans))[order]
-    depth = np.cumsum(kind - 1, dtype=np.int64)
+    del order, closes
+    depth = np.cumsum(kind - 1, dtype=index)
     # Each span's parent: the last span opened one level up before it, found among the opens
     # sorted by (depth, position).
     opens = np.flatnonzero(kind == 2)
@@ -434,12 +439,12 @@ def _flatten_nested(start_ns: np.ndarray, end_ns: np.ndarray, rows: np.ndarray) 
     small = open_depth.astype(np.int16) if len(open_depth) and int(open_depth.max()) < np.iinfo(np.int16).max else open_depth
     by_depth = opens[np.argsort(small, kind="stable")]  # opens by (depth, position): radix sort on small depths
     stride = len(times) + 1
-    sorted_depth = depth[by_depth]
+    sorted_depth = depth[by_depth].astype(np.int64)
     key = sorted_depth * stride + by_depth
     # asked in key order, so the search walks the keys once
     found = np.searchsorted(key, (sorted_depth - 1) * stride + by_depth, side="right") - 1
     parent_at = np.where(sorted_depth > 1, by_depth[np.maximum(found, 0)], -1)
-    parent = np.full(n, -1, dtype=np.int64)
+    parent = np.full(n, -1, dtype=index)
     parent[span[by_depth]] = np.where(parent_at >= 0, span[np.maximum(parent_at, 0)], -1)
     # The stack is right as long as every span closes no later than the span it opened inside.
     child = span[opens]
