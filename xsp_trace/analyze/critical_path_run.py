@@ -169,7 +169,7 @@ def _rows_of(lookup: tuple[np.ndarray, int], wanted: np.ndarray) -> np.ndarray:
 def _few_values(values: np.ndarray) -> np.ndarray | None:
     """The distinct values, sorted, when there are at most _FEW of them (one pass each, no sort of
     the column); else None."""
-    found = []
+    found: list = []
     rest = values
     while len(rest) and len(found) <= _FEW:
         found.append(rest[0])
@@ -460,8 +460,8 @@ def _flatten_nested(start_ns: np.ndarray, end_ns: np.ndarray, rows: np.ndarray) 
         last = np.where(kind == 1, -1, np.arange(len(kind)))
         np.maximum.accumulate(last, out=last)
         at = last[segment]  # -1: no span opened or closed before it
-    found = span[at]
-    owner = np.where(kind[at] == 2, found, parent[found])
+    opened = span[at]
+    owner = np.where(kind[at] == 2, opened, parent[opened])
     owner[at < 0] = -1
     owners = np.append(rows, -1)[owner]  # -1 (idle) indexes the appended -1
     return _thread(times[segment], times[segment + 1], owners)
