@@ -48,7 +48,9 @@ class _Run:
     position in them -- and the dependencies between rows as arrays indexed by row."""
 
     run_id: int
-    spans: dict[str, Any]  # columns of the run's spans (numpy; Labels for kind, work_class, gpu_kind), indexed by row
+    # columns of the run's spans, indexed by row: numpy arrays (pid and tid for CPU spans, device_id and
+    # stream_id for GPU work, -1 for the other), Labels for kind, work_class and gpu_kind
+    spans: dict[str, Any]
     threads: dict[tuple[int, int], np.ndarray]  # (pid, tid) -> rows of CPU spans, in row order
     streams: dict[tuple[int, int], np.ndarray]  # (device, stream) -> rows of GPU work, in row (start) order
     stream_prev: np.ndarray  # row -> the previous GPU row on its stream (-1: first, or not GPU work)
