@@ -1,7 +1,8 @@
 """What the M and ML levels cost per inference: median paired overhead, bootstrap interval.
 
-Real leveled captures (`xsp-trace capture`, torch and nsys tools, levels M and ML, batch 1,
-CPU, one thread) of small models; for each run, read straight from its session.json:
+Real leveled captures (`xsp-trace capture`, levels M and ML, batch 1, CPU, one thread) of small
+models, per tool: torch, nsys (M and ML timed by the capture itself, the default) and nsys-nvtx
+(`--nvtx-ranges`: nsys records them as NVTX ranges); for each run, read straight from its session.json:
 
   * paired difference = instrumented - un-instrumented latency of pair i (the capture alternates
     the two inference by inference, order flipped every pair, both timed with the same plain
@@ -205,7 +206,10 @@ def capture(checkout: Path, model: str, tool: str, levels: list[str], iterations
     from xsp_trace.capture.runner import CaptureRequest, capture_levels
 
     command = [sys.executable, str(Path(__file__).resolve()), "--profiled-model", model] + (["--aa-child"] if aa else [])
-    request = CaptureRequest(command=command, out=out, levels=levels, iterations=iterations, warmup=20, tools=[tool], overwrite=True)
+    nvtx = tool == "nsys-nvtx"  # the nsys tool with --nvtx-ranges
+    request = CaptureRequest(
+        command=command, out=out, levels=levels, iterations=iterations, warmup=20, tools=["nsys" if nvtx else tool], nvtx_ranges=nvtx, overwrite=True
+    )
     os.environ["XSP_BENCH_CHECKOUT"] = str(checkout)
     try:
         manifest = capture_levels(request)
@@ -263,7 +267,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--iterations", type=int, default=200, help="interleaved pairs per run (>= 100)")
     parser.add_argument("--models", default=",".join(MODELS))
-    parser.add_argument("--tools", default="torch,nsys")
+    parser.add_argument("--tools", default="torch,nsys,nsys-nvtx")
     parser.add_argument("--levels", default="M,ML")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--checkout", action="append", default=[], help="NAME=PATH of a checkout whose capture side is measured (default: this one)")

@@ -33,6 +33,18 @@ FORMAT_VERSION = 1
 METRICS_LEVEL_PREFIX = "metrics:"
 
 
+# Levels recorded by the capture's own timer (perf_counter_ns around each range, written as a
+# Kineto-format trace.json): no profiler and no NVTX, so M costs no more than the plain inference.
+# nsys records them only when asked (--nvtx-ranges): one NVTX push/pop recorded by nsys 2022.4
+# costs more than the whole M-level budget (BENCHMARKS.md, "M and ML level cost").
+OWN_TIMER_LEVELS = ("M", "ML")
+
+
+def recorded_by_own_timer(tool: str, level: str, nvtx_ranges: bool = False) -> bool:
+    """Whether the (tool, level) run's ranges come from the capture's own timer rather than a profiler."""
+    return level in OWN_TIMER_LEVELS and (tool == "torch" or (tool == "nsys" and not nvtx_ranges))
+
+
 def level_has_layers(level: str) -> bool:
     return level in ("ML", "MLG") or level.startswith(METRICS_LEVEL_PREFIX)
 

@@ -37,6 +37,7 @@ from .manifest import (
     list_files,
     new_manifest,
     read_session,
+    recorded_by_own_timer,
     remove_run_dir,
     run_entry,
     write_json_atomic,
@@ -69,6 +70,7 @@ class CaptureRequest:
     nsys: str | None = None
     ncu: str | None = None
     malloc_tuning: bool = True
+    nvtx_ranges: bool = False  # nsys records M and ML as NVTX ranges instead of the capture's own timer
     overwrite: bool = False
     timeout_s: float | None = None
 
@@ -103,7 +105,7 @@ def _check(request: CaptureRequest) -> dict:
     if not out.parent.exists():
         raise InputError(out, "its folder does not exist", "create the folder or choose another -o")
     binaries = {}
-    if "nsys" in request.tools:
+    if "nsys" in request.tools and not all(recorded_by_own_timer("nsys", lv, request.nvtx_ranges) for lv in request.levels):
         binaries["nsys"] = tl.find_tool("nsys", request.nsys, "NSYS")
         if binaries["nsys"] is None:
             raise InputError(request.nsys or "nsys", "nsys not found", "install Nsight Systems, pass --nsys PATH, or use --tool torch")
@@ -143,6 +145,7 @@ def _environment(request: CaptureRequest, tool: str, level: str, batch_size: int
         "XSP_DEPTH": "" if request.depth is None else str(request.depth),
         "XSP_LAYER_SYNC": request.layer_sync,
         "XSP_OUT": str(folder.resolve()),
+        "XSP_OWN_TIMER": "1" if recorded_by_own_timer(tool, level, request.nvtx_ranges) else "0",
     }
     if request.malloc_tuning:
         ours.update({k: v for k, v in MALLOC_TUNING.items() if k not in os.environ})
@@ -152,6 +155,8 @@ def _environment(request: CaptureRequest, tool: str, level: str, batch_size: int
 
 
 def _launch_command(request: CaptureRequest, binaries: dict, tool: str, level: str, folder: Path) -> list[str]:
+    if recorded_by_own_timer(tool, level, request.nvtx_ranges):
+        return list(request.command)  # no profiler: the capture times the ranges itself
     if tool == "nsys":
         return tl.nsys_profile_command(binaries["nsys"], level, folder / "trace", request.command)
     if tool == "ncu":
@@ -209,7 +214,7 @@ def _collect_trace(request: CaptureRequest, binaries: dict, entry: dict, folder:
     """(trace path relative to the run directory, model ranges found in it)."""
     out = Path(request.out)
     timeout = request.timeout_s or 600
-    if entry["tool"] == "torch":
+    if entry["tool"] == "torch" or recorded_by_own_timer(entry["tool"], entry["level"], request.nvtx_ranges):
         trace = folder / (session.get("trace") or "trace.json")
         if not trace.exists():
             return None, None
@@ -262,7 +267,8 @@ def capture_levels(request: CaptureRequest, progress: Callable[[str], None] | No
             "metrics": request.metrics,
             "metric_iterations": request.metric_iterations,
             "malloc_tuning": request.malloc_tuning,
-            "nsys_trace": {lv: tl.NSYS_TRACE[lv] for lv in request.levels},
+            "nvtx_ranges": request.nvtx_ranges,
+            "nsys_trace": {lv: tl.NSYS_TRACE[lv] for lv in request.levels if not recorded_by_own_timer("nsys", lv, request.nvtx_ranges)},
         },
         env={},
     )
@@ -322,12 +328,13 @@ def capture_levels(request: CaptureRequest, progress: Callable[[str], None] | No
             raise _fail(manifest, out, entry, "empty", f"{tool} wrote no trace in run {entry['key']}", f"see {entry['dir']}/stderr.txt")
         if entry["model_ranges"] == 0:
             fix = "check that the script's model ran inside xsp_trace.capture.run"
-            if tool == "nsys" and session.get("nvtx_version") != NSYS_2022_NVTX:
+            nvtx = tool == "nsys" and not recorded_by_own_timer(tool, level, request.nvtx_ranges)
+            if nvtx and session.get("nvtx_version") != NSYS_2022_NVTX:
                 fix = (
                     f"the nvtx package {session.get('nvtx_version')} records nothing under nsys "
                     f"{versions.get('nsys')}: pip install 'nvtx=={NSYS_2022_NVTX}'"
                 )
-            elif tool == "nsys":
+            elif nvtx:
                 fix = "the NVTX ranges did not reach nsys: check NVTX_INJECTION64_PATH in the script's environment"
             raise _fail(manifest, out, entry, "empty", f"the trace of run {entry['key']} holds no model range", fix)
         finish_run(manifest, out, entry)

@@ -43,11 +43,10 @@ from typing import Any
 from xsp_trace.vocabulary import CAPTURE_TOOLS
 
 from .hooks import ModelAnnotation, called_modules, compare_programs, describe_layers, probe_layers
-from .manifest import FORMAT_VERSION, SESSION_FORMAT, SESSION_NAME, level_has_layers, write_json_atomic
+from .manifest import FORMAT_VERSION, OWN_TIMER_LEVELS, SESSION_FORMAT, SESSION_NAME, level_has_layers, recorded_by_own_timer, write_json_atomic
 from .ranges import nvtx_version
 
 TOOLS = CAPTURE_TOOLS
-OWN_TIMER_LEVELS = ("M", "ML")  # the torch tool's levels recorded by the capture's own timer, no profiler
 OWN_TIMER_SCOPE = "none"  # profiler_scope of those runs: no profiler recorded anything
 LAYER_SYNC_CHOICES = ("none", "sync", "launch-blocking")
 
@@ -62,6 +61,7 @@ class SessionConfig:
     out: Path
     depth: int | None = None
     layer_sync: str = "none"
+    own_timer: bool = False  # ranges timed by the capture itself (manifest.recorded_by_own_timer)
 
     @classmethod
     def from_env(cls, environ=os.environ) -> SessionConfig:
@@ -73,15 +73,18 @@ class SessionConfig:
                 raise RuntimeError(f"{key}={text!r} is not an integer (set by xsp-trace capture)") from None
 
         depth = environ.get("XSP_DEPTH", "")
+        level, tool = environ["XSP_LEVEL"], environ.get("XSP_TOOL", "torch")
+        timer = environ.get("XSP_OWN_TIMER", "")  # set by the runner; without it, the default of the tool
         return cls(
-            level=environ["XSP_LEVEL"],
-            tool=environ.get("XSP_TOOL", "torch"),
+            level=level,
+            tool=tool,
             batch_size=number("XSP_BATCH_SIZE"),
             iterations=number("XSP_ITERATIONS"),
             warmup=number("XSP_WARMUP"),
             out=Path(environ["XSP_OUT"]),
             depth=int(depth) if depth else None,
             layer_sync=environ.get("XSP_LAYER_SYNC", "none") or "none",
+            own_timer=timer == "1" if timer else recorded_by_own_timer(tool, level),
         )
 
 
@@ -332,7 +335,8 @@ def _interleaved(call, iterations: int, sync, annotation, faults: dict, pause=No
 
 
 def _interleaved_own_timer(call, config: SessionConfig, sync, annotation, faults: dict, record: dict):
-    """The torch tool's M and ML runs: no profiler; the ranges the capture timed itself become trace.json."""
+    """M and ML runs (the torch tool's; the nsys tool's unless --nvtx-ranges): no profiler, the
+    ranges the capture timed itself become trace.json."""
     plain, phases, instrumented = _interleaved(call, config.iterations, sync, annotation, faults)
     trace = config.out / "trace.json"
     annotation.recorder.write_trace(trace)
@@ -450,25 +454,25 @@ def measure(
         probe_layers(model, call, layers, config.depth, called)
         change = compare_programs(model, call, config.depth, called) if with_layers else None
 
-        own_timer = config.tool == "torch" and config.level in OWN_TIMER_LEVELS
+        own_timer = config.own_timer and config.level in OWN_TIMER_LEVELS
         annotation = ModelAnnotation(
             model,
             record["model"],
             layers=with_layers,
             depth=config.depth,
-            nvtx=config.tool in ("nsys", "ncu"),
+            nvtx=config.tool in ("nsys", "ncu") and not own_timer,
             torch=config.tool == "torch" and not own_timer,
             layer_sync=layer_sync,
             model_hook=False,
             called=called,
             timer=own_timer,
         )
-        if config.tool == "nsys":
+        if own_timer:
+            plain, phases, instrumented = _interleaved_own_timer(call, config, sync, annotation, faults, record)
+        elif config.tool == "nsys":
             # Nothing to start or stop: alternate single inferences (layer wrappers installed only
             # for the instrumented one), so bursts of machine noise hit both loops alike.
             plain, phases, instrumented = _interleaved(call, config.iterations, sync, annotation, faults)
-        elif own_timer:
-            plain, phases, instrumented = _interleaved_own_timer(call, config, sync, annotation, faults, record)
         elif config.tool == "torch" and _can_pause_profiler():
             plain, phases, instrumented = _interleaved_under_torch(call, config, sync, annotation, device, faults, record)
         else:

@@ -1,5 +1,5 @@
 """Leveled capture end to end on the CPU: a small real model (tests/capture_scripts/tiny_model.py)
-captured at M, ML (nsys, and the torch tool's own timer) and MLG (torch.profiler), the run
+captured at M, ML (the capture's own timer for both tools; nsys with --nvtx-ranges) and MLG (torch.profiler), the run
 directories converted, and the levels checked: one model span per iteration, one layer span per
 module call nested in its model span in module order, aten ops nested in the layer spans. The
 script runs under inference_mode, so the encoder layer runs torch's fused fast path (one layer). nsys's own
@@ -72,7 +72,13 @@ def _capture_and_convert(tmp: Path, *options: str) -> tuple[Path, duckdb.DuckDBP
 @pytest.fixture(scope="module")
 def nsys_run(tmp_path_factory):
     require_nsys()
-    return _capture_and_convert(tmp_path_factory.mktemp("nsys"), "--tool", "nsys", "--levels", "M,ML", "--batch-sizes", "2")
+    return _capture_and_convert(tmp_path_factory.mktemp("nsys"), "--tool", "nsys", "--nvtx-ranges", "--levels", "M,ML", "--batch-sizes", "2")
+
+
+@pytest.fixture(scope="module")
+def nsys_timer_run(tmp_path_factory):
+    """The nsys tool's M and ML without --nvtx-ranges: the capture's own timer, nsys never started."""
+    return _capture_and_convert(tmp_path_factory.mktemp("nsys_timer"), "--tool", "nsys", "--nsys", "/no/such/nsys", "--levels", "M,ML")
 
 
 @pytest.fixture(scope="module")
@@ -125,6 +131,21 @@ def test_nsys_levels(nsys_run):
     _check_layer_spans(db, runs[("ML", 2)])
     for level in ("M", "ML"):
         _check_capture_tables(db, runs[(level, 2)], level)
+
+
+def test_nsys_tool_times_m_and_ml_itself_by_default(nsys_timer_run):
+    run_dir, db = nsys_timer_run
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert [(e["key"], Path(e["trace"]).name) for e in manifest["runs"]] == [("nsys-M-bs1", "trace.json"), ("nsys-ML-bs1", "trace.json")]
+    assert not any(f.endswith((".nsys-rep", ".qdstrm", ".sqlite")) for e in manifest["runs"] for f in e["files"])
+    assert "nsys" not in manifest["tools"] and manifest["options"]["nsys_trace"] == {}
+    runs = _runs(db)
+    assert db.execute("SELECT DISTINCT tool, profiler_scope FROM capture_runs").fetchall() == [("nsys", "none")]
+    _check_model_spans(db, runs[("M", 1)])
+    _check_model_spans(db, runs[("ML", 1)])
+    _check_layer_spans(db, runs[("ML", 1)])
+    for level in ("M", "ML"):
+        _check_capture_tables(db, runs[(level, 1)], level)
 
 
 def test_nsys_ranges_match_nsys_stats(nsys_run, tmp_path):

@@ -96,6 +96,22 @@ def test_bad_options_and_existing_output(tmp_path):
     assert code == 2 and "already exists" in _error_line(output) and (existing / "keep.txt").read_text() == "mine"
 
 
+def test_nsys_is_needed_only_for_the_levels_it_records(tmp_path):
+    """M and ML are timed by the capture itself unless --nvtx-ranges: no nsys binary needed for them."""
+    from xsp_trace.capture.runner import CaptureRequest, _check, _launch_command
+    from xsp_trace.errors import InputError
+
+    command = [sys.executable, "infer.py"]
+    request = CaptureRequest(command=command, out=tmp_path / "run", levels=["M", "ML"], tools=["nsys"], nsys="/no/such/nsys")
+    assert _check(request) == {}
+    assert _launch_command(request, {}, "nsys", "ML", tmp_path) == command
+    with pytest.raises(InputError, match="nsys not found"):
+        _check(CaptureRequest(command=command, out=tmp_path / "run", levels=["M"], tools=["nsys"], nsys="/no/such/nsys", nvtx_ranges=True))
+    nvtx = CaptureRequest(command=command, out=tmp_path / "run", levels=["M"], tools=["nsys"], nvtx_ranges=True)
+    launched = _launch_command(nvtx, {"nsys": "/opt/nsys"}, "nsys", "M", tmp_path)
+    assert launched[:3] == ["/opt/nsys", "profile", "--trace=nvtx"] and launched[-2:] == command
+
+
 @pytest.mark.slow  # a capture in a child process
 def test_an_nsys_run_without_ranges_is_an_empty_run(tmp_path):
     require_nsys()
@@ -103,6 +119,7 @@ def test_an_nsys_run_without_ranges_is_an_empty_run(tmp_path):
     code, output = _capture(
         "--tool",
         "nsys",
+        "--nvtx-ranges",
         "--levels",
         "M",
         "--iterations",
@@ -139,7 +156,20 @@ def test_a_partial_run_directory_converts_its_finished_runs(tmp_path):
     require_nsys()
     out = tmp_path / "run"
     code, output = _capture(
-        "--tool", "nsys", "--levels", "M,ML", "--iterations", "2", "--warmup", "0", "-o", str(out), "--", sys.executable, str(SCRIPTS / "failing.py")
+        "--tool",
+        "nsys",
+        "--nvtx-ranges",
+        "--levels",
+        "M,ML",
+        "--iterations",
+        "2",
+        "--warmup",
+        "0",
+        "-o",
+        str(out),
+        "--",
+        sys.executable,
+        str(SCRIPTS / "failing.py"),
     )
     assert code == 2 and "torch" not in _error_line(output) and "nsys-M-bs1" in _error_line(output)
     result = CliRunner().invoke(app, ["convert", "-q", str(out)])

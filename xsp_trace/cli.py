@@ -235,7 +235,8 @@ def capture(
     batch_sizes: str = typer.Option("1", "--batch-sizes", help="Comma list of batch sizes (passed to the script's make_input)."),
     iterations: int = typer.Option(100, "--iterations", help="Profiled inferences per run (each paired with an un-instrumented one)."),
     warmup: int = typer.Option(10, "--warmup", help="Un-profiled inferences before them."),
-    tool: str = typer.Option("torch", "--tool", help="Who records: torch (torch.profiler in the process), nsys, or a comma list of both."),
+    tool: str = typer.Option("torch", "--tool", help="Who records MLG: torch (torch.profiler in the process), nsys, or a comma list of both."),
+    nvtx_ranges: bool = typer.Option(False, "--nvtx-ranges", help="nsys records M and ML as NVTX (µs per range) instead of the capture's own timer."),
     depth: int | None = typer.Option(None, "--depth", help="Layers at this module depth (default: leaf modules)."),
     layer_sync: str = typer.Option(
         "sync",
@@ -246,9 +247,7 @@ def capture(
     metric_iterations: int = typer.Option(1, "--metric-iterations", help="Profiled inferences per metric run (ncu replays every kernel)."),
     nsys: str | None = typer.Option(None, "--nsys", help="nsys binary (default: $NSYS, then PATH)."),
     ncu: str | None = typer.Option(None, "--ncu", help="ncu binary (default: $NCU, then PATH)."),
-    malloc_tuning: bool = typer.Option(
-        True, "--malloc-tuning/--no-malloc-tuning", help="Set MALLOC_MMAP_THRESHOLD_/MALLOC_TRIM_THRESHOLD_ for the runs (less page-fault noise)."
-    ),
+    malloc_tuning: bool = typer.Option(True, "--malloc-tuning/--no-malloc-tuning", help="Set glibc's MALLOC_*_THRESHOLD_ (less page-fault noise)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing run directory."),
     timeout: float | None = typer.Option(None, "--timeout", help="Seconds one run may take."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress lines."),
@@ -261,7 +260,7 @@ def capture(
 
       xsp-trace capture --levels M,ML,MLG --iterations 10 --batch-sizes 1,8 -o tiny-run -- python -m xsp_trace.capture.examples.tiny_cnn
 
-      xsp-trace capture --tool nsys --levels M,ML -o tiny-nsys -- python -m xsp_trace.capture.examples.tiny_cnn
+      xsp-trace capture --tool nsys --nvtx-ranges --levels M,ML -o tiny-nsys -- python -m xsp_trace.capture.examples.tiny_cnn
 
       xsp-trace convert tiny-run
     """
@@ -282,6 +281,7 @@ def capture(
         nsys=nsys,
         ncu=ncu,
         malloc_tuning=malloc_tuning,
+        nvtx_ranges=nvtx_ranges,
         overwrite=overwrite,
         timeout_s=timeout,
     )
