@@ -137,6 +137,10 @@ class Labels:
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         return np.array(self.values, dtype=object)[self.codes]
 
+    def isin(self, values) -> np.ndarray:
+        """The mask of rows whose value is one of `values` (np.isin without a string per row)."""
+        return np.isin(self.codes, [self.code(v) for v in values if v in self.values])
+
     def present(self) -> list[str]:
         """The values that occur, in code order."""
         return [self.values[c] for c in np.flatnonzero(np.bincount(self.codes, minlength=len(self.values)))]
