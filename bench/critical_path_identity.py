@@ -6,9 +6,8 @@ kineto_two_ranks_sendrecv in one database): a rewrite of the walk or of its load
     python bench/critical_path_identity.py --before 906f161
 
 The earlier package is read from git (git archive) and imported beside the current one as
-xsp_trace_before -- its loading and hops included; both walk every unit
-(step, or whole run) of the same converted database. Prints one line per trace and exits 1 on the
-first difference.
+xsp_trace_before -- its loading and hops included; both walk every unit (step, or whole run) of
+the same converted database. Prints one line per trace and exits 1 when any differs.
 """
 
 from __future__ import annotations
@@ -74,6 +73,7 @@ def main() -> None:
     groups = [[t] for t in traces]
     if not args.traces:
         groups.append(sorted((ROOT / "tests" / "data" / "kineto_two_ranks_sendrecv").glob("*.json.gz")))
+    differ = False
     with tempfile.TemporaryDirectory() as folder:
         before = _module_at(args.before, Path(folder))
         for i, group in enumerate(groups):
@@ -95,8 +95,10 @@ def main() -> None:
                 print(
                     f"DIFFERENT {name}: {len(old)} vs {len(new)} segments, first difference at {first}: {old[first : first + 1]} vs {new[first : first + 1]}"
                 )
-                sys.exit(1)
+                differ = True
+                continue
             print(f"same {name}: {len(new)} segments")
+    sys.exit(1 if differ else 0)
 
 
 if __name__ == "__main__":

@@ -4,12 +4,13 @@ critical_path_summary).
 1. Hand-made traces (tests/support/handmade.py), one per edge kind, the expected path worked out by
    hand: CPU spans nested and serial on a thread, a launch to a kernel (queue delay), kernels serial on
    a stream (GPU idle between them), a synchronising call waiting for the GPU, a blocking copy to
-   pageable memory, CPU idle between top-level spans.
+   pageable memory, CPU idle between top-level spans, a thread waiting for another thread of its process.
 2. Real traces: the path tiles every step (its length is the step's latency, read from the raw JSON's
    ProfilerStep events).
 3. HTA: on HTA's own critical-path test traces (tests/data/critical_path_hta, and the AlexNet trace of
    kineto_cuda_sync_alexnet), over the window HTA analyses, the path's length equals HTA 0.5's
-   (tests/data/critical_path_hta/hta_reference.csv, written by bench/hta_critical_path_reference.py)
+   (tests/data/critical_path_hta/hta_reference.csv, written by bench/hta_critical_path_reference.py,
+   times in us from HTA's origin)
    once the time HTA's graph weighs zero is taken out -- its edges between top-level CPU ops
    (our cpu_idle), the time inside user annotations (ProfilerStep#N), a blocking call's own time and
    the return from it (our sync_wait). Within 0.2 % on three traces; on cuda_event_sync_multi_stream
@@ -114,6 +115,46 @@ def test_a_stream_waits_for_an_event_recorded_on_another(tmp_path):
     ]
 
 
+def test_a_thread_waiting_for_another_thread_of_its_process(tmp_path):
+    """The step's thread calls backward ("## backward ##" [300,1800), its own op [300,350), then no
+    child) while a worker thread (tid 101) runs the backward: MulBackward0 [500,900) launches kernel G
+    [700,1400); a sync op [1150,1700) waits in cudaStreamSynchronize [1200,1650) for G; the step's
+    thread resumes at 1800, 100 ns after the worker's last op. The path runs through the worker,
+    from the end of the wait to its last op and from its first op back to where the wait began
+    (thread_wait); the wait's own 1.45 us is not the annotation's CPU time. A third thread (102) that
+    only polls the runtime inside the wait is not waited for, nor is the worker's short op at the
+    step's end (under a quarter of that stretch)."""
+    run = Run(1)
+    run.span("annotation", "ProfilerStep#1", 0, 2000, iteration=1)
+    run.span("op", "aten::mul", 100, 200)
+    run.span("annotation", "## backward ##", 300, 1800)
+    run.span("op", "aten::ones_like", 300, 350)
+    run.span("op", "MulBackward0", 500, 900, tid=101)
+    run.gpu("kernel", "G", (600, 620), (700, 1400), tid=101)
+    run.span("op", "aten::_local_scalar_dense", 1150, 1700, tid=101)
+    run.span("api", "cudaStreamSynchronize", 1200, 1650, category="cuda_runtime", tid=101)
+    run.span("api", "cudaEventQuery", 1750, 1790, category="cuda_runtime", tid=102)
+    run.span("op", "aten::add", 1850, 1950)
+    run.span("op", "aten::zeros", 1960, 1965, tid=101)  # 10 % of the step's own time [1950,2000): no wait
+    assert _path(tmp_path, run) == [
+        ("cpu_op", "ProfilerStep#1", 0, 100),
+        ("cpu_op", "aten::mul", 100, 100),
+        ("cpu_op", "ProfilerStep#1", 200, 100),
+        ("cpu_op", "aten::ones_like", 300, 50),
+        ("thread_wait", "## backward ##", 350, 150),
+        ("cpu_op", "MulBackward0", 500, 100),
+        ("launch", "cudaLaunchKernel", 600, 20),
+        ("queue_delay", "cudaLaunchKernel", 620, 80),
+        ("kernel", "G", 700, 700),
+        ("sync_wait", "cudaStreamSynchronize", 1400, 250),
+        ("cpu_op", "aten::_local_scalar_dense", 1650, 50),
+        ("thread_wait", "## backward ##", 1700, 100),
+        ("cpu_op", "ProfilerStep#1", 1800, 50),
+        ("cpu_op", "aten::add", 1850, 100),
+        ("cpu_op", "ProfilerStep#1", 1950, 50),
+    ]
+
+
 def test_an_async_copy_to_pinned_memory_does_not_block(tmp_path):
     run = Run(1)
     run.span("annotation", "ProfilerStep#1", 0, 1000, iteration=1)
@@ -172,7 +213,11 @@ def test_the_path_tiles_every_step(trace, converted):
 
 @pytest.mark.parametrize(
     "trace",
-    [DATA / "kineto_2024_ns_resolution" / "hta_v100_ns_resolution_2024.json.gz", DATA / "critical_path_hta" / "cuda_event_sync_multi_stream.json.gz"],
+    [
+        DATA / "kineto_2024_ns_resolution" / "hta_v100_ns_resolution_2024.json.gz",
+        DATA / "critical_path_hta" / "cuda_event_sync_multi_stream.json.gz",
+        DATA / "kineto_2022_integer_us_rank3" / "hta_a100_rank3_of_8_2022.json.gz",  # cross-thread waits
+    ],
     ids=lambda p: p.parent.name,
 )
 def test_chasing_precomputed_hops_gives_the_step_by_step_path(trace, converted):
@@ -209,6 +254,16 @@ def _hta_reference() -> dict[str, dict]:
     return {r["case"]: r for r in rows}
 
 
+def _hta_origin(con, trace, hta_origin_us: int) -> int:
+    """HTA's origin (the raw ts of the first event it keeps) on our clock: our spans keep the raw
+    trace's times up to a constant, read off our first span and the raw event it comes from. (On
+    these four traces HTA's origin is our first span; the raw trace's first event is up to 42.5 ms
+    earlier, an event neither side keeps.)"""
+    name, first_ns = con.execute("SELECT name, start_ns FROM spans ORDER BY start_ns, span_id LIMIT 1").fetchone()
+    raw = min(float(e["ts"]) for e in json.loads(gzip.open(trace).read())["traceEvents"] if e.get("ph") == "X" and e.get("name") == name)
+    return first_ns + round((hta_origin_us - raw) * 1000)
+
+
 @pytest.mark.parametrize("case", sorted(HTA_CASES))
 def test_path_length_agrees_with_hta(case, converted):
     trace, tolerance_pct = HTA_CASES[case]
@@ -217,7 +272,7 @@ def test_path_length_agrees_with_hta(case, converted):
     from xsp_trace.analyze.session import prepare
 
     prepare(con, AnalysisOptions())
-    origin = con.execute("SELECT min(start_ns) FROM spans").fetchone()[0]  # HTA's ts are us from the trace's first event
+    origin = _hta_origin(con, trace, int(reference["hta_origin_us"]))
     start = origin + int(reference["path_start_ns"]) * 1000
     end = origin + int(reference["path_end_ns"]) * 1000
     pid, tid = con.execute(

@@ -17,7 +17,8 @@ SELECT
     p.seq,
     -- What the time is: cpu_op, launch, queue_delay (launch call to GPU start), kernel, memcpy,
     -- memset, communication, sync_wait (a blocking call returning after the GPU work it waited for),
-    -- cpu_idle (no span on the thread), gpu_idle (the stream waited for earlier work).
+    -- cpu_idle (no span on the thread), gpu_idle (the stream waited for earlier work), thread_wait
+    -- (a span's own time waiting for another thread of the process, or that thread's wake-up).
     p.kind,
     -- The run (rank) the segment lies on: another rank's when the step waited for it in a collective.
     p.on_run_id,

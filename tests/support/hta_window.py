@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import gzip
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +43,7 @@ def weighs_zero(run, s: Segment) -> bool:
     """Time HTA's graph weighs zero: CPU idle, a user annotation's own time (HTA has no node for
     it), a blocking call's time and its return."""
     return (
-        s.kind in ("cpu_idle", "sync_wait")
+        s.kind in ("cpu_idle", "sync_wait", "thread_wait")
         or (s.row >= 0 and str(run.spans["kind"][s.row]) == "annotation")
         or (s.row >= 0 and bool(run.blocking[s.row]) and s.kind != "queue_delay")
     )
@@ -68,3 +69,31 @@ def hta_origins(events_csv: Path) -> dict[str, int]:
     """trace -> HTA's origin (raw ts, us), as bench/hta_critical_path_events.py recorded it."""
     with gzip.open(events_csv, "rt") as f:
         return {r["trace"]: int(r["hta_origin_us"]) for r in csv.DictReader(f)}
+
+
+CPU_CATEGORIES = ("cpu_op", "cuda_runtime", "cuda_driver")  # Kineto categories of the CPU events HTA keeps as ops
+
+
+def rounding_loss_us(trace: Path, hta_origin_us: int, start_us: int, end_us: int, top_level: bool) -> float:
+    """What HTA 0.5 loses by rounding a ns-resolution trace (its round_down_time_stamps: every
+    event's start up, its end down, to the us) over the CPU events that start in HTA's window
+    [start_us, end_us] (us from its origin): the sum of both roundings, over the top-level events
+    of each thread (a gap HTA's graph weighs zero opens there) or over all of them (time that moves
+    from each event to its parent). 0 for a trace in integer us."""
+    low, high = hta_origin_us + start_us, hta_origin_us + end_us
+    events = [
+        e
+        for e in json.loads(gzip.open(trace).read())["traceEvents"]
+        if e.get("ph") == "X" and e.get("cat") in CPU_CATEGORIES and low <= float(e["ts"]) <= high and float(e.get("dur", 0)) > 0
+    ]
+    by_thread: dict[int, list[tuple[float, float]]] = {}
+    for e in events:
+        by_thread.setdefault(int(e["tid"]), []).append((float(e["ts"]), float(e["ts"]) + float(e["dur"])))
+    loss = 0.0
+    for spans in by_thread.values():
+        reach = -math.inf
+        for ts, end in sorted(spans, key=lambda s: (s[0], -s[1])):
+            if not top_level or ts >= reach:
+                loss += (math.ceil(ts) - ts) + (end - math.floor(end))
+                reach = max(reach, end)
+    return loss

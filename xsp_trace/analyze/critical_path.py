@@ -11,11 +11,16 @@ whatever the work there had to wait for last --
   memory), the GPU work that finished last before the call returned;
 - on a GPU stream, the work item itself, then the later of its two dependencies: the previous work
   on the stream (GPU-bound: the gap between them is GPU idle) or the call that launched it
-  (CPU-bound: the time from the call to the start is queue delay).
+  (CPU-bound: the time from the call to the start is queue delay);
+- across threads of a process (critical_path_threads.py): at the end of a wait -- an annotation's
+  or Python function's own time while another thread worked -- the other thread's last op, and
+  from that thread's first op after an idle stretch back to where the wait began (thread_wait:
+  PyTorch's backward runs on the autograd engine's thread while the caller waits).
 Every step back is contiguous in time, so the segments tile the step: the path's length is the
 step's latency. HTA assumes, and so does this walk, that a thread's CPU spans run serially, that a
-stream runs its work in order, and that nothing else orders work across streams (event waits
-between streams are not followed).
+stream runs its work in order, and that nothing else orders work across streams than the event
+waits the trace records; and this walk assumes that a thread resuming just after another thread of
+its process finished (TOLERANCE_NS) waited for it.
 
 Computed over numpy arrays of time-ordered spans (no graph library; the run as columns:
 critical_path_run.py), once per session, into the
@@ -34,7 +39,8 @@ import duckdb
 import numpy as np
 
 from . import critical_path_chase as chase
-from .critical_path_chase import CPU_IDLE, CPU_OP, GPU_IDLE, LAUNCH, QUEUE_DELAY, SYNC_WAIT
+from . import critical_path_threads as threads
+from .critical_path_chase import CPU_IDLE, CPU_OP, GPU_IDLE, LAUNCH, QUEUE_DELAY, SYNC_WAIT, THREAD_WAIT
 from .critical_path_run import _flatten, _Run, _thread, _waited_for, load_run
 
 TABLE = "xsp_critical_path"
@@ -116,6 +122,8 @@ class _Walker:
             assert isinstance(where, tuple)
             flat = _flatten(run, where)
             i = bisect.bisect_left(flat.ends, t)  # first segment ending at or after t
+            if self._cross_thread(where, flat, i):
+                return
             if i >= len(flat.ends) or flat.starts[i] >= t:  # t lies in a gap before segment i (or after all)
                 low = max(flat.ends[i - 1] if i > 0 else start_ns, start_ns)
                 self.segments.append(Segment(low, t, CPU_IDLE, -1, run.run_id))
@@ -152,6 +160,32 @@ class _Walker:
         if t <= start_ns:
             return
         self._dependency(row)
+
+    def _cross_thread(self, key: tuple[int, int], flat, i: int) -> bool:
+        """At the end of a segment with a cross-thread edge (critical_path_threads.py), the hand-off
+        back to the other thread; whether there was one."""
+        t, run = self.t, self.run
+        n = len(flat.ends)
+        keys, first, cross, ends = _cross(run)
+        at = int(first[keys.index(key)]) + i
+        if i < n and flat.ends[i] == t and flat.starts[i] < t:
+            if flat.owners[i] >= 0 and cross.fwd[at] >= 0:  # a wait: to the work that ended last
+                target, row = int(cross.fwd[at]), int(cross.wait_row[at])
+                to_t = int(ends[target])
+                to_key = keys[int(np.searchsorted(first, target, side="right")) - 1]
+            elif flat.owners[i] < 0 and i + 1 < n and cross.back_t[at + 1] >= 0:  # idle before work: to the wait that started it
+                to_t, row, to_key = int(cross.back_t[at + 1]), int(cross.back_row[at + 1]), keys[int(cross.back_thread[at + 1])]
+            else:
+                return False
+        elif i < n and flat.starts[i] == t and (i == 0 or flat.ends[i - 1] < t) and cross.back_t[at] >= 0:  # work after a gap
+            to_t, row, to_key = int(cross.back_t[at]), int(cross.back_row[at]), keys[int(cross.back_thread[at])]
+        else:
+            return False
+        low = max(to_t, self.start_ns)
+        if low < t:
+            self.segments.append(Segment(low, t, THREAD_WAIT, row, run.run_id))
+        self.t, self.lane = low, ("cpu", to_key)
+        return True
 
     def _dependency(self, row: int) -> None:
         """From the start of GPU item `row`, back to the dependency that bound it."""
@@ -242,11 +276,28 @@ def prepare_chase(run: _Run, ranks: Ranks | None = None) -> None:
     cols = chase.Columns(
         run.spans["start_ns"], run.spans["end_ns"], kind_code, run.stream_prev, run.launch_of,
         event_of, run.blocking, run.launchers, run.gpu_ends, run.gpu_end_rows, thread_of, stop,
+        threads.roles(run.spans["kind"], run.blocking, run.launchers),
     )  # fmt: skip
     run.chase = ch = chase.prepare(cols, keys, [(np.asarray(f.starts), np.asarray(f.ends), np.asarray(f.owners)) for f in flats], gpu_kinds)
     for k, key in enumerate(keys):  # the threads' segments as views of the chase's, not a second copy
         lo, hi = int(ch.first[k]), int(ch.last[k])
         run.flat[key] = _thread(ch.seg_start[lo:hi], ch.seg_end[lo:hi], ch.seg_owner[lo:hi])
+
+
+def _cross(run: _Run) -> tuple[list[tuple[int, int]], np.ndarray, threads.CrossEdges, np.ndarray]:
+    """The run's threads (sorted), where each one's segments begin in their concatenation, the
+    cross-thread edges between them and the segments' ends: the chase's where the run has one."""
+    if run.chase is not None:
+        return run.chase.keys, run.chase.first, run.chase.cross, run.chase.seg_end
+    if run.cross is None:
+        keys = sorted(run.threads)
+        flats = [_flatten(run, key) for key in keys]
+        sizes = np.array([len(f.ends) for f in flats], dtype=np.int64)
+        last = np.cumsum(sizes)
+        parts = [np.concatenate([np.asarray(f[p], dtype=np.int64) for f in flats]) if flats else np.zeros(0, dtype=np.int64) for p in range(3)]
+        waits = threads.roles(run.spans["kind"], run.blocking, run.launchers)
+        run.cross = (keys, last - sizes, threads.cross_edges(keys, last - sizes, last, parts[0], parts[1], parts[2], waits), parts[1])
+    return run.cross
 
 
 def _binding(previous_end: int | None, waited_end: int | None, launched_at: int | None) -> str | None:

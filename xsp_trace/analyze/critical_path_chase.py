@@ -18,7 +18,9 @@ The rules are those of critical_path.walk, written over arrays:
 - a GPU item is its own time (when it starts before the time the walk arrived at), then the
   latest of its dependencies: the previous item of its stream (GPU idle between), the item of
   another stream it waited for (an event), or its launch call (queue delay, then the CPU position
-  at the launch).
+  at the launch);
+- the end of a segment with a cross-thread edge (critical_path_threads.py) hands off to the other
+  thread: a wait to the worker's last op, an idle segment before work to the wait that started it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .critical_path_threads import CrossEdges, cross_edges
+
 # Segment kinds, in the words the analyses print (GPU work adds its own: kernel, memcpy, ...).
 CPU_OP = "cpu_op"
 LAUNCH = "launch"
@@ -35,8 +39,9 @@ QUEUE_DELAY = "queue_delay"
 SYNC_WAIT = "sync_wait"
 CPU_IDLE = "cpu_idle"
 GPU_IDLE = "gpu_idle"
-FIXED_KINDS = (CPU_OP, LAUNCH, QUEUE_DELAY, SYNC_WAIT, CPU_IDLE, GPU_IDLE)
-_OP, _LAUNCH, _QUEUE, _SYNC, _CPU_IDLE, _GPU_IDLE = range(len(FIXED_KINDS))
+THREAD_WAIT = "thread_wait"  # a thread waiting for another thread of its process (critical_path_threads.py)
+FIXED_KINDS = (CPU_OP, LAUNCH, QUEUE_DELAY, SYNC_WAIT, CPU_IDLE, GPU_IDLE, THREAD_WAIT)
+_OP, _LAUNCH, _QUEUE, _SYNC, _CPU_IDLE, _GPU_IDLE, _THREAD = range(len(FIXED_KINDS))
 
 NO_EXIT = np.iinfo(np.int64).min  # the exit time of a node the step-by-step walk takes (below every window start)
 _CHUNK = 1 << 19  # nodes per numpy pass while preparing (bounds the temporary arrays)
@@ -58,6 +63,9 @@ class Columns(NamedTuple):
     gpu_end_rows: np.ndarray
     thread_of: np.ndarray  # CPU row -> index of its thread in Chase.keys (-1: GPU row)
     stop: np.ndarray  # GPU row -> the step-by-step walk must take it (a collective across ranks)
+    # CPU row -> whether its own time can wait for another thread and is work (critical_path_threads.roles);
+    # None: no cross-thread edges (a caller that predates them)
+    roles: np.ndarray | None = None
 
 
 @dataclass
@@ -76,6 +84,7 @@ class Chase:
     exit_t: np.ndarray
     kinds: np.ndarray  # kind code -> its name
     cols: Columns
+    cross: CrossEdges
     index: dict[tuple[int, int], int] = field(init=False)  # thread key -> k
     _next: memoryview = field(init=False)
     _exit: memoryview = field(init=False)
@@ -141,10 +150,31 @@ def _resolve(ch: Chase, cols: Columns, thread: np.ndarray, t: np.ndarray, segmen
     b_valid = ~gap & ~sync & has_prev & ~touching
     next_node = np.where(sync, waited, ch.n + prev)
     exit_t = np.where(sync, waited_end, np.where(gap | b_valid, prev_end, seg_start))
+    _cross_thread(ch, i, last, owner, ~gap & ~sync & (ch.seg_end[at] == t), a_kind, a_start, a_row, b_valid, next_node, exit_t)
     # the first segment of a thread, or a gap before it: the walk reaches the window's start there
     exit_t[~sync & ~has_prev] = NO_EXIT
     a_kind[gap], a_start[gap], a_row[gap] = _CPU_IDLE, prev_end[gap], -1
     return {"a_kind": a_kind, "a_start": a_start, "a_row": a_row, "b_valid": b_valid, "b_start": prev_end, "next": next_node, "exit": exit_t}
+
+
+def _cross_thread(ch: Chase, i, last, owner, at_end, a_kind, a_start, a_row, b_valid, next_node, exit_t) -> None:
+    """Overwrite, in place, the hops from the end of a segment that has a cross-thread edge: a
+    waiting segment to the other thread's work that ended last, an idle segment before work that
+    another thread's wait started to that wait's start."""
+    cross = ch.cross
+    if len(ch.seg_end) == 0:
+        return
+    at = np.minimum(i, len(ch.seg_end) - 1)
+    fwd = at_end & (owner >= 0) & (cross.fwd[at] >= 0)
+    target = cross.fwd[at[fwd]]
+    a_kind[fwd], a_start[fwd], a_row[fwd], b_valid[fwd] = _THREAD, ch.seg_end[target], cross.wait_row[at[fwd]], False
+    next_node[fwd], exit_t[fwd] = ch.n + target, ch.seg_end[target]
+    after = np.minimum(at + 1, len(ch.seg_end) - 1)
+    back = at_end & (owner < 0) & (at + 1 < last) & (cross.back_t[after] >= 0)
+    work = after[back]
+    a_kind[back], a_start[back], a_row[back], b_valid[back] = _THREAD, cross.back_t[work], cross.back_row[work], False
+    node = cross.back_node[work]
+    next_node[back], exit_t[back] = ch.n + np.maximum(node, 0), np.where(node >= 0, cross.back_t[work], NO_EXIT)
 
 
 def _gpu_hops(ch: Chase, cols: Columns, rows: np.ndarray) -> dict[str, np.ndarray]:
@@ -198,7 +228,9 @@ def prepare(cols: Columns, keys: list[tuple[int, int]], threads: list[tuple[np.n
     seg_start, seg_end, seg_owner = joined(0), joined(1), joined(2)
     total = n + len(seg_start)
     kinds = np.array(FIXED_KINDS + tuple(str(k) for k in gpu_kinds), dtype=object)
-    ch = Chase(n, keys, first, last, seg_start, seg_end, seg_owner, np.zeros(total, dtype=np.int64), np.full(total, NO_EXIT), kinds, cols)
+    roles = cols.roles if cols.roles is not None else np.zeros(len(cols.start), dtype=np.int8)
+    cross = cross_edges(keys, first, last, seg_start, seg_end, seg_owner, roles)
+    ch = Chase(n, keys, first, last, seg_start, seg_end, seg_owner, np.zeros(total, dtype=np.int64), np.full(total, NO_EXIT), kinds, cols, cross)
     gpu = np.flatnonzero(cols.thread_of < 0)
     for lo in range(0, len(gpu), _CHUNK):
         rows = gpu[lo : lo + _CHUNK]
@@ -242,5 +274,6 @@ def segments(ch: Chase, passed: list[int], t: int) -> dict[str, np.ndarray]:
 
 def _put_cpu(start, end, kind, row, valid, at: np.ndarray, hop: dict[str, np.ndarray], a_end: np.ndarray, a_valid: np.ndarray) -> None:
     """Fill slots 2 (the CPU segment, ending at a_end) and 3 (the gap before it) of the hops at `at`."""
-    start[at, 2], end[at, 2], kind[at, 2], row[at, 2], valid[at, 2] = hop["a_start"], a_end, hop["a_kind"], hop["a_row"], a_valid
+    empty_wait = (hop["a_kind"] == _THREAD) & (hop["a_start"] >= a_end)  # a hand-off at the same instant records nothing
+    start[at, 2], end[at, 2], kind[at, 2], row[at, 2], valid[at, 2] = hop["a_start"], a_end, hop["a_kind"], hop["a_row"], a_valid & ~empty_wait
     start[at, 3], end[at, 3], kind[at, 3], valid[at, 3] = hop["b_start"], hop["a_start"], _CPU_IDLE, a_valid & hop["b_valid"]

@@ -63,6 +63,7 @@ class _Run:
     flat: dict[tuple[int, int], _Thread] = field(default_factory=dict)
     lists: _Lists | None = None  # the columns the walk reads one item at a time
     chase: chase.Chase | None = None  # the hops between nodes, precomputed (prepare_chase)
+    cross: tuple | None = None  # the cross-thread edges for the step-by-step walk (critical_path._cross)
     con: duckdb.DuckDBPyConnection | None = None  # where names are read from
     name_column: np.ndarray | None = None  # every row's name, once read (name())
 

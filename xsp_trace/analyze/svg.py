@@ -28,6 +28,7 @@ PATH_COLORS = {
     "memset": "#c5e1a5",
     "sync_wait": "#d62728",
     "cpu_idle": "#c7c7c7",
+    "thread_wait": "#e377c2",
     "gpu_idle": "#8c564b",
 }
 
