@@ -4,10 +4,10 @@ The trace's traceEvents array is cut once into pieces (kineto/duckdb_reader.extr
 the convert does, one file per DuckDB thread per piece); then each variant reads every piece into
 a temp table, in one process, in turn (each variant twice, the faster kept). Variants:
 
-- args MAP: ts/dur DECIMAL(38,9), args MAP(VARCHAR, JSON) -- what the convert read before;
-- args JSON: args as one JSON value (the mapping would have to extract keys from it);
-- args JSON -> MAP (what the convert reads now): args read as JSON, cast to MAP(VARCHAR, JSON) in the same statement (the
-  relation the mapping reads stays the same);
+- args MAP: ts/dur DECIMAL(38,9), args MAP(VARCHAR, JSON) -- what the convert read first;
+- args JSON: args as one JSON value -- what the convert reads now (the mapping extracts the keys);
+- args JSON -> MAP: args read as JSON, cast to MAP(VARCHAR, JSON) in the same statement -- what the
+  convert read before the mapping worked on JSON;
 - times DOUBLE: ts/dur as DOUBLE (not exact: fractional microseconds lose ns), for scale;
 - no args: args not read at all, the floor of the other columns.
 
@@ -34,9 +34,9 @@ from xsp_trace.convert.kineto.pieces import PieceWriter  # noqa: E402
 _BASE = "ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', id: 'VARCHAR'"
 _EXACT = "ts: 'DECIMAL(38,9)', dur: 'DECIMAL(38,9)'"
 VARIANTS = {
-    "args MAP(VARCHAR, JSON) (the reader before)": (f"{{{_BASE}, {_EXACT}, args: 'MAP(VARCHAR, JSON)'}}", "*"),
-    "args JSON": (f"{{{_BASE}, {_EXACT}, args: 'JSON'}}", "*"),
-    "args JSON, cast to MAP(VARCHAR, JSON) (the reader now)": (
+    "args MAP(VARCHAR, JSON) (the first reader)": (f"{{{_BASE}, {_EXACT}, args: 'MAP(VARCHAR, JSON)'}}", "*"),
+    "args JSON (the reader now)": (f"{{{_BASE}, {_EXACT}, args: 'JSON'}}", "*"),
+    "args JSON, cast to MAP(VARCHAR, JSON) (the reader before)": (
         f"{{{_BASE}, {_EXACT}, args: 'JSON'}}",
         "* REPLACE (CAST(args AS MAP(VARCHAR, JSON)) AS args)",
     ),

@@ -121,3 +121,45 @@ def test_cpu_events_off_track_skipped_alike(tmp_path, capfd):
     assert fast[0] == slow[0] == "ok" and fast[1] == slow[1]
     warnings = [line for line in capfd.readouterr().err.splitlines() if "whose pid or tid is not a number" in line]
     assert len(warnings) == 2 and all("skipped 3 CPU event(s)" in w for w in warnings), warnings
+
+
+@pytest.mark.parametrize("repeat", [False, True])
+def test_odd_args_objects_are_read_as_json_loads_reads_them(repeat, tmp_path):
+    """Args the mapping reads from JSON text: a key written twice (json.loads keeps the last; DuckDB's
+    reader hands such a file to the streaming reader), keys that need escaping in a JSON path ("",
+    '/', '~', a quote), args that are not an object (no args). Both readers store what json.loads reads;
+    without the repeated key DuckDB's reader maps the odd keys itself."""
+    doc = kineto_doc("triton")
+    kernel = complete_events(doc, "kernel")[0]
+    ops = complete_events(doc, "cpu_op")[:2]
+    odd_keys = {"": "empty", "a/b~c": 1.5, 'say "hi"': [1, {"x": None}]}
+    ops[0]["args"] = dict(odd_keys)
+    ops[1]["args"] = [1, 2]
+    kernel["args"] = dict(kernel["args"], stream="__STREAM__")
+    text = json.dumps(doc).replace('"stream": "__STREAM__"', '"stream": 99, "stream": 7' if repeat else '"stream": 7', 1)
+    source = tmp_path / "trace.json"
+    source.write_text(text)
+    expected = json.loads(text)  # the reference: Python's own parse of the same text
+    expected_kernel = next(e for e in expected["traceEvents"] if e.get("name") == kernel["name"] and e.get("ts") == kernel["ts"])
+    assert expected_kernel["args"]["stream"] == 7
+    stored = {}
+    for reader in ("auto", "python"):
+        out = tmp_path / f"{reader}.duckdb"
+        convert_files([source], out, ConvertOptions(kineto_reader=reader))
+        with duckdb.connect(str(out), read_only=True) as con:
+            stream = con.execute(
+                "SELECT stream_id FROM spans WHERE kind = 'kernel' AND name = ? AND start_ns = ?", [kernel["name"], round(kernel["ts"] * 1000)]
+            ).fetchall()
+            odd = con.execute(
+                "SELECT a.key, a.value FROM span_args a JOIN spans s USING (run_id, span_id) WHERE s.name = ? AND s.start_ns = ? ORDER BY a.key",
+                [ops[0]["name"], round(ops[0]["ts"] * 1000)],
+            ).fetchall()
+            not_object = con.execute(
+                "SELECT count(*) FROM span_args a JOIN spans s USING (run_id, span_id) WHERE s.name = ? AND s.start_ns = ?",
+                [ops[1]["name"], round(ops[1]["ts"] * 1000)],
+            ).fetchone()[0]
+        stored[reader] = (stream, odd, not_object)
+    assert stored["auto"] == stored["python"]
+    assert stored["auto"][0] == [(7,)]
+    assert stored["auto"][1] == sorted([("", "empty"), ("a/b~c", "1.5"), ('say "hi"', '[1,{"x":null}]')])
+    assert stored["auto"][2] == 0

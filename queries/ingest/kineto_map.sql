@@ -3,7 +3,7 @@
 -- From: the raw event relation _kineto_events that every reader fills (DuckDB's JSON reader, or
 -- the streaming ijson reader for odd files; xsp_trace/convert/kineto/events.py): one row per
 -- element of traceEvents in file order (rowid = position; ts/dur DECIMAL microseconds; cat, name,
--- pid, tid, id as text; args a MAP of JSON values), and variables kineto_* holding the facts of
+-- pid, tid, id as text; args the JSON object as read), and variables kineto_* holding the facts of
 -- xsp_trace.formats.kineto_fields (set by xsp_trace/convert/kineto/converter.py).
 -- In pieces: the relation may hold one piece of traceEvents (xsp_trace/convert/kineto/duckdb_reader.py);
 -- the script then runs once per piece, in file order, with getvariable('kineto_event_offset')
@@ -18,6 +18,27 @@
 -- here lies within +-getvariable('kineto_time_limit_us'); flows outside it are left out.
 -- Rules: ns = round half away from zero of us * 1000, an end from ts + dur; integers are JSON
 -- integers, integral decimals or digit strings; category matched lower-case.
+-- Args: the keys of every args object of the relation, each as a JSON pointer (any key, even ""
+-- or one with '/' or '~', is addressable so); an event's args are parsed once, by one json_extract
+-- of all of them (a list of JSON values in the order of the keys, NULL where the event has no such
+-- key), and looked up by name from that list. An object that repeats a key (the list keeps the
+-- first, the streaming reader the last) is counted in _kineto_skipped: the caller hands the file to
+-- the streaming reader.
+
+SET VARIABLE kineto_piece_arg_keys = (
+    SELECT coalesce(list(DISTINCT k ORDER BY k), []) FROM (SELECT unnest(json_keys(args)) AS k FROM _kineto_events));
+SET VARIABLE kineto_piece_arg_paths = list_transform(getvariable('kineto_piece_arg_keys'),
+    lambda k: '/' || replace(replace(k, '~', '~0'), '/', '~1'));
+-- The values of every key of the relation's args, in the order of kineto_piece_arg_keys.
+CREATE OR REPLACE TEMP MACRO _kineto_args(j) AS json_extract(j, getvariable('kineto_piece_arg_paths'));
+-- One arg of an event by name (NULL when absent; the JSON `null` when written as null).
+CREATE OR REPLACE TEMP MACRO _kineto_arg(vals, key) AS vals[list_position(getvariable('kineto_piece_arg_keys'), key)];
+-- The args an event has, as (key, value) structs.
+CREATE OR REPLACE TEMP MACRO _kineto_arg_entries(vals) AS
+    list_filter(list_zip(getvariable('kineto_piece_arg_keys'), vals), lambda kv: kv[2] IS NOT NULL);
+-- Whether an args object repeats a key: more keys than distinct values found.
+CREATE OR REPLACE TEMP MACRO _kineto_repeats_keys(j, vals) AS
+    len(json_keys(j)) > len(list_filter(vals, lambda v: v IS NOT NULL));
 
 CREATE OR REPLACE TEMP MACRO _kineto_int(j) AS CASE json_type(j)
     WHEN 'BIGINT' THEN TRY_CAST(j AS BIGINT)
@@ -46,7 +67,7 @@ WITH
     ),
     complete AS (
         SELECT e.rowid AS event_index, e.*,
-               coalesce(lower(e.cat), '') AS lower_cat, e.args AS a
+               coalesce(lower(e.cat), '') AS lower_cat, _kineto_args(e.args) AS a
         FROM _kineto_events AS e
         WHERE e.ph = getvariable('kineto_phase_complete')
     ),
@@ -66,7 +87,7 @@ WITH
     )
 SELECT
     CAST(NULL AS BIGINT) AS span_id,  -- numbered below, once the events not kept are gone
-    kept,
+    kept, coalesce(_kineto_repeats_keys(args, a), false) AS repeats_keys,
     event_index, lower_cat, a, on_gpu, track_pid, track_tid, span_name AS name,
     CASE WHEN NOT on_gpu AND list_contains(getvariable('kineto_user_annotation_categories'), lower_cat)
          THEN xsp_range_kind(span_name) ELSE kind0 END AS kind,
@@ -75,14 +96,14 @@ SELECT
     cat AS category,
     _kineto_ns(ts) AS start_ns,
     CASE WHEN dur > 0 THEN _kineto_ns(ts + dur) ELSE _kineto_ns(ts) END AS end_ns,
-    CASE WHEN on_gpu THEN coalesce(_kineto_int(a[getvariable('kineto_arg_device')]), track_pid) END AS device_id,
+    CASE WHEN on_gpu THEN coalesce(_kineto_int(_kineto_arg(a, getvariable('kineto_arg_device'))), track_pid) END AS device_id,
     CASE WHEN on_gpu THEN
-        CASE WHEN map_contains(a, getvariable('kineto_arg_stream'))
-             THEN _kineto_int(a[getvariable('kineto_arg_stream')]) ELSE track_tid END END AS raw_stream,
-    CASE WHEN on_gpu OR kind0 = 'api' THEN _kineto_int(a[getvariable('kineto_arg_correlation')]) END AS correlation_id,
-    nullif(_kineto_int(CASE WHEN map_contains(a, getvariable('kineto_arg_external_id'))
-                            THEN a[getvariable('kineto_arg_external_id')]
-                            ELSE a[getvariable('kineto_arg_external_id_old')] END), 0) AS external_id,
+        CASE WHEN (_kineto_arg(a, getvariable('kineto_arg_stream')) IS NOT NULL)
+             THEN _kineto_int(_kineto_arg(a, getvariable('kineto_arg_stream'))) ELSE track_tid END END AS raw_stream,
+    CASE WHEN on_gpu OR kind0 = 'api' THEN _kineto_int(_kineto_arg(a, getvariable('kineto_arg_correlation'))) END AS correlation_id,
+    nullif(_kineto_int(CASE WHEN (_kineto_arg(a, getvariable('kineto_arg_external_id')) IS NOT NULL)
+                            THEN _kineto_arg(a, getvariable('kineto_arg_external_id'))
+                            ELSE _kineto_arg(a, getvariable('kineto_arg_external_id_old')) END), 0) AS external_id,
     CASE WHEN (list_contains(getvariable('kineto_user_annotation_categories'), lower_cat)
                OR list_contains(getvariable('kineto_gpu_annotation_categories'), lower_cat))
               AND starts_with(span_name, getvariable('kineto_step_prefix'))
@@ -90,7 +111,12 @@ SELECT
 FROM kept;
 
 CREATE OR REPLACE TEMP TABLE _kineto_skipped AS
-SELECT count(*) FILTER (WHERE NOT kept) AS cpu_events_off_track FROM _kineto_complete;
+SELECT count(*) FILTER (WHERE NOT kept) AS cpu_events_off_track,
+       count(*) FILTER (WHERE repeats_keys)
+       + (SELECT count(*) FROM _kineto_events
+          WHERE ph IS DISTINCT FROM getvariable('kineto_phase_complete') AND args IS NOT NULL
+            AND _kineto_repeats_keys(args, _kineto_args(args))) AS events_repeating_arg_keys
+FROM _kineto_complete;
 DELETE FROM _kineto_complete WHERE NOT kept;
 -- Span ids in event order over all pieces (1..n). Numbered on the narrow (event_index) rows and
 -- written back: a window over the wide rows sorted them all (0.3 s of 0.8 s per 128 MB piece).
@@ -126,15 +152,15 @@ INSERT INTO kernels BY NAME
 SELECT
     getvariable('xsp_run_id') AS run_id, span_id,
     -- Launch configuration: grid and block as [x, y, z] of integers.
-    _kineto_dim(a[getvariable('kineto_arg_grid')], 0) AS grid_x, _kineto_dim(a[getvariable('kineto_arg_grid')], 1) AS grid_y,
-    _kineto_dim(a[getvariable('kineto_arg_grid')], 2) AS grid_z, _kineto_dim(a[getvariable('kineto_arg_block')], 0) AS block_x,
-    _kineto_dim(a[getvariable('kineto_arg_block')], 1) AS block_y, _kineto_dim(a[getvariable('kineto_arg_block')], 2) AS block_z,
+    _kineto_dim(_kineto_arg(a, getvariable('kineto_arg_grid')), 0) AS grid_x, _kineto_dim(_kineto_arg(a, getvariable('kineto_arg_grid')), 1) AS grid_y,
+    _kineto_dim(_kineto_arg(a, getvariable('kineto_arg_grid')), 2) AS grid_z, _kineto_dim(_kineto_arg(a, getvariable('kineto_arg_block')), 0) AS block_x,
+    _kineto_dim(_kineto_arg(a, getvariable('kineto_arg_block')), 1) AS block_y, _kineto_dim(_kineto_arg(a, getvariable('kineto_arg_block')), 2) AS block_z,
     -- Registers, shared memory per block, occupancy (a fraction), blocks and warps per SM.
-    _kineto_int(a[getvariable('kineto_arg_registers')]) AS registers_per_thread,
-    _kineto_int(a[getvariable('kineto_arg_shared_memory')]) AS shared_mem_bytes,
-    _kineto_float(a[getvariable('kineto_arg_occupancy_percent')]) / 100.0 AS occupancy_estimate,
-    _kineto_float(a[getvariable('kineto_arg_blocks_per_sm')]) AS blocks_per_sm,
-    _kineto_float(a[getvariable('kineto_arg_warps_per_sm')]) AS warps_per_sm
+    _kineto_int(_kineto_arg(a, getvariable('kineto_arg_registers'))) AS registers_per_thread,
+    _kineto_int(_kineto_arg(a, getvariable('kineto_arg_shared_memory'))) AS shared_mem_bytes,
+    _kineto_float(_kineto_arg(a, getvariable('kineto_arg_occupancy_percent'))) / 100.0 AS occupancy_estimate,
+    _kineto_float(_kineto_arg(a, getvariable('kineto_arg_blocks_per_sm'))) AS blocks_per_sm,
+    _kineto_float(_kineto_arg(a, getvariable('kineto_arg_warps_per_sm'))) AS warps_per_sm
 FROM _kineto_complete WHERE kind = 'kernel'
 ORDER BY span_id;
 
@@ -146,9 +172,9 @@ SELECT
     -- Copy kind and endpoints from the name ("Memcpy HtoD (Pageable -> Device)"), else args.kind.
     CASE WHEN kind = 'memcpy' THEN coalesce(nullif(regexp_extract(name, getvariable('kineto_memcpy_pattern'), 1), ''),
                                             CASE WHEN NOT regexp_matches(name, getvariable('kineto_memcpy_pattern'))
-                                                 THEN _kineto_str(a[getvariable('kineto_arg_memcpy_kind')]) END) END AS copy_kind,
+                                                 THEN _kineto_str(_kineto_arg(a, getvariable('kineto_arg_memcpy_kind'))) END) END AS copy_kind,
     -- Bytes moved or set.
-    _kineto_int(a[getvariable('kineto_arg_bytes')]) AS bytes,
+    _kineto_int(_kineto_arg(a, getvariable('kineto_arg_bytes'))) AS bytes,
     CASE WHEN kind = 'memcpy' THEN nullif(regexp_extract(name, getvariable('kineto_memcpy_pattern'), 2), '') END AS src_kind,
     -- A set's memory kind from its name ("Memset (Device)"), as nsys keeps it in dst_kind.
     CASE WHEN kind = 'memcpy' THEN nullif(regexp_extract(name, getvariable('kineto_memcpy_pattern'), 3), '')
@@ -160,12 +186,12 @@ INSERT INTO _kineto_launch_config BY NAME
 SELECT
     -- Launch API call (ROCm writes the configuration there).
     correlation_id, track_pid AS pid,
-    _kineto_dim(a[getvariable('kineto_arg_grid')], 0) AS grid_x, _kineto_dim(a[getvariable('kineto_arg_grid')], 1) AS grid_y,
-    _kineto_dim(a[getvariable('kineto_arg_grid')], 2) AS grid_z, _kineto_dim(a[getvariable('kineto_arg_block')], 0) AS block_x,
-    _kineto_dim(a[getvariable('kineto_arg_block')], 1) AS block_y, _kineto_dim(a[getvariable('kineto_arg_block')], 2) AS block_z,
-    _kineto_int(a[getvariable('kineto_arg_shared_memory')]) AS shared_mem_bytes
+    _kineto_dim(_kineto_arg(a, getvariable('kineto_arg_grid')), 0) AS grid_x, _kineto_dim(_kineto_arg(a, getvariable('kineto_arg_grid')), 1) AS grid_y,
+    _kineto_dim(_kineto_arg(a, getvariable('kineto_arg_grid')), 2) AS grid_z, _kineto_dim(_kineto_arg(a, getvariable('kineto_arg_block')), 0) AS block_x,
+    _kineto_dim(_kineto_arg(a, getvariable('kineto_arg_block')), 1) AS block_y, _kineto_dim(_kineto_arg(a, getvariable('kineto_arg_block')), 2) AS block_z,
+    _kineto_int(_kineto_arg(a, getvariable('kineto_arg_shared_memory'))) AS shared_mem_bytes
 FROM _kineto_complete
-WHERE kind = 'api' AND correlation_id IS NOT NULL AND map_contains(a, getvariable('kineto_arg_grid'))
+WHERE kind = 'api' AND correlation_id IS NOT NULL AND (_kineto_arg(a, getvariable('kineto_arg_grid')) IS NOT NULL)
 ORDER BY span_id;
 
 INSERT INTO span_args BY NAME
@@ -176,10 +202,10 @@ SELECT
     -- Strings as they are, booleans true/false, numbers and lists/objects as (compact) JSON text.
     CASE WHEN starts_with(value, '"') THEN value ->> '$' ELSE CAST(value AS VARCHAR) END AS value
 FROM (
-    SELECT span_id, on_gpu, kind, unnest(map_keys(a)) AS key, unnest(map_values(a)) AS value
-    FROM _kineto_complete WHERE cardinality(a) > 0
+    SELECT span_id, on_gpu, kind, kv[1] AS key, kv[2] AS value
+    FROM (SELECT span_id, on_gpu, kind, unnest(_kineto_arg_entries(a)) AS kv FROM _kineto_complete WHERE a IS NOT NULL)
 )
--- Both readers write args values as compact JSON text (a string starts with its quote, null is
+-- json_extract writes values as compact JSON text (a string starts with its quote, null is
 -- `null`): text tests, not a parse of every value.
 WHERE value IS NOT NULL AND value <> 'null' AND value <> '""'
   AND NOT list_contains(getvariable('kineto_dropped_args'), key)
@@ -204,13 +230,14 @@ INSERT INTO counters BY NAME
 SELECT
     getvariable('xsp_run_id') AS run_id,
     -- Memory instants: one sample per accounting arg (Total Allocated, Total Reserved).
-    k.key AS name, _kineto_ns(e.ts) AS ts_ns, _kineto_float(e.args[k.key]) AS value, _kineto_int_text(e.pid) AS pid,
+    k.key AS name, _kineto_ns(e.ts) AS ts_ns, _kineto_float(_kineto_arg(e.a, k.key)) AS value, _kineto_int_text(e.pid) AS pid,
     -- GPU memory: the device; host memory: NULL.
-    CASE WHEN list_contains(getvariable('kineto_memory_gpu_types'), _kineto_int(e.args[getvariable('kineto_memory_device_type_arg')]))
-         THEN _kineto_int(e.args[getvariable('kineto_memory_device_id_arg')]) END AS device_id
-FROM _kineto_events AS e, (SELECT unnest(getvariable('kineto_memory_counter_args')) AS key) AS k
-WHERE list_contains(getvariable('kineto_phase_instant'), e.ph) AND e.name = getvariable('kineto_memory_instant')
-  AND _kineto_float(e.args[k.key]) IS NOT NULL;
+    CASE WHEN list_contains(getvariable('kineto_memory_gpu_types'), _kineto_int(_kineto_arg(e.a, getvariable('kineto_memory_device_type_arg'))))
+         THEN _kineto_int(_kineto_arg(e.a, getvariable('kineto_memory_device_id_arg'))) END AS device_id
+FROM (SELECT ts, pid, _kineto_args(args) AS a FROM _kineto_events
+      WHERE list_contains(getvariable('kineto_phase_instant'), ph) AND name = getvariable('kineto_memory_instant')) AS e,
+     (SELECT unnest(getvariable('kineto_memory_counter_args')) AS key) AS k
+WHERE _kineto_float(_kineto_arg(e.a, k.key)) IS NOT NULL;
 
 INSERT INTO marks BY NAME
 SELECT
@@ -226,24 +253,27 @@ INSERT INTO counters BY NAME
 SELECT
     getvariable('xsp_run_id') AS run_id,
     -- Counter events: the name, or name.arg when the event has several args.
-    CASE WHEN cardinality(e.args) = 1 THEN coalesce(e.name, 'None') ELSE coalesce(e.name, 'None') || '.' || k.key END AS name,
-    _kineto_ns(e.ts) AS ts_ns, _kineto_float(k.value) AS value, _kineto_int_text(e.pid) AS pid, NULL AS device_id
-FROM (SELECT *, unnest(map_entries(args)) AS k FROM _kineto_events WHERE ph = getvariable('kineto_phase_counter')) AS e
-WHERE _kineto_float(k.value) IS NOT NULL;
+    CASE WHEN len(e.entries) = 1 THEN coalesce(e.name, 'None') ELSE coalesce(e.name, 'None') || '.' || e.kv[1] END AS name,
+    _kineto_ns(e.ts) AS ts_ns, _kineto_float(e.kv[2]) AS value, _kineto_int_text(e.pid) AS pid, NULL AS device_id
+FROM (SELECT *, unnest(entries) AS kv
+      FROM (SELECT name, ts, pid, _kineto_arg_entries(_kineto_args(args)) AS entries
+            FROM _kineto_events WHERE ph = getvariable('kineto_phase_counter'))) AS e
+WHERE _kineto_float(e.kv[2]) IS NOT NULL;
 
 -- Metadata events naming processes and threads (kineto_link.sql keeps the last of each, as the
 -- trace viewer does).
 INSERT INTO _kineto_name_events BY NAME
 SELECT name AS what, _kineto_int_text(pid) AS pid,
        CASE WHEN name = 'thread_name' THEN _kineto_int_text(tid) END AS tid,
-       CASE WHEN name = 'process_labels' THEN _kineto_str(args['labels'])
-            WHEN name = 'thread_name' THEN trim(_kineto_str(args['name']), ' ')
-            ELSE _kineto_str(args['name']) END AS value,
-       rowid + getvariable('kineto_event_offset') AS event_index
-FROM _kineto_events
-WHERE ph = getvariable('kineto_phase_metadata') AND _kineto_int_text(pid) IS NOT NULL
-  AND (  (name = 'process_name' AND _kineto_str(args['name']) IS NOT NULL)
-      OR (name = 'process_labels' AND _kineto_str(args['labels']) IS NOT NULL)
-      OR (name = 'thread_name' AND _kineto_int_text(tid) IS NOT NULL AND _kineto_str(args['name']) IS NOT NULL));
+       CASE WHEN name = 'process_labels' THEN _kineto_str(_kineto_arg(a, 'labels'))
+            WHEN name = 'thread_name' THEN trim(_kineto_str(_kineto_arg(a, 'name')), ' ')
+            ELSE _kineto_str(_kineto_arg(a, 'name')) END AS value,
+       event_index
+FROM (SELECT name, pid, tid, _kineto_args(args) AS a, rowid + getvariable('kineto_event_offset') AS event_index
+      FROM _kineto_events WHERE ph = getvariable('kineto_phase_metadata'))
+WHERE _kineto_int_text(pid) IS NOT NULL
+  AND (  (name = 'process_name' AND _kineto_str(_kineto_arg(a, 'name')) IS NOT NULL)
+      OR (name = 'process_labels' AND _kineto_str(_kineto_arg(a, 'labels')) IS NOT NULL)
+      OR (name = 'thread_name' AND _kineto_int_text(tid) IS NOT NULL AND _kineto_str(_kineto_arg(a, 'name')) IS NOT NULL));
 
 DROP TABLE _kineto_complete;

@@ -32,10 +32,10 @@ from ...errors import InputError
 from ...formats import kineto_fields as kf
 from ...naming import install_sql_macros
 from ...resources import query_text
-from ...sql import one_row, scalar
+from ...sql import one_row
 from ..common import ConvertOptions, Progress, register_run
 from ..validate import TIME_LIMIT_NS, TIME_LIMIT_US, warn
-from .events import PythonEventLoader, check_events, load_with_python
+from .events import PythonEventLoader, RepeatedArgKeys, check_events, load_with_python
 from .python_reader import KinetoTrace
 
 _STAGING_DDL = """
@@ -143,8 +143,11 @@ class _PieceMapper:
         con.execute("SET VARIABLE kineto_event_offset = ?", [event_offset])
         con.execute("SET VARIABLE kineto_span_offset = (SELECT count(*) FROM _kineto_spans)")  # span ids 1..n
         run_script(con, query_text("ingest/kineto_map"), self.run_id)
-        self.off_track += scalar(con, "SELECT cpu_events_off_track FROM _kineto_skipped")
+        off_track, repeating = one_row(con, "SELECT cpu_events_off_track, events_repeating_arg_keys FROM _kineto_skipped")
         con.execute("DROP TABLE _kineto_events; DROP TABLE _kineto_skipped")
+        if repeating:  # DuckDB's reader only (RepeatedArgKeys): the caller undoes the pieces mapped
+            raise RepeatedArgKeys(f"{repeating} event(s) whose args repeat a key")
+        self.off_track += off_track
 
     def undo(self) -> None:
         """Forget every piece mapped: the run's rows and the staging tables (before another reader)."""

@@ -12,11 +12,12 @@ not the `traceEvents` array inside Kineto's top-level object (BENCHMARKS.md, "Ki
 2. read_json(format='array') loads one piece (its files in parallel, rows in file order) at a
    time into `_kineto_events`, times as
    DECIMAL(38,9) (exact for Kineto's microseconds with up to 9 decimals), pid/tid/id as text,
-   args read as JSON and cast to MAP(VARCHAR, JSON); the caller maps it (kineto_map.sql) and
+   args as JSON (the mapping parses each object once); the caller maps it (kineto_map.sql) and
    drops it before the next, so the raw events of the whole trace are never held (held whole, they spilled under the memory cap).
 
 Anything unusual (not a trace object, a `ts`/`dur` that is not a JSON number, a `null` event, a
-value the column types do not take, a reader error, no events) makes `read_events` return None;
+value the column types do not take, a reader error, no events, an args object repeating a key)
+makes `read_events` return None;
 the caller undoes the pieces mapped so far and runs the streaming ijson reader into the same
 relation, which also reports the exact problem. So both readers accept and reject the same
 files; the checks of the relation (events.check_events) and the mapping are shared.
@@ -42,7 +43,7 @@ from ...formats import kineto_fields as kf
 from ...output_files import private_temp_prefix
 from ...sql import one_row
 from ..input_limits import MAX_VALUE_BYTES, InputLimits
-from .events import ARGS_TYPE, READ_JSON_COLUMNS
+from .events import READ_JSON_COLUMNS, RepeatedArgKeys
 from .pieces import PieceWriter, ValueTooLarge
 from .python_reader import closing_bracket
 
@@ -184,8 +185,7 @@ def extract_events(path: Path, writer: PieceWriter, limits: InputLimits) -> dict
 
 _READ_EVENTS = f"""
 CREATE OR REPLACE TEMP TABLE _kineto_events AS
-SELECT * REPLACE (CAST(args AS {ARGS_TYPE}) AS args)
-FROM read_json(?, format = 'array', maximum_object_size = {MAX_VALUE_BYTES}, columns = {READ_JSON_COLUMNS})
+SELECT * FROM read_json(?, format = 'array', maximum_object_size = {MAX_VALUE_BYTES}, columns = {READ_JSON_COLUMNS})
 """
 # A `null` element of traceEvents reads as a row of NULLs (an empty object `{}` too): the
 # streaming reader tells them apart (null is not an event: one line).
@@ -261,7 +261,10 @@ def read_events(con: duckdb.DuckDBPyConnection, path: Path, map_piece: Callable[
         if empty or not count:  # no events at all, or a piece of none (`[a, ]`): the Python reader judges
             con.execute("DROP TABLE _kineto_events")
             raise _NotSimple
-        map_piece(events)
+        try:
+            map_piece(events)
+        except RepeatedArgKeys as exc:
+            raise _NotSimple from exc
         events += count
 
     writer = threading.Thread(target=write_pieces, name="xsp-kineto-pieces", daemon=True)

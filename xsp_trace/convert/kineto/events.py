@@ -2,8 +2,9 @@
 
 `_kineto_events` holds one row per element of `traceEvents`, in file order (rowid = position):
 ph, cat, name, pid, tid and id as text (JSON numbers as their text), ts and dur as DECIMAL(38,9)
-microseconds (exact), args as MAP(VARCHAR, JSON). DuckDB's JSON reader writes it directly
-(kineto/duckdb_reader.py: args read as JSON, then cast); the streaming ijson reader (kineto/python_reader.py), for files DuckDB's reader does
+microseconds (exact), args as JSON (the object; NULL when absent or not an object for the
+streaming reader, while DuckDB's reader keeps any JSON value: the mapping finds no keys in a
+non-object either). DuckDB's JSON reader writes it directly (kineto/duckdb_reader.py); the streaming ijson reader (kineto/python_reader.py), for files DuckDB's reader does
 not take, writes the same columns here. queries/ingest/kineto_map.sql then maps the relation
 (the DuckDB reader fills it with one piece of the trace at a time, mapped before the next).
 
@@ -27,10 +28,10 @@ from ...errors import InputError
 from ..validate import TIME_LIMIT_US
 
 RAW_COLUMNS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "args")
-# read_json's column types (duckdb_reader): those of the table the Python reader fills, but args
-# read as one JSON value and cast to ARGS_TYPE after (parsing each object straight into a MAP took
-# 4x as long as reading it as JSON and casting: BENCHMARKS.md, "Kineto: args read as JSON").
-ARGS_TYPE = "MAP(VARCHAR, JSON)"
+# read_json's column types (duckdb_reader): those of the table the Python reader fills. args stay
+# one JSON value, parsed by the mapping once per event (reading them into a MAP(VARCHAR, JSON) cost
+# 3-4x the read: BENCHMARKS.md, "Kineto: args read as JSON", "Kineto: the mapping on args as JSON").
+ARGS_TYPE = "JSON"
 READ_JSON_COLUMNS = (
     "{ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', "
     "ts: 'DECIMAL(38,9)', dur: 'DECIMAL(38,9)', id: 'VARCHAR', args: 'JSON'}"
@@ -38,6 +39,12 @@ READ_JSON_COLUMNS = (
 RAW_DDL = f"""CREATE OR REPLACE TEMP TABLE _kineto_events (ph VARCHAR, cat VARCHAR, name VARCHAR, pid VARCHAR,
     tid VARCHAR, ts DECIMAL(38,9), dur DECIMAL(38,9), id VARCHAR, args {ARGS_TYPE})"""
 FIX_EVENT = "export the trace again with torch.profiler, or repair the event"
+
+
+class RepeatedArgKeys(Exception):
+    """An args object of the relation repeats a key: the mapping reads the first, json.loads the
+    last, so DuckDB's reader hands the file to the streaming reader (whose objects have unique keys)."""
+
 
 _DECIMAL = pa.decimal128(38, 9)
 _ARROW = pa.schema(
@@ -50,7 +57,7 @@ _ARROW = pa.schema(
         ("ts", _DECIMAL),
         ("dur", _DECIMAL),
         ("id", pa.string()),
-        ("args", pa.map_(pa.string(), pa.string())),
+        ("args", pa.string()),
     ]
 )
 _NANO = Decimal("1e-9")
@@ -81,6 +88,13 @@ def _text(value) -> str | None:
     if kind is Decimal:
         return _number_text(value)
     return _ENCODE(value)
+
+
+def _object(value) -> str | None:
+    """An args object as JSON text (keys unique, as json.loads keeps the last); None if not an object."""
+    if type(value) is not dict:
+        return None
+    return "{" + ",".join(f"{json.dumps(k, ensure_ascii=False)}:{_json(v)}" for k, v in value.items()) + "}"
 
 
 def _json(value) -> str:
@@ -147,8 +161,7 @@ class PythonEventLoader:
             ts.append(self._time(index, "ts", get("ts")))
             dur.append(self._time(index, "dur", get("dur")))
             ids.append(_text(get("id")))
-            a = get("args")
-            args.append([(k, _json(v)) for k, v in a.items()] if type(a) is dict else [])
+            args.append(_object(get("args")))
         arrays = []
         for col, f in zip(columns, _ARROW, strict=True):
             if f.type == _DECIMAL:
