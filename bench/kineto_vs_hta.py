@@ -1,7 +1,7 @@
 """Kineto convert vs HTA, back to back on a shared machine: the convert + kernel breakdown of this
 checkout (and of a second checkout, "before"), HTA's load + kernel breakdown, and the floor (the
 events alone read by DuckDB's read_json with explicit columns), each a fresh child process
-(bench/children.measure: wall, peak RSS), in rounds that alternate the order, so a change of load
+(`measure` in bench/children.py: wall, peak RSS), in rounds that alternate the order, so a change of load
 hits every side alike. Prints one Markdown row per run and the ratios per round.
 
     python bench/kineto_vs_hta.py 1G --before /work/main --rounds 2
