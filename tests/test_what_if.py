@@ -128,6 +128,29 @@ def test_a_wait_for_another_thread_ends_when_its_replayed_work_does(rules, expec
     assert (record["latency_ns"], record["predicted_ns"]) == (2000, expected)
 
 
+def test_a_wait_the_worker_interrupted_ends_at_that_point_of_its_work(tmp_path):
+    """The autograd thread (tid 101) runs MulBackward0 [500,900) and AddBackward0 [1000,1700); at 1300,
+    while AddBackward0 runs, the step's thread leaves its wait in "## backward ##" [300,1800) for
+    AccumulateGrad [1300,1310) and waits again until 1800, 100 ns after the worker's last op.
+    AddBackward0 gone: the first stretch of the wait ends where the worker now is at 1300 (1000), so
+    AccumulateGrad runs [1000,1010); the worker ends at 1000, the step's thread resumes at
+    max(1010 + 100, 1000 + 100) = 1110 and has 50 + 100 + 50 ns left: 1310 (with the first stretch
+    kept at its measured length, 1610)."""
+    run = Run(1)
+    run.span("annotation", "ProfilerStep#1", 0, 2000, iteration=1)
+    run.span("annotation", "## backward ##", 300, 1800)
+    run.span("op", "aten::ones_like", 300, 350)
+    run.span("op", "MulBackward0", 500, 900, tid=101)
+    run.span("op", "AddBackward0", 1000, 1700, tid=101)
+    run.span("op", "torch::autograd::AccumulateGrad", 1300, 1310)
+    run.span("op", "aten::add", 1850, 1950)
+    db = write(tmp_path / "t.duckdb", [run])
+    result = run_analysis(open_session(db, AnalysisOptions(what_if=("op:AddBackward0*0",))), "what_if")
+    (row,) = result.rows
+    record = dict(zip(result.columns, row, strict=True))
+    assert (record["latency_ns"], record["predicted_ns"]) == (2000, 1310)
+
+
 def _autograd_backward_ns(trace) -> dict[int, int]:
     """iteration -> the summed duration (ns) of the autograd thread's events named *Backward* inside
     that ProfilerStep, from the raw JSON (ts/dur in us; nested ones counted twice: an upper bound of
@@ -135,9 +158,13 @@ def _autograd_backward_ns(trace) -> dict[int, int]:
     import gzip
 
     events = [e for e in json.loads(gzip.open(trace).read())["traceEvents"] if e.get("ph") == "X"]
-    steps = {int(e["name"].split("#")[1]): (float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in events if str(e["name"]).startswith("ProfilerStep#")}
+    steps = {
+        int(e["name"].split("#")[1]): (float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in events if str(e["name"]).startswith("ProfilerStep#")
+    }
     return {
-        it: round(1000 * sum(float(e["dur"]) for e in events if e.get("tid") == 3126441 and "Backward" in str(e["name"]) and lo <= float(e["ts"]) < hi))
+        it: round(
+            1000 * sum(float(e["dur"]) for e in events if e.get("tid") == 3126441 and "Backward" in str(e["name"]) and lo <= float(e["ts"]) < hi)
+        )
         for it, (lo, hi) in steps.items()
     }
 

@@ -16,9 +16,10 @@ keeps its idle gaps; a GPU item starts after the previous item of its stream, or
 plus the queue delay it had, whichever bound it in the trace; a blocking call returns as long after
 the GPU work it waited for as it did; a thread waiting for another thread of its process (the
 critical path's cross-thread edges, critical_path_threads.py: PyTorch's backward on the autograd
-engine's thread) resumes as long after the worker's last op as it did, and the worker's first op
-after its idle stretch starts as long after the wait began as it did. Work launched before the step
-keeps its times. The new critical path is walked over the replayed times.
+engine's thread) resumes as long after the worker's last op as it did (an earlier stretch of the
+same wait that ended while the worker still ran, at that point of the worker's work), and the
+worker's first op after its idle stretch starts as long after the wait began as it did. Work
+launched before the step keeps its times. The new critical path is walked over the replayed times.
 """
 
 from __future__ import annotations
@@ -124,15 +125,16 @@ def _pieces(run: _Run, key: tuple[int, int], start_ns: int, end_ns: int) -> list
 # A cross-thread wait by piece: (the other thread, the measured time on it the piece depends on, the
 # measured hand-off from that time to the piece's end).
 _Wait = tuple[tuple[int, int], int, int]
+_Waits = dict[tuple[tuple[int, int], int], _Wait]  # (thread, piece index) -> its wait
 
 
-def _thread_waits(run: _Run, threads: dict[tuple[int, int], list[_Piece]]) -> tuple[dict[tuple[tuple[int, int], int], _Wait], dict[tuple[tuple[int, int], int], _Wait]]:
+def _thread_waits(run: _Run, threads: dict[tuple[int, int], list[_Piece]]) -> tuple[_Waits, _Waits]:
     """The critical path's cross-thread edges (critical_path_threads.py) by (thread, piece index):
     (resumes) a waiting piece -> the end of the worker's last op it waited for; (starts) an idle
     piece before a worker's op -> the start of the other thread's wait that started that op."""
     keys, first, cross, ends = _cross(run)
-    resumes: dict[tuple[tuple[int, int], int], _Wait] = {}
-    starts: dict[tuple[tuple[int, int], int], _Wait] = {}
+    resumes: _Waits = {}
+    starts: _Waits = {}
     index = {key: k for k, key in enumerate(keys)}
     for key, pieces in threads.items():
         if key not in index or not pieces or len(ends) == 0:
@@ -203,7 +205,11 @@ def replay(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[di
         p = pieces[i]
         begin = p.new_start if i < done[key] else cursor[key]
         measured = p.end - p.start
-        replayed = (p.new_end - p.new_start) if i < done[key] else measured
+        if i < done[key]:
+            replayed = p.new_end - p.new_start
+        else:  # a piece still running there: at its rule's pace
+            rule = _rule_for(run, p.owner, rules) if p.owner >= 0 else None
+            replayed = rule.duration(measured, self_time[p.owner]) if rule else measured
         return begin + (round((at - p.start) * replayed / measured) if measured else 0)
 
     for _, order, key, item in events:
@@ -250,11 +256,11 @@ def replay(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[di
                 returned = int(end[p.owner]) - int(end[waited])
                 p.new_end = max(p.new_start + min(measured, returned), gpu_new[waited][1] + returned)
         if (key, i) in starts:  # idle until another thread's wait started this thread's next op
-            other, began, handed = starts[(key, i)]
-            p.new_end = max(p.new_start, new_time(other, began) + handed)
+            peer, began, handed = starts[(key, i)]
+            p.new_end = max(p.new_start, new_time(peer, began) + handed)
         if (key, i) in resumes:  # waiting for another thread's last op
-            other, ended, handed = resumes[(key, i)]
-            p.new_end = max(p.new_start + min(p.new_end - p.new_start, handed), new_time(other, ended) + handed)
+            peer, ended, handed = resumes[(key, i)]
+            p.new_end = max(p.new_start + min(p.new_end - p.new_start, handed), new_time(peer, ended) + handed)
         cursor[key] = p.new_end
         done[key] = i + 1
     return gpu_new, threads
