@@ -86,6 +86,111 @@ def test_no_rule_predicts_the_measured_steps_of_a_real_trace(converted):
 
 
 @pytest.mark.slow
+def _backward_step() -> Run:
+    """The step's thread calls backward ("## backward ##" [300,1800), its own op [300,350), then no
+    child) while the autograd thread (tid 101) runs it: MulBackward0 [500,900) launches kernel G
+    ([600,620) -> [700,1400)); aten::_local_scalar_dense [950,1700) waits in cudaStreamSynchronize
+    [1000,1650) for G; the step's thread resumes at 1800, 100 ns after the worker's last op, and
+    runs aten::add [1850,1950). aten::mul [100,200) runs before the backward."""
+    run = Run(1)
+    run.span("annotation", "ProfilerStep#1", 0, 2000, iteration=1)
+    run.span("op", "aten::mul", 100, 200)
+    run.span("annotation", "## backward ##", 300, 1800)
+    run.span("op", "aten::ones_like", 300, 350)
+    run.span("op", "MulBackward0", 500, 900, tid=101)
+    run.gpu("kernel", "G", (600, 620), (700, 1400), tid=101)
+    run.span("op", "aten::_local_scalar_dense", 950, 1700, tid=101)
+    run.span("api", "cudaStreamSynchronize", 1000, 1650, category="cuda_runtime", tid=101)
+    run.span("op", "aten::add", 1850, 1950)
+    return run
+
+
+@pytest.mark.parametrize(
+    "rules,expected",
+    [
+        ((), 2000),
+        # G 700 -> 350 ns [700,1050) (80 ns after its launch); the sync returns 250 ns after it, at 1300;
+        # _local_scalar_dense ends at 1350; the step's thread resumes 100 ns later (1450) and has
+        # 50 + 100 + 50 ns left: 1650 (a thread-by-thread replay kept the wait's end: 2000).
+        (("kernel:^G$*0.5",), 1650),
+        # aten::mul gone as well: the wait begins at 250, so the autograd thread starts 150 ns later
+        # (400) -- everything on it 100 ns earlier: G [600,950), sync returns at 1200, its last op ends
+        # at 1250, the step's thread resumes at 1350 and ends at 1550.
+        (("op:aten::mul*0", "kernel:^G$*0.5"), 1550),
+    ],
+    ids=["no_rule", "kernel_on_the_autograd_thread", "and_an_op_before_the_wait"],
+)
+def test_a_wait_for_another_thread_ends_when_its_replayed_work_does(rules, expected, tmp_path):
+    db = write(tmp_path / "t.duckdb", [_backward_step()])
+    result = run_analysis(open_session(db, AnalysisOptions(what_if=rules)), "what_if")
+    (row,) = result.rows
+    record = dict(zip(result.columns, row, strict=True))
+    assert (record["latency_ns"], record["predicted_ns"]) == (2000, expected)
+
+
+def test_a_wait_the_worker_interrupted_ends_at_that_point_of_its_work(tmp_path):
+    """The autograd thread (tid 101) runs MulBackward0 [500,900) and AddBackward0 [1000,1700); at 1300,
+    while AddBackward0 runs, the step's thread leaves its wait in "## backward ##" [300,1800) for
+    AccumulateGrad [1300,1310) and waits again until 1800, 100 ns after the worker's last op.
+    AddBackward0 gone: the first stretch of the wait ends where the worker now is at 1300 (1000), so
+    AccumulateGrad runs [1000,1010); the worker ends at 1000, the step's thread resumes at
+    max(1010 + 100, 1000 + 100) = 1110 and has 50 + 100 + 50 ns left: 1310 (with the first stretch
+    kept at its measured length, 1610)."""
+    run = Run(1)
+    run.span("annotation", "ProfilerStep#1", 0, 2000, iteration=1)
+    run.span("annotation", "## backward ##", 300, 1800)
+    run.span("op", "aten::ones_like", 300, 350)
+    run.span("op", "MulBackward0", 500, 900, tid=101)
+    run.span("op", "AddBackward0", 1000, 1700, tid=101)
+    run.span("op", "torch::autograd::AccumulateGrad", 1300, 1310)
+    run.span("op", "aten::add", 1850, 1950)
+    db = write(tmp_path / "t.duckdb", [run])
+    result = run_analysis(open_session(db, AnalysisOptions(what_if=("op:AddBackward0*0",))), "what_if")
+    (row,) = result.rows
+    record = dict(zip(result.columns, row, strict=True))
+    assert (record["latency_ns"], record["predicted_ns"]) == (2000, 1310)
+
+
+def _autograd_backward_ns(trace) -> dict[int, int]:
+    """iteration -> the summed duration (ns) of the autograd thread's events named *Backward* inside
+    that ProfilerStep, from the raw JSON (ts/dur in us; nested ones counted twice: an upper bound of
+    their own time)."""
+    import gzip
+
+    events = [e for e in json.loads(gzip.open(trace).read())["traceEvents"] if e.get("ph") == "X"]
+    steps = {
+        int(e["name"].split("#")[1]): (float(e["ts"]), float(e["ts"]) + float(e["dur"])) for e in events if str(e["name"]).startswith("ProfilerStep#")
+    }
+    return {
+        it: round(
+            1000 * sum(float(e["dur"]) for e in events if e.get("tid") == 3126441 and "Backward" in str(e["name"]) and lo <= float(e["ts"]) < hi)
+        )
+        for it, (lo, hi) in steps.items()
+    }
+
+
+def test_faster_backward_ops_on_the_autograd_thread_shorten_the_steps(converted):
+    """On the rank-3 trace the step's thread waits 28-30 ms of each of steps 1010-1013 in
+    "## backward ##" while the autograd engine's thread (3126441) runs the backward, CPU-bound: its
+    *Backward* ops twice as fast make each of these steps shorter (a thread-by-thread replay predicted
+    exactly the measured 76.94, 76.21, 76.73 and 78.47 ms), by no more than half their time."""
+    trace = DATA / "kineto_2022_integer_us_rank3" / "hta_a100_rank3_of_8_2022.json.gz"
+    con = converted(trace)
+    from xsp_trace.analyze.session import prepare
+
+    prepare(con, AnalysisOptions())
+    run = load_run(con, 1)
+    bound = _autograd_backward_ns(trace)
+    for _, iteration, step, start, end, pid, tid in units(con):
+        if step is None or iteration not in (1010, 1011, 1012, 1013):
+            continue
+        predicted, path = predict(run, start, end, (pid, tid), [parse_rule("op:Backward*0.5")])
+        gain = end - start - predicted
+        assert 0 < gain <= bound[iteration] / 2, (iteration, gain, bound[iteration])
+        assert sum(s.end_ns - s.start_ns for s in path) == predicted
+
+
+@pytest.mark.slow
 def test_analyze_what_if_prints_the_prediction():
     result = runner.invoke(
         app, ["analyze", str(DATA / "critical_path_hta" / "cuda_event_sync.json.gz"), "--what-if", "op:aten::empty*0", "--format", "json"]

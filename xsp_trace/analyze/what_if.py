@@ -14,8 +14,12 @@ REGEX is a Python regular expression searched in the span's name.
 The replay keeps what the trace shows about each dependency: a thread runs its spans in order and
 keeps its idle gaps; a GPU item starts after the previous item of its stream, or after its launch
 plus the queue delay it had, whichever bound it in the trace; a blocking call returns as long after
-the GPU work it waited for as it did. Work launched before the step keeps its times. The new
-critical path is walked over the replayed times.
+the GPU work it waited for as it did; a thread waiting for another thread of its process (the
+critical path's cross-thread edges, critical_path_threads.py: PyTorch's backward on the autograd
+engine's thread) resumes as long after the worker's last op as it did (an earlier stretch of the
+same wait that ended while the worker still ran, at that point of the worker's work), and the
+worker's first op after its idle stretch starts as long after the wait began as it did. Work
+launched before the step keeps its times. The new critical path is walked over the replayed times.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InputError
-from .critical_path import _binding, merged, units, walk
+from .critical_path import _binding, _cross, merged, units, walk
 from .critical_path_run import _flatten, _Run, _waited_for, load_run
 
 KINDS = ("kernel", "memcpy", "memset", "communication", "gpu", "op", "api", "sync")
@@ -95,6 +99,7 @@ class _Piece:
     start: int
     end: int
     owner: int
+    segment: int = -1  # its segment in the thread's flattened timeline (-1: an idle piece added at the window's ends)
     new_start: int = 0
     new_end: int = 0
 
@@ -104,17 +109,66 @@ def _pieces(run: _Run, key: tuple[int, int], start_ns: int, end_ns: int) -> list
     flat = _flatten(run, key)
     out: list[_Piece] = []
     cursor = start_ns
-    for s, e, owner in zip(flat.starts, flat.ends, flat.owners, strict=True):
+    for segment, (s, e, owner) in enumerate(zip(flat.starts, flat.ends, flat.owners, strict=True)):
         s, e = max(s, start_ns), min(e, end_ns)
         if e <= s:
             continue
         if s > cursor:
             out.append(_Piece(cursor, s, -1))
-        out.append(_Piece(s, e, owner))
+        out.append(_Piece(s, e, owner, segment))
         cursor = e
     if cursor < end_ns:
         out.append(_Piece(cursor, end_ns, -1))
     return out
+
+
+# A cross-thread wait by piece: (the other thread, the measured time on it the piece depends on, the
+# measured hand-off from that time to the piece's end).
+_Wait = tuple[tuple[int, int], int, int]
+_Waits = dict[tuple[tuple[int, int], int], _Wait]  # (thread, piece index) -> its wait
+
+
+def _thread_waits(run: _Run, threads: dict[tuple[int, int], list[_Piece]]) -> tuple[_Waits, _Waits]:
+    """The critical path's cross-thread edges (critical_path_threads.py) by (thread, piece index):
+    (resumes) a waiting piece -> the end of the worker's last op it waited for; (starts) an idle
+    piece before a worker's op -> the start of the other thread's wait that started that op."""
+    keys, first, cross, ends = _cross(run)
+    resumes: _Waits = {}
+    starts: _Waits = {}
+    index = {key: k for k, key in enumerate(keys)}
+    for key, pieces in threads.items():
+        if key not in index or not pieces or len(ends) == 0:
+            continue
+        segment = np.array([p.segment for p in pieces], dtype=np.int64)
+        owner = np.array([p.owner for p in pieces], dtype=np.int64)
+        end = np.array([p.end for p in pieces], dtype=np.int64)
+        at = np.where(segment >= 0, int(first[index[key]]) + segment, 0)
+        target = np.where(segment >= 0, cross.fwd[at], -1)
+        # a wait whose end the window holds (a piece clipped by the window's end is not one)
+        waiting = np.flatnonzero((target >= 0) & (owner >= 0) & (end == ends[at]))
+        worker = np.searchsorted(first, target[waiting], side="right") - 1
+        for i, k, j in zip(waiting.tolist(), worker.tolist(), target[waiting].tolist(), strict=True):
+            resumes[(key, i)] = (keys[k], int(ends[j]), int(end[i] - ends[j]))
+        # The same span's earlier waits that ended while the worker still worked (it handed the
+        # waiting thread a task -- PyTorch's AccumulateGrad -- and went on): they end at that point
+        # of the worker's replayed work.
+        worker_of = {int(owner[i]): keys[k] for i, k in zip(waiting.tolist(), worker.tolist(), strict=True)}
+        for i in np.flatnonzero(np.isin(owner, list(worker_of)) & (segment >= 0) & (end == ends[at])).tolist():
+            other = worker_of[int(owner[i])]
+            if (key, i) not in resumes and _working(run, other, int(end[i])):
+                resumes[(key, i)] = (other, int(end[i]), 0)
+        began = np.where(segment[1:] >= 0, cross.back_t[at[1:]], -1)
+        idle = np.flatnonzero((owner[:-1] < 0) & (began >= 0))  # an idle piece, then the op the wait started
+        for i, k, w0 in zip(idle.tolist(), cross.back_thread[at[idle + 1]].tolist(), began[idle].tolist(), strict=True):
+            starts[(key, i)] = (keys[k], w0, int(end[i]) - w0)
+    return resumes, starts
+
+
+def _working(run: _Run, key: tuple[int, int], t: int) -> bool:
+    """Whether the thread runs one of its spans at t."""
+    flat = _flatten(run, key)
+    i = bisect_right(flat.starts, t) - 1
+    return i >= 0 and flat.ends[i] > t and flat.owners[i] >= 0
 
 
 def replay(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[dict[int, tuple[int, int]], dict[tuple[int, int], list[_Piece]]]:
@@ -130,9 +184,11 @@ def replay(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[di
     last_piece = {p.owner: p for pieces in threads.values() for p in pieces if p.owner >= 0}  # pieces are in time order
     # (time, 0 = CPU piece / 1 = GPU item, thread, piece index or GPU row): replayed in this order,
     # a CPU piece at its end, a GPU item at its start -- every dependency is replayed before its user.
+    # A waiting piece comes after the other thread's op that ends at the same time (2).
+    resumes, starts = _thread_waits(run, threads)
     events: list[tuple[int, int, tuple[int, int], int]] = []
     for key, pieces in threads.items():
-        events += [(p.end, 0, key, i) for i, p in enumerate(pieces)]
+        events += [(p.end, 2 if (key, i) in resumes else 0, key, i) for i, p in enumerate(pieces)]
     gpu_rows = [int(row) for rows in run.streams.values() for row in rows[(start[rows] >= start_ns) & (start[rows] < end_ns)]]
     events += [(int(start[row]), 1, (0, 0), row) for row in gpu_rows]
     events.sort(key=lambda e: (e[0], e[1]))
@@ -149,11 +205,15 @@ def replay(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[di
         p = pieces[i]
         begin = p.new_start if i < done[key] else cursor[key]
         measured = p.end - p.start
-        replayed = (p.new_end - p.new_start) if i < done[key] else measured
+        if i < done[key]:
+            replayed = p.new_end - p.new_start
+        else:  # a piece still running there: at its rule's pace
+            rule = _rule_for(run, p.owner, rules) if p.owner >= 0 else None
+            replayed = rule.duration(measured, self_time[p.owner]) if rule else measured
         return begin + (round((at - p.start) * replayed / measured) if measured else 0)
 
-    for _, is_gpu, key, item in events:
-        if is_gpu:
+    for _, order, key, item in events:
+        if order == 1:
             row = item
             previous = run.previous_on_stream(row)
             prev_end = int(end[previous]) if previous is not None else None
@@ -195,6 +255,12 @@ def replay(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[di
             if waited is not None and int(end[waited]) > p.start and waited in gpu_new:
                 returned = int(end[p.owner]) - int(end[waited])
                 p.new_end = max(p.new_start + min(measured, returned), gpu_new[waited][1] + returned)
+        if (key, i) in starts:  # idle until another thread's wait started this thread's next op
+            peer, began, handed = starts[(key, i)]
+            p.new_end = max(p.new_start, new_time(peer, began) + handed)
+        if (key, i) in resumes:  # waiting for another thread's last op
+            peer, ended, handed = resumes[(key, i)]
+            p.new_end = max(p.new_start + min(p.new_end - p.new_start, handed), new_time(peer, ended) + handed)
         cursor[key] = p.new_end
         done[key] = i + 1
     return gpu_new, threads
@@ -223,7 +289,7 @@ def replayed_run(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tu
                 if int(run.spans["start_ns"][row]) >= start_ns:
                     new_start[row] = mapped(int(run.spans["start_ns"][row]))
                 new_end[row] = max(new_start[row], mapped(min(int(run.spans["end_ns"][row]), end_ns)))
-    copy = replace(run, spans=dict(run.spans, start_ns=new_start, end_ns=new_end), flat={}, lists=None, chase=None)
+    copy = replace(run, spans=dict(run.spans, start_ns=new_start, end_ns=new_end), flat={}, lists=None, chase=None, cross=None)
     order = np.argsort(new_end[run.gpu_end_rows], kind="stable")
     copy.gpu_end_rows = run.gpu_end_rows[order]
     copy.gpu_ends = new_end[copy.gpu_end_rows]
