@@ -1,9 +1,9 @@
 """Export an xsp-trace database as one Perfetto protobuf trace (TrackEvent), streamed.
 
-Each run's spans are sorted by DuckDB in parts cut by start time (queries/perfetto/slice_parts.sql,
-slices.sql), read in Arrow batches and encoded a batch at a time (slice_encoder.py) into a
-temporary file that replaces the output only at the end: DuckDB's sort holds one part, the
-encoder one batch and bounded intern tables.
+Each run's spans are read in parts cut by start time (queries/perfetto/slice_parts.sql,
+slices.sql), each part as one Arrow table, sorted with numpy (slice_order.py) and encoded a
+batch at a time (slice_encoder.py) into a temporary file that replaces the output only at the
+end: memory holds one part, the encoder one batch and bounded intern tables.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from ..sql import set_variables
 from ..store import open_store
 from .packets import PacketWriter
 from .slice_encoder import SliceEncoder
+from .slice_order import sorted_batches
 from .tracks import TrackRegistry
 
 SPAN_KINDS = ("model", "layer", "op", "annotation", "api", "kernel", "memcpy", "memset", "sync", "other")
@@ -121,8 +122,10 @@ def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: Per
     parts = con.execute(query_text("perfetto/slice_parts")).fetchall()
     for run_id, part_from, part_to in parts:
         set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_from": part_from, "xsp_perfetto_part_to": part_to})
-        for batch in con.sql(query_text("perfetto/slices")).to_arrow_reader(options.batch_rows):
+        part = con.sql(query_text("perfetto/slices")).to_arrow_table(options.part_rows * 2)
+        for batch in sorted_batches(part, options.batch_rows):
             encoder.write_batch(batch)
+        del part
     encoder.finish()
     stats.slices += encoder.slices
     stats.flows += encoder.flows
