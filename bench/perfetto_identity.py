@@ -76,7 +76,10 @@ def main() -> None:
             sizes = {name: sum(decoded[name][t].total() for t in ("slices", "flows", "tracks")) for name in decoded}
             verdict = "SAME" if len(same) == 3 and counts["before"] == counts["after"] else "DIFFERENT"
             different += verdict != "SAME"
-            print(f"{database.name}: slices+flows+tracks {sizes['before']:,} / {sizes['after']:,} (slices flows: {counts['before']} / {counts['after']}): {verdict}", flush=True)
+            print(
+                f"{database.name}: slices+flows+tracks {sizes['before']:,} / {sizes['after']:,} (slices flows: {counts['before']} / {counts['after']}): {verdict}",
+                flush=True,
+            )
     sys.exit(1 if different else 0)
 
 

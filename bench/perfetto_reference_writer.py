@@ -12,7 +12,6 @@ from xsp_trace.perfetto.tracks import Lanes
 from xsp_trace.resources import query_text
 from xsp_trace.sql import set_variables
 
-
 # perfetto/slices.sql sorted and with grid and block as strings, by DuckDB, as the query did before
 # the encoder sorted each part itself (xsp_trace/perfetto/slice_order.py): a reference independent of it.
 _SORTED_SLICES = """
@@ -31,7 +30,9 @@ def _all_parts(con, batch_rows: int):
     for run_id, part_from, part_to in con.execute(query_text("perfetto/slice_parts")).fetchall():
         set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_from": part_from, "xsp_perfetto_part_to": part_to})
         for batch in con.sql(query).to_arrow_reader(batch_rows):
-            yield {name: column.to_pylist() for name, column in zip(batch.schema.names, batch.columns, strict=True) if column.null_count < batch.num_rows}
+            yield {
+                name: column.to_pylist() for name, column in zip(batch.schema.names, batch.columns, strict=True) if column.null_count < batch.num_rows
+            }
 
 
 def write_slices_per_row(con, writer, tracks, options, stats) -> None:

@@ -41,7 +41,7 @@ class PerfettoOptions:
     batch_rows: int = 50_000  # rows per Arrow batch read from DuckDB
     # Spans per part of the slices query (perfetto/slice_parts.sql): DuckDB sorts one part at a
     # time, so its memory follows this, not the trace size.
-    part_rows: int = 400_000
+    part_rows: int = 200_000
     max_interned: int = 200_000  # intern table entries before the incremental state is reset
     # DuckDB's memory for the sorts and joins of the export; beyond it they spill to a temporary
     # folder. With the slices sorted one part at a time 512MB is enough whatever the trace size
@@ -122,10 +122,9 @@ def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: Per
     parts = con.execute(query_text("perfetto/slice_parts")).fetchall()
     for run_id, part_from, part_to in parts:
         set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_from": part_from, "xsp_perfetto_part_to": part_to})
-        part = con.sql(query_text("perfetto/slices")).to_arrow_table(options.part_rows * 2)
+        part = con.sql(query_text("perfetto/slices")).to_arrow_reader(options.batch_rows)
         for batch in sorted_batches(part, options.batch_rows):
             encoder.write_batch(batch)
-        del part
     encoder.finish()
     stats.slices += encoder.slices
     stats.flows += encoder.flows

@@ -11,7 +11,7 @@ span's own end), outermost first, span id.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -48,15 +48,19 @@ def _track_groups(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
     return first, inverse.reshape(-1)
 
 
-def sorted_batches(part: pa.Table, batch_rows: int) -> Iterator[pa.RecordBatch]:
-    """One part of perfetto/slices.sql in the encoder's order, `batch_rows` rows at a time; its
-    string columns dictionary-encoded (reordering indices is cheaper than strings, and the encoder
-    interns each distinct string of a batch once)."""
-    columns = [pc.dictionary_encode(c) if c.type == pa.string() else c for c in part.columns]
-    for whole in pa.table(columns, names=part.schema.names).combine_chunks().to_batches():  # one batch: single chunks
-        order = part_order(whole)
-        for first in range(0, len(order), batch_rows):
-            yield whole.take(indices(order[first : first + batch_rows]))
+def sorted_batches(part: Iterable[pa.RecordBatch], batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """One part of perfetto/slices.sql in the encoder's order, `batch_rows` rows at a time. Its
+    string columns are dictionary-encoded batch by batch as they arrive (only the indices and the
+    distinct strings of the part are held; reordering moves indices, and the encoder interns each
+    distinct string of a batch once)."""
+    encoded = [pa.record_batch([pc.dictionary_encode(c) if c.type == pa.string() else c for c in b.columns], names=b.schema.names) for b in part]
+    if not encoded:
+        return
+    whole = pa.Table.from_batches(encoded).combine_chunks().to_batches()[0]  # one batch: single chunks (dictionaries unified)
+    del encoded
+    order = part_order(whole)
+    for first in range(0, len(order), batch_rows):
+        yield whole.take(indices(order[first : first + batch_rows]))
 
 
 def part_order(table: pa.RecordBatch) -> np.ndarray:
