@@ -76,4 +76,17 @@ def part_order(table: pa.RecordBatch) -> np.ndarray:
     start = ints(table.column("ts"))[0]
     end = ints(table.column("span_end_ns"))[0]
     depth, span_id = ints(table.column("depth"))[0], ints(table.column("span_id"))[0]
-    return np.lexsort((span_id, depth, -end, start, rank[inverse]))
+    track = rank[inverse]
+    low, span = int(start.min()), int(start.max()) - int(start.min()) + 1
+    if len(keys) * span >= 1 << 62:  # (track, start) does not fit one int64
+        return np.lexsort((span_id, depth, -end, start, track))
+    primary = track * span + (start - low)
+    order = np.argsort(primary, kind="stable")
+    # equal (track, start): only those rows are sorted by the remaining keys, in their own places
+    in_tie = np.zeros(n, dtype=bool)
+    tie = np.flatnonzero(primary[order][1:] == primary[order][:-1])
+    in_tie[tie], in_tie[tie + 1] = True, True
+    places = np.flatnonzero(in_tie)
+    rows = order[places]
+    order[places] = rows[np.lexsort((span_id[rows], depth[rows], -end[rows], primary[rows]))]
+    return order
