@@ -17,7 +17,9 @@ HTA runs in its own virtual environment (HolisticTraceAnalysis 0.5.0, pandas < 3
 bench/hta_critical_path_reference.py). Each side is a fresh process timed with its peak RSS by
 bench/children.py's launcher; xsp-trace reads a database converted beforehand (the conversion is
 measured in bench/run.py), HTA parses the JSON itself (its load is part of what a user waits for,
-and is shown apart).
+and is shown apart). The xsp-trace side prints build_critical_path's steps timed apart (loading the
+run, flattening the threads' call stacks, precomputing the hops, the walks, writing the table) and
+the summary query after them, with its peak RSS.
 """
 
 from __future__ import annotations
@@ -56,16 +58,39 @@ print(f"hta load {t1 - t0:.2f} s, critical path of {steps} steps {t2 - t1:.2f} s
 """
 
 XSP_SCRIPT = """
-import sys, time
+import resource, sys, time
 if len(sys.argv) > 2:
     sys.path.insert(0, sys.argv[2])  # an earlier checkout's xsp_trace
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
+from xsp_trace.analyze import critical_path as cp
 t0 = time.perf_counter()
 con = open_session(sys.argv[1], AnalysisOptions())
 t1 = time.perf_counter()
-result = run_analysis(con, "critical_path_summary")
+# build_critical_path's steps one by one (the same calls), timed apart
+unit_rows = cp.units(con)
+runs = {run_id: cp.load_run(con, run_id) for run_id in sorted({u[0] for u in unit_rows})}
+t2 = time.perf_counter()
+for run in runs.values():
+    for key in run.threads:
+        cp._flatten(run, key)
+t3 = time.perf_counter()
+ranks = cp.Ranks(runs, unit_rows) if len(runs) > 1 else None
+for run in runs.values():
+    cp.prepare_chase(run, ranks)
+t4 = time.perf_counter()
+paths = [cp.walk_columns(runs[u[0]], int(u[3]), int(u[4]), (int(u[5]), int(u[6])), ranks) for u in unit_rows]
+t5 = time.perf_counter()
+con.execute(f"CREATE TEMP TABLE {cp.TABLE} ({cp._COLUMNS})")
+segments_table = cp._segment_table(unit_rows, paths, runs)
+con.execute(f"INSERT INTO {cp.TABLE} SELECT * FROM segments_table")
+t6 = time.perf_counter()
+result = run_analysis(con, "critical_path_summary")  # reads the table filled above
+t7 = time.perf_counter()
 kernels, segments = con.execute("SELECT (SELECT count(*) FROM spans WHERE kind = 'kernel'), (SELECT count(*) FROM xsp_critical_path)").fetchone()
-print(f"session {t1 - t0:.2f} s; critical path of {len(result.rows)} units ({kernels} kernels, {segments} path rows) {time.perf_counter() - t0:.2f} s")
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(f"session {t1 - t0:.2f} s; load {t2 - t1:.2f}, flatten {t3 - t2:.2f}, hops {t4 - t3:.2f}, walk {t5 - t4:.2f}, "
+      f"table {t6 - t5:.2f}, summary {t7 - t6:.2f}: critical path {t7 - t1:.2f} s of {len(result.rows)} units "
+      f"({kernels} kernels, {segments} path rows); peak {peak:.0f} MiB")
 """
 
 

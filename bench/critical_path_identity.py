@@ -5,15 +5,15 @@ kineto_two_ranks_sendrecv in one database): a rewrite of the walk or of its load
 
     python bench/critical_path_identity.py --before 906f161
 
-The earlier module is read from git and imported beside the current one; both walk every unit
-(step, or whole run) of the same converted database. Prints one line per trace and exits 1 when
-any differs.
+The earlier package is read from git (git archive) and imported beside the current one as
+xsp_trace_before -- its loading and hops included; both walk every unit (step, or whole run) of
+the same converted database. Prints one line per trace and exits 1 when any differs.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
 import subprocess
 import sys
 import tempfile
@@ -24,17 +24,15 @@ sys.path.insert(0, str(ROOT))
 
 
 def _module_at(revision: str, folder: Path):
-    source = subprocess.run(
-        ["git", "-C", str(ROOT), "show", f"{revision}:xsp_trace/analyze/critical_path.py"], check=True, capture_output=True, text=True
-    ).stdout
-    path = folder / "critical_path_before.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("xsp_trace.analyze._critical_path_before", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    """The revision's xsp_trace.analyze.critical_path, imported from a copy of its package renamed
+    xsp_trace_before, so that its loading (critical_path_run) and hops (critical_path_chase) are
+    the revision's too."""
+    tree = [p for p in ("xsp_trace", "queries", "schemas", "capture") if (ROOT / p).exists()]
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision, *tree], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    (folder / "xsp_trace").rename(folder / "xsp_trace_before")
+    sys.path.insert(0, str(folder))
+    return importlib.import_module("xsp_trace_before.analyze.critical_path")
 
 
 def _paths(module, con) -> list[tuple]:

@@ -41,7 +41,7 @@ import numpy as np
 from . import critical_path_chase as chase
 from . import critical_path_threads as threads
 from .critical_path_chase import CPU_IDLE, CPU_OP, GPU_IDLE, LAUNCH, QUEUE_DELAY, SYNC_WAIT, THREAD_WAIT
-from .critical_path_run import _flatten, _Run, _waited_for, load_run
+from .critical_path_run import _flatten, _Run, _thread, _waited_for, load_run
 
 TABLE = "xsp_critical_path"
 _MAX_HOPS_PER_SPAN = 8  # a guard: every hop moves back in time or to an earlier item
@@ -263,8 +263,8 @@ def prepare_chase(run: _Run, ranks: Ranks | None = None) -> None:
     flats = [_flatten(run, key) for key in keys]
     gpu_rows = np.flatnonzero(thread_of < 0)
     names = run.spans["gpu_kind"][gpu_rows]
-    gpu_kinds = sorted({str(name) for name in names})
-    kind_code = np.zeros(len(thread_of), dtype=np.int64)
+    gpu_kinds = sorted(names.present())
+    kind_code = np.zeros(len(thread_of), dtype=np.int8)
     for code, name in enumerate(gpu_kinds, start=len(chase.FIXED_KINDS)):
         kind_code[gpu_rows[names == name]] = code
     event_of = np.full(len(thread_of), -1, dtype=np.int64)
@@ -278,7 +278,10 @@ def prepare_chase(run: _Run, ranks: Ranks | None = None) -> None:
         event_of, run.blocking, run.launchers, run.gpu_ends, run.gpu_end_rows, thread_of, stop,
         threads.roles(run.spans["kind"], run.blocking, run.launchers),
     )  # fmt: skip
-    run.chase = chase.prepare(cols, keys, [(np.asarray(f.starts), np.asarray(f.ends), np.asarray(f.owners)) for f in flats], gpu_kinds)
+    run.chase = ch = chase.prepare(cols, keys, [(np.asarray(f.starts), np.asarray(f.ends), np.asarray(f.owners)) for f in flats], gpu_kinds)
+    for k, key in enumerate(keys):  # the threads' segments as views of the chase's, not a second copy
+        lo, hi = int(ch.first[k]), int(ch.last[k])
+        run.flat[key] = _thread(ch.seg_start[lo:hi], ch.seg_end[lo:hi], ch.seg_owner[lo:hi])
 
 
 def _cross(run: _Run) -> tuple[list[tuple[int, int]], np.ndarray, threads.CrossEdges, np.ndarray]:

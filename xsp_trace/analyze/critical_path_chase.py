@@ -44,7 +44,7 @@ FIXED_KINDS = (CPU_OP, LAUNCH, QUEUE_DELAY, SYNC_WAIT, CPU_IDLE, GPU_IDLE, THREA
 _OP, _LAUNCH, _QUEUE, _SYNC, _CPU_IDLE, _GPU_IDLE, _THREAD = range(len(FIXED_KINDS))
 
 NO_EXIT = np.iinfo(np.int64).min  # the exit time of a node the step-by-step walk takes (below every window start)
-_CHUNK = 1 << 21  # nodes per numpy pass while preparing (bounds the temporary arrays)
+_CHUNK = 1 << 19  # nodes per numpy pass while preparing (bounds the temporary arrays)
 _SLOTS = 4  # segments a hop records at most: a GPU item, its idle or queue delay, a CPU segment, a gap
 
 
@@ -238,9 +238,9 @@ def prepare(cols: Columns, keys: list[tuple[int, int]], threads: list[tuple[np.n
         ch.next_node[rows], ch.exit_t[rows] = hop["next"], hop["exit"]
     segment_thread = np.repeat(np.arange(len(threads)), sizes)
     for lo in range(0, len(seg_start), _CHUNK):
-        seg = np.arange(lo, min(lo + _CHUNK, len(seg_start)))
-        hop = _resolve(ch, cols, segment_thread[seg], seg_end[seg], seg)
-        ch.next_node[n + seg], ch.exit_t[n + seg] = hop["next"], hop["exit"]
+        hi = min(lo + _CHUNK, len(seg_start))
+        hop = _resolve(ch, cols, segment_thread[lo:hi], seg_end[lo:hi], np.arange(lo, hi))
+        ch.next_node[n + lo : n + hi], ch.exit_t[n + lo : n + hi] = hop["next"], hop["exit"]
     return ch
 
 

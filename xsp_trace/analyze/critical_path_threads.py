@@ -59,10 +59,11 @@ WAITING_KINDS = ("annotation", "other")
 API_KIND = "api"
 
 
-def roles(kind: np.ndarray, blocking: np.ndarray, launchers: np.ndarray) -> np.ndarray:
+def roles(kind, blocking: np.ndarray, launchers: np.ndarray) -> np.ndarray:
     """Rows whose own time can be a wait for another thread (bit 1) or that are work (bit 2):
-    the mask cross_edges reads."""
-    waits = np.isin(kind, WAITING_KINDS) & ~blocking & ~launchers
+    the mask cross_edges reads. `kind`: the run's kinds (critical_path_run.Labels, or strings)."""
+    waiting = kind.isin(WAITING_KINDS) if hasattr(kind, "isin") else np.isin(kind, WAITING_KINDS)  # codes: no string per row
+    waits = waiting & ~blocking & ~launchers
     return waits.astype(np.int8) | np.where(kind != API_KIND, 2, 0).astype(np.int8)
 
 
