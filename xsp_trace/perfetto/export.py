@@ -39,13 +39,12 @@ class PerfettoOptions:
     to_ns: int | None = None  # window end (exclusive)
     align_runs: bool = True  # every run's origin (runs.origin_ns) at time 0 (False: keep each run's own clock)
     batch_rows: int = 50_000  # rows per Arrow batch read from DuckDB
-    # Spans per part of the slices query (perfetto/slice_parts.sql): DuckDB sorts one part at a
-    # time, so its memory follows this, not the trace size.
+    # Spans per part of the slices query (perfetto/slice_parts.sql): one part at a time is held
+    # and sorted (slice_order.py), so memory follows this, not the trace size.
     part_rows: int = 200_000
     max_interned: int = 200_000  # intern table entries before the incremental state is reset
-    # DuckDB's memory for the sorts and joins of the export; beyond it they spill to a temporary
-    # folder. With the slices sorted one part at a time 512MB is enough whatever the trace size
-    # (DuckDB 2.0.1 ran out of memory at 512MB sorting all 815 k spans of a run in one query).
+    # DuckDB's memory for the joins and sorts of the export (tracks, flows, marks, counters);
+    # beyond it they spill to a temporary folder. The slices are sorted outside DuckDB.
     duckdb_memory_limit: str = "512MB"
     critical_path: bool = False  # add each run's critical path as a track of its own, with flows along it
 
