@@ -78,6 +78,12 @@ def test_sorted_batches_keep_the_order_across_batches_and_dictionaries():
     )
 
 
+def test_an_empty_part_gives_no_batches():
+    batch, _ = _rows()
+    assert list(slice_order.sorted_batches([], batch_rows=4)) == []
+    assert list(slice_order.sorted_batches([batch.slice(0, 0)], batch_rows=4)) == []
+
+
 @pytest.mark.parametrize(
     "array",
     [

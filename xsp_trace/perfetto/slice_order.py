@@ -54,7 +54,7 @@ def sorted_batches(part: Iterable[pa.RecordBatch], batch_rows: int) -> Iterator[
     distinct strings of the part are held; reordering moves indices, and the encoder interns each
     distinct string of a batch once)."""
     encoded = [pa.record_batch([pc.dictionary_encode(c) if c.type == pa.string() else c for c in b.columns], names=b.schema.names) for b in part]
-    if not encoded:
+    if sum(b.num_rows for b in encoded) == 0:
         return
     whole = pa.Table.from_batches(encoded).combine_chunks().to_batches()[0]  # one batch: single chunks (dictionaries unified)
     del encoded
