@@ -9,6 +9,7 @@ end: memory holds one part, the encoder one batch and bounded intern tables.
 from __future__ import annotations
 
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from ..sql import set_variables
 from ..store import open_store
 from .packets import PacketWriter
 from .slice_encoder import SliceEncoder
-from .slice_order import sorted_batches
+from .slice_order import in_order, sort_part
 from .tracks import TrackRegistry
 
 SPAN_KINDS = ("model", "layer", "op", "annotation", "api", "kernel", "memcpy", "memset", "sync", "other")
@@ -119,11 +120,22 @@ def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: Per
     encoder = SliceEncoder(writer, tracks, sequence_id=SLICE_SEQUENCE_ID, max_interned=options.max_interned)
     set_variables(con, {"xsp_perfetto_part_rows": options.part_rows})
     parts = con.execute(query_text("perfetto/slice_parts")).fetchall()
-    for run_id, part_from, part_to in parts:
+
+    def fetch(run_id, part_from, part_to):
         set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_from": part_from, "xsp_perfetto_part_to": part_to})
-        part = con.sql(query_text("perfetto/slices")).to_arrow_reader(options.batch_rows)
-        for batch in sorted_batches(part, options.batch_rows):
-            encoder.write_batch(batch)
+        return sort_part(con.sql(query_text("perfetto/slices")).to_arrow_reader(options.batch_rows))
+
+    # The next part is read and sorted on a thread of its own while the encoder writes this one
+    # (DuckDB and numpy leave the GIL; only that thread uses the connection until the loop ends).
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(fetch, *parts[0]) if parts else None
+        for i in range(len(parts)):
+            assert pending is not None
+            part = pending.result()
+            pending = pool.submit(fetch, *parts[i + 1]) if i + 1 < len(parts) else None
+            for batch in in_order(part, options.batch_rows):
+                encoder.write_batch(batch)
+            del part
     encoder.finish()
     stats.slices += encoder.slices
     stats.flows += encoder.flows

@@ -48,19 +48,29 @@ def _track_groups(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
     return first, inverse.reshape(-1)
 
 
-def sorted_batches(part: Iterable[pa.RecordBatch], batch_rows: int) -> Iterator[pa.RecordBatch]:
-    """One part of perfetto/slices.sql in the encoder's order, `batch_rows` rows at a time. Its
-    string columns are dictionary-encoded batch by batch as they arrive (only the indices and the
-    distinct strings of the part are held; reordering moves indices, and the encoder interns each
-    distinct string of a batch once)."""
+def sort_part(part: Iterable[pa.RecordBatch]) -> tuple[pa.RecordBatch, np.ndarray] | None:
+    """One part of perfetto/slices.sql as one batch, with the order the encoder writes its rows
+    in (None when empty). Its string columns are dictionary-encoded batch by batch as they arrive
+    (only the indices and the distinct strings of the part are held; reordering moves indices, and
+    the encoder interns each distinct string of a batch once)."""
     encoded = [pa.record_batch([pc.dictionary_encode(c) if c.type == pa.string() else c for c in b.columns], names=b.schema.names) for b in part]
     if sum(b.num_rows for b in encoded) == 0:
-        return
+        return None
     whole = pa.Table.from_batches(encoded).combine_chunks().to_batches()[0]  # one batch: single chunks (dictionaries unified)
-    del encoded
-    order = part_order(whole)
-    for first in range(0, len(order), batch_rows):
-        yield whole.take(indices(order[first : first + batch_rows]))
+    return whole, part_order(whole)
+
+
+def in_order(sorted_part: tuple[pa.RecordBatch, np.ndarray] | None, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """The rows of a sorted part in its order, `batch_rows` at a time."""
+    if sorted_part is not None:
+        whole, order = sorted_part
+        for first in range(0, len(order), batch_rows):
+            yield whole.take(indices(order[first : first + batch_rows]))
+
+
+def sorted_batches(part: Iterable[pa.RecordBatch], batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """One part of perfetto/slices.sql in the encoder's order, `batch_rows` rows at a time."""
+    return in_order(sort_part(part), batch_rows)
 
 
 def part_order(table: pa.RecordBatch) -> np.ndarray:
