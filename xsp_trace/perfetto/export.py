@@ -1,9 +1,10 @@
 """Export an xsp-trace database as one Perfetto protobuf trace (TrackEvent), streamed.
 
 Each run's spans are read in parts cut by start time (queries/perfetto/slice_parts.sql,
-slices.sql), each part as one Arrow table, sorted with numpy (slice_order.py) and encoded a
+slices.sql), each part as one Arrow batch, sorted with numpy (slice_order.py) and encoded a
 batch at a time (slice_encoder.py) into a temporary file that replaces the output only at the
-end: memory holds one part, the encoder one batch and bounded intern tables.
+end: memory holds two parts (the next one is read while this one is encoded), the encoder one
+batch and bounded intern tables.
 """
 
 from __future__ import annotations
