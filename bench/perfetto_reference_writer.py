@@ -7,19 +7,32 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from xsp_trace.naming import parse_layer_name
-from xsp_trace.perfetto.export import _batches
 from xsp_trace.perfetto.slice_encoder import FLOAT_ANNOTATIONS, INT_ANNOTATIONS, STR_ANNOTATIONS, TRACK_KEY
 from xsp_trace.perfetto.tracks import Lanes
 from xsp_trace.resources import query_text
 from xsp_trace.sql import set_variables
 
+# perfetto/slices.sql sorted and with grid and block as strings, by DuckDB, as the query did before
+# the encoder sorted each part itself (xsp_trace/perfetto/slice_order.py): a reference independent of it.
+_SORTED_SLICES = """
+SELECT *,
+       CASE WHEN grid_x IS NOT NULL THEN format('[{{}}, {{}}, {{}}]', grid_x, grid_y, grid_z) END AS grid,
+       CASE WHEN block_x IS NOT NULL THEN format('[{{}}, {{}}, {{}}]', block_x, block_y, block_z) END AS block
+FROM ({query}) AS q
+ORDER BY run_id, track_class = 'gpu', track_class, pid, tid, device_id, stream_id NULLS LAST, ts, span_end_ns DESC, depth, span_id
+"""
+
 
 def _all_parts(con, batch_rows: int):
-    """perfetto/slices.sql over each run whole (one part per run), as one query gave it before."""
+    """perfetto/slices.sql over each run whole (one part per run), sorted by DuckDB, as one query gave it before."""
     set_variables(con, {"xsp_perfetto_part_rows": 1 << 62})
+    query = _SORTED_SLICES.format(query=query_text("perfetto/slices").strip().rstrip(";"))
     for run_id, part_from, part_to in con.execute(query_text("perfetto/slice_parts")).fetchall():
         set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_from": part_from, "xsp_perfetto_part_to": part_to})
-        yield from _batches(con, "perfetto/slices", batch_rows, skip_null_columns=True)
+        for batch in con.sql(query).to_arrow_reader(batch_rows):
+            yield {
+                name: column.to_pylist() for name, column in zip(batch.schema.names, batch.columns, strict=True) if column.null_count < batch.num_rows
+            }
 
 
 def write_slices_per_row(con, writer, tracks, options, stats) -> None:

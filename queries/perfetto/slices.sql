@@ -1,6 +1,7 @@
--- perfetto/slices: every selected span as a Perfetto slice, in the order the writer emits
--- them -- grouped by track (CPU tracks first), and within a track by start, longest first,
--- outermost first.
+-- perfetto/slices: every selected span as a Perfetto slice, with what the writer needs to
+-- order them (xsp_trace/perfetto/slice_order.py sorts each part: by track, CPU tracks first, and
+-- within a track by start, longest first, outermost first) -- unsorted here: DuckDB's sort of
+-- every column on ten keys cost more than the rest of the export.
 --
 -- From: perfetto_spans (queries/perfetto/select.sql), perfetto_flows, perfetto_outgoing_flows
 -- and perfetto_span_args (queries/perfetto/slice_parts.sql), kernels, memops, attribution; one part of the spans: run
@@ -29,6 +30,10 @@ SELECT
     s.start_ns - s.shift_ns AS ts,
     -- Slice end in the trace.
     greatest(s.end_ns, s.start_ns) - s.shift_ns AS end_ts,
+    -- The span's own end (run clock; may precede its start): longest first among equal starts.
+    s.end_ns AS span_end_ns,
+    -- Depth of the span in its stack: outermost first among equal starts and ends.
+    s.depth,
     -- Flow ids this span starts (API calls that launched selected GPU work), or NULL.
     o.flow_ids,
     -- Flow id this span terminates (GPU work launched by a selected API call), or NULL.
@@ -45,10 +50,18 @@ SELECT
     s.category,
     -- How an NVTX range was made: push_pop or start_end.
     s.range_style,
-    -- Kernel grid, "[x, y, z]".
-    CASE WHEN k.grid_x IS NOT NULL THEN format('[{}, {}, {}]', k.grid_x, k.grid_y, k.grid_z) END AS grid,
-    -- Kernel block, "[x, y, z]".
-    CASE WHEN k.block_x IS NOT NULL THEN format('[{}, {}, {}]', k.block_x, k.block_y, k.block_z) END AS block,
+    -- Kernel grid, x (the writer shows grid and block as "[x, y, z]").
+    k.grid_x,
+    -- Kernel grid, y.
+    k.grid_y,
+    -- Kernel grid, z.
+    k.grid_z,
+    -- Kernel block, x.
+    k.block_x,
+    -- Kernel block, y.
+    k.block_y,
+    -- Kernel block, z.
+    k.block_z,
     -- Registers per thread of a kernel.
     k.registers_per_thread,
     -- Static shared memory per block of a kernel, bytes.
@@ -79,8 +92,4 @@ LEFT JOIN kernels AS k ON k.run_id = s.run_id AND k.span_id = s.span_id
 LEFT JOIN memops AS m ON m.run_id = s.run_id AND m.span_id = s.span_id
 LEFT JOIN perfetto_span_args AS a ON a.run_id = s.run_id AND a.span_id = s.span_id
 -- (only the rows with a phase: a hash table of every span's attribution row costs more than the rest of the join)
-LEFT JOIN (SELECT run_id, span_id, phase FROM attribution WHERE phase IS NOT NULL) AS att ON att.run_id = s.run_id AND att.span_id = s.span_id
--- CPU tracks before GPU tracks: at equal timestamps the trace processor keeps packet order, and a
--- flow must start (API call) before it terminates (GPU work) or it is dropped.
-ORDER BY s.run_id, s.track_class = 'gpu', s.track_class, pid, s.tid, s.device_id, s.stream_id NULLS LAST,
-         s.start_ns, s.end_ns DESC, s.depth, s.span_id;
+LEFT JOIN (SELECT run_id, span_id, phase FROM attribution WHERE phase IS NOT NULL) AS att ON att.run_id = s.run_id AND att.span_id = s.span_id;

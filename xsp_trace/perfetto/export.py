@@ -1,14 +1,16 @@
 """Export an xsp-trace database as one Perfetto protobuf trace (TrackEvent), streamed.
 
-Each run's spans are sorted by DuckDB in parts cut by start time (queries/perfetto/slice_parts.sql,
-slices.sql), read in Arrow batches and encoded a batch at a time (slice_encoder.py) into a
-temporary file that replaces the output only at the end: DuckDB's sort holds one part, the
-encoder one batch and bounded intern tables.
+Each run's spans are read in parts cut by start time (queries/perfetto/slice_parts.sql,
+slices.sql), each part as one Arrow batch, sorted with numpy (slice_order.py) and encoded a
+batch at a time (slice_encoder.py) into a temporary file that replaces the output only at the
+end: memory holds two parts (the next one is read while this one is encoded), the encoder one
+batch and bounded intern tables.
 """
 
 from __future__ import annotations
 
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from ..sql import set_variables
 from ..store import open_store
 from .packets import PacketWriter
 from .slice_encoder import SliceEncoder
+from .slice_order import in_order, sort_part
 from .tracks import TrackRegistry
 
 SPAN_KINDS = ("model", "layer", "op", "annotation", "api", "kernel", "memcpy", "memset", "sync", "other")
@@ -38,13 +41,12 @@ class PerfettoOptions:
     to_ns: int | None = None  # window end (exclusive)
     align_runs: bool = True  # every run's origin (runs.origin_ns) at time 0 (False: keep each run's own clock)
     batch_rows: int = 50_000  # rows per Arrow batch read from DuckDB
-    # Spans per part of the slices query (perfetto/slice_parts.sql): DuckDB sorts one part at a
-    # time, so its memory follows this, not the trace size.
-    part_rows: int = 400_000
+    # Spans per part of the slices query (perfetto/slice_parts.sql): one part at a time is held
+    # and sorted (slice_order.py), so memory follows this, not the trace size.
+    part_rows: int = 100_000
     max_interned: int = 200_000  # intern table entries before the incremental state is reset
-    # DuckDB's memory for the sorts and joins of the export; beyond it they spill to a temporary
-    # folder. With the slices sorted one part at a time 512MB is enough whatever the trace size
-    # (DuckDB 2.0.1 ran out of memory at 512MB sorting all 815 k spans of a run in one query).
+    # DuckDB's memory for the joins and sorts of the export (tracks, flows, marks, counters);
+    # beyond it they spill to a temporary folder. The slices are sorted outside DuckDB.
     duckdb_memory_limit: str = "512MB"
     critical_path: bool = False  # add each run's critical path as a track of its own, with flows along it
 
@@ -119,10 +121,22 @@ def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: Per
     encoder = SliceEncoder(writer, tracks, sequence_id=SLICE_SEQUENCE_ID, max_interned=options.max_interned)
     set_variables(con, {"xsp_perfetto_part_rows": options.part_rows})
     parts = con.execute(query_text("perfetto/slice_parts")).fetchall()
-    for run_id, part_from, part_to in parts:
+
+    def fetch(run_id, part_from, part_to):
         set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_from": part_from, "xsp_perfetto_part_to": part_to})
-        for batch in con.sql(query_text("perfetto/slices")).to_arrow_reader(options.batch_rows):
-            encoder.write_batch(batch)
+        return sort_part(con.sql(query_text("perfetto/slices")).to_arrow_reader(options.batch_rows))
+
+    # The next part is read and sorted on a thread of its own while the encoder writes this one
+    # (DuckDB and numpy leave the GIL; only that thread uses the connection until the loop ends).
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(fetch, *parts[0]) if parts else None
+        for i in range(len(parts)):
+            assert pending is not None
+            part = pending.result()
+            pending = pool.submit(fetch, *parts[i + 1]) if i + 1 < len(parts) else None
+            for batch in in_order(part, options.batch_rows):
+                encoder.write_batch(batch)
+            del part
     encoder.finish()
     stats.slices += encoder.slices
     stats.flows += encoder.flows

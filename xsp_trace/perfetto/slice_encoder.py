@@ -28,7 +28,12 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from ..formats import perfetto_proto as wp
 from ..naming import parse_layer_name
+from .arrow_arrays import indices
+from .arrow_arrays import ints as _ints
+from .arrow_arrays import valid as _valid
+from .arrow_arrays import values as _values
 from .packets import PacketWriter
+from .slice_order import TRACK_KEY
 from .tracks import Lanes, TrackRegistry
 from .wire import Constant, Fixed64, Message, Part, Varint
 
@@ -45,7 +50,8 @@ INT_ANNOTATIONS = (
 )
 STR_ANNOTATIONS = ("category", "range_style", "phase", "grid", "block", "copy_kind", "src_kind", "dst_kind")
 FLOAT_ANNOTATIONS = ("occupancy_estimate",)
-TRACK_KEY = ("run_id", "track_class", "pid", "tid", "device_id", "stream_id")
+# String annotations the query gives as three integer columns, shown as "[x, y, z]".
+TRIPLES = {"grid": ("grid_x", "grid_y", "grid_z"), "block": ("block_x", "block_y", "block_z")}
 
 # The interned_data tables, as named in the InternedData message.
 EVENT_NAMES = "event_names"
@@ -88,13 +94,29 @@ class InternTables:
         return found
 
     def column(self, table: str, column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-        """(iids, valid mask) of a string column: each distinct value of the batch looked up once."""
-        encoded = pc.dictionary_encode(column)
-        if isinstance(encoded, pa.ChunkedArray):
-            encoded = encoded.combine_chunks()
-        lookup = np.array([self.iid(table, s) for s in encoded.dictionary.to_pylist()] + [0], dtype=np.uint64)
-        indices = encoded.indices.fill_null(len(lookup) - 1).to_numpy(zero_copy_only=False)
-        return lookup[indices], indices != len(lookup) - 1
+        """(iids, valid mask) of a string column: each distinct value the batch uses looked up once."""
+        encoded = _encoded(column)
+        codes, valid = _ints(encoded.indices)
+        dictionary = encoded.dictionary
+        used = np.flatnonzero(np.bincount(codes[valid], minlength=len(dictionary)))  # (the part's dictionary may hold more)
+        lookup = np.zeros(len(dictionary) + 1, dtype=np.uint64)  # the last: NULL
+        lookup[used] = [self.iid(table, s) for s in dictionary.take(indices(used)).to_pylist()]
+        return lookup[np.where(valid, codes, len(dictionary))], valid
+
+    def triples(self, columns: list[pa.Array]) -> tuple[np.ndarray, np.ndarray]:
+        """(string value iids, valid mask) of "[x, y, z]" made from three integer columns (NULL if
+        any is): each distinct triple formatted and looked up once, in order of first appearance."""
+        xyz = [_ints(c) for c in columns]
+        valid = xyz[0][1] & xyz[1][1] & xyz[2][1]
+        iids = np.zeros(len(valid), dtype=np.uint64)
+        if valid.any():
+            found = np.stack([v[valid] for v, _ in xyz], axis=1)
+            distinct, first, inverse = np.unique(found, axis=0, return_index=True, return_inverse=True)
+            lookup = np.zeros(len(distinct), dtype=np.uint64)
+            for i in np.argsort(first, kind="stable").tolist():
+                lookup[i] = self.iid(STRING_VALUES, "[{}, {}, {}]".format(*distinct[i].tolist()))
+            iids[valid] = lookup[inverse.reshape(-1)]
+        return iids, valid
 
     def take_packet(self, sequence_id: int) -> bytes | None:
         """The batch's interned_data packet (a Trace fragment), or None when it defines nothing new."""
@@ -209,13 +231,13 @@ class SliceEncoder:
         change = np.zeros(n, dtype=bool)
         change[0] = True
         for column in columns:
-            if column.type == pa.string():
-                column = pc.dictionary_encode(column).indices
+            if column.type == pa.string() or pa.types.is_dictionary(column.type):
+                column = _encoded(column).indices
             values, valid = _ints(column)
             change[1:] |= (values[1:] != values[:-1]) | (valid[1:] != valid[:-1])
         bounds = np.append(np.flatnonzero(change), n)
-        ts = batch.column("ts").to_numpy()
-        end = batch.column("end_ts").to_numpy()
+        ts = _values(batch.column("ts"))
+        end = _values(batch.column("end_ts"))
         for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
             key = tuple(c[a].as_py() for c in columns)
             self._segment(key, a, ts[a:b], end[a:b], events)
@@ -260,12 +282,15 @@ class SliceEncoder:
                 parts.append(_annotation(interned.iid(ANNOTATION_NAMES, key), Varint, wp.ANNOTATION_INT, values[valid], rows[valid]))
         for key in FLOAT_ANNOTATIONS:
             column = batch.column(key)
-            valid = column.is_valid().to_numpy(zero_copy_only=False)
+            valid = _valid(column)
             if valid.any():
-                values = column.fill_null(0.0).to_numpy(zero_copy_only=False).astype(np.float64)
+                values = _values(column, 0.0).astype(np.float64)
                 parts.append(_annotation(interned.iid(ANNOTATION_NAMES, key), Fixed64, wp.ANNOTATION_DOUBLE, values[valid], rows[valid]))
         for key in STR_ANNOTATIONS:
-            iids, valid = interned.column(STRING_VALUES, batch.column(key))
+            if key in TRIPLES:
+                iids, valid = interned.triples([batch.column(c) for c in TRIPLES[key]])
+            else:
+                iids, valid = interned.column(STRING_VALUES, batch.column(key))
             if valid.any():
                 parts.append(_annotation(interned.iid(ANNOTATION_NAMES, key), Varint, wp.ANNOTATION_STRING_IID, iids[valid], rows[valid]))
         parts += self._row_string_annotations(batch)
@@ -273,9 +298,9 @@ class SliceEncoder:
         parts.append(Varint(wp.EVENT_NAME_IID, name_iids, rows))
         parts.append(Varint(wp.EVENT_TRACK_UUID, row_uuid, rows))
         flows = batch.column("flow_ids")
-        flow_values = pc.list_flatten(flows).to_numpy(zero_copy_only=False).astype(np.int64)
+        flow_values = _values(pc.list_flatten(flows)).astype(np.int64)
         self.flows += len(flow_values)
-        parts.append(Fixed64(wp.EVENT_FLOW_ID, flow_values, pc.list_parent_indices(flows).to_numpy(zero_copy_only=False).astype(np.int64)))
+        parts.append(Fixed64(wp.EVENT_FLOW_ID, flow_values, _values(pc.list_parent_indices(flows)).astype(np.int64)))
         terminating, valid = _ints(batch.column("terminating_flow_id"))
         parts.append(Fixed64(wp.EVENT_TERMINATING_FLOW_ID, terminating[valid], rows[valid]))
         return parts
@@ -285,7 +310,9 @@ class SliceEncoder:
         iid = self.interned.iid
         layers: list[tuple[int, int, int]] = []
         names = batch.column("name")
-        is_layer = pc.equal(batch.column("kind"), "layer").fill_null(False).to_numpy(zero_copy_only=False)
+        kinds = _encoded(batch.column("kind"))  # (pc.equal with a str would import pandas)
+        layer = kinds.dictionary.to_pylist().index("layer") if "layer" in kinds.dictionary.to_pylist() else -1
+        is_layer = _valid(kinds) & (_values(kinds.indices) == layer)
         for row in np.flatnonzero(is_layer).tolist():
             parsed = parse_layer_name(names[row].as_py())
             if parsed is not None:
@@ -295,7 +322,7 @@ class SliceEncoder:
                 ]
         args: list[tuple[int, int, int]] = []
         column = batch.column("args")
-        for row in np.flatnonzero(column.is_valid().to_numpy(zero_copy_only=False)).tolist():
+        for row in np.flatnonzero(_valid(column)).tolist():
             args += [(row, iid(ANNOTATION_NAMES, a["key"]), iid(STRING_VALUES, a["value"])) for a in column[row].as_py() if a["value"] is not None]
         return [_string_annotations(np.array(found, dtype=np.int64).reshape(-1, 3)) for found in (layers, args)]
 
@@ -319,12 +346,12 @@ def _varint_bytes(value: int) -> bytes:
     return Message(b"", 1, [Varint(b"", np.array([value], dtype=np.uint64), np.zeros(1, dtype=np.int64))]).encode()
 
 
-def _ints(column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(int64 values with 0 for NULL, valid mask) of an integer column."""
-    if column.null_count == 0:
-        return column.to_numpy(zero_copy_only=False).astype(np.int64, copy=False), np.ones(len(column), dtype=bool)
-    valid = column.is_valid().to_numpy(zero_copy_only=False)
-    return column.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False), valid
+def _encoded(column: pa.Array) -> pa.DictionaryArray:
+    """A string column dictionary-encoded (as it is already when slice_order.py sorted its part)."""
+    if pa.types.is_dictionary(column.type):
+        return column
+    encoded = pc.dictionary_encode(column)
+    return encoded.combine_chunks() if isinstance(encoded, pa.ChunkedArray) else encoded
 
 
 def _annotation(key_iid: int, kind: type[Varint] | type[Fixed64], value_tag: bytes, values: np.ndarray, owners: np.ndarray) -> Message:

@@ -1,0 +1,120 @@
+"""The numpy order of a part of the slices (xsp_trace/perfetto/slice_order.py) against DuckDB's
+ORDER BY of the same rows, the Arrow-to-numpy reads (arrow_arrays.py) against pyarrow's own
+to_numpy, and the export never importing pandas."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import xsp_trace.perfetto.slice_order as slice_order
+from xsp_trace.perfetto.arrow_arrays import ints, valid, values
+
+ROOT = Path(__file__).resolve().parents[1]
+NSYS_FIXTURE = ROOT / "tests" / "data" / "nsys_2026_pytorch_2xh100" / "nsysai_h100_2gpu_1s_nsys2026.2.sqlite"
+
+# Tracks of every class, NULL keys, equal starts (nested, zero-length, an end before its start),
+# equal starts and ends at different depths, and rows in no particular order.
+_ROWS = """
+SELECT * FROM (VALUES
+    (1, 'thread', 10, 11, NULL, NULL, 5, 100, 200, 200, 0),
+    (1, 'thread', 10, 11, NULL, NULL, 6, 100, 150, 150, 1),
+    (1, 'thread', 10, 11, NULL, NULL, 7, 100, 100, 90, 2),
+    (1, 'thread', 10, 11, NULL, NULL, 8, 100, 100, 100, 2),
+    (1, 'thread', 10, 11, NULL, NULL, 4, 100, 150, 150, 0),
+    (1, 'thread', 10, 2, NULL, NULL, 9, 50, 60, 60, 0),
+    (1, 'thread', 3, 11, NULL, NULL, 1, 10, 20, 20, 0),
+    (1, 'gpu', NULL, NULL, 0, 7, 20, 100, 110, 110, 0),
+    (1, 'gpu', NULL, NULL, 0, NULL, 21, 5, 6, 6, 0),
+    (1, 'gpu', NULL, NULL, 1, 7, 22, 1, 2, 2, 0),
+    (1, 'gpu', NULL, NULL, NULL, 7, 23, 1, 2, 2, 0),
+    (1, 'process', 10, NULL, NULL, NULL, 30, 0, 1000, 1000, 0),
+    (1, 'run', NULL, NULL, NULL, NULL, 31, 0, 1000, 1000, 0),
+    (1, 'run', NULL, NULL, NULL, NULL, 32, 0, 1000, 1000, 0)
+) AS t(run_id, track_class, pid, tid, device_id, stream_id, span_id, ts, end_ts, span_end_ns, depth)
+"""
+_DUCKDB_ORDER = """
+SELECT span_id FROM rows
+ORDER BY run_id, track_class = 'gpu', track_class, pid, tid, device_id, stream_id NULLS LAST,
+         ts, span_end_ns DESC, depth, span_id
+"""
+
+
+def _rows() -> tuple[pa.RecordBatch, list[int]]:
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE rows AS {_ROWS} ORDER BY hash(span_id)")
+    table = con.sql("SELECT * FROM rows").to_arrow_table()
+    expected = [r[0] for r in con.execute(_DUCKDB_ORDER).fetchall()]
+    return table.combine_chunks().to_batches()[0], expected
+
+
+def test_part_order_is_duckdbs_order_by():
+    batch, expected = _rows()
+    order = slice_order.part_order(batch)
+    assert batch.column("span_id").take(pa.array(order)).to_pylist() == expected
+
+
+def test_tracks_sharing_a_code_are_still_told_apart(monkeypatch):
+    batch, expected = _rows()
+    monkeypatch.setattr(slice_order, "_MIX", np.uint64(0))  # every track the same code: the exact path
+    order = slice_order.part_order(batch)
+    assert batch.column("span_id").take(pa.array(order)).to_pylist() == expected
+
+
+def test_sorted_batches_keep_the_order_across_batches_and_dictionaries():
+    batch, expected = _rows()
+    halves = [batch.slice(0, 5), batch.slice(5)]  # two source batches: two dictionaries to unify
+    out = list(slice_order.sorted_batches(halves, batch_rows=4))
+    assert [b.num_rows for b in out] == [4, 4, 4, 2]
+    assert [s for b in out for s in b.column("span_id").to_pylist()] == expected
+    assert [c for b in out for c in b.column("track_class").to_pylist()] == sorted(
+        batch.column("track_class").to_pylist(), key=lambda c: (c == "gpu", c)
+    )
+
+
+def test_an_empty_part_gives_no_batches():
+    batch, _ = _rows()
+    assert list(slice_order.sorted_batches([], batch_rows=4)) == []
+    assert list(slice_order.sorted_batches([batch.slice(0, 0)], batch_rows=4)) == []
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        pa.array([1, None, 3, -4], pa.int64()),
+        pa.array([1, None, 3, 4], pa.int32()).slice(1),
+        pa.array([1.5, None, -2.0], pa.float64()),
+        pa.array([True, None, False, True, True, False, True, False, True, None], pa.bool_()).slice(3),
+        pa.array([], pa.int64()),
+        pa.array([None, None], pa.int64()),
+        pa.chunked_array([[1, 2], [None, 4]], pa.int64()),
+    ],
+)
+def test_arrow_reads_match_pyarrow(array):
+    expected_valid = np.array([v is not None for v in array.to_pylist()], dtype=bool)
+    assert np.array_equal(valid(array), expected_valid)
+    fill = False if pa.types.is_boolean(array.type) else 0
+    expected = np.array([fill if v is None else v for v in array.to_pylist()], dtype=array.to_numpy(zero_copy_only=False).dtype)
+    assert np.array_equal(values(array), expected)
+    if pa.types.is_integer(array.type):
+        got, ok = ints(array)
+        assert got.dtype == np.int64 and np.array_equal(got, expected.astype(np.int64)) and np.array_equal(ok, expected_valid)
+
+
+def test_export_does_not_import_pandas(converted_path, tmp_path):
+    database = converted_path(NSYS_FIXTURE)
+    script = (
+        "import sys\n"
+        "from xsp_trace.perfetto import export_perfetto\n"
+        f"stats = export_perfetto({str(database)!r}, {str(tmp_path / 'out.pftrace')!r})\n"
+        "print(stats.slices, 'pandas' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT)
+    slices, pandas_loaded = done.stdout.split()
+    assert int(slices) > 20_000 and pandas_loaded == "False"

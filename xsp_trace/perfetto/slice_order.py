@@ -1,0 +1,102 @@
+"""The order the slice encoder needs, computed with numpy over one part of the spans.
+
+perfetto/slices.sql returns a part's spans unsorted; sorting them in DuckDB (ten keys, some of
+them strings, every column carried through the sort) cost more than the rest of the export.
+Here the track of each row becomes a small integer (tracks are few), ranked like the track key
+order -- run, CPU tracks before GPU tracks (at equal timestamps the trace processor keeps packet
+order, and a flow must start on its API call before it ends on the GPU work), class, pid, tid,
+device, stream, NULLs last -- and one lexsort gives: track, start, longest first (by the
+span's own end), outermost first, span id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .arrow_arrays import indices, ints
+
+TRACK_KEY = ("run_id", "track_class", "pid", "tid", "device_id", "stream_id")
+_INT_KEYS = ("run_id", "pid", "tid", "device_id", "stream_id")
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit multiplier: spreads each key column over the code
+
+
+def _nulls_last(value) -> tuple:
+    return (value is None, value if value is not None else 0)
+
+
+def track_sort_key(key: tuple) -> tuple:
+    """Sort key of a track key tuple (TRACK_KEY order): CPU tracks before GPU tracks, NULLs last."""
+    run_id, track_class, *rest = key
+    return (run_id, track_class == "gpu", track_class, *(_nulls_last(v) for v in rest))
+
+
+def _track_groups(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
+    """(first row of each distinct track, track of each row as an index into those)."""
+    classes = batch.column("track_class")
+    classes = classes.indices if pa.types.is_dictionary(classes.type) else pc.dictionary_encode(classes).indices
+    arrays = [a.astype(np.int64) for name in _INT_KEYS for a in ints(batch.column(name))] + [a.astype(np.int64) for a in ints(classes)]
+    code = np.zeros(batch.num_rows, dtype=np.uint64)
+    for array in arrays:  # one code per track, checked below
+        code = code * _MIX + array.view(np.uint64)
+    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    if not all(np.array_equal(a[first][inverse], a) for a in arrays):  # two tracks share a code: group them exactly
+        _, first, inverse = np.unique(np.stack(arrays, axis=1), axis=0, return_index=True, return_inverse=True)
+    return first, inverse.reshape(-1)
+
+
+def sort_part(part: Iterable[pa.RecordBatch]) -> tuple[pa.RecordBatch, np.ndarray] | None:
+    """One part of perfetto/slices.sql as one batch, with the order the encoder writes its rows
+    in (None when empty). Its string columns are dictionary-encoded batch by batch as they arrive
+    (only the indices and the distinct strings of the part are held; reordering moves indices, and
+    the encoder interns each distinct string of a batch once)."""
+    encoded = [pa.record_batch([pc.dictionary_encode(c) if c.type == pa.string() else c for c in b.columns], names=b.schema.names) for b in part]
+    if sum(b.num_rows for b in encoded) == 0:
+        return None
+    whole = pa.Table.from_batches(encoded).combine_chunks().to_batches()[0]  # one batch: single chunks (dictionaries unified)
+    return whole, part_order(whole)
+
+
+def in_order(sorted_part: tuple[pa.RecordBatch, np.ndarray] | None, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """The rows of a sorted part in its order, `batch_rows` at a time."""
+    if sorted_part is not None:
+        whole, order = sorted_part
+        for first in range(0, len(order), batch_rows):
+            yield whole.take(indices(order[first : first + batch_rows]))
+
+
+def sorted_batches(part: Iterable[pa.RecordBatch], batch_rows: int) -> Iterator[pa.RecordBatch]:
+    """One part of perfetto/slices.sql in the encoder's order, `batch_rows` rows at a time."""
+    return in_order(sort_part(part), batch_rows)
+
+
+def part_order(table: pa.RecordBatch) -> np.ndarray:
+    """Row indices of `table` (one part of perfetto/slices.sql) in the order the encoder writes."""
+    n = table.num_rows
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    first, inverse = _track_groups(table)
+    keys = [tuple(table.column(name)[int(row)].as_py() for name in TRACK_KEY) for row in first]
+    ranked = sorted(range(len(keys)), key=lambda i: track_sort_key(keys[i]))
+    rank = np.empty(len(keys), dtype=np.int64)
+    rank[ranked] = np.arange(len(keys))
+    start = ints(table.column("ts"))[0]
+    end = ints(table.column("span_end_ns"))[0]
+    depth, span_id = ints(table.column("depth"))[0], ints(table.column("span_id"))[0]
+    track = rank[inverse]
+    low, span = int(start.min()), int(start.max()) - int(start.min()) + 1
+    if len(keys) * span >= 1 << 62:  # (track, start) does not fit one int64
+        return np.lexsort((span_id, depth, -end, start, track))
+    primary = track * span + (start - low)
+    order = np.argsort(primary, kind="stable")
+    # equal (track, start): only those rows are sorted by the remaining keys, in their own places
+    in_tie = np.zeros(n, dtype=bool)
+    tie = np.flatnonzero(primary[order][1:] == primary[order][:-1])
+    in_tie[tie], in_tie[tie + 1] = True, True
+    places = np.flatnonzero(in_tie)
+    rows = order[places]
+    order[places] = rows[np.lexsort((span_id[rows], depth[rows], -end[rows], primary[rows]))]
+    return order
