@@ -85,7 +85,6 @@ def test_no_rule_predicts_the_measured_steps_of_a_real_trace(converted):
         assert start < start + faster <= end and sum(s.end_ns - s.start_ns for s in new_path) == faster
 
 
-@pytest.mark.slow
 def _backward_step() -> Run:
     """The step's thread calls backward ("## backward ##" [300,1800), its own op [300,350), then no
     child) while the autograd thread (tid 101) runs it: MulBackward0 [500,900) launches kernel G
