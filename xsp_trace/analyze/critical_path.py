@@ -167,6 +167,8 @@ class _Walker:
         t, run = self.t, self.run
         n = len(flat.ends)
         keys, first, cross, ends = _cross(run)
+        if key not in keys:  # a thread with no CPU span the walk reads (only model ranges): no edges
+            return False
         at = int(first[keys.index(key)]) + i
         if i < n and flat.ends[i] == t and flat.starts[i] < t:
             if flat.owners[i] >= 0 and cross.fwd[at] >= 0:  # a wait: to the work that ended last
