@@ -61,7 +61,11 @@ class SessionConfig:
     out: Path
     depth: int | None = None
     layer_sync: str = "none"
-    own_timer: bool = False  # ranges timed by the capture itself (manifest.recorded_by_own_timer)
+    own_timer: bool | None = None  # ranges timed by the capture itself; None: the tool's default (manifest.recorded_by_own_timer)
+
+    def __post_init__(self) -> None:
+        if self.own_timer is None:
+            self.own_timer = recorded_by_own_timer(self.tool, self.level)
 
     @classmethod
     def from_env(cls, environ=os.environ) -> SessionConfig:
@@ -84,7 +88,7 @@ class SessionConfig:
             out=Path(environ["XSP_OUT"]),
             depth=int(depth) if depth else None,
             layer_sync=environ.get("XSP_LAYER_SYNC", "none") or "none",
-            own_timer=timer == "1" if timer else recorded_by_own_timer(tool, level),
+            own_timer=timer == "1" if timer else None,
         )
 
 
@@ -454,7 +458,7 @@ def measure(
         probe_layers(model, call, layers, config.depth, called)
         change = compare_programs(model, call, config.depth, called) if with_layers else None
 
-        own_timer = config.own_timer and config.level in OWN_TIMER_LEVELS
+        own_timer = bool(config.own_timer) and config.level in OWN_TIMER_LEVELS
         annotation = ModelAnnotation(
             model,
             record["model"],
