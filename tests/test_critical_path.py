@@ -30,7 +30,7 @@ from typer.testing import CliRunner
 
 from conftest import DATA
 from support.handmade import Run, write
-from support.steps import event_step, pageable_step, sync_step
+from support.steps import backward_step, event_step, pageable_step, sync_step
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.analyze.critical_path import load_run, prepare_chase, units, walk
 from xsp_trace.cli import app
@@ -124,15 +124,7 @@ def test_a_thread_waiting_for_another_thread_of_its_process(tmp_path):
     (thread_wait); the wait's own 1.45 us is not the annotation's CPU time. A third thread (102) that
     only polls the runtime inside the wait is not waited for, nor is the worker's short op at the
     step's end (under a quarter of that stretch)."""
-    run = Run(1)
-    run.span("annotation", "ProfilerStep#1", 0, 2000, iteration=1)
-    run.span("op", "aten::mul", 100, 200)
-    run.span("annotation", "## backward ##", 300, 1800)
-    run.span("op", "aten::ones_like", 300, 350)
-    run.span("op", "MulBackward0", 500, 900, tid=101)
-    run.gpu("kernel", "G", (600, 620), (700, 1400), tid=101)
-    run.span("op", "aten::_local_scalar_dense", 1150, 1700, tid=101)
-    run.span("api", "cudaStreamSynchronize", 1200, 1650, category="cuda_runtime", tid=101)
+    run = backward_step(sync_op_start=1150)
     run.span("api", "cudaEventQuery", 1750, 1790, category="cuda_runtime", tid=102)
     run.span("op", "aten::add", 1850, 1950)
     run.span("op", "aten::zeros", 1960, 1965, tid=101)  # 10 % of the step's own time [1950,2000): no wait

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from conftest import DATA
 from support.handmade import Run, write
-from support.steps import event_step, pageable_step, sync_step
+from support.steps import backward_step, event_step, pageable_step, sync_step
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.analyze.critical_path import load_run, units
 from xsp_trace.analyze.what_if import parse_rule, predict
@@ -91,15 +91,7 @@ def _backward_step() -> Run:
     ([600,620) -> [700,1400)); aten::_local_scalar_dense [950,1700) waits in cudaStreamSynchronize
     [1000,1650) for G; the step's thread resumes at 1800, 100 ns after the worker's last op, and
     runs aten::add [1850,1950). aten::mul [100,200) runs before the backward."""
-    run = Run(1)
-    run.span("annotation", "ProfilerStep#1", 0, 2000, iteration=1)
-    run.span("op", "aten::mul", 100, 200)
-    run.span("annotation", "## backward ##", 300, 1800)
-    run.span("op", "aten::ones_like", 300, 350)
-    run.span("op", "MulBackward0", 500, 900, tid=101)
-    run.gpu("kernel", "G", (600, 620), (700, 1400), tid=101)
-    run.span("op", "aten::_local_scalar_dense", 950, 1700, tid=101)
-    run.span("api", "cudaStreamSynchronize", 1000, 1650, category="cuda_runtime", tid=101)
+    run = backward_step(sync_op_start=950)
     run.span("op", "aten::add", 1850, 1950)
     return run
 

@@ -44,3 +44,21 @@ def event_step(step_end: int = 1000) -> Run:
     run.gpu("kernel", "B", (50, 60), (500, 600), stream=8)
     run.span("api", "cudaDeviceSynchronize", 70, 650, category="cuda_runtime")
     return run
+
+
+def backward_step(sync_op_start: int) -> Run:
+    """The step's thread calls backward ("## backward ##" [300,1800), its own op [300,350), then no
+    child) while the autograd thread (tid 101) runs it: MulBackward0 [500,900) launches kernel G
+    ([600,620) -> [700,1400)); aten::_local_scalar_dense [sync_op_start,1700) waits in
+    cudaStreamSynchronize [sync_op_start + 50,1650) for G. aten::mul [100,200) runs before the
+    backward; the callers add what follows (the step's thread resumes at 1800)."""
+    run = Run(1)
+    run.span("annotation", "ProfilerStep#1", 0, 2000, iteration=1)
+    run.span("op", "aten::mul", 100, 200)
+    run.span("annotation", "## backward ##", 300, 1800)
+    run.span("op", "aten::ones_like", 300, 350)
+    run.span("op", "MulBackward0", 500, 900, tid=101)
+    run.gpu("kernel", "G", (600, 620), (700, 1400), tid=101)
+    run.span("op", "aten::_local_scalar_dense", sync_op_start, 1700, tid=101)
+    run.span("api", "cudaStreamSynchronize", sync_op_start + 50, 1650, category="cuda_runtime", tid=101)
+    return run
