@@ -167,9 +167,10 @@ class _Walker:
         t, run = self.t, self.run
         n = len(flat.ends)
         keys, first, cross, ends = _cross(run)
-        if key not in keys:  # a thread with no CPU span the walk reads (only model ranges): no edges
+        try:
+            at = int(first[keys.index(key)]) + i
+        except ValueError:  # a thread with no CPU span the walk reads (only model ranges): no edges
             return False
-        at = int(first[keys.index(key)]) + i
         if i < n and flat.ends[i] == t and flat.starts[i] < t:
             if flat.owners[i] >= 0 and cross.fwd[at] >= 0:  # a wait: to the work that ended last
                 target, row = int(cross.fwd[at]), int(cross.wait_row[at])
