@@ -27,8 +27,8 @@ def _all_parts(con, batch_rows: int):
     """perfetto/slices.sql over each run whole (one part per run), sorted by DuckDB, as one query gave it before."""
     set_variables(con, {"xsp_perfetto_part_rows": 1 << 62})
     query = _SORTED_SLICES.format(query=query_text("perfetto/slices").strip().rstrip(";"))
-    for run_id, part_from, part_to in con.execute(query_text("perfetto/slice_parts")).fetchall():
-        set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_from": part_from, "xsp_perfetto_part_to": part_to})
+    for run_id, part_first, part_last in con.execute(query_text("perfetto/slice_parts")).fetchall():
+        set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_first": part_first, "xsp_perfetto_part_last": part_last})
         for batch in con.sql(query).to_arrow_reader(batch_rows):
             yield {
                 name: column.to_pylist() for name, column in zip(batch.schema.names, batch.columns, strict=True) if column.null_count < batch.num_rows

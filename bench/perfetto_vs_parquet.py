@@ -69,8 +69,8 @@ def _parquet(database: Path, output: Path, query: str | None) -> dict:
         set_variables(con, {"xsp_perfetto_part_rows": 1 << 62})
         parts = con.execute(query_text("perfetto/slice_parts")).fetchall()
         output.mkdir()
-        for run_id, part_from, part_to in parts:
-            set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_from": part_from, "xsp_perfetto_part_to": part_to})
+        for run_id, part_first, part_last in parts:
+            set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_first": part_first, "xsp_perfetto_part_last": part_last})
             con.execute(f"COPY ({query_text(query).strip().rstrip(';')}) TO '{output / f'run{run_id}.parquet'}' (FORMAT parquet)")
     pattern = output if query is None else output / "*.parquet"
     rows = con.execute(f"SELECT count(*) FROM read_parquet('{pattern}')").fetchone()[0]

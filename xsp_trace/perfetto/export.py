@@ -122,8 +122,8 @@ def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: Per
     set_variables(con, {"xsp_perfetto_part_rows": options.part_rows})
     parts = con.execute(query_text("perfetto/slice_parts")).fetchall()
 
-    def fetch(run_id, part_from, part_to):
-        set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_from": part_from, "xsp_perfetto_part_to": part_to})
+    def fetch(run_id, part_first, part_last):
+        set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_first": part_first, "xsp_perfetto_part_last": part_last})
         return sort_part(con.sql(query_text("perfetto/slices")).to_arrow_reader(options.batch_rows))
 
     # The next part is read and sorted on a thread of its own while the encoder writes this one
