@@ -16,6 +16,7 @@ from pathlib import Path
 
 import duckdb
 
+from ..connection import memory_limit
 from ..errors import InputError
 from ..output_files import atomic_output, check_output_path, private_temp_prefix, refuse_inputs
 from ..resources import query_text
@@ -40,14 +41,17 @@ class PerfettoOptions:
     from_ns: int | None = None  # window start, ns after each run's origin (runs.origin_ns)
     to_ns: int | None = None  # window end (exclusive)
     align_runs: bool = True  # every run's origin (runs.origin_ns) at time 0 (False: keep each run's own clock)
-    batch_rows: int = 50_000  # rows per Arrow batch read from DuckDB
+    batch_rows: int = 25_000  # rows per Arrow batch read from DuckDB, and per batch the slice encoder writes
     # Spans per part of the slices query (perfetto/slice_parts.sql): one part at a time is held
     # and sorted (slice_order.py), so memory follows this, not the trace size.
     part_rows: int = 100_000
     max_interned: int = 200_000  # intern table entries before the incremental state is reset
-    # DuckDB's memory for the joins and sorts of the export (tracks, flows, marks, counters);
+    # DuckDB's memory for the joins and sorts of the export (tracks, marks, counters, critical path);
     # beyond it they spill to a temporary folder. The slices are sorted outside DuckDB.
     duckdb_memory_limit: str = "512MB"
+    # DuckDB's memory while the slices are read: their details (perfetto/slice_parts.sql) are
+    # built once, spilled beyond this, and each part reads only its own rows of them back.
+    slices_memory_limit: str = "64MB"
     critical_path: bool = False  # add each run's critical path as a track of its own, with flows along it
 
 
@@ -118,6 +122,11 @@ def _rows(con: duckdb.DuckDBPyConnection, query: str, batch_rows: int):
 
 def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats) -> None:
     """The spans as slices, encoded from Arrow batches (slice_encoder.py) on a sequence of their own."""
+    with memory_limit(con, options.slices_memory_limit):
+        _write_slice_parts(con, writer, tracks, options, stats)
+
+
+def _write_slice_parts(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats) -> None:
     encoder = SliceEncoder(writer, tracks, sequence_id=SLICE_SEQUENCE_ID, max_interned=options.max_interned)
     set_variables(con, {"xsp_perfetto_part_rows": options.part_rows})
     parts = con.execute(query_text("perfetto/slice_parts")).fetchall()
