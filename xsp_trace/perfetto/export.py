@@ -4,7 +4,8 @@ Each run's spans are read in parts cut by start time (queries/perfetto/slice_par
 slices.sql), each part as one Arrow batch, sorted with numpy (slice_order.py) and encoded a
 batch at a time (slice_encoder.py) into a temporary file that replaces the output only at the
 end: memory holds two parts (the next one is read while this one is encoded), the encoder one
-batch and bounded intern tables.
+batch and bounded intern tables, DuckDB its slices_memory_limit (the details the parts join spill
+beyond it; a part reads only its own rows of them).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class PerfettoOptions:
     duckdb_memory_limit: str = "512MB"
     # DuckDB's memory while the slices are read: their details (perfetto/slice_parts.sql) are
     # built once, spilled beyond this, and each part reads only its own rows of them back.
-    slices_memory_limit: str = "64MB"
+    slices_memory_limit: str = "128MB"
     critical_path: bool = False  # add each run's critical path as a track of its own, with flows along it
 
 
