@@ -4,11 +4,13 @@
 -- columns, span_args, phases), built once for all parts, each beside its span's start time and
 -- ordered by it, so that a part reads only its own rows of them (perfetto/slices.sql filters
 -- them by the part's start range: zone maps skip the rest, and no part joins a whole table).
+-- The span_args lists are built by perfetto/slice_args.sql (run under more memory: its list
+-- aggregate does not spill).
 --
 -- From: perfetto_spans and perfetto_runs (queries/perfetto/select.sql), launches, kernels,
--- memops, span_args, attribution.
+-- memops, attribution.
 -- Creates TEMP TABLEs perfetto_flows, perfetto_outgoing_flows, perfetto_kernels,
--- perfetto_memops, perfetto_span_args and perfetto_phases, read by perfetto/slices.sql.
+-- perfetto_memops and perfetto_phases, read by perfetto/slices.sql.
 -- Flows: one per launches row whose API span and GPU span are both selected; its id is
 -- run_id * 2^40 + gpu_span_id, unique in the trace (span ids stay below 2^40).
 
@@ -81,25 +83,6 @@ SELECT
     m.src_kind, m.dst_kind
 FROM memops AS m
 JOIN perfetto_spans AS s ON s.run_id = m.run_id AND s.span_id = m.span_id
-ORDER BY s.run_id, s.start_ns;
-
-CREATE OR REPLACE TEMP TABLE perfetto_span_args AS
-SELECT
-    -- Run of the span.
-    s.run_id,
-    -- Start of the span (run clock).
-    s.start_ns,
-    -- The span.
-    a.span_id,
-    -- Its source details as a list of {key, value}, by key.
-    a.args
-FROM (
-    SELECT run_id, span_id, list(struct_pack(key := key, value := value) ORDER BY key) AS args
-    FROM span_args
-    WHERE run_id IN (SELECT run_id FROM perfetto_runs)
-    GROUP BY run_id, span_id
-) AS a
-JOIN perfetto_spans AS s ON s.run_id = a.run_id AND s.span_id = a.span_id
 ORDER BY s.run_id, s.start_ns;
 
 -- (only the rows with a phase: a hash table of every span's attribution row costs more than the rest of the join)

@@ -4,7 +4,8 @@
 -- every column on ten keys cost more than the rest of the export.
 --
 -- From: perfetto_spans (queries/perfetto/select.sql) and the details perfetto/slice_parts.sql
--- builds (perfetto_flows, perfetto_outgoing_flows, perfetto_kernels, perfetto_memops,
+-- and perfetto/slice_args.sql
+-- build (perfetto_flows, perfetto_outgoing_flows, perfetto_kernels, perfetto_memops,
 -- perfetto_span_args, perfetto_phases); one part of the spans: run getvariable('xsp_perfetto_part_run'),
 -- start in [xsp_perfetto_part_first, xsp_perfetto_part_last]. Every table is read through that same
 -- start range (a detail row has its span's start), so a part costs what its own rows cost.

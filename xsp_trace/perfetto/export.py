@@ -123,14 +123,23 @@ def _rows(con: duckdb.DuckDBPyConnection, query: str, batch_rows: int):
 
 def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats) -> None:
     """The spans as slices, encoded from Arrow batches (slice_encoder.py) on a sequence of their own."""
+    parts = slice_parts(con, options)
     with memory_limit(con, options.slices_memory_limit):
-        _write_slice_parts(con, writer, tracks, options, stats)
+        _write_slice_parts(con, writer, tracks, options, stats, parts)
 
 
-def _write_slice_parts(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats) -> None:
+def slice_parts(con: duckdb.DuckDBPyConnection, options: PerfettoOptions) -> list[tuple[int, int, int]]:
+    """(run, first start, last start) of each part of the slices, after building the details the
+    parts join: the span_args lists under the connection's own limit (their list aggregate does
+    not spill), the rest under slices_memory_limit (they spill)."""
+    con.execute(query_text("perfetto/slice_args"))
+    with memory_limit(con, options.slices_memory_limit):
+        set_variables(con, {"xsp_perfetto_part_rows": options.part_rows})
+        return con.execute(query_text("perfetto/slice_parts")).fetchall()
+
+
+def _write_slice_parts(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats, parts: list) -> None:
     encoder = SliceEncoder(writer, tracks, sequence_id=SLICE_SEQUENCE_ID, max_interned=options.max_interned)
-    set_variables(con, {"xsp_perfetto_part_rows": options.part_rows})
-    parts = con.execute(query_text("perfetto/slice_parts")).fetchall()
 
     def fetch(run_id, part_first, part_last):
         set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_first": part_first, "xsp_perfetto_part_last": part_last})
