@@ -220,9 +220,17 @@ ATTRIBUTION_BATCH_SPANS = 1_000_000
 def insert_attribution(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     """The run's `attribution` rows, one range of ATTRIBUTION_BATCH_SPANS span ids at a time, in span id order."""
     low, high = one_row(con, "SELECT min(span_id), max(span_id) FROM spans WHERE run_id = ?", [run_id])
-    for lo in range(low, high + 1, ATTRIBUTION_BATCH_SPANS) if low is not None else ():
-        set_variables(con, {"xsp_span_lo": lo, "xsp_span_hi": lo + ATTRIBUTION_BATCH_SPANS - 1})
+    # A run with no steps and no marks (an nsys export without model ranges) joins empty tables:
+    # nothing to hold, so one statement instead of one per range (each rescans and re-inserts).
+    marked = _has_rows(con, "_xsp_span_step") or _has_rows(con, "_xsp_span_inherited")
+    batch = ATTRIBUTION_BATCH_SPANS if marked or low is None else high - low + 1
+    for lo in range(low, high + 1, batch) if low is not None else ():
+        set_variables(con, {"xsp_span_lo": lo, "xsp_span_hi": lo + batch - 1})
         run_script(con, query_text("correlate/attribution_insert"), run_id)
+
+
+def _has_rows(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    return con.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() is not None
 
 
 def _correlate_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
@@ -232,12 +240,14 @@ def _correlate_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     run_script(con, query_text("correlate/hierarchy"), run_id)
     build_ancestors(con, run_id)
     # Descendants take the iteration of their nearest ancestor that has one (written by correlate/attribution).
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE _xsp_own_iteration AS SELECT span_id, parent_id, depth, iteration FROM spans WHERE run_id = ?",
-        [run_id],
-    )
-    inherit_down(con, "_xsp_own_iteration", ["iteration"], "_xsp_span_iteration")
-    con.execute("DROP TABLE _xsp_own_iteration")  # a copy of every span: not held through attribution
+    # A run without iterations (nsys) inherits nothing: read in place instead of copying every span.
+    own_iteration = f"SELECT span_id, parent_id, depth, iteration FROM spans WHERE run_id = {int(run_id)}"
+    if scalar(con, f"SELECT count(*) FROM ({own_iteration} AND iteration IS NOT NULL LIMIT 1)"):
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _xsp_own_iteration AS {own_iteration}")
+        inherit_down(con, "_xsp_own_iteration", ["iteration"], "_xsp_span_iteration")
+        con.execute("DROP TABLE _xsp_own_iteration")  # a copy of every span: not held through attribution
+    else:
+        inherit_down(con, f"({own_iteration})", ["iteration"], "_xsp_span_iteration")
     install_phase_rules(con)
     set_variables(con, {"xsp_arg_sequence_number": kf.ARG_SEQUENCE_NUMBER, "xsp_arg_fwd_thread_id": kf.ARG_FWD_THREAD_ID})
     run_script(con, query_text("correlate/attribution"), run_id)
