@@ -220,17 +220,9 @@ ATTRIBUTION_BATCH_SPANS = 1_000_000
 def insert_attribution(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     """The run's `attribution` rows, one range of ATTRIBUTION_BATCH_SPANS span ids at a time, in span id order."""
     low, high = one_row(con, "SELECT min(span_id), max(span_id) FROM spans WHERE run_id = ?", [run_id])
-    # A run with no steps and no marks (an nsys export without model ranges) joins empty tables:
-    # nothing to hold, so one statement instead of one per range (each rescans and re-inserts).
-    marked = _has_rows(con, "_xsp_span_step") or _has_rows(con, "_xsp_span_inherited")
-    batch = ATTRIBUTION_BATCH_SPANS if marked or low is None else high - low + 1
-    for lo in range(low, high + 1, batch) if low is not None else ():
-        set_variables(con, {"xsp_span_lo": lo, "xsp_span_hi": lo + batch - 1})
+    for lo in range(low, high + 1, ATTRIBUTION_BATCH_SPANS) if low is not None else ():
+        set_variables(con, {"xsp_span_lo": lo, "xsp_span_hi": lo + ATTRIBUTION_BATCH_SPANS - 1})
         run_script(con, query_text("correlate/attribution_insert"), run_id)
-
-
-def _has_rows(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    return con.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() is not None
 
 
 def _correlate_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
