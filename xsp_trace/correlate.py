@@ -80,8 +80,7 @@ def _open_runs(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.nda
 
 
 def nest_cpu_spans(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
-    """parent_id and depth of the run's CPU spans that have a parent, nested one window of start
-    times at a time (see NEST_BATCH_SPANS); roots keep NULL until correlate/hierarchy sets depth 0.
+    """parent_id and depth of the run's CPU spans, nested one window of start times at a time (see NEST_BATCH_SPANS).
 
     A span's parent and depth depend only on the spans before it on its thread (the enclosing ones
     start first), so each span is nested and stored in the window it starts in; what earlier
@@ -111,7 +110,7 @@ def _start_between(lo: int | None, hi: int | None) -> str:
 
 def _nest_window(held: dict, new: dict) -> tuple[dict, pa.Table]:
     """Nest one window's spans (`new`, sorted) under the rows `held` open from earlier windows:
-    (the rows still open at the window's end, the window's spans that have a parent, with their parent_id and depth)."""
+    (the rows still open at the window's end, the window's spans with their parent_id and depth)."""
     rows = {c: np.concatenate([held[c], new[c]]) for c in _NEST_COLUMNS}
     is_new = np.arange(len(rows["span_id"])) >= len(held["span_id"])
     if len(held["span_id"]):
@@ -123,15 +122,14 @@ def _nest_window(held: dict, new: dict) -> tuple[dict, pa.Table]:
     thread = np.r_[0, np.cumsum((np.diff(pid_null) != 0) | (np.diff(pid) != 0) | (np.diff(tid) != 0))]
     start, end, span_ids = rows["start_ns"], rows["end_ns"], rows["span_id"]
     parent_index, depth = nest(thread, start, end)
-    parent_index, depth, new_ids = parent_index[is_new], depth[is_new], span_ids[is_new]
-    # Only spans with a parent are stored: a root keeps parent_id and depth NULL, and
-    # correlate/hierarchy gives every span still without a depth depth 0 (an UPDATE of fewer rows).
-    children = np.flatnonzero(parent_index >= 0)
+    parent_index, depth = parent_index[is_new], depth[is_new]
+    has_parent = parent_index >= 0
+    parent_ids = pa.array(span_ids[np.where(has_parent, parent_index, 0)], pa.int64(), mask=~has_parent)
     keep = _open_runs(thread, start, end)
     # In span id order: DuckDB's UPDATE then meets the rows in table order (Kineto's span ids
     # interleave threads, and in thread order these UPDATEs were far slower).
-    order = children[np.argsort(new_ids[children], kind="stable")]
-    nested = pa.table({"span_id": new_ids[order], "parent_id": span_ids[parent_index[order]], "depth": depth[order]})
+    order = np.argsort(span_ids[is_new], kind="stable")
+    nested = pa.table({"span_id": span_ids[is_new][order], "parent_id": parent_ids.take(pa.array(order)), "depth": depth[order]})
     return {c: v[keep] for c, v in rows.items()}, nested
 
 

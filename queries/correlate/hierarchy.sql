@@ -1,9 +1,8 @@
 -- correlate/hierarchy: the whole-stack tree of one run, once CPU spans are nested and launches linked.
 --
--- From: `spans` of run getvariable('xsp_run_id') (CPU spans with a parent already carry
--- parent_id/depth from the per-thread containment walk; CPU roots have neither yet) and its `launches`.
+-- From: `spans` of run getvariable('xsp_run_id') (CPU spans already carry parent_id/depth from
+-- the per-thread containment walk) and its `launches`.
 -- Computes:
---   * depth 0 for every span still without one: CPU roots, unlaunched GPU spans.
 --   * GPU spans become children of the API call that launched them (depth = API depth + 1);
 --     unlaunched GPU spans stay at depth 0.
 --   * every span's depth is its parent's + 1 (an API call without a thread, never nested, is at
