@@ -32,9 +32,8 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(BENCH))
     sys.path.insert(0, str(args.checkout))
-    from scaled_inputs import parse_size, scaled_kineto
-
     import xsp_trace.convert.kineto.converter as converter
+    from scaled_inputs import parse_size, scaled_kineto
     from xsp_trace.convert import ConvertOptions, convert_inputs
     from xsp_trace.resources import query_text
 
