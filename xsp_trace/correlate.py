@@ -232,12 +232,14 @@ def _correlate_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     run_script(con, query_text("correlate/hierarchy"), run_id)
     build_ancestors(con, run_id)
     # Descendants take the iteration of their nearest ancestor that has one (written by correlate/attribution).
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE _xsp_own_iteration AS SELECT span_id, parent_id, depth, iteration FROM spans WHERE run_id = ?",
-        [run_id],
-    )
-    inherit_down(con, "_xsp_own_iteration", ["iteration"], "_xsp_span_iteration")
-    con.execute("DROP TABLE _xsp_own_iteration")  # a copy of every span: not held through attribution
+    # A run without iterations (nsys) inherits nothing: read in place instead of copying every span.
+    own_iteration = f"SELECT span_id, parent_id, depth, iteration FROM spans WHERE run_id = {int(run_id)}"
+    if scalar(con, f"SELECT count(*) FROM ({own_iteration} AND iteration IS NOT NULL LIMIT 1)"):
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _xsp_own_iteration AS {own_iteration}")
+        inherit_down(con, "_xsp_own_iteration", ["iteration"], "_xsp_span_iteration")
+        con.execute("DROP TABLE _xsp_own_iteration")  # a copy of every span: not held through attribution
+    else:
+        inherit_down(con, f"({own_iteration})", ["iteration"], "_xsp_span_iteration")
     install_phase_rules(con)
     set_variables(con, {"xsp_arg_sequence_number": kf.ARG_SEQUENCE_NUMBER, "xsp_arg_fwd_thread_id": kf.ARG_FWD_THREAD_ID})
     run_script(con, query_text("correlate/attribution"), run_id)

@@ -40,16 +40,20 @@ CREATE OR REPLACE TEMP MACRO _kineto_arg_entries(vals) AS
 CREATE OR REPLACE TEMP MACRO _kineto_repeats_keys(j, vals) AS
     len(json_keys(j)) > len(list_filter(vals, lambda v: v IS NOT NULL));
 
-CREATE OR REPLACE TEMP MACRO _kineto_int(j) AS CASE json_type(j)
+-- A text that is exactly the decimal of a BIGINT (no '+', leading zero, space or '.0', which a
+-- cast takes too): that BIGINT, else NULL. Most integers of a trace are written so: this cast
+-- decides them, the JSON parse and regexes below only the rest.
+CREATE OR REPLACE TEMP MACRO _kineto_plain_int(v) AS CASE WHEN CAST(TRY_CAST(v AS BIGINT) AS VARCHAR) = v THEN TRY_CAST(v AS BIGINT) END;
+CREATE OR REPLACE TEMP MACRO _kineto_int(j) AS coalesce(_kineto_plain_int(CAST(j AS VARCHAR)), CASE json_type(j)
     WHEN 'BIGINT' THEN TRY_CAST(j AS BIGINT)
     WHEN 'UBIGINT' THEN TRY_CAST(j AS BIGINT)
     WHEN 'DOUBLE' THEN CASE WHEN TRY_CAST(j AS DOUBLE) = floor(TRY_CAST(j AS DOUBLE)) THEN TRY_CAST(TRY_CAST(j AS DOUBLE) AS BIGINT) END
     WHEN 'VARCHAR' THEN CASE WHEN regexp_full_match(j ->> '$', '-?[0-9]+') THEN TRY_CAST(j ->> '$' AS BIGINT) END
-END;
+END);
 -- Integer of a text field (pid, tid, id: JSON numbers or digit strings, as their text).
-CREATE OR REPLACE TEMP MACRO _kineto_int_text(v) AS CASE
+CREATE OR REPLACE TEMP MACRO _kineto_int_text(v) AS coalesce(_kineto_plain_int(v), CASE
     WHEN regexp_full_match(v, '-?[0-9]+') THEN TRY_CAST(v AS BIGINT)
-    WHEN regexp_full_match(v, '-?[0-9]+\.0*') THEN TRY_CAST(split_part(v, '.', 1) AS BIGINT) END;
+    WHEN regexp_full_match(v, '-?[0-9]+\.0*') THEN TRY_CAST(split_part(v, '.', 1) AS BIGINT) END);
 CREATE OR REPLACE TEMP MACRO _kineto_float(j) AS CASE WHEN json_type(j) IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST(j AS DOUBLE) END;
 CREATE OR REPLACE TEMP MACRO _kineto_str(j) AS CASE WHEN json_type(j) = 'VARCHAR' THEN j ->> '$' END;
 CREATE OR REPLACE TEMP MACRO _kineto_ns(us) AS CAST(round(us * 1000) AS BIGINT);
@@ -58,6 +62,14 @@ CREATE OR REPLACE TEMP MACRO _kineto_dim(j, i) AS CASE
          AND json_type(j, '$[0]') IN ('BIGINT', 'UBIGINT') AND json_type(j, '$[1]') IN ('BIGINT', 'UBIGINT')
          AND json_type(j, '$[2]') IN ('BIGINT', 'UBIGINT')
     THEN TRY_CAST(j -> ('$[' || i || ']') AS INTEGER) END;
+
+-- Grid or block: [x, y, z] as INTEGERs (each NULL past INTEGER), or three NULLs unless an array of
+-- three JSON integers. Written compactly by json_extract, three integers of up to 18 digits (all
+-- within BIGINT) are one regex on the text; anything else takes _kineto_dim.
+CREATE OR REPLACE TEMP MACRO _kineto_dims(j) AS CASE
+    WHEN regexp_full_match(CAST(j AS VARCHAR), '\[-?[0-9]{1,18},-?[0-9]{1,18},-?[0-9]{1,18}\]')
+    THEN list_transform(string_split(substr(CAST(j AS VARCHAR), 2, length(CAST(j AS VARCHAR)) - 2), ','), lambda d: TRY_CAST(d AS INTEGER))
+    ELSE [_kineto_dim(j, 0), _kineto_dim(j, 1), _kineto_dim(j, 2)] END;
 
 -- Complete events that become spans, with everything the mapper derives from them.
 CREATE OR REPLACE TEMP TABLE _kineto_complete AS
@@ -152,16 +164,16 @@ INSERT INTO kernels BY NAME
 SELECT
     getvariable('xsp_run_id') AS run_id, span_id,
     -- Launch configuration: grid and block as [x, y, z] of integers.
-    _kineto_dim(_kineto_arg(a, getvariable('kineto_arg_grid')), 0) AS grid_x, _kineto_dim(_kineto_arg(a, getvariable('kineto_arg_grid')), 1) AS grid_y,
-    _kineto_dim(_kineto_arg(a, getvariable('kineto_arg_grid')), 2) AS grid_z, _kineto_dim(_kineto_arg(a, getvariable('kineto_arg_block')), 0) AS block_x,
-    _kineto_dim(_kineto_arg(a, getvariable('kineto_arg_block')), 1) AS block_y, _kineto_dim(_kineto_arg(a, getvariable('kineto_arg_block')), 2) AS block_z,
+    grid[1] AS grid_x, grid[2] AS grid_y, grid[3] AS grid_z, block[1] AS block_x, block[2] AS block_y, block[3] AS block_z,
     -- Registers, shared memory per block, occupancy (a fraction), blocks and warps per SM.
     _kineto_int(_kineto_arg(a, getvariable('kineto_arg_registers'))) AS registers_per_thread,
     _kineto_int(_kineto_arg(a, getvariable('kineto_arg_shared_memory'))) AS shared_mem_bytes,
     _kineto_float(_kineto_arg(a, getvariable('kineto_arg_occupancy_percent'))) / 100.0 AS occupancy_estimate,
     _kineto_float(_kineto_arg(a, getvariable('kineto_arg_blocks_per_sm'))) AS blocks_per_sm,
     _kineto_float(_kineto_arg(a, getvariable('kineto_arg_warps_per_sm'))) AS warps_per_sm
-FROM _kineto_complete WHERE kind = 'kernel'
+FROM (SELECT *, _kineto_dims(_kineto_arg(a, getvariable('kineto_arg_grid'))) AS grid,
+             _kineto_dims(_kineto_arg(a, getvariable('kineto_arg_block'))) AS block
+      FROM _kineto_complete WHERE kind = 'kernel')
 ORDER BY span_id;
 
 INSERT INTO memops BY NAME
@@ -186,12 +198,12 @@ INSERT INTO _kineto_launch_config BY NAME
 SELECT
     -- Launch API call (ROCm writes the configuration there).
     correlation_id, track_pid AS pid,
-    _kineto_dim(_kineto_arg(a, getvariable('kineto_arg_grid')), 0) AS grid_x, _kineto_dim(_kineto_arg(a, getvariable('kineto_arg_grid')), 1) AS grid_y,
-    _kineto_dim(_kineto_arg(a, getvariable('kineto_arg_grid')), 2) AS grid_z, _kineto_dim(_kineto_arg(a, getvariable('kineto_arg_block')), 0) AS block_x,
-    _kineto_dim(_kineto_arg(a, getvariable('kineto_arg_block')), 1) AS block_y, _kineto_dim(_kineto_arg(a, getvariable('kineto_arg_block')), 2) AS block_z,
+    grid[1] AS grid_x, grid[2] AS grid_y, grid[3] AS grid_z, block[1] AS block_x, block[2] AS block_y, block[3] AS block_z,
     _kineto_int(_kineto_arg(a, getvariable('kineto_arg_shared_memory'))) AS shared_mem_bytes
-FROM _kineto_complete
-WHERE kind = 'api' AND correlation_id IS NOT NULL AND (_kineto_arg(a, getvariable('kineto_arg_grid')) IS NOT NULL)
+FROM (SELECT *, _kineto_dims(_kineto_arg(a, getvariable('kineto_arg_grid'))) AS grid,
+             _kineto_dims(_kineto_arg(a, getvariable('kineto_arg_block'))) AS block
+      FROM _kineto_complete
+      WHERE kind = 'api' AND correlation_id IS NOT NULL AND (_kineto_arg(a, getvariable('kineto_arg_grid')) IS NOT NULL))
 ORDER BY span_id;
 
 INSERT INTO span_args BY NAME
@@ -200,7 +212,10 @@ SELECT
     -- Arg name as written.
     key,
     -- Strings as they are, booleans true/false, numbers and lists/objects as (compact) JSON text.
-    CASE WHEN starts_with(value, '"') THEN value ->> '$' ELSE CAST(value AS VARCHAR) END AS value
+    -- A string without a backslash is the text between its quotes (no JSON parse).
+    CASE WHEN NOT starts_with(value, '"') THEN CAST(value AS VARCHAR)
+         WHEN contains(value, '\') THEN value ->> '$'
+         ELSE substr(value, 2, length(value) - 2) END AS value
 FROM (
     SELECT span_id, on_gpu, kind, kv[1] AS key, kv[2] AS value
     FROM (SELECT span_id, on_gpu, kind, unnest(_kineto_arg_entries(a)) AS kv FROM _kineto_complete WHERE a IS NOT NULL)
