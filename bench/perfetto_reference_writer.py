@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from xsp_trace.naming import parse_layer_name
+from xsp_trace.perfetto.export import PerfettoOptions, slice_parts
 from xsp_trace.perfetto.slice_encoder import FLOAT_ANNOTATIONS, INT_ANNOTATIONS, STR_ANNOTATIONS, TRACK_KEY
 from xsp_trace.perfetto.tracks import Lanes
 from xsp_trace.resources import query_text
@@ -25,10 +26,9 @@ ORDER BY run_id, track_class = 'gpu', track_class, pid, tid, device_id, stream_i
 
 def _all_parts(con, batch_rows: int):
     """perfetto/slices.sql over each run whole (one part per run), sorted by DuckDB, as one query gave it before."""
-    set_variables(con, {"xsp_perfetto_part_rows": 1 << 62})
     query = _SORTED_SLICES.format(query=query_text("perfetto/slices").strip().rstrip(";"))
-    for run_id, part_from, part_to in con.execute(query_text("perfetto/slice_parts")).fetchall():
-        set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_from": part_from, "xsp_perfetto_part_to": part_to})
+    for run_id, part_first, part_last in slice_parts(con, PerfettoOptions(part_rows=1 << 62)):
+        set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_first": part_first, "xsp_perfetto_part_last": part_last})
         for batch in con.sql(query).to_arrow_reader(batch_rows):
             yield {
                 name: column.to_pylist() for name, column in zip(batch.schema.names, batch.columns, strict=True) if column.null_count < batch.num_rows

@@ -56,7 +56,7 @@ def database_for(copies: int) -> Path:
 def _parquet(database: Path, output: Path, query: str | None) -> dict:
     import duckdb
 
-    from xsp_trace.perfetto.export import PerfettoOptions, _select
+    from xsp_trace.perfetto.export import PerfettoOptions, _select, slice_parts
     from xsp_trace.resources import query_text
     from xsp_trace.sql import set_variables
 
@@ -66,11 +66,10 @@ def _parquet(database: Path, output: Path, query: str | None) -> dict:
         con.execute(f"COPY (SELECT * FROM spans) TO '{output}' (FORMAT parquet)")
     else:  # the export's query over each run whole (one part per run), one file per run
         _select(con, PerfettoOptions())
-        set_variables(con, {"xsp_perfetto_part_rows": 1 << 62})
-        parts = con.execute(query_text("perfetto/slice_parts")).fetchall()
+        parts = slice_parts(con, PerfettoOptions(part_rows=1 << 62))
         output.mkdir()
-        for run_id, part_from, part_to in parts:
-            set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_from": part_from, "xsp_perfetto_part_to": part_to})
+        for run_id, part_first, part_last in parts:
+            set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_first": part_first, "xsp_perfetto_part_last": part_last})
             con.execute(f"COPY ({query_text(query).strip().rstrip(';')}) TO '{output / f'run{run_id}.parquet'}' (FORMAT parquet)")
     pattern = output if query is None else output / "*.parquet"
     rows = con.execute(f"SELECT count(*) FROM read_parquet('{pattern}')").fetchone()[0]

@@ -1,11 +1,16 @@
 -- perfetto/slice_parts: the spans of an export cut into parts of about
--- getvariable('xsp_perfetto_part_rows') spans each -- per run, by start time -- so that the sort
--- of perfetto/slices.sql only ever holds one part; and the flow and span_args details of the
--- slices, built once for all parts.
+-- getvariable('xsp_perfetto_part_rows') spans each -- per run, by start time -- so that only one
+-- part is held and sorted at a time; and the details the slices join (flows, kernel and memop
+-- columns, span_args, phases), built once for all parts, each beside its span's start time and
+-- ordered by it, so that a part reads only its own rows of them (perfetto/slices.sql filters
+-- them by the part's start range: zone maps skip the rest, and no part joins a whole table).
+-- The span_args lists are built by perfetto/slice_args.sql (run under more memory: its list
+-- aggregate does not spill).
 --
--- From: perfetto_spans and perfetto_runs (queries/perfetto/select.sql), launches, span_args.
--- Creates TEMP TABLEs perfetto_flows, perfetto_outgoing_flows and perfetto_span_args, read by
--- perfetto/slices.sql.
+-- From: perfetto_spans and perfetto_runs (queries/perfetto/select.sql), launches, kernels,
+-- memops, attribution.
+-- Creates TEMP TABLEs perfetto_flows, perfetto_outgoing_flows, perfetto_kernels,
+-- perfetto_memops and perfetto_phases, read by perfetto/slices.sql.
 -- Flows: one per launches row whose API span and GPU span are both selected; its id is
 -- run_id * 2^40 + gpu_span_id, unique in the trace (span ids stay below 2^40).
 
@@ -15,59 +20,114 @@ SELECT
     l.run_id,
     -- The launching API call: the flow starts on its slice.
     l.api_span_id,
+    -- Start of the API call (run clock).
+    api.start_ns AS api_start_ns,
     -- The GPU work: the flow ends on its slice.
     l.gpu_span_id,
+    -- Start of the GPU work (run clock).
+    gpu.start_ns AS gpu_start_ns,
     -- The flow id.
     l.run_id::BIGINT * 1099511627776 + l.gpu_span_id AS flow_id
 FROM launches AS l
 JOIN perfetto_spans AS api ON api.run_id = l.run_id AND api.span_id = l.api_span_id
-JOIN perfetto_spans AS gpu ON gpu.run_id = l.run_id AND gpu.span_id = l.gpu_span_id;
+JOIN perfetto_spans AS gpu ON gpu.run_id = l.run_id AND gpu.span_id = l.gpu_span_id
+ORDER BY l.run_id, gpu.start_ns;
 
 CREATE OR REPLACE TEMP TABLE perfetto_outgoing_flows AS
 SELECT
     -- Run of the API call.
     run_id,
+    -- Start of the API call (run clock).
+    api_start_ns AS start_ns,
     -- The API call.
     api_span_id AS span_id,
     -- The flows it starts, by id.
     list(flow_id ORDER BY flow_id) AS flow_ids
 FROM perfetto_flows
-GROUP BY run_id, api_span_id;
+GROUP BY run_id, api_start_ns, api_span_id
+ORDER BY run_id, start_ns;
 
-CREATE OR REPLACE TEMP TABLE perfetto_span_args AS
+CREATE OR REPLACE TEMP TABLE perfetto_kernels AS
+SELECT
+    -- Run of the kernel.
+    s.run_id,
+    -- Start of the kernel (run clock).
+    s.start_ns,
+    -- The kernel's span.
+    k.span_id,
+    -- Kernel grid and block, x, y, z.
+    k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z,
+    -- Registers per thread.
+    k.registers_per_thread,
+    -- Static and dynamic shared memory per block, bytes.
+    k.shared_mem_static_bytes, k.shared_mem_dynamic_bytes,
+    -- Profiler-estimated occupancy, 0..1.
+    k.occupancy_estimate
+FROM kernels AS k
+JOIN perfetto_spans AS s ON s.run_id = k.run_id AND s.span_id = k.span_id
+ORDER BY s.run_id, s.start_ns;
+
+CREATE OR REPLACE TEMP TABLE perfetto_memops AS
+SELECT
+    -- Run of the copy or set.
+    s.run_id,
+    -- Its start (run clock).
+    s.start_ns,
+    -- Its span.
+    m.span_id,
+    -- Direction of a copy.
+    m.copy_kind,
+    -- Bytes copied or set.
+    m.bytes,
+    -- Memory kinds of a copy's source and destination.
+    m.src_kind, m.dst_kind
+FROM memops AS m
+JOIN perfetto_spans AS s ON s.run_id = m.run_id AND s.span_id = m.span_id
+ORDER BY s.run_id, s.start_ns;
+
+-- (only the rows with a phase: a hash table of every span's attribution row costs more than the rest of the join)
+CREATE OR REPLACE TEMP TABLE perfetto_phases AS
 SELECT
     -- Run of the span.
-    a.run_id,
+    s.run_id,
+    -- Start of the span (run clock).
+    s.start_ns,
     -- The span.
     a.span_id,
-    -- Its source details as a list of {key, value}, by key.
-    list(struct_pack(key := a.key, value := a.value) ORDER BY a.key) AS args
-FROM span_args AS a
-WHERE a.run_id IN (SELECT run_id FROM perfetto_runs)
-GROUP BY a.run_id, a.span_id;
+    -- Training phase it is charged to.
+    a.phase
+FROM attribution AS a
+JOIN perfetto_spans AS s ON s.run_id = a.run_id AND s.span_id = a.span_id
+WHERE a.phase IS NOT NULL
+ORDER BY s.run_id, s.start_ns;
 
 WITH
     per_run AS (
         SELECT run_id, count(*) AS n,
                greatest(1, ceil(count(*) / getvariable('xsp_perfetto_part_rows')))::INTEGER AS parts,
-               approx_quantile(start_ns, [i / 64 FOR i IN range(1, 64)]::FLOAT[]) AS cuts
+               approx_quantile(start_ns, [i / 1024 FOR i IN range(1, 1024)]::FLOAT[]) AS cuts
         FROM perfetto_spans GROUP BY run_id
     ),
     cuts AS (
         -- Cut points spread evenly over the run's start times (approximate quantiles: any
         -- increasing cuts are correct, even ones only make the parts about equal).
-        SELECT run_id, list_distinct([cuts[greatest(1, least(63, round(64.0 * i / parts)::INTEGER))] FOR i IN range(1, parts)]) AS points
+        SELECT run_id, list_distinct([cuts[greatest(1, least(1023, round(1024.0 * i / parts)::INTEGER))] FOR i IN range(1, parts)]) AS points
         FROM per_run
     ),
     bounds AS (
-        SELECT run_id, list_prepend(NULL, list_sort(points)) AS starts, list_append(list_sort(points), NULL) AS ends FROM cuts
+        -- Open ends as the extremes of BIGINT: the bounds stay plain constants that the scans of
+        -- perfetto/slices.sql can use to skip (a NULL bound would need coalesce, which they cannot).
+        SELECT run_id,
+               list_prepend(-9223372036854775808, list_sort(points)) AS starts,
+               list_append([p - 1 FOR p IN list_sort(points)], 9223372036854775807) AS lasts
+        FROM cuts
     )
 SELECT
     -- Run of the part.
     run_id,
-    -- First start time (ns, the run's clock) of the part's spans; NULL: open.
-    unnest(starts) AS part_from,
-    -- Start time (ns, the run's clock) the part's spans start before; NULL: open.
-    unnest(ends) AS part_to
+    -- First start time (ns, the run's clock) of the part's spans.
+    unnest(starts)::BIGINT AS part_first,
+    -- Last start time (ns, the run's clock, inclusive) of the part's spans.
+    unnest(lasts)::BIGINT AS part_last
 FROM bounds
-ORDER BY run_id, part_from NULLS FIRST;
+ORDER BY run_id, part_first;

@@ -3,10 +3,12 @@
 -- within a track by start, longest first, outermost first) -- unsorted here: DuckDB's sort of
 -- every column on ten keys cost more than the rest of the export.
 --
--- From: perfetto_spans (queries/perfetto/select.sql), perfetto_flows, perfetto_outgoing_flows
--- and perfetto_span_args (queries/perfetto/slice_parts.sql), kernels, memops, attribution; one part of the spans: run
--- getvariable('xsp_perfetto_part_run'), start in [xsp_perfetto_part_from, xsp_perfetto_part_to)
--- (NULL: open).
+-- From: perfetto_spans (queries/perfetto/select.sql) and the details perfetto/slice_parts.sql
+-- and perfetto/slice_args.sql
+-- build (perfetto_flows, perfetto_outgoing_flows, perfetto_kernels, perfetto_memops,
+-- perfetto_span_args, perfetto_phases); one part of the spans: run getvariable('xsp_perfetto_part_run'),
+-- start in [xsp_perfetto_part_first, xsp_perfetto_part_last]. Every table is read through that same
+-- start range (a detail row has its span's start), so a part costs what its own rows cost.
 SELECT
     -- Run of the span.
     s.run_id,
@@ -83,13 +85,23 @@ SELECT
 FROM (
     SELECT * FROM perfetto_spans
     WHERE run_id = getvariable('xsp_perfetto_part_run')
-      AND start_ns >= coalesce(getvariable('xsp_perfetto_part_from'), start_ns)
-      AND start_ns < coalesce(getvariable('xsp_perfetto_part_to'), start_ns + 1)
+      AND start_ns BETWEEN getvariable('xsp_perfetto_part_first') AND getvariable('xsp_perfetto_part_last')
 ) AS s
-LEFT JOIN perfetto_outgoing_flows AS o ON o.run_id = s.run_id AND o.span_id = s.span_id
-LEFT JOIN perfetto_flows AS f ON f.run_id = s.run_id AND f.gpu_span_id = s.span_id
-LEFT JOIN kernels AS k ON k.run_id = s.run_id AND k.span_id = s.span_id
-LEFT JOIN memops AS m ON m.run_id = s.run_id AND m.span_id = s.span_id
-LEFT JOIN perfetto_span_args AS a ON a.run_id = s.run_id AND a.span_id = s.span_id
--- (only the rows with a phase: a hash table of every span's attribution row costs more than the rest of the join)
-LEFT JOIN (SELECT run_id, span_id, phase FROM attribution WHERE phase IS NOT NULL) AS att ON att.run_id = s.run_id AND att.span_id = s.span_id;
+LEFT JOIN (SELECT * FROM perfetto_outgoing_flows WHERE run_id = getvariable('xsp_perfetto_part_run')
+           AND start_ns BETWEEN getvariable('xsp_perfetto_part_first') AND getvariable('xsp_perfetto_part_last')) AS o
+    ON o.run_id = s.run_id AND o.span_id = s.span_id
+LEFT JOIN (SELECT * FROM perfetto_flows WHERE run_id = getvariable('xsp_perfetto_part_run')
+           AND gpu_start_ns BETWEEN getvariable('xsp_perfetto_part_first') AND getvariable('xsp_perfetto_part_last')) AS f
+    ON f.run_id = s.run_id AND f.gpu_span_id = s.span_id
+LEFT JOIN (SELECT * FROM perfetto_kernels WHERE run_id = getvariable('xsp_perfetto_part_run')
+           AND start_ns BETWEEN getvariable('xsp_perfetto_part_first') AND getvariable('xsp_perfetto_part_last')) AS k
+    ON k.run_id = s.run_id AND k.span_id = s.span_id
+LEFT JOIN (SELECT * FROM perfetto_memops WHERE run_id = getvariable('xsp_perfetto_part_run')
+           AND start_ns BETWEEN getvariable('xsp_perfetto_part_first') AND getvariable('xsp_perfetto_part_last')) AS m
+    ON m.run_id = s.run_id AND m.span_id = s.span_id
+LEFT JOIN (SELECT * FROM perfetto_span_args WHERE run_id = getvariable('xsp_perfetto_part_run')
+           AND start_ns BETWEEN getvariable('xsp_perfetto_part_first') AND getvariable('xsp_perfetto_part_last')) AS a
+    ON a.run_id = s.run_id AND a.span_id = s.span_id
+LEFT JOIN (SELECT * FROM perfetto_phases WHERE run_id = getvariable('xsp_perfetto_part_run')
+           AND start_ns BETWEEN getvariable('xsp_perfetto_part_first') AND getvariable('xsp_perfetto_part_last')) AS att
+    ON att.run_id = s.run_id AND att.span_id = s.span_id;

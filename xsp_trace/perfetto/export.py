@@ -4,7 +4,8 @@ Each run's spans are read in parts cut by start time (queries/perfetto/slice_par
 slices.sql), each part as one Arrow batch, sorted with numpy (slice_order.py) and encoded a
 batch at a time (slice_encoder.py) into a temporary file that replaces the output only at the
 end: memory holds two parts (the next one is read while this one is encoded), the encoder one
-batch and bounded intern tables.
+batch and bounded intern tables, DuckDB its slices_memory_limit (the details the parts join spill
+beyond it; a part reads only its own rows of them).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import duckdb
 
+from ..connection import memory_limit
 from ..errors import InputError
 from ..output_files import atomic_output, check_output_path, private_temp_prefix, refuse_inputs
 from ..resources import query_text
@@ -40,14 +42,17 @@ class PerfettoOptions:
     from_ns: int | None = None  # window start, ns after each run's origin (runs.origin_ns)
     to_ns: int | None = None  # window end (exclusive)
     align_runs: bool = True  # every run's origin (runs.origin_ns) at time 0 (False: keep each run's own clock)
-    batch_rows: int = 50_000  # rows per Arrow batch read from DuckDB
+    batch_rows: int = 25_000  # rows per Arrow batch read from DuckDB, and per batch the slice encoder writes
     # Spans per part of the slices query (perfetto/slice_parts.sql): one part at a time is held
     # and sorted (slice_order.py), so memory follows this, not the trace size.
     part_rows: int = 100_000
     max_interned: int = 200_000  # intern table entries before the incremental state is reset
-    # DuckDB's memory for the joins and sorts of the export (tracks, flows, marks, counters);
+    # DuckDB's memory for the joins and sorts of the export (tracks, marks, counters, critical path);
     # beyond it they spill to a temporary folder. The slices are sorted outside DuckDB.
     duckdb_memory_limit: str = "512MB"
+    # DuckDB's memory while the slices are read: their details (perfetto/slice_parts.sql) are
+    # built once, spilled beyond this, and each part reads only its own rows of them back.
+    slices_memory_limit: str = "128MB"
     critical_path: bool = False  # add each run's critical path as a track of its own, with flows along it
 
 
@@ -118,12 +123,26 @@ def _rows(con: duckdb.DuckDBPyConnection, query: str, batch_rows: int):
 
 def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats) -> None:
     """The spans as slices, encoded from Arrow batches (slice_encoder.py) on a sequence of their own."""
-    encoder = SliceEncoder(writer, tracks, sequence_id=SLICE_SEQUENCE_ID, max_interned=options.max_interned)
-    set_variables(con, {"xsp_perfetto_part_rows": options.part_rows})
-    parts = con.execute(query_text("perfetto/slice_parts")).fetchall()
+    parts = slice_parts(con, options)
+    with memory_limit(con, options.slices_memory_limit):
+        _write_slice_parts(con, writer, tracks, options, stats, parts)
 
-    def fetch(run_id, part_from, part_to):
-        set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_from": part_from, "xsp_perfetto_part_to": part_to})
+
+def slice_parts(con: duckdb.DuckDBPyConnection, options: PerfettoOptions) -> list[tuple[int, int, int]]:
+    """(run, first start, last start) of each part of the slices, after building the details the
+    parts join: the span_args lists under the connection's own limit (their list aggregate does
+    not spill), the rest under slices_memory_limit (they spill)."""
+    con.execute(query_text("perfetto/slice_args"))
+    with memory_limit(con, options.slices_memory_limit):
+        set_variables(con, {"xsp_perfetto_part_rows": options.part_rows})
+        return con.execute(query_text("perfetto/slice_parts")).fetchall()
+
+
+def _write_slice_parts(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats, parts: list) -> None:
+    encoder = SliceEncoder(writer, tracks, sequence_id=SLICE_SEQUENCE_ID, max_interned=options.max_interned)
+
+    def fetch(run_id, part_first, part_last):
+        set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_first": part_first, "xsp_perfetto_part_last": part_last})
         return sort_part(con.sql(query_text("perfetto/slices")).to_arrow_reader(options.batch_rows))
 
     # The next part is read and sorted on a thread of its own while the encoder writes this one

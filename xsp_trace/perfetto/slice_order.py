@@ -22,6 +22,9 @@ from .arrow_arrays import indices, ints
 TRACK_KEY = ("run_id", "track_class", "pid", "tid", "device_id", "stream_id")
 _INT_KEYS = ("run_id", "pid", "tid", "device_id", "stream_id")
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit multiplier: spreads each key column over the code
+# The parts' Arrow buffers come from the system allocator: pyarrow's default (jemalloc) keeps the
+# pages of each freed part for reuse, which held more memory than two parts need.
+PART_MEMORY = pa.system_memory_pool()
 
 
 def _nulls_last(value) -> tuple:
@@ -53,10 +56,13 @@ def sort_part(part: Iterable[pa.RecordBatch]) -> tuple[pa.RecordBatch, np.ndarra
     in (None when empty). Its string columns are dictionary-encoded batch by batch as they arrive
     (only the indices and the distinct strings of the part are held; reordering moves indices, and
     the encoder interns each distinct string of a batch once)."""
-    encoded = [pa.record_batch([pc.dictionary_encode(c) if c.type == pa.string() else c for c in b.columns], names=b.schema.names) for b in part]
+    encoded = [
+        pa.record_batch([pc.dictionary_encode(c, memory_pool=PART_MEMORY) if c.type == pa.string() else c for c in b.columns], names=b.schema.names)
+        for b in part
+    ]
     if sum(b.num_rows for b in encoded) == 0:
         return None
-    whole = pa.Table.from_batches(encoded).combine_chunks().to_batches()[0]  # one batch: single chunks (dictionaries unified)
+    whole = pa.Table.from_batches(encoded).combine_chunks(memory_pool=PART_MEMORY).to_batches()[0]  # one batch: single chunks (dictionaries unified)
     return whole, part_order(whole)
 
 
@@ -65,7 +71,7 @@ def in_order(sorted_part: tuple[pa.RecordBatch, np.ndarray] | None, batch_rows: 
     if sorted_part is not None:
         whole, order = sorted_part
         for first in range(0, len(order), batch_rows):
-            yield whole.take(indices(order[first : first + batch_rows]))
+            yield pc.take(whole, indices(order[first : first + batch_rows]), memory_pool=PART_MEMORY)
 
 
 def sorted_batches(part: Iterable[pa.RecordBatch], batch_rows: int) -> Iterator[pa.RecordBatch]:
