@@ -105,12 +105,12 @@ WITH
     per_run AS (
         SELECT run_id, count(*) AS n,
                greatest(1, ceil(count(*) / getvariable('xsp_perfetto_part_rows')))::INTEGER AS parts,
-               approx_quantile(start_ns, [i / 1024 FOR i IN range(1, 1024)]::FLOAT[]) AS cuts
+               quantile_disc(start_ns, [i / 1024 FOR i IN range(1, 1024)]) AS cuts
         FROM perfetto_spans GROUP BY run_id
     ),
     cuts AS (
-        -- Cut points spread evenly over the run's start times (approximate quantiles: any
-        -- increasing cuts are correct, even ones only make the parts about equal).
+        -- Cut points spread evenly over the run's start times. Exact quantiles: an approximate
+        -- one differs from run to run (parallel merges), and so would the trace's bytes.
         SELECT run_id, list_distinct([cuts[greatest(1, least(1023, round(1024.0 * i / parts)::INTEGER))] FOR i IN range(1, parts)]) AS points
         FROM per_run
     ),

@@ -94,11 +94,14 @@ class InternTables:
         return found
 
     def column(self, table: str, column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-        """(iids, valid mask) of a string column: each distinct value the batch uses looked up once."""
+        """(iids, valid mask) of a string column: each distinct value the batch uses looked up once,
+        in order of first use (the dictionary's order follows the order DuckDB's threads delivered
+        the part in, so interning in it would make the trace's bytes differ from run to run)."""
         encoded = _encoded(column)
         codes, valid = _ints(encoded.indices)
         dictionary = encoded.dictionary
-        used = np.flatnonzero(np.bincount(codes[valid], minlength=len(dictionary)))  # (the part's dictionary may hold more)
+        used, first = np.unique(codes[valid], return_index=True)  # (the part's dictionary may hold more)
+        used = used[np.argsort(first, kind="stable")]
         lookup = np.zeros(len(dictionary) + 1, dtype=np.uint64)  # the last: NULL
         lookup[used] = [self.iid(table, s) for s in dictionary.take(indices(used)).to_pylist()]
         return lookup[np.where(valid, codes, len(dictionary))], valid
