@@ -1,6 +1,8 @@
--- perfetto/slice_args: the source details (span_args) of the exported spans as one list per span,
+-- perfetto/slice_args: the source details (span_args) of the exported spans, one row per arg,
 -- beside the span's start time and ordered by it, so that each part of perfetto/slices.sql reads
--- only its own rows (the part's start range; zone maps skip the rest).
+-- only its own rows (the part's start range; zone maps skip the rest) and gathers them into one
+-- list per span there. Flat rows, not lists: building every span's list at once does not spill
+-- (a list aggregate holds all its groups), a part's lists are small.
 --
 -- From: perfetto_spans and perfetto_runs (queries/perfetto/select.sql), span_args.
 -- Creates TEMP TABLE perfetto_span_args, read by perfetto/slices.sql.
@@ -13,13 +15,10 @@ SELECT
     s.start_ns,
     -- The span.
     a.span_id,
-    -- Its source details as a list of {key, value}, by key.
-    a.args
-FROM (
-    SELECT run_id, span_id, list(struct_pack(key := key, value := value) ORDER BY key) AS args
-    FROM span_args
-    WHERE run_id IN (SELECT run_id FROM perfetto_runs)
-    GROUP BY run_id, span_id
-) AS a
+    -- Arg name.
+    a.key,
+    -- Arg value as text.
+    a.value
+FROM span_args AS a
 JOIN perfetto_spans AS s ON s.run_id = a.run_id AND s.span_id = a.span_id
 ORDER BY s.run_id, s.start_ns;

@@ -4,8 +4,7 @@
 -- columns, span_args, phases), built once for all parts, each beside its span's start time and
 -- ordered by it, so that a part reads only its own rows of them (perfetto/slices.sql filters
 -- them by the part's start range: zone maps skip the rest, and no part joins a whole table).
--- The span_args lists are built by perfetto/slice_args.sql (run under more memory: its list
--- aggregate does not spill).
+-- The span_args rows are laid out the same way by perfetto/slice_args.sql.
 --
 -- From: perfetto_spans and perfetto_runs (queries/perfetto/select.sql), launches, kernels,
 -- memops, attribution.

@@ -99,8 +99,10 @@ LEFT JOIN (SELECT * FROM perfetto_kernels WHERE run_id = getvariable('xsp_perfet
 LEFT JOIN (SELECT * FROM perfetto_memops WHERE run_id = getvariable('xsp_perfetto_part_run')
            AND start_ns BETWEEN getvariable('xsp_perfetto_part_first') AND getvariable('xsp_perfetto_part_last')) AS m
     ON m.run_id = s.run_id AND m.span_id = s.span_id
-LEFT JOIN (SELECT * FROM perfetto_span_args WHERE run_id = getvariable('xsp_perfetto_part_run')
-           AND start_ns BETWEEN getvariable('xsp_perfetto_part_first') AND getvariable('xsp_perfetto_part_last')) AS a
+LEFT JOIN (SELECT run_id, span_id, list(struct_pack(key := key, value := value) ORDER BY key) AS args
+           FROM perfetto_span_args WHERE run_id = getvariable('xsp_perfetto_part_run')
+           AND start_ns BETWEEN getvariable('xsp_perfetto_part_first') AND getvariable('xsp_perfetto_part_last')
+           GROUP BY run_id, span_id) AS a
     ON a.run_id = s.run_id AND a.span_id = s.span_id
 LEFT JOIN (SELECT * FROM perfetto_phases WHERE run_id = getvariable('xsp_perfetto_part_run')
            AND start_ns BETWEEN getvariable('xsp_perfetto_part_first') AND getvariable('xsp_perfetto_part_last')) AS att

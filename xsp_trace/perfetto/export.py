@@ -130,10 +130,9 @@ def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: Per
 
 def slice_parts(con: duckdb.DuckDBPyConnection, options: PerfettoOptions) -> list[tuple[int, int, int]]:
     """(run, first start, last start) of each part of the slices, after building the details the
-    parts join: the span_args lists under the connection's own limit (their list aggregate does
-    not spill), the rest under slices_memory_limit (they spill)."""
-    con.execute(query_text("perfetto/slice_args"))
+    parts join (under slices_memory_limit: they spill beyond it)."""
     with memory_limit(con, options.slices_memory_limit):
+        con.execute(query_text("perfetto/slice_args"))
         set_variables(con, {"xsp_perfetto_part_rows": options.part_rows})
         return con.execute(query_text("perfetto/slice_parts")).fetchall()
 
