@@ -1,6 +1,6 @@
 -- perfetto/slice_parts: the spans of an export cut into parts of about
--- getvariable('xsp_perfetto_part_rows') spans each -- per run, by start time -- so that only one
--- part is held and sorted at a time; and the details the slices join (flows, kernel and memop
+-- getvariable('xsp_perfetto_part_rows') rows of spans and their args each -- per run, by start
+-- time -- so that only one part is held and sorted at a time; and the details the slices join (flows, kernel and memop
 -- columns, span_args, phases), built once for all parts, each beside its span's start time and
 -- ordered by it, so that a part reads only its own rows of them (perfetto/slices.sql filters
 -- them by the part's start range: zone maps skip the rest, and no part joins a whole table).
@@ -101,11 +101,17 @@ WHERE a.phase IS NOT NULL
 ORDER BY s.run_id, s.start_ns;
 
 WITH
+    arg_rows AS (
+        SELECT run_id, count(*) AS n FROM perfetto_span_args GROUP BY run_id
+    ),
     per_run AS (
-        SELECT run_id, count(*) AS n,
-               greatest(1, ceil(count(*) / getvariable('xsp_perfetto_part_rows')))::INTEGER AS parts,
-               quantile_disc(start_ns, [i / 1024 FOR i IN range(1, 1024)]) AS cuts
-        FROM perfetto_spans GROUP BY run_id
+        -- A part holds about xsp_perfetto_part_rows rows of spans and their args together: a
+        -- Kineto trace's args (a few per op) outnumber its spans, and a part gathers them into lists.
+        SELECT s.run_id,
+               greatest(1, ceil((count(*) + any_value(coalesce(a.n, 0))) / getvariable('xsp_perfetto_part_rows')))::INTEGER AS parts,
+               quantile_disc(s.start_ns, [i / 1024 FOR i IN range(1, 1024)]) AS cuts
+        FROM perfetto_spans AS s LEFT JOIN arg_rows AS a ON a.run_id = s.run_id
+        GROUP BY s.run_id
     ),
     cuts AS (
         -- Cut points spread evenly over the run's start times. Exact quantiles: an approximate

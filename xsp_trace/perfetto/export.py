@@ -43,7 +43,7 @@ class PerfettoOptions:
     to_ns: int | None = None  # window end (exclusive)
     align_runs: bool = True  # every run's origin (runs.origin_ns) at time 0 (False: keep each run's own clock)
     batch_rows: int = 25_000  # rows per Arrow batch read from DuckDB, and per batch the slice encoder writes
-    # Spans per part of the slices query (perfetto/slice_parts.sql): one part at a time is held
+    # Rows (spans and their args) per part of the slices query (perfetto/slice_parts.sql): one part at a time is held
     # and sorted (slice_order.py), so memory follows this, not the trace size.
     part_rows: int = 100_000
     max_interned: int = 200_000  # intern table entries before the incremental state is reset
