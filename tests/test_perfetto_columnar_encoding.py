@@ -128,7 +128,7 @@ def test_wire_encoding_parses_as_the_protobuf_classes_write_it():
 
 @pytest.mark.slow  # a six-fold export converted, then written four times
 def test_the_same_database_exports_to_the_same_bytes(tmp_path):
-    """Parts cut at exact start-time quantiles: exports of one database are byte for byte equal.
+    """Parts cut by counts of start times: exports of one database are byte for byte equal.
     With approximate quantiles (merged in parallel) the cuts, hence the batches and the interning,
     moved from run to run once a run held more spans than one DuckDB row group."""
     export = tmp_path / "h100_x6.sqlite"

@@ -104,28 +104,45 @@ WITH
     arg_rows AS (
         SELECT run_id, count(*) AS n FROM perfetto_span_args GROUP BY run_id
     ),
+    extent AS (
+        SELECT run_id, count(*) AS n, min(start_ns) AS lo, max(start_ns)::HUGEINT - min(start_ns) + 1 AS width
+        FROM perfetto_spans GROUP BY run_id
+    ),
     per_run AS (
         -- A part holds about xsp_perfetto_part_rows rows of spans and their args together: a
         -- Kineto trace's args (a few per op) outnumber its spans, and a part gathers them into lists.
-        SELECT s.run_id,
-               greatest(1, ceil((count(*) + any_value(coalesce(a.n, 0))) / getvariable('xsp_perfetto_part_rows')))::INTEGER AS parts,
-               quantile_disc(s.start_ns, [i / 1024 FOR i IN range(1, 1024)]) AS cuts
-        FROM perfetto_spans AS s LEFT JOIN arg_rows AS a ON a.run_id = s.run_id
-        GROUP BY s.run_id
+        SELECT e.*, 65536 AS buckets, greatest(1, ceil((e.n + coalesce(a.n, 0)) / getvariable('xsp_perfetto_part_rows')))::INTEGER AS parts
+        FROM extent AS e LEFT JOIN arg_rows AS a ON a.run_id = e.run_id
+    ),
+    buckets AS (
+        -- Spans per bucket of start times (per_run.buckets equal widths). Counting, not quantiles:
+        -- exact quantiles hold every start time in memory, approximate ones differ from run to
+        -- run (parallel merges), and so would the trace's bytes.
+        SELECT s.run_id, ((s.start_ns - r.lo)::HUGEINT * r.buckets // r.width)::BIGINT AS bucket, count(*) AS c
+        FROM perfetto_spans AS s JOIN per_run AS r ON r.run_id = s.run_id
+        WHERE r.parts > 1
+        GROUP BY ALL
+    ),
+    running AS (
+        SELECT run_id, bucket, sum(c) OVER w AS upto, sum(c) OVER w - c AS before
+        FROM buckets WINDOW w AS (PARTITION BY run_id ORDER BY bucket)
     ),
     cuts AS (
-        -- Cut points spread evenly over the run's start times. Exact quantiles: an approximate
-        -- one differs from run to run (parallel merges), and so would the trace's bytes.
-        SELECT run_id, list_distinct([cuts[greatest(1, least(1023, round(1024.0 * i / parts)::INTEGER))] FOR i IN range(1, parts)]) AS points
-        FROM per_run
+        -- A cut after each bucket where the running count passes a multiple of n / parts: at the
+        -- first start time of the next bucket (any increasing cuts are correct; these make the
+        -- parts about equal).
+        SELECT r.run_id, list(DISTINCT p.lo + ((r.bucket + 1) * p.width + p.buckets - 1) // p.buckets) AS points
+        FROM running AS r JOIN per_run AS p ON p.run_id = r.run_id
+        WHERE r.upto < p.n AND (r.upto * p.parts) // p.n > (r.before * p.parts) // p.n
+        GROUP BY r.run_id
     ),
     bounds AS (
         -- Open ends as the extremes of BIGINT: the bounds stay plain constants that the scans of
         -- perfetto/slices.sql can use to skip (a NULL bound would need coalesce, which they cannot).
         SELECT run_id,
-               list_prepend(-9223372036854775808, list_sort(points)) AS starts,
-               list_append([p - 1 FOR p IN list_sort(points)], 9223372036854775807) AS lasts
-        FROM cuts
+               list_prepend(-9223372036854775808, list_sort(coalesce(points, []))) AS starts,
+               list_append([p - 1 FOR p IN list_sort(coalesce(points, []))], 9223372036854775807) AS lasts
+        FROM per_run LEFT JOIN cuts USING (run_id)
     )
 SELECT
     -- Run of the part.
