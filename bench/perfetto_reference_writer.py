@@ -13,14 +13,16 @@ from xsp_trace.perfetto.tracks import Lanes
 from xsp_trace.resources import query_text
 from xsp_trace.sql import set_variables
 
-# perfetto/slices.sql sorted and with grid and block as strings, by DuckDB, as the query did before
-# the encoder sorted each part itself (xsp_trace/perfetto/slice_order.py): a reference independent of it.
+# perfetto/slices.sql sorted by DuckDB, as the query did before the encoder sorted each part
+# itself (xsp_trace/perfetto/slice_order.py), with grid and block formatted here from the kernels
+# table: a reference independent of both.
 _SORTED_SLICES = """
-SELECT *,
-       CASE WHEN grid_x IS NOT NULL THEN format('[{{}}, {{}}, {{}}]', grid_x, grid_y, grid_z) END AS grid,
-       CASE WHEN block_x IS NOT NULL THEN format('[{{}}, {{}}, {{}}]', block_x, block_y, block_z) END AS block
+SELECT q.* EXCLUDE (grid, block),
+       CASE WHEN k.grid_x IS NOT NULL THEN format('[{{}}, {{}}, {{}}]', k.grid_x, k.grid_y, k.grid_z) END AS grid,
+       CASE WHEN k.block_x IS NOT NULL THEN format('[{{}}, {{}}, {{}}]', k.block_x, k.block_y, k.block_z) END AS block
 FROM ({query}) AS q
-ORDER BY run_id, track_class = 'gpu', track_class, pid, tid, device_id, stream_id NULLS LAST, ts, span_end_ns DESC, depth, span_id
+LEFT JOIN kernels AS k ON k.run_id = q.run_id AND k.span_id = q.span_id
+ORDER BY q.run_id, q.track_class = 'gpu', q.track_class, q.pid, q.tid, q.device_id, q.stream_id NULLS LAST, q.ts, q.span_end_ns DESC, q.depth, q.span_id
 """
 
 

@@ -54,8 +54,10 @@ SELECT
     s.start_ns,
     -- The kernel's span.
     k.span_id,
-    -- Kernel grid and block, x, y, z.
-    k.grid_x, k.grid_y, k.grid_z, k.block_x, k.block_y, k.block_z,
+    -- Kernel grid as shown, "[x, y, z]" (NULL if a dimension is unknown).
+    '[' || k.grid_x || ', ' || k.grid_y || ', ' || k.grid_z || ']' AS grid,
+    -- Kernel block as shown, "[x, y, z]".
+    '[' || k.block_x || ', ' || k.block_y || ', ' || k.block_z || ']' AS block,
     -- Registers per thread.
     k.registers_per_thread,
     -- Static and dynamic shared memory per block, bytes.

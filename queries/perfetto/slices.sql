@@ -52,18 +52,10 @@ SELECT
     s.category,
     -- How an NVTX range was made: push_pop or start_end.
     s.range_style,
-    -- Kernel grid, x (the writer shows grid and block as "[x, y, z]").
-    k.grid_x,
-    -- Kernel grid, y.
-    k.grid_y,
-    -- Kernel grid, z.
-    k.grid_z,
-    -- Kernel block, x.
-    k.block_x,
-    -- Kernel block, y.
-    k.block_y,
-    -- Kernel block, z.
-    k.block_z,
+    -- Kernel grid, "[x, y, z]".
+    k.grid,
+    -- Kernel block, "[x, y, z]".
+    k.block,
     -- Registers per thread of a kernel.
     k.registers_per_thread,
     -- Static shared memory per block of a kernel, bytes.

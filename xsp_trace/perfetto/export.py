@@ -138,24 +138,24 @@ def slice_parts(con: duckdb.DuckDBPyConnection, options: PerfettoOptions) -> lis
 
 
 def _write_slice_parts(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats, parts: list) -> None:
-    encoder = SliceEncoder(writer, tracks, sequence_id=SLICE_SEQUENCE_ID, max_interned=options.max_interned)
 
     def fetch(run_id, part_first, part_last):
         set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_first": part_first, "xsp_perfetto_part_last": part_last})
-        return sort_part(con.sql(query_text("perfetto/slices")).to_arrow_reader(options.batch_rows))
+        # taken in order here too: the encoder's thread gets batches ready to encode
+        return list(in_order(sort_part(con.sql(query_text("perfetto/slices")).to_arrow_reader(options.batch_rows)), options.batch_rows))
 
     # The next part is read and sorted on a thread of its own while the encoder writes this one
     # (DuckDB and numpy leave the GIL; only that thread uses the connection until the loop ends).
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    with ThreadPoolExecutor(max_workers=1) as pool, ThreadPoolExecutor(max_workers=1) as encoding:
+        encoder = SliceEncoder(writer, tracks, sequence_id=SLICE_SEQUENCE_ID, max_interned=options.max_interned, pool=encoding)
         pending = pool.submit(fetch, *parts[0]) if parts else None
         for i in range(len(parts)):
             assert pending is not None
             part = pending.result()
             pending = pool.submit(fetch, *parts[i + 1]) if i + 1 < len(parts) else None
-            for batch in in_order(part, options.batch_rows):
-                encoder.write_batch(batch)
+            encoder.write_part(part)
             del part
-    encoder.finish()
+        encoder.finish()
     stats.slices += encoder.slices
     stats.flows += encoder.flows
 

@@ -16,7 +16,9 @@ incremental state and starts over, so memory does not grow with the number of di
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
+from concurrent.futures import Future
 from typing import BinaryIO
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
@@ -74,6 +76,15 @@ class PacketWriter:
             self.bytes_written += len(data)
             self._chunk = pb.Trace()
             self._in_chunk = 0
+
+    def take_chunk(self) -> bytes:
+        """The packets built so far, serialized and taken out instead of written (counted already:
+        write them with write_raw(data, 0))."""
+        data = self._chunk.SerializeToString() if self._in_chunk else b""
+        if self._in_chunk:
+            self._chunk = pb.Trace()
+            self._in_chunk = 0
+        return data
 
     def write_raw(self, data: bytes, packets: int) -> None:
         """Append serialized packets (a Trace fragment) after everything written so far."""
@@ -184,3 +195,35 @@ class PacketWriter:
         event.type = COUNTER
         event.track_uuid = track_uuid
         event.double_counter_value = value
+
+
+class OrderedWrites:
+    """Writes to a PacketWriter in the order they were put, some of them still being computed on
+    another thread (futures): the file's bytes never depend on which finished first. At most
+    `ahead` futures wait; putting one more waits for the oldest."""
+
+    def __init__(self, writer: PacketWriter, ahead: int = 2):
+        self.writer = writer
+        self.ahead = ahead
+        self._queue: deque[tuple[bytes | Future[bytes], int]] = deque()
+        self._futures = 0
+
+    def put(self, data: bytes | Future[bytes], packets: int) -> None:
+        self._queue.append((data, packets))
+        self._futures += isinstance(data, Future)
+        self._write_front(self.ahead)
+
+    def drain(self) -> None:
+        """Write everything put so far (waiting for what is still being computed)."""
+        self._write_front(0)
+
+    def _write_front(self, ahead: int) -> None:
+        while self._queue:
+            data, packets = self._queue[0]
+            if isinstance(data, Future):
+                if not data.done() and self._futures <= ahead:
+                    return
+                data = data.result()
+                self._futures -= 1
+            self._queue.popleft()
+            self.writer.write_raw(data, packets)

@@ -19,7 +19,10 @@ several times, in start order.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -32,7 +35,7 @@ from .arrow_arrays import indices
 from .arrow_arrays import ints as _ints
 from .arrow_arrays import valid as _valid
 from .arrow_arrays import values as _values
-from .packets import PacketWriter
+from .packets import OrderedWrites, PacketWriter
 from .slice_order import TRACK_KEY
 from .tracks import Lanes, TrackRegistry
 from .wire import Constant, Fixed64, Message, Part, Varint
@@ -50,8 +53,8 @@ INT_ANNOTATIONS = (
 )
 STR_ANNOTATIONS = ("category", "range_style", "phase", "grid", "block", "copy_kind", "src_kind", "dst_kind")
 FLOAT_ANNOTATIONS = ("occupancy_estimate",)
-# String annotations the query gives as three integer columns, shown as "[x, y, z]".
-TRIPLES = {"grid": ("grid_x", "grid_y", "grid_z"), "block": ("block_x", "block_y", "block_z")}
+
+PartMaker = Callable[[], Part]  # makes the occurrences of one field (the encoding's work, done where the packets are encoded)
 
 # The interned_data tables, as named in the InternedData message.
 EVENT_NAMES = "event_names"
@@ -70,6 +73,12 @@ class InternTables:
         self.count = 0
         self.cleared = True  # the first packet of the sequence clears its (empty) state
         self.packet = pb.TracePacket()
+        # iid (0: not looked up yet) per entry of a dictionary the batches of one part share, per
+        # column: a part's batches are takes of one batch, so most of their strings are looked up once.
+        self._dictionary_iids: dict[str, tuple[tuple[int, int], np.ndarray]] = {}
+
+    def start_part(self) -> None:
+        self._dictionary_iids.clear()
 
     def start_batch(self) -> None:
         self.packet = pb.TracePacket()
@@ -78,6 +87,7 @@ class InternTables:
                 entries.clear()
             self.count = 0
             self.cleared = True
+            self._dictionary_iids.clear()
 
     def iid(self, table: str, text: str) -> int:
         entries = self.tables[table]
@@ -93,33 +103,32 @@ class InternTables:
                 entry.name = text
         return found
 
-    def column(self, table: str, column: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-        """(iids, valid mask) of a string column: each distinct value the batch uses looked up once,
-        in order of first use (the dictionary's order follows the order DuckDB's threads delivered
-        the part in, so interning in it would make the trace's bytes differ from run to run)."""
+    def column(self, table: str, column: pa.Array, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """(iids, valid mask) of string column `name`: each distinct value the part uses looked up
+        once, in order of first use (the dictionary's order follows the order DuckDB's threads
+        delivered the part in, so interning in it would make the trace's bytes differ from run to run)."""
         encoded = _encoded(column)
         codes, valid = _ints(encoded.indices)
         dictionary = encoded.dictionary
-        used, first = np.unique(codes[valid], return_index=True)  # (the part's dictionary may hold more)
-        used = used[np.argsort(first, kind="stable")]
-        lookup = np.zeros(len(dictionary) + 1, dtype=np.uint64)  # the last: NULL
-        lookup[used] = [self.iid(table, s) for s in dictionary.take(indices(used)).to_pylist()]
+        lookup = self._lookup(name, dictionary)
+        wanted = codes[valid]
+        unknown = wanted[lookup[wanted] == 0]
+        if len(unknown):
+            used, first = np.unique(unknown, return_index=True)  # (the part's dictionary may hold more)
+            used = used[np.argsort(first, kind="stable")]
+            texts = dictionary.take(indices(used)).to_pylist()
+            found = [*map(self.tables[table].get, texts)]  # most are known: one C call each
+            lookup[used] = [iid if iid is not None else self.iid(table, text) for iid, text in zip(found, texts, strict=True)]
         return lookup[np.where(valid, codes, len(dictionary))], valid
 
-    def triples(self, columns: list[pa.Array]) -> tuple[np.ndarray, np.ndarray]:
-        """(string value iids, valid mask) of "[x, y, z]" made from three integer columns (NULL if
-        any is): each distinct triple formatted and looked up once, in order of first appearance."""
-        xyz = [_ints(c) for c in columns]
-        valid = xyz[0][1] & xyz[1][1] & xyz[2][1]
-        iids = np.zeros(len(valid), dtype=np.uint64)
-        if valid.any():
-            found = np.stack([v[valid] for v, _ in xyz], axis=1)
-            distinct, first, inverse = np.unique(found, axis=0, return_index=True, return_inverse=True)
-            lookup = np.zeros(len(distinct), dtype=np.uint64)
-            for i in np.argsort(first, kind="stable").tolist():
-                lookup[i] = self.iid(STRING_VALUES, "[{}, {}, {}]".format(*distinct[i].tolist()))
-            iids[valid] = lookup[inverse.reshape(-1)]
-        return iids, valid
+    def _lookup(self, name: str, dictionary: pa.Array) -> np.ndarray:
+        """The iids found so far for `dictionary`'s entries (the last entry stands for NULL)."""
+        buffers = dictionary.buffers()
+        identity = (buffers[-1].address if buffers[-1] is not None else 0, len(dictionary))
+        known = self._dictionary_iids.get(name)
+        if known is None or known[0] != identity:
+            known = self._dictionary_iids[name] = (identity, np.zeros(len(dictionary) + 1, dtype=np.uint64))
+        return known[1]
 
     def take_packet(self, sequence_id: int) -> bytes | None:
         """The batch's interned_data packet (a Trace fragment), or None when it defines nothing new."""
@@ -188,8 +197,12 @@ class _Track:
 class SliceEncoder:
     """Writes the slices of perfetto/slices.sql, batch by batch, on a sequence of their own."""
 
-    def __init__(self, writer: PacketWriter, tracks: TrackRegistry, sequence_id: int, max_interned: int):
+    def __init__(self, writer: PacketWriter, tracks: TrackRegistry, sequence_id: int, max_interned: int, pool: Executor | None = None):
         self.writer = writer
+        # The packets of a batch are encoded on `pool` (when given) while the next batch is ordered
+        # and interned here; they reach the file in batch order all the same.
+        self.pool = pool
+        self.output = OrderedWrites(writer)
         self.tracks = tracks
         self.sequence_id = sequence_id
         self.interned = InternTables(max_interned)
@@ -252,6 +265,9 @@ class SliceEncoder:
             return
         events: list = []
         self._order(batch, events)
+        descriptors = self.writer.take_chunk()  # of lanes opened by this batch: before its events
+        if descriptors:
+            self.output.put(descriptors, 0)
         rows, uuids, times = _concat(events)
         begins = rows >= 0
         row_uuid = np.empty(n, dtype=np.int64)
@@ -259,57 +275,64 @@ class SliceEncoder:
         self.interned.start_batch()
         begin_events = self._begin_events(batch, row_uuid)
         intern_packet = self.interned.take_packet(self.sequence_id)
-        if intern_packet is not None:  # lane descriptors (written by the writer) come first
-            self.writer.write_raw(intern_packet, 1)
-        self._write_events(begin_events, rows, uuids, times)
+        if intern_packet is not None:
+            self.output.put(intern_packet, 1)
+        self._put_events(begin_events, rows, uuids, times)
         self.slices += n
+
+    def write_part(self, batches: Iterable[pa.RecordBatch]) -> None:
+        """The batches of one part (slice_order.in_order: takes of one batch, sharing its dictionaries)."""
+        self.interned.start_part()
+        for batch in batches:
+            self.write_batch(batch)
+        self.interned.start_part()
 
     def finish(self) -> None:
         events: list = []
         for track in self.open_tracks.values():
             self._close_track(track, events)
         if events:
-            self._write_events(None, *_concat(events))
+            self._put_events([], *_concat(events))
+        self.output.drain()
 
-    def _begin_events(self, batch: pa.RecordBatch, row_uuid: np.ndarray) -> list[Part]:
-        """The fields of each row's begin TrackEvent (in field-number order; owners: rows)."""
+    def _begin_events(self, batch: pa.RecordBatch, row_uuid: np.ndarray) -> list[PartMaker]:
+        """The fields of each row's begin TrackEvent (in field-number order; owners: rows), each to
+        be made by calling it: the strings are interned here, the encoding may go to another thread."""
         n = batch.num_rows
         rows = np.arange(n)
         interned = self.interned
-        category_iids, _ = interned.column(CATEGORIES, batch.column("kind"))
-        name_iids, _ = interned.column(EVENT_NAMES, batch.column("name"))
-        parts: list[Part] = [Varint(wp.EVENT_CATEGORY_IID, category_iids, rows)]
+        category_iids, _ = interned.column(CATEGORIES, batch.column("kind"), "kind")
+        name_iids, _ = interned.column(EVENT_NAMES, batch.column("name"), "name")
+        parts: list[PartMaker] = [partial(Varint, wp.EVENT_CATEGORY_IID, category_iids, rows)]
         for key in INT_ANNOTATIONS:
             values, valid = _ints(batch.column(key))
             if valid.any():
-                parts.append(_annotation(interned.iid(ANNOTATION_NAMES, key), Varint, wp.ANNOTATION_INT, values[valid], rows[valid]))
+                parts.append(partial(_annotation, interned.iid(ANNOTATION_NAMES, key), Varint, wp.ANNOTATION_INT, values[valid], rows[valid]))
         for key in FLOAT_ANNOTATIONS:
             column = batch.column(key)
             valid = _valid(column)
             if valid.any():
                 values = _values(column, 0.0).astype(np.float64)
-                parts.append(_annotation(interned.iid(ANNOTATION_NAMES, key), Fixed64, wp.ANNOTATION_DOUBLE, values[valid], rows[valid]))
+                parts.append(partial(_annotation, interned.iid(ANNOTATION_NAMES, key), Fixed64, wp.ANNOTATION_DOUBLE, values[valid], rows[valid]))
         for key in STR_ANNOTATIONS:
-            if key in TRIPLES:
-                iids, valid = interned.triples([batch.column(c) for c in TRIPLES[key]])
-            else:
-                iids, valid = interned.column(STRING_VALUES, batch.column(key))
+            iids, valid = interned.column(STRING_VALUES, batch.column(key), key)
             if valid.any():
-                parts.append(_annotation(interned.iid(ANNOTATION_NAMES, key), Varint, wp.ANNOTATION_STRING_IID, iids[valid], rows[valid]))
-        parts += self._row_string_annotations(batch)
-        parts.append(Constant(wp.EVENT_TYPE + _varint_bytes(wp.TYPE_SLICE_BEGIN), rows))
-        parts.append(Varint(wp.EVENT_NAME_IID, name_iids, rows))
-        parts.append(Varint(wp.EVENT_TRACK_UUID, row_uuid, rows))
+                parts.append(partial(_annotation, interned.iid(ANNOTATION_NAMES, key), Varint, wp.ANNOTATION_STRING_IID, iids[valid], rows[valid]))
+        parts += [partial(_string_annotations, found) for found in self._row_string_annotations(batch)]
+        parts.append(partial(Constant, wp.EVENT_TYPE + _varint_bytes(wp.TYPE_SLICE_BEGIN), rows))
+        parts.append(partial(Varint, wp.EVENT_NAME_IID, name_iids, rows))
+        parts.append(partial(Varint, wp.EVENT_TRACK_UUID, row_uuid, rows))
         flows = batch.column("flow_ids")
         flow_values = _values(pc.list_flatten(flows)).astype(np.int64)
         self.flows += len(flow_values)
-        parts.append(Fixed64(wp.EVENT_FLOW_ID, flow_values, _values(pc.list_parent_indices(flows)).astype(np.int64)))
+        parts.append(partial(Fixed64, wp.EVENT_FLOW_ID, flow_values, _values(pc.list_parent_indices(flows)).astype(np.int64)))
         terminating, valid = _ints(batch.column("terminating_flow_id"))
-        parts.append(Fixed64(wp.EVENT_TERMINATING_FLOW_ID, terminating[valid], rows[valid]))
+        parts.append(partial(Fixed64, wp.EVENT_TERMINATING_FLOW_ID, terminating[valid], rows[valid]))
         return parts
 
-    def _row_string_annotations(self, batch: pa.RecordBatch) -> list[Part]:
-        """Layer name and type of layer spans, then span_args: few rows, looked at one by one."""
+    def _row_string_annotations(self, batch: pa.RecordBatch) -> list[np.ndarray]:
+        """(row, name iid, string value iid) of the layer name and type of layer spans, then of
+        span_args: few rows, looked at one by one."""
         iid = self.interned.iid
         layers: list[tuple[int, int, int]] = []
         names = batch.column("name")
@@ -327,22 +350,29 @@ class SliceEncoder:
         column = batch.column("args")
         for row in np.flatnonzero(_valid(column)).tolist():
             args += [(row, iid(ANNOTATION_NAMES, a["key"]), iid(STRING_VALUES, a["value"])) for a in column[row].as_py() if a["value"] is not None]
-        return [_string_annotations(np.array(found, dtype=np.int64).reshape(-1, 3)) for found in (layers, args)]
+        return [np.array(found, dtype=np.int64).reshape(-1, 3) for found in (layers, args)]
 
-    def _write_events(self, begin_events: list[Part] | None, rows: np.ndarray, uuids: np.ndarray, times: np.ndarray) -> None:
-        """Begin and end packets in event order, framed as Trace.packet fields."""
-        count = len(rows)
-        events = np.arange(count)
-        begins = np.flatnonzero(rows >= 0)
-        ends = np.flatnonzero(rows < 0)
-        end_index = np.arange(len(ends))
-        end_events = [Constant(wp.EVENT_TYPE + _varint_bytes(wp.TYPE_SLICE_END), end_index), Varint(wp.EVENT_TRACK_UUID, uuids[ends], end_index)]
-        parts: list[Part] = [Varint(wp.PACKET_TIMESTAMP, times, events), Constant(wp.PACKET_SEQUENCE_ID + _varint_bytes(self.sequence_id), events)]
-        if begin_events is not None:  # begins come in row order, one per row
-            parts.append(Message(wp.PACKET_TRACK_EVENT, len(begins), begin_events, owners=begins))
-        parts.append(Message(wp.PACKET_TRACK_EVENT, len(ends), end_events, owners=ends))
-        parts.append(Constant(wp.PACKET_SEQUENCE_FLAGS + _varint_bytes(wp.SEQ_NEEDS_INCREMENTAL_STATE), begins))
-        self.writer.write_raw(Message(wp.TRACE_PACKET, count, parts).encode(), count)
+    def _put_events(self, begin_events: list[PartMaker], rows: np.ndarray, uuids: np.ndarray, times: np.ndarray) -> None:
+        """Queue the batch's begin and end packets, encoded here or on the pool."""
+        args = (self.sequence_id, begin_events, rows, uuids, times)
+        self.output.put(self.pool.submit(_encode_events, *args) if self.pool is not None else _encode_events(*args), len(rows))
+
+
+def _encode_events(sequence_id: int, begin_events: list[PartMaker], rows: np.ndarray, uuids: np.ndarray, times: np.ndarray) -> bytes:
+    """Begin and end packets in event order, framed as Trace.packet fields (begins: one per row
+    of the batch, in row order; none when begin_events is empty)."""
+    count = len(rows)
+    events = np.arange(count)
+    begins = np.flatnonzero(rows >= 0)
+    ends = np.flatnonzero(rows < 0)
+    end_index = np.arange(len(ends))
+    end_events = [Constant(wp.EVENT_TYPE + _varint_bytes(wp.TYPE_SLICE_END), end_index), Varint(wp.EVENT_TRACK_UUID, uuids[ends], end_index)]
+    parts: list[Part] = [Varint(wp.PACKET_TIMESTAMP, times, events), Constant(wp.PACKET_SEQUENCE_ID + _varint_bytes(sequence_id), events)]
+    if begin_events:
+        parts.append(Message(wp.PACKET_TRACK_EVENT, len(begins), [make() for make in begin_events], owners=begins))
+    parts.append(Message(wp.PACKET_TRACK_EVENT, len(ends), end_events, owners=ends))
+    parts.append(Constant(wp.PACKET_SEQUENCE_FLAGS + _varint_bytes(wp.SEQ_NEEDS_INCREMENTAL_STATE), begins))
+    return Message(wp.TRACE_PACKET, count, parts).encode()
 
 
 def _varint_bytes(value: int) -> bytes:

@@ -61,6 +61,22 @@ def _exclusive_cumsum(values: np.ndarray) -> np.ndarray:
     return starts
 
 
+def _repeats(owners: np.ndarray) -> bool:
+    """Whether some message holds more than one occurrence (owners do not decrease)."""
+    return len(owners) > 1 and not np.all(owners[1:] != owners[:-1])
+
+
+def _totals(owners: np.ndarray, sizes: np.ndarray, count: int, repeated: bool) -> np.ndarray:
+    """Bytes of a part's occurrences per message."""
+    if len(owners) == count and not repeated:  # one occurrence per message
+        return sizes.astype(np.int64, copy=False)
+    if not repeated:
+        totals = np.zeros(count, dtype=np.int64)
+        totals[owners] = sizes
+        return totals
+    return np.bincount(owners, weights=sizes, minlength=count).astype(np.int64)
+
+
 class Part:
     """Occurrences of one field; `owners[i]` is the message occurrence i belongs to."""
 
@@ -124,10 +140,11 @@ class Message(Part):
         self.parts = [p for p in parts if len(p.owners)]
         self.owners = np.arange(count) if owners is None else owners
         self._part_sizes = [p.sizes() for p in self.parts]
-        self._part_totals = [
-            np.bincount(p.owners, weights=s, minlength=count).astype(np.int64) for p, s in zip(self.parts, self._part_sizes, strict=True)
-        ]
-        self.body = np.sum(self._part_totals, axis=0) if self.parts else np.zeros(count, dtype=np.int64)
+        self._repeated = [_repeats(p.owners) for p in self.parts]
+        self._part_totals = [_totals(p.owners, s, count, r) for p, s, r in zip(self.parts, self._part_sizes, self._repeated, strict=True)]
+        self.body = np.zeros(count, dtype=np.int64)
+        for totals in self._part_totals:
+            self.body += totals
         self._length_bytes = varint_lengths(self.body.astype(np.uint64)) if tag else np.zeros(count, dtype=np.int64)
 
     def sizes(self) -> np.ndarray:
@@ -138,9 +155,9 @@ class Message(Part):
             _put_bytes(out, at, self.tag)
             _put_varints(out, at + len(self.tag), self.body.astype(np.uint64), self._length_bytes)
         cursor = at + len(self.tag) + self._length_bytes  # where each message's next field goes
-        for part, sizes, totals in zip(self.parts, self._part_sizes, self._part_totals, strict=True):
+        for part, sizes, totals, repeated in zip(self.parts, self._part_sizes, self._part_totals, self._repeated, strict=True):
             place = cursor[part.owners]
-            if len(part.owners) > 1 and not np.all(part.owners[1:] != part.owners[:-1]):
+            if repeated:
                 # repeated field: later occurrences of an owner go after its earlier ones
                 before = _exclusive_cumsum(sizes)
                 first = np.searchsorted(part.owners, part.owners, side="left")
