@@ -4,6 +4,9 @@ Each batch of spans becomes, with array operations only:
   1. one packet defining the strings the batch uses that the sequence does not know yet (its
      names, categories, annotation keys and values: interned per batch, not per row);
   2. the begin and end packets of its slices, in the order the trace processor must see them.
+Order and interning carry state from batch to batch and run on the caller's thread; the packets'
+bytes depend on nothing else and are encoded on `pool` when one is given (packets.OrderedWrites
+keeps them in batch order).
 
 Order. Within a track the spans come sorted by start (longest first). The end of slice i goes
 right before the first later begin j with ts_j >= end_i (or at the end of the track), inner ends
