@@ -4,6 +4,7 @@ as scripts (python_script)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -76,9 +77,11 @@ def measure(argv: list[str], stdout=subprocess.DEVNULL, timeout: float | None = 
 
 
 def python_script(code: str, *args) -> list[str]:
-    """A child running `code` as __main__ (a file, so the process pool's spawn can re-import it)."""
-    script = DATA / f"_bench_{abs(hash(code))}.py"
-    script.write_text(code)
+    """A child running `code` as __main__ (a file, so the process pool's spawn can re-import it),
+    named by its content: the same code reuses one file from run to run instead of adding another."""
+    script = DATA / f"_bench_{hashlib.sha256(code.encode()).hexdigest()[:16]}.py"
+    if not script.exists() or script.read_text() != code:
+        script.write_text(code)
     return [sys.executable, str(script), *map(str, args)]
 
 
