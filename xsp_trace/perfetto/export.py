@@ -142,7 +142,7 @@ def _write_slice_parts(con, writer: PacketWriter, tracks: TrackRegistry, options
     def fetch(run_id, part_first, part_last):
         set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_first": part_first, "xsp_perfetto_part_last": part_last})
         # taken in order here too: the encoder's thread gets batches ready to encode
-        return list(in_order(sort_part(con.sql(query_text("perfetto/slices")).to_arrow_reader(options.batch_rows)), options.batch_rows))
+        return list(in_order(sort_part(con.sql(query_text("perfetto/slices")).to_arrow_table().to_batches()), options.batch_rows))
 
     # The next part is read and sorted on a thread of its own while the encoder writes this one
     # (DuckDB and numpy leave the GIL; only that thread uses the connection until the loop ends).

@@ -53,17 +53,17 @@ def _track_groups(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
 
 def sort_part(part: Iterable[pa.RecordBatch]) -> tuple[pa.RecordBatch, np.ndarray] | None:
     """One part of perfetto/slices.sql as one batch, with the order the encoder writes its rows
-    in (None when empty). Its string columns are dictionary-encoded batch by batch as they arrive
-    (only the indices and the distinct strings of the part are held; reordering moves indices, and
-    the encoder interns each distinct string of a batch once)."""
-    encoded = [
-        pa.record_batch([pc.dictionary_encode(c, memory_pool=PART_MEMORY) if c.type == pa.string() else c for c in b.columns], names=b.schema.names)
-        for b in part
-    ]
-    if sum(b.num_rows for b in encoded) == 0:
+    in (None when empty). Its string columns are dictionary-encoded once the part is whole (one
+    dictionary per column: reordering moves indices, and the encoder interns each distinct string
+    of the part once; encoding batch by batch and unifying the dictionaries cost more)."""
+    batches = [b for b in part if b.num_rows]
+    if not batches:
         return None
-    whole = pa.Table.from_batches(encoded).combine_chunks(memory_pool=PART_MEMORY).to_batches()[0]  # one batch: single chunks (dictionaries unified)
-    return whole, part_order(whole)
+    whole = batches[0] if len(batches) == 1 else pa.Table.from_batches(batches).combine_chunks(memory_pool=PART_MEMORY).to_batches()[0]
+    del batches
+    columns = [pc.dictionary_encode(c, memory_pool=PART_MEMORY) if c.type == pa.string() else c for c in whole.columns]
+    encoded = pa.record_batch(columns, names=whole.schema.names)
+    return encoded, part_order(encoded)
 
 
 def in_order(sorted_part: tuple[pa.RecordBatch, np.ndarray] | None, batch_rows: int) -> Iterator[pa.RecordBatch]:
