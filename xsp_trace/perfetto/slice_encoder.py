@@ -78,7 +78,7 @@ class InternTables:
         self.packet = pb.TracePacket()
         # iid (0: not looked up yet) per entry of a dictionary the batches of one part share, per
         # column: a part's batches are takes of one batch, so most of their strings are looked up once.
-        self._dictionary_iids: dict[str, tuple[tuple[int, int], np.ndarray]] = {}
+        self._dictionary_iids: dict[str, tuple[pa.Array, tuple[int, int], np.ndarray]] = {}
 
     def start_part(self) -> None:
         self._dictionary_iids.clear()
@@ -106,14 +106,15 @@ class InternTables:
                 entry.name = text
         return found
 
-    def column(self, table: str, column: pa.Array, name: str) -> tuple[np.ndarray, np.ndarray]:
+    def column(self, table: str, column: pa.Array, name: str | None) -> tuple[np.ndarray, np.ndarray]:
         """(iids, valid mask) of string column `name`: each distinct value the part uses looked up
         once, in order of first use (the dictionary's order follows the order DuckDB's threads
-        delivered the part in, so interning in it would make the trace's bytes differ from run to run)."""
+        delivered the part in, so interning in it would make the trace's bytes differ from run to run).
+        With name None, nothing is kept for the next batch (a dictionary of this batch alone)."""
         encoded = _encoded(column)
         codes, valid = _ints(encoded.indices)
         dictionary = encoded.dictionary
-        lookup = self._lookup(name, dictionary)
+        lookup = self._lookup(name, dictionary) if name is not None else np.zeros(len(dictionary) + 1, dtype=np.uint64)
         wanted = codes[valid]
         unknown = wanted[lookup[wanted] == 0]
         if len(unknown):
@@ -129,9 +130,9 @@ class InternTables:
         buffers = dictionary.buffers()
         identity = (buffers[-1].address if buffers[-1] is not None else 0, len(dictionary))
         known = self._dictionary_iids.get(name)
-        if known is None or known[0] != identity:
-            known = self._dictionary_iids[name] = (identity, np.zeros(len(dictionary) + 1, dtype=np.uint64))
-        return known[1]
+        if known is None or known[1] != identity:  # (the array is kept: its memory cannot be another's meanwhile)
+            known = self._dictionary_iids[name] = (dictionary, identity, np.zeros(len(dictionary) + 1, dtype=np.uint64))
+        return known[2]
 
     def take_packet(self, sequence_id: int) -> bytes | None:
         """The batch's interned_data packet (a Trace fragment), or None when it defines nothing new."""
@@ -334,8 +335,8 @@ class SliceEncoder:
         return parts
 
     def _row_string_annotations(self, batch: pa.RecordBatch) -> list[np.ndarray]:
-        """(row, name iid, string value iid) of the layer name and type of layer spans, then of
-        span_args: few rows, looked at one by one."""
+        """(row, name iid, string value iid) of the layer name and type of layer spans (few rows,
+        looked at one by one), then of span_args."""
         iid = self.interned.iid
         layers: list[tuple[int, int, int]] = []
         names = batch.column("name")
@@ -349,11 +350,18 @@ class SliceEncoder:
                     (row, iid(ANNOTATION_NAMES, key), iid(STRING_VALUES, text))
                     for key, text in (("layer_name", parsed[1]), ("layer_type", parsed[2]))
                 ]
-        args: list[tuple[int, int, int]] = []
-        column = batch.column("args")
-        for row in np.flatnonzero(_valid(column)).tolist():
-            args += [(row, iid(ANNOTATION_NAMES, a["key"]), iid(STRING_VALUES, a["value"])) for a in column[row].as_py() if a["value"] is not None]
-        return [np.array(found, dtype=np.int64).reshape(-1, 3) for found in (layers, args)]
+        return [np.array(layers, dtype=np.int64).reshape(-1, 3), self._args(batch.column("args"))]
+
+    def _args(self, column: pa.Array) -> np.ndarray:
+        """(row, key iid, value iid) of each span_args entry with a value, rows in order (the
+        lists flattened: a Kineto op has a few each)."""
+        if column.null_count == len(column):
+            return np.empty((0, 3), dtype=np.int64)
+        owners = _values(pc.list_parent_indices(column)).astype(np.int64)
+        keys, values = pc.list_flatten(column).flatten()  # (struct fields with the struct's offset applied)
+        key_iids, _ = self.interned.column(ANNOTATION_NAMES, keys, None)
+        value_iids, has_value = self.interned.column(STRING_VALUES, values, None)
+        return np.stack([owners, key_iids.astype(np.int64), value_iids.astype(np.int64)], axis=1)[has_value]
 
     def _put_events(self, begin_events: list[PartMaker], rows: np.ndarray, uuids: np.ndarray, times: np.ndarray) -> None:
         """Queue the batch's begin and end packets, encoded here or on the pool."""
