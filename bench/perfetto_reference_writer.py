@@ -15,13 +15,16 @@ from xsp_trace.sql import set_variables
 
 # perfetto/slices.sql sorted by DuckDB, as the query did before the encoder sorted each part
 # itself (xsp_trace/perfetto/slice_order.py), with grid and block formatted here from the kernels
-# table: a reference independent of both.
+# table and each span's args gathered here from span_args: a reference independent of both.
 _SORTED_SLICES = """
 SELECT q.* EXCLUDE (grid, block),
        CASE WHEN k.grid_x IS NOT NULL THEN format('[{{}}, {{}}, {{}}]', k.grid_x, k.grid_y, k.grid_z) END AS grid,
-       CASE WHEN k.block_x IS NOT NULL THEN format('[{{}}, {{}}, {{}}]', k.block_x, k.block_y, k.block_z) END AS block
+       CASE WHEN k.block_x IS NOT NULL THEN format('[{{}}, {{}}, {{}}]', k.block_x, k.block_y, k.block_z) END AS block,
+       a.args
 FROM ({query}) AS q
 LEFT JOIN kernels AS k ON k.run_id = q.run_id AND k.span_id = q.span_id
+LEFT JOIN (SELECT run_id, span_id, list(struct_pack(key := key, value := value) ORDER BY key) AS args
+           FROM span_args GROUP BY run_id, span_id) AS a ON a.run_id = q.run_id AND a.span_id = q.span_id
 ORDER BY q.run_id, q.track_class = 'gpu', q.track_class, q.pid, q.tid, q.device_id, q.stream_id NULLS LAST, q.ts, q.span_end_ns DESC, q.depth, q.span_id
 """
 

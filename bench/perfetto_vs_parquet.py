@@ -6,7 +6,7 @@ Every measurement runs in a fresh child process: wall time of the job alone, pea
 getrusage(RUSAGE_SELF).ru_maxrss at its end. Rows, in the same run, per input:
 
 - parquet (peer): DuckDB's `COPY (SELECT * FROM spans) TO ... (FORMAT parquet)` -- the same spans;
-- parquet of perfetto/slices (floor): the export's own query (joins for flows, kernel, memop
+- parquet of perfetto/slices (floor): the export's own queries (joins for flows, kernel, memop
   and attribution details, sorted by track and start) written by DuckDB as Parquet -- what the
   export costs before a single packet is encoded;
 - xsp-trace perfetto: `export_perfetto` (columnar encoder, xsp_trace/perfetto/slice_encoder.py);
@@ -71,7 +71,11 @@ def _parquet(database: Path, output: Path, query: str | None) -> dict:
         for run_id, part_first, part_last in parts:
             set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_first": part_first, "xsp_perfetto_part_last": part_last})
             con.execute(f"COPY ({query_text(query).strip().rstrip(';')}) TO '{output / f'run{run_id}.parquet'}' (FORMAT parquet)")
-    pattern = output if query is None else output / "*.parquet"
+            # the part's args come from a query of their own
+            con.execute(
+                f"COPY ({query_text('perfetto/slice_part_args').strip().rstrip(';')}) TO '{output / f'args_run{run_id}.parquet'}' (FORMAT parquet)"
+            )
+    pattern = output if query is None else output / "run*.parquet"
     rows = con.execute(f"SELECT count(*) FROM read_parquet('{pattern}')").fetchone()[0]
     con.close()
     return {"slices": rows}

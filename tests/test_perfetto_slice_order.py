@@ -118,3 +118,41 @@ def test_export_does_not_import_pandas(converted_path, tmp_path):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT)
     slices, pandas_loaded = done.stdout.split()
     assert int(slices) > 20_000 and pandas_loaded == "False"
+
+
+def test_args_go_beside_their_spans_rows_by_key_then_value():
+    # Spans 4..8 of one thread track in the order written: 5 (starts first), then 4 and 6 (equal
+    # starts: longest first -- 4), then 8, 7. Args arrive in no order; span 6 has key "a" twice.
+    spans = pa.table(
+        {
+            "run_id": [1] * 5,
+            "track_class": ["thread"] * 5,
+            "pid": [10] * 5,
+            "tid": [11] * 5,
+            "device_id": pa.array([None] * 5, pa.int64()),
+            "stream_id": pa.array([None] * 5, pa.int64()),
+            "span_id": [4, 5, 6, 7, 8],
+            "ts": [20, 10, 20, 40, 30],
+            "end_ts": [30, 15, 25, 50, 35],
+            "span_end_ns": [30, 15, 25, 50, 35],
+            "depth": [0, 0, 1, 0, 0],
+        }
+    )
+    part = slice_order.sort_part(spans.to_batches())
+    assert part is not None and part[0].column("span_id").take(pa.array(part[1])).to_pylist() == [5, 4, 6, 8, 7]
+    args = pa.table(
+        {
+            "span_id": [7, 6, 4, 6, 6, 5, 99],
+            "key": ["k", "b", "x", "a", "a", "k", "lost"],
+            "value": ["7k", "6b", "4x", "6a-2", "6a-1", None, "no such span"],
+        }
+    )
+    batches = slice_order.args_in_order(part, args, batch_rows=2)
+    assert len(batches) == 3
+    found = [None if b is None else list(zip(b.rows.tolist(), b.keys.to_pylist(), b.values.to_pylist(), strict=True)) for b in batches]
+    assert found == [
+        [(0, "k", None), (1, "x", "4x")],  # rows 0-1: spans 5, 4
+        [(0, "a", "6a-1"), (0, "a", "6a-2"), (0, "b", "6b")],  # rows 2-3: spans 6, 8
+        [(0, "k", "7k")],  # row 4: span 7
+    ]
+    assert slice_order.args_in_order(part, None, batch_rows=2) == [None, None, None]

@@ -4,9 +4,9 @@
 -- every column on ten keys cost more than the rest of the export.
 --
 -- From: perfetto_spans (queries/perfetto/select.sql) and the details perfetto/slice_parts.sql
--- and perfetto/slice_args.sql
--- build (perfetto_flows, perfetto_outgoing_flows, perfetto_kernels, perfetto_memops,
--- perfetto_span_args, perfetto_phases); one part of the spans: run getvariable('xsp_perfetto_part_run'),
+-- builds (perfetto_flows, perfetto_outgoing_flows, perfetto_kernels, perfetto_memops,
+-- perfetto_phases; a part's span_args come flat from perfetto/slice_part_args.sql);
+-- one part of the spans: run getvariable('xsp_perfetto_part_run'),
 -- start in [xsp_perfetto_part_first, xsp_perfetto_part_last]. Every table is read through that same
 -- start range (a detail row has its span's start), so a part costs what its own rows cost.
 SELECT
@@ -71,9 +71,7 @@ SELECT
     -- Memory kind of a copy's source.
     m.src_kind,
     -- Memory kind of a copy's destination.
-    m.dst_kind,
-    -- Other source details (span_args) as a list of {key, value}, or NULL.
-    a.args
+    m.dst_kind
 FROM (
     SELECT * FROM perfetto_spans
     WHERE run_id = getvariable('xsp_perfetto_part_run')
@@ -91,11 +89,6 @@ LEFT JOIN (SELECT * FROM perfetto_kernels WHERE run_id = getvariable('xsp_perfet
 LEFT JOIN (SELECT * FROM perfetto_memops WHERE run_id = getvariable('xsp_perfetto_part_run')
            AND start_ns BETWEEN getvariable('xsp_perfetto_part_first') AND getvariable('xsp_perfetto_part_last')) AS m
     ON m.run_id = s.run_id AND m.span_id = s.span_id
-LEFT JOIN (SELECT run_id, span_id, list(struct_pack(key := key, value := value) ORDER BY key) AS args
-           FROM perfetto_span_args WHERE run_id = getvariable('xsp_perfetto_part_run')
-           AND start_ns BETWEEN getvariable('xsp_perfetto_part_first') AND getvariable('xsp_perfetto_part_last')
-           GROUP BY run_id, span_id) AS a
-    ON a.run_id = s.run_id AND a.span_id = s.span_id
 LEFT JOIN (SELECT * FROM perfetto_phases WHERE run_id = getvariable('xsp_perfetto_part_run')
            AND start_ns BETWEEN getvariable('xsp_perfetto_part_first') AND getvariable('xsp_perfetto_part_last')) AS att
     ON att.run_id = s.run_id AND att.span_id = s.span_id;

@@ -39,7 +39,7 @@ from .arrow_arrays import ints as _ints
 from .arrow_arrays import valid as _valid
 from .arrow_arrays import values as _values
 from .packets import OrderedWrites, PacketWriter
-from .slice_order import TRACK_KEY
+from .slice_order import TRACK_KEY, BatchArgs
 from .tracks import Lanes, TrackRegistry
 from .wire import Constant, Fixed64, Message, Part, Varint
 
@@ -263,7 +263,7 @@ class SliceEncoder:
             self._segment(key, a, ts[a:b], end[a:b], events)
 
     # -- packets ---------------------------------------------------------------------
-    def write_batch(self, batch: pa.RecordBatch) -> None:
+    def write_batch(self, batch: pa.RecordBatch, args: BatchArgs | None = None) -> None:
         n = batch.num_rows
         if n == 0:
             return
@@ -277,18 +277,19 @@ class SliceEncoder:
         row_uuid = np.empty(n, dtype=np.int64)
         row_uuid[rows[begins]] = uuids[begins]
         self.interned.start_batch()
-        begin_events = self._begin_events(batch, row_uuid)
+        begin_events = self._begin_events(batch, row_uuid, args)
         intern_packet = self.interned.take_packet(self.sequence_id)
         if intern_packet is not None:
             self.output.put(intern_packet, 1)
         self._put_events(begin_events, rows, uuids, times)
         self.slices += n
 
-    def write_part(self, batches: Iterable[pa.RecordBatch]) -> None:
-        """The batches of one part (slice_order.in_order: takes of one batch, sharing its dictionaries)."""
+    def write_part(self, batches: Iterable[tuple[pa.RecordBatch, BatchArgs | None]]) -> None:
+        """The batches of one part and their args (slice_order.in_order and args_in_order: takes of
+        one batch, sharing its dictionaries)."""
         self.interned.start_part()
-        for batch in batches:
-            self.write_batch(batch)
+        for batch, args in batches:
+            self.write_batch(batch, args)
         self.interned.start_part()
 
     def finish(self) -> None:
@@ -299,7 +300,7 @@ class SliceEncoder:
             self._put_events([], *_concat(events))
         self.output.drain()
 
-    def _begin_events(self, batch: pa.RecordBatch, row_uuid: np.ndarray) -> list[PartMaker]:
+    def _begin_events(self, batch: pa.RecordBatch, row_uuid: np.ndarray, args: BatchArgs | None) -> list[PartMaker]:
         """The fields of each row's begin TrackEvent (in field-number order; owners: rows), each to
         be made by calling it: the strings are interned here, the encoding may go to another thread."""
         n = batch.num_rows
@@ -322,7 +323,7 @@ class SliceEncoder:
             iids, valid = interned.column(STRING_VALUES, batch.column(key), key)
             if valid.any():
                 parts.append(partial(_annotation, interned.iid(ANNOTATION_NAMES, key), Varint, wp.ANNOTATION_STRING_IID, iids[valid], rows[valid]))
-        parts += [partial(_string_annotations, found) for found in self._row_string_annotations(batch)]
+        parts += [partial(_string_annotations, found) for found in (self._layer_annotations(batch), self._args(args))]
         parts.append(partial(Constant, wp.EVENT_TYPE + _varint_bytes(wp.TYPE_SLICE_BEGIN), rows))
         parts.append(partial(Varint, wp.EVENT_NAME_IID, name_iids, rows))
         parts.append(partial(Varint, wp.EVENT_TRACK_UUID, row_uuid, rows))
@@ -334,9 +335,9 @@ class SliceEncoder:
         parts.append(partial(Fixed64, wp.EVENT_TERMINATING_FLOW_ID, terminating[valid], rows[valid]))
         return parts
 
-    def _row_string_annotations(self, batch: pa.RecordBatch) -> list[np.ndarray]:
+    def _layer_annotations(self, batch: pa.RecordBatch) -> np.ndarray:
         """(row, name iid, string value iid) of the layer name and type of layer spans (few rows,
-        looked at one by one), then of span_args."""
+        looked at one by one)."""
         iid = self.interned.iid
         layers: list[tuple[int, int, int]] = []
         names = batch.column("name")
@@ -350,18 +351,16 @@ class SliceEncoder:
                     (row, iid(ANNOTATION_NAMES, key), iid(STRING_VALUES, text))
                     for key, text in (("layer_name", parsed[1]), ("layer_type", parsed[2]))
                 ]
-        return [np.array(layers, dtype=np.int64).reshape(-1, 3), self._args(batch.column("args"))]
+        return np.array(layers, dtype=np.int64).reshape(-1, 3)
 
-    def _args(self, column: pa.Array) -> np.ndarray:
-        """(row, key iid, value iid) of each span_args entry with a value, rows in order (the
-        lists flattened: a Kineto op has a few each)."""
-        if column.null_count == len(column):
+    def _args(self, args: BatchArgs | None) -> np.ndarray:
+        """(row, key iid, value iid) of each span_args entry with a value, rows in order: each
+        distinct key and value of the batch looked up once."""
+        if args is None:
             return np.empty((0, 3), dtype=np.int64)
-        owners = _values(pc.list_parent_indices(column)).astype(np.int64)
-        keys, values = pc.list_flatten(column).flatten()  # (struct fields with the struct's offset applied)
-        key_iids, _ = self.interned.column(ANNOTATION_NAMES, keys, None)
-        value_iids, has_value = self.interned.column(STRING_VALUES, values, None)
-        return np.stack([owners, key_iids.astype(np.int64), value_iids.astype(np.int64)], axis=1)[has_value]
+        key_iids, _ = self.interned.column(ANNOTATION_NAMES, args.keys, None)
+        value_iids, has_value = self.interned.column(STRING_VALUES, args.values, None)
+        return np.stack([args.rows, key_iids.astype(np.int64), value_iids.astype(np.int64)], axis=1)[has_value]
 
     def _put_events(self, begin_events: list[PartMaker], rows: np.ndarray, uuids: np.ndarray, times: np.ndarray) -> None:
         """Queue the batch's begin and end packets, encoded here or on the pool."""

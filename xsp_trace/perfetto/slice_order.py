@@ -12,6 +12,7 @@ span's own end), outermost first, span id.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -72,6 +73,57 @@ def in_order(sorted_part: tuple[pa.RecordBatch, np.ndarray] | None, batch_rows: 
         whole, order = sorted_part
         for first in range(0, len(order), batch_rows):
             yield pc.take(whole, indices(order[first : first + batch_rows]), memory_pool=PART_MEMORY)
+
+
+@dataclass
+class BatchArgs:
+    """The span_args of one batch of slices: arg i (`keys[i]`, `values[i]`) belongs to row `rows[i]`
+    of the batch; rows do not decrease, and a span's args come ordered by key."""
+
+    rows: np.ndarray
+    keys: pa.Array
+    values: pa.Array
+
+
+def args_in_order(sorted_part: tuple[pa.RecordBatch, np.ndarray] | None, args: pa.Table | None, batch_rows: int) -> list[BatchArgs | None]:
+    """The rows of perfetto/slice_part_args.sql for a sorted part, one entry per batch of in_order
+    (None: no args), each placed beside its span's row."""
+    if sorted_part is None:
+        return []
+    whole, order = sorted_part
+    batches = -(-len(order) // batch_rows)
+    if args is None or args.num_rows == 0:
+        return [None] * batches
+    args = args.combine_chunks(memory_pool=PART_MEMORY)
+    span_ids = ints(whole.column("span_id"))[0]
+    by_span = np.argsort(span_ids, kind="stable")
+    arg_spans = ints(args.column("span_id"))[0]
+    at = np.minimum(np.searchsorted(span_ids[by_span], arg_spans), len(by_span) - 1)
+    found = span_ids[by_span[at]] == arg_spans  # (the same start range: every arg's span is in the part)
+    position = np.empty(len(order), dtype=np.int64)
+    position[order] = np.arange(len(order))
+    place = np.where(found, position[by_span[at]], -1)
+    keys, values = args.column("key").chunk(0), args.column("value").chunk(0)
+    key_rank = _values_rank(keys)
+    arg_order = np.lexsort((key_rank, place))
+    same = (place[arg_order][1:] == place[arg_order][:-1]) & (key_rank[arg_order][1:] == key_rank[arg_order][:-1])
+    if same.any():  # a key twice on one span: by value too, so that the order does not follow DuckDB's threads
+        arg_order = np.lexsort((_values_rank(values), key_rank, place))
+    arg_order = arg_order[place[arg_order] >= 0]
+    place = place[arg_order]
+    keys = pc.take(keys, indices(arg_order), memory_pool=PART_MEMORY)
+    values = pc.take(values, indices(arg_order), memory_pool=PART_MEMORY)
+    bounds = np.searchsorted(place, np.arange(batches + 1) * batch_rows)
+    out: list[BatchArgs | None] = []
+    for b in range(batches):
+        a, z = int(bounds[b]), int(bounds[b + 1])
+        out.append(BatchArgs(place[a:z] - b * batch_rows, keys.slice(a, z - a), values.slice(a, z - a)) if z > a else None)
+    return out
+
+
+def _values_rank(strings: pa.Array) -> np.ndarray:
+    """Rank of each string in byte order (equal strings: equal ranks; NULL last)."""
+    return np.asarray(pc.rank(strings, sort_keys="ascending", tiebreaker="dense")).astype(np.int64)
 
 
 def sorted_batches(part: Iterable[pa.RecordBatch], batch_rows: int) -> Iterator[pa.RecordBatch]:
