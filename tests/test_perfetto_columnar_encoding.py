@@ -141,3 +141,44 @@ def test_the_same_database_exports_to_the_same_bytes(tmp_path):
         export_perfetto(database, tmp_path / f"{i}.pftrace", options)
         written.append((tmp_path / f"{i}.pftrace").read_bytes())
     assert all(w == written[0] for w in written[1:])
+
+
+@pytest.mark.parametrize("overlap_every", [1, 3, 50, 10**9])
+def test_stream_rows_after_an_overlap_go_where_lanes_puts_them(overlap_every):
+    """A GPU stream that has lanes: the rows placed as arrays when each starts after the row
+    before it ended (slice_encoder._place_on_stream) give the events and lanes that tracks.Lanes
+    gives placing every row alone -- with overlaps every row, now and then, or never after the
+    first; back-to-back and zero-length kernels; rows fed in uneven batches."""
+    from xsp_trace.perfetto.slice_encoder import _place_on_stream, _Recorder
+    from xsp_trace.perfetto.tracks import Lanes
+
+    rng = np.random.default_rng(overlap_every)
+    n, start, ts, end = 3_000, 0, [], []
+    for i in range(n):
+        duration = int(rng.choice([0, 5, 40, 300]))
+        # a kernel usually starts when (or after) the one before ended; now and then inside it
+        start = start + int(rng.integers(0, 20)) if i % overlap_every == 0 else max(start, end[-1] if end else 0) + int(rng.integers(0, 3))
+        ts.append(start)
+        end.append(start + duration)
+    order = np.lexsort((-np.array(end), np.array(ts)))  # as the query sorts: by start, longest first
+    ts_a, end_a = np.array(ts)[order], np.array(end)[order]
+
+    def lanes() -> tuple[Lanes, _Recorder, list]:
+        recorder, made = _Recorder(), []
+        return Lanes(recorder, 1, nest=False, new_lane=lambda base, lane: made.append(lane) or 100 + lane), recorder, made  # type: ignore[arg-type]
+
+    one, one_recorder, one_lanes = lanes()
+    for i, (a, b) in enumerate(zip(ts_a.tolist(), end_a.tolist(), strict=True)):
+        one_recorder.events.append((i, one.place(a, b), a))
+    one.close()
+    expected = one_recorder.take()
+
+    batched, recorder, made = lanes()
+    bounds = [0, 1, 2, 7, 500, 501, 1_700, n]
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        _place_on_stream(batched, recorder, a, ts_a[a:b], end_a[a:b])
+    batched.close()
+    got = recorder.take()
+    assert made == one_lanes and (overlap_every == 10**9 or len(made) > 0)
+    for e, g in zip(expected, got, strict=True):
+        np.testing.assert_array_equal(e, g)

@@ -50,9 +50,12 @@ class PerfettoOptions:
     # DuckDB's memory for the joins and sorts of the export (tracks, marks, counters, critical path);
     # beyond it they spill to a temporary folder. The slices are sorted outside DuckDB.
     duckdb_memory_limit: str = "512MB"
-    # DuckDB's memory while the slices are read: their details (perfetto/slice_parts.sql) are
-    # built once, spilled beyond this, and each part reads only its own rows of them back.
-    slices_memory_limit: str = "128MB"
+    # DuckDB's memory while the details the slices join (perfetto/slice_args.sql, slice_parts.sql)
+    # are built once; beyond it they spill (below ~128 MB a 1 GB Kineto trace's args join fails).
+    slice_details_memory_limit: str = "128MB"
+    # DuckDB's memory while the parts are read (each part reads only its own rows of the details
+    # back): the export's peak is set while streaming, so lower than the build's.
+    slices_memory_limit: str = "64MB"
     critical_path: bool = False  # add each run's critical path as a track of its own, with flows along it
 
 
@@ -130,8 +133,8 @@ def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: Per
 
 def slice_parts(con: duckdb.DuckDBPyConnection, options: PerfettoOptions) -> list[tuple[int, int, int]]:
     """(run, first start, last start) of each part of the slices, after building the details the
-    parts join (under slices_memory_limit: they spill beyond it)."""
-    with memory_limit(con, options.slices_memory_limit):
+    parts join (under slice_details_memory_limit: they spill beyond it)."""
+    with memory_limit(con, options.slice_details_memory_limit):
         con.execute(query_text("perfetto/slice_args"))
         set_variables(con, {"xsp_perfetto_part_rows": options.part_rows})
         return con.execute(query_text("perfetto/slice_parts")).fetchall()

@@ -14,7 +14,9 @@ first -- `_nest`, with one searchsorted and one lexsort. That is the order the p
 tracks.Lanes gives whenever the slices nest (GPU: do not overlap), which `_nest` checks: the
 begin/end sequence is balanced (pairs match level by level) and its times never go back. A
 track segment that fails the check -- ranges that cross, kernels that overlap -- goes through
-tracks.Lanes row by row and stays there to its end (lane tracks, as before). Slices still open
+tracks.Lanes row by row and stays there to its end (lane tracks, as before); on a GPU stream
+only the rows that start before the row ahead of them ended (or follow one on another lane) need
+Lanes, the runs between them are made as arrays (`_place_on_stream`). Slices still open
 at the end of a batch are carried into the next one; every track stays open until `finish`,
 as the parts of the query (perfetto/slice_parts.sql: runs cut by start time) visit each track
 several times, in start order.
@@ -145,13 +147,31 @@ class InternTables:
 
 
 class _Recorder:
-    """Stands in for the PacketWriter of tracks.Lanes: keeps the ends it would write."""
+    """Stands in for the PacketWriter of tracks.Lanes: keeps the events it would write, in order."""
 
     def __init__(self):
-        self.events: list[tuple[int, int, int]] = []  # (row or -1 for an end, uuid, ts)
+        self.events: list[tuple[int, int, int]] = []  # (row or -1 for an end, uuid, ts), since the last chunk
+        self.chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
     def slice_end(self, uuid: int, ts: int) -> None:
         self.events.append((-1, uuid, ts))
+
+    def add(self, rows: np.ndarray, uuids: np.ndarray, times: np.ndarray) -> None:
+        """Events made as arrays, after those recorded one by one so far."""
+        self._flush()
+        self.chunks.append((rows, uuids, times))
+
+    def take(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        self._flush()
+        taken = _concat(self.chunks)
+        self.chunks = []
+        return taken
+
+    def _flush(self) -> None:
+        if self.events:
+            events = np.array(self.events, dtype=np.int64).reshape(-1, 3)
+            self.events.clear()
+            self.chunks.append((events[:, 0], events[:, 1], events[:, 2]))
 
 
 def _nest(ts: np.ndarray, end: np.ndarray, carried: np.ndarray, nest: bool):
@@ -218,7 +238,7 @@ class SliceEncoder:
     def _close_track(self, track: _Track, events: list) -> None:
         if track.lanes is not None and track.recorder is not None:
             track.lanes.close()
-            events.append(_recorded(track.recorder))
+            events.append(track.recorder.take())
         elif len(track.carried):
             ends = track.carried[::-1]  # innermost first
             events.append((np.full(len(ends), -1), np.full(len(ends), track.uuid), ends))
@@ -239,11 +259,14 @@ class SliceEncoder:
             track.lanes = Lanes(track.recorder, track.uuid, nest=track.nest, new_lane=self.tracks.lane)  # type: ignore[arg-type]
             track.lanes.stacks[0] = [int(e) for e in track.carried]
         assert track.recorder is not None
-        place, record = track.lanes.place, track.recorder.events.append
-        for i, (start, stop) in enumerate(zip(ts.tolist(), end.tolist(), strict=True)):
-            uuid = place(start, stop)
-            record((first_row + i, uuid, start))
-        events.append(_recorded(track.recorder))
+        if track.nest:
+            place, record = track.lanes.place, track.recorder.events.append
+            for i, (start, stop) in enumerate(zip(ts.tolist(), end.tolist(), strict=True)):
+                uuid = place(start, stop)
+                record((first_row + i, uuid, start))
+        else:
+            _place_on_stream(track.lanes, track.recorder, first_row, ts, end)
+        events.append(track.recorder.take())
 
     def _order(self, batch: pa.RecordBatch, events: list) -> None:
         columns = [batch.column(k) for k in TRACK_KEY]
@@ -411,10 +434,32 @@ def _string_annotations(found: np.ndarray) -> Message:
     return Message(wp.EVENT_DEBUG_ANNOTATION, len(found), fields, owners=found[:, 0])
 
 
-def _recorded(recorder: _Recorder) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    events = np.array(recorder.events, dtype=np.int64).reshape(-1, 3)
-    recorder.events.clear()
-    return events[:, 0], events[:, 1], events[:, 2]
+def _place_on_stream(lanes: Lanes, recorder: _Recorder, first_row: int, ts: np.ndarray, end: np.ndarray) -> None:
+    """tracks.Lanes.place for the rows of a GPU stream that has lanes, with the same events: a row
+    that starts after the row before it ended, which went on the stream's own track, goes there
+    too (Lanes closes that one slice and opens it; no other lane is looked at). Such runs -- most
+    rows of a stream whose kernels overlap now and then -- are made as arrays; the rest row by row."""
+    base, n = lanes.base_uuid, len(ts)
+    starts, stops = ts.tolist(), end.tolist()
+    # rows that do not start after the row before them ended: each needs Lanes
+    unchained = np.flatnonzero(np.r_[True, end[:-1] > ts[1:]]).tolist() + [n]
+    following = 0  # index into unchained of the first one after i
+    i = 0
+    while i < n:
+        uuid = lanes.place(starts[i], stops[i])
+        recorder.events.append((first_row + i, uuid, starts[i]))
+        while unchained[following] <= i:
+            following += 1
+        last = unchained[following] if uuid == base else i + 1
+        if last > i + 1:
+            chained = np.arange(i + 1, last)
+            rows = np.empty(2 * len(chained), dtype=np.int64)
+            rows[0::2], rows[1::2] = -1, first_row + chained
+            times = np.empty(2 * len(chained), dtype=np.int64)
+            times[0::2], times[1::2] = end[chained - 1], ts[chained]
+            recorder.add(rows, np.full(len(rows), base, dtype=np.int64), times)
+            lanes.stacks[0] = [stops[last - 1]]
+        i = last
 
 
 def _concat(events: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
