@@ -71,10 +71,11 @@ def _parquet(database: Path, output: Path, query: str | None) -> dict:
         for run_id, part_first, part_last in parts:
             set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_first": part_first, "xsp_perfetto_part_last": part_last})
             con.execute(f"COPY ({query_text(query).strip().rstrip(';')}) TO '{output / f'run{run_id}.parquet'}' (FORMAT parquet)")
-            # the part's args come from a query of their own
-            con.execute(
-                f"COPY ({query_text('perfetto/slice_part_args').strip().rstrip(';')}) TO '{output / f'args_run{run_id}.parquet'}' (FORMAT parquet)"
-            )
+            # the part's kernel and memop columns and its args come from queries of their own
+            for extra in ("slice_part_details", "slice_part_args"):
+                con.execute(
+                    f"COPY ({query_text('perfetto/' + extra).strip().rstrip(';')}) TO '{output / f'{extra}_run{run_id}.parquet'}' (FORMAT parquet)"
+                )
     pattern = output if query is None else output / "run*.parquet"
     rows = con.execute(f"SELECT count(*) FROM read_parquet('{pattern}')").fetchone()[0]
     con.close()

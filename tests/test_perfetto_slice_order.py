@@ -156,3 +156,38 @@ def test_args_go_beside_their_spans_rows_by_key_then_value():
         [(0, "k", "7k")],  # row 4: span 7
     ]
     assert slice_order.args_in_order(part, None, batch_rows=2) == [None, None, None]
+
+
+def test_kernel_and_memop_columns_go_beside_their_spans_rows():
+    # perfetto/slice_part_details.sql's rows arrive in no order, for some spans of the part only
+    # (and one for a span the part does not hold); every other row gets NULLs.
+    spans = pa.table(
+        {
+            "run_id": [1] * 4,
+            "track_class": ["gpu"] * 4,
+            "pid": pa.array([None] * 4, pa.int64()),
+            "tid": pa.array([None] * 4, pa.int64()),
+            "device_id": [0] * 4,
+            "stream_id": [7] * 4,
+            "span_id": [40, 10, 30, 20],
+            "ts": [40, 10, 30, 20],
+            "end_ts": [45, 15, 35, 25],
+            "span_end_ns": [45, 15, 35, 25],
+            "depth": [0] * 4,
+        }
+    )
+    details = pa.table(
+        {
+            "span_id": [30, 99, 10],
+            "grid": ["[1, 1, 1]", "[9, 9, 9]", None],
+            "bytes": pa.array([None, 5, 4096], pa.int64()),
+        }
+    )
+    part = slice_order.sort_part(spans.to_batches(), details)
+    assert part is not None
+    ordered = part[0].take(pa.array(part[1]))
+    assert ordered.column("span_id").to_pylist() == [10, 20, 30, 40]
+    assert ordered.column("grid").to_pylist() == [None, None, "[1, 1, 1]", None]
+    assert ordered.column("bytes").to_pylist() == [4096, None, None, None]
+    empty = slice_order.sort_part(spans.to_batches(), details.slice(0, 0))
+    assert empty is not None and empty[0].column("grid").null_count == 4 and empty[0].column("bytes").type == pa.int64()

@@ -4,8 +4,9 @@
 -- every column on ten keys cost more than the rest of the export.
 --
 -- From: perfetto_spans (queries/perfetto/select.sql) and the details perfetto/slice_parts.sql
--- builds (perfetto_flows, perfetto_outgoing_flows, perfetto_kernels, perfetto_memops,
--- perfetto_phases; a part's span_args come flat from perfetto/slice_part_args.sql);
+-- builds (perfetto_flows, perfetto_outgoing_flows, perfetto_phases; a part's kernel and memop
+-- columns come from perfetto/slice_part_details.sql, its span_args from
+-- perfetto/slice_part_args.sql: queries of their own, placed beside their spans in numpy);
 -- one part of the spans: run getvariable('xsp_perfetto_part_run'),
 -- start in [xsp_perfetto_part_first, xsp_perfetto_part_last]. Every table is read through that same
 -- start range (a detail row has its span's start), so a part costs what its own rows cost.
@@ -51,27 +52,7 @@ SELECT
     -- Source category (NVTX domain, Kineto category, nsys API class).
     s.category,
     -- How an NVTX range was made: push_pop or start_end.
-    s.range_style,
-    -- Kernel grid, "[x, y, z]".
-    k.grid,
-    -- Kernel block, "[x, y, z]".
-    k.block,
-    -- Registers per thread of a kernel.
-    k.registers_per_thread,
-    -- Static shared memory per block of a kernel, bytes.
-    k.shared_mem_static_bytes,
-    -- Dynamic shared memory per block of a kernel, bytes.
-    k.shared_mem_dynamic_bytes,
-    -- Profiler-estimated occupancy of a kernel, 0..1.
-    k.occupancy_estimate,
-    -- Direction of a copy.
-    m.copy_kind,
-    -- Bytes copied or set.
-    m.bytes,
-    -- Memory kind of a copy's source.
-    m.src_kind,
-    -- Memory kind of a copy's destination.
-    m.dst_kind
+    s.range_style
 FROM (
     SELECT * FROM perfetto_spans
     WHERE run_id = getvariable('xsp_perfetto_part_run')
@@ -83,12 +64,6 @@ LEFT JOIN (SELECT * FROM perfetto_outgoing_flows WHERE run_id = getvariable('xsp
 LEFT JOIN (SELECT * FROM perfetto_flows WHERE run_id = getvariable('xsp_perfetto_part_run')
            AND gpu_start_ns BETWEEN getvariable('xsp_perfetto_part_first') AND getvariable('xsp_perfetto_part_last')) AS f
     ON f.run_id = s.run_id AND f.gpu_span_id = s.span_id
-LEFT JOIN (SELECT * FROM perfetto_kernels WHERE run_id = getvariable('xsp_perfetto_part_run')
-           AND start_ns BETWEEN getvariable('xsp_perfetto_part_first') AND getvariable('xsp_perfetto_part_last')) AS k
-    ON k.run_id = s.run_id AND k.span_id = s.span_id
-LEFT JOIN (SELECT * FROM perfetto_memops WHERE run_id = getvariable('xsp_perfetto_part_run')
-           AND start_ns BETWEEN getvariable('xsp_perfetto_part_first') AND getvariable('xsp_perfetto_part_last')) AS m
-    ON m.run_id = s.run_id AND m.span_id = s.span_id
 LEFT JOIN (SELECT * FROM perfetto_phases WHERE run_id = getvariable('xsp_perfetto_part_run')
            AND start_ns BETWEEN getvariable('xsp_perfetto_part_first') AND getvariable('xsp_perfetto_part_last')) AS att
     ON att.run_id = s.run_id AND att.span_id = s.span_id;

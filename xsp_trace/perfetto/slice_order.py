@@ -52,19 +52,41 @@ def _track_groups(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
     return first, inverse.reshape(-1)
 
 
-def sort_part(part: Iterable[pa.RecordBatch]) -> tuple[pa.RecordBatch, np.ndarray] | None:
+def sort_part(part: Iterable[pa.RecordBatch], details: pa.Table | None = None) -> tuple[pa.RecordBatch, np.ndarray] | None:
     """One part of perfetto/slices.sql as one batch, with the order the encoder writes its rows
-    in (None when empty). Its string columns are dictionary-encoded once the part is whole (one
-    dictionary per column: reordering moves indices, and the encoder interns each distinct string
-    of the part once; encoding batch by batch and unifying the dictionaries cost more)."""
+    in (None when empty), and the columns of `details` (perfetto/slice_part_details.sql of the
+    same part) beside their span's row, NULL on the others. Its string columns are
+    dictionary-encoded once the part is whole (one dictionary per column: reordering moves
+    indices, and the encoder interns each distinct string of the part once; encoding batch by
+    batch and unifying the dictionaries cost more)."""
     batches = [b for b in part if b.num_rows]
     if not batches:
         return None
     whole = batches[0] if len(batches) == 1 else pa.Table.from_batches(batches).combine_chunks(memory_pool=PART_MEMORY).to_batches()[0]
     del batches
-    columns = [pc.dictionary_encode(c, memory_pool=PART_MEMORY) if c.type == pa.string() else c for c in whole.columns]
-    encoded = pa.record_batch(columns, names=whole.schema.names)
+    columns, names = list(whole.columns), whole.schema.names
+    if details is not None:
+        columns += _placed(ints(whole.column("span_id"))[0], details)
+        names = names + details.schema.names[1:]
+    columns = [pc.dictionary_encode(c, memory_pool=PART_MEMORY) if c.type == pa.string() else c for c in columns]
+    encoded = pa.record_batch(columns, names=names)
     return encoded, part_order(encoded)
+
+
+def _placed(span_ids: np.ndarray, details: pa.Table) -> list[pa.Array]:
+    """The columns of `details` after its first (span_id), row i holding span_ids[i]'s values
+    (NULL where it has none; a span has at most one details row)."""
+    details = details.combine_chunks(memory_pool=PART_MEMORY)
+    detail_ids = ints(details.column(0))[0]
+    by_id = np.argsort(detail_ids, kind="stable")
+    at = np.minimum(np.searchsorted(detail_ids[by_id], span_ids), max(len(by_id) - 1, 0))
+    found = detail_ids[by_id[at]] == span_ids if len(by_id) else np.zeros(len(span_ids), dtype=bool)
+    rows = np.where(found, by_id[at] if len(by_id) else 0, 0).astype(np.int64)
+    taking = pa.Array.from_buffers(pa.int64(), len(rows), [pa.py_buffer(np.packbits(found, bitorder="little")), pa.py_buffer(rows)])
+    return [
+        pc.take(details.column(i).chunk(0), taking, memory_pool=PART_MEMORY) if len(by_id) else pa.nulls(len(rows), details.schema.field(i).type)
+        for i in range(1, details.num_columns)
+    ]
 
 
 def in_order(sorted_part: tuple[pa.RecordBatch, np.ndarray] | None, batch_rows: int) -> Iterator[pa.RecordBatch]:
