@@ -144,8 +144,10 @@ def _write_slice_parts(con, writer: PacketWriter, tracks: TrackRegistry, options
 
     def fetch(run_id, part_first, part_last):
         set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_first": part_first, "xsp_perfetto_part_last": part_last})
-        details = con.sql(query_text("perfetto/slice_part_details")).to_arrow_table()
-        part = sort_part(con.sql(query_text("perfetto/slices")).to_arrow_table().to_batches(), details)
+        spans = con.sql(query_text("perfetto/slices")).to_arrow_table()
+        details = con.sql(query_text("perfetto/slice_part_details")).to_arrow_table() if spans.num_rows else None
+        part = sort_part(spans.to_batches(), details)
+        del spans
         args = con.sql(query_text("perfetto/slice_part_args")).to_arrow_table() if part is not None else None
         # taken in order here too: the encoder's thread gets batches ready to encode
         return list(zip(in_order(part, options.batch_rows), args_in_order(part, args, options.batch_rows), strict=True))

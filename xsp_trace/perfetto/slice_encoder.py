@@ -24,6 +24,7 @@ several times, in start order.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -443,14 +444,11 @@ def _place_on_stream(lanes: Lanes, recorder: _Recorder, first_row: int, ts: np.n
     starts, stops = ts.tolist(), end.tolist()
     # rows that do not start after the row before them ended: each needs Lanes
     unchained = np.flatnonzero(np.r_[True, end[:-1] > ts[1:]]).tolist() + [n]
-    following = 0  # index into unchained of the first one after i
     i = 0
     while i < n:
         uuid = lanes.place(starts[i], stops[i])
         recorder.events.append((first_row + i, uuid, starts[i]))
-        while unchained[following] <= i:
-            following += 1
-        last = unchained[following] if uuid == base else i + 1
+        last = unchained[bisect_right(unchained, i)] if uuid == base else i + 1  # the run chained to row i ends there
         if last > i + 1:
             chained = np.arange(i + 1, last)
             rows = np.empty(2 * len(chained), dtype=np.int64)

@@ -76,17 +76,18 @@ def sort_part(part: Iterable[pa.RecordBatch], details: pa.Table | None = None) -
 def _placed(span_ids: np.ndarray, details: pa.Table) -> list[pa.Array]:
     """The columns of `details` after its first (span_id), row i holding span_ids[i]'s values
     (NULL where it has none; a span has at most one details row)."""
-    details = details.combine_chunks(memory_pool=PART_MEMORY)
-    detail_ids = ints(details.column(0))[0]
-    by_id = np.argsort(detail_ids, kind="stable")
-    at = np.minimum(np.searchsorted(detail_ids[by_id], span_ids), max(len(by_id) - 1, 0))
-    found = detail_ids[by_id[at]] == span_ids if len(by_id) else np.zeros(len(span_ids), dtype=bool)
-    rows = np.where(found, by_id[at] if len(by_id) else 0, 0).astype(np.int64)
+    rows, found = _positions(ints(details.column(0))[0], span_ids)
     taking = pa.Array.from_buffers(pa.int64(), len(rows), [pa.py_buffer(np.packbits(found, bitorder="little")), pa.py_buffer(rows)])
-    return [
-        pc.take(details.column(i).chunk(0), taking, memory_pool=PART_MEMORY) if len(by_id) else pa.nulls(len(rows), details.schema.field(i).type)
-        for i in range(1, details.num_columns)
-    ]
+    return [pc.take(details.column(i).combine_chunks(), taking, memory_pool=PART_MEMORY) for i in range(1, details.num_columns)]
+
+
+def _positions(ids: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index into `ids` of each value of `wanted`, whether it is there at all); `ids` are unique."""
+    if len(ids) == 0:
+        return np.zeros(len(wanted), dtype=np.int64), np.zeros(len(wanted), dtype=bool)
+    by_id = np.argsort(ids, kind="stable")
+    at = by_id[np.minimum(np.searchsorted(ids[by_id], wanted), len(ids) - 1)]
+    return at, ids[at] == wanted
 
 
 def in_order(sorted_part: tuple[pa.RecordBatch, np.ndarray] | None, batch_rows: int) -> Iterator[pa.RecordBatch]:
@@ -117,14 +118,11 @@ def args_in_order(sorted_part: tuple[pa.RecordBatch, np.ndarray] | None, args: p
     if args is None or args.num_rows == 0:
         return [None] * batches
     args = args.combine_chunks(memory_pool=PART_MEMORY)
-    span_ids = ints(whole.column("span_id"))[0]
-    by_span = np.argsort(span_ids, kind="stable")
-    arg_spans = ints(args.column("span_id"))[0]
-    at = np.minimum(np.searchsorted(span_ids[by_span], arg_spans), len(by_span) - 1)
-    found = span_ids[by_span[at]] == arg_spans  # (the same start range: every arg's span is in the part)
+    # (the same start range: every arg's span is in the part)
+    at, found = _positions(ints(whole.column("span_id"))[0], ints(args.column("span_id"))[0])
     position = np.empty(len(order), dtype=np.int64)
     position[order] = np.arange(len(order))
-    place = np.where(found, position[by_span[at]], -1)
+    place = np.where(found, position[at], -1)
     keys, values = args.column("key").chunk(0), args.column("value").chunk(0)
     key_rank = _values_rank(keys)
     arg_order = np.lexsort((key_rank, place))
