@@ -182,3 +182,62 @@ def test_stream_rows_after_an_overlap_go_where_lanes_puts_them(overlap_every):
     assert made == one_lanes and (overlap_every == 10**9 or len(made) > 0)
     for e, g in zip(expected, got, strict=True):
         np.testing.assert_array_equal(e, g)
+
+
+def _nested_slices(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """n slices that nest (a random call tree: zero-length ones, a child ending with its parent,
+    a sibling starting where the one before ended), sorted as the query sorts: by start, longest first."""
+    ts, end, open_ends, clock = [], [], [], 0
+    while len(ts) < n:
+        while open_ends and rng.random() < 0.4:  # return from some calls
+            clock = max(clock, open_ends.pop())
+        start = clock + int(rng.choice([0, 0, 1, 5]))
+        limit = open_ends[-1] if open_ends else start + 1_000
+        if start > limit:
+            clock = max(clock, open_ends.pop())
+            continue
+        stop = int(rng.choice([start, limit, min(limit, start + int(rng.integers(1, 60)))]))
+        ts.append(start)
+        end.append(stop)
+        open_ends.append(stop)
+        clock = start
+    order = np.lexsort((-np.array(end), np.array(ts)))
+    return np.array(ts)[order], np.array(end)[order]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_nested_rows_give_the_events_lanes_gives(seed):
+    """slice_encoder._nest, fed a CPU track's rows in uneven batches (slices left open carried from
+    batch to batch), gives the begin/end events of tracks.Lanes placing every row alone -- and
+    refuses (None) a batch with two slices that cross, where Lanes opens a lane."""
+    from xsp_trace.perfetto.slice_encoder import _nest, _Recorder
+    from xsp_trace.perfetto.tracks import Lanes
+
+    rng = np.random.default_rng(seed)
+    ts, end = _nested_slices(rng, 2_000)
+    recorder = _Recorder()
+    lanes = Lanes(recorder, 1, nest=True, new_lane=lambda base, lane: pytest.fail("a nested row got a lane"))  # type: ignore[arg-type]
+    for i, (a, b) in enumerate(zip(ts.tolist(), end.tolist(), strict=True)):
+        recorder.events.append((i, lanes.place(a, b), a))
+    lanes.close()
+    expected_rows, _, expected_times = recorder.take()
+
+    rows, times, carried = [], [], np.empty(0, dtype=np.int64)
+    bounds = sorted({0, len(ts), *rng.integers(0, len(ts), 12).tolist()})
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        nested = _nest(ts[a:b], end[a:b], carried, True)
+        assert nested is not None
+        batch_rows, batch_times, carried = nested
+        rows.append(np.where(batch_rows >= 0, batch_rows + a, -1))
+        times.append(batch_times)
+    rows.append(np.full(len(carried), -1))
+    times.append(carried[::-1])  # closed at the end, innermost first (as SliceEncoder._close_track)
+    np.testing.assert_array_equal(np.concatenate(rows), expected_rows)
+    np.testing.assert_array_equal(np.concatenate(times), expected_times)
+    assert len(expected_rows) == 2 * len(ts)
+
+    # [10, 30) and [20, 40) cross; a slice at 35 puts the first end before a begin, so that the
+    # events' times still never go back: only the pairing tells
+    after = int(end.max())
+    crossing_ts, crossing_end = np.append(ts, np.array([10, 20, 35]) + after), np.append(end, np.array([30, 40, 36]) + after)
+    assert _nest(crossing_ts, crossing_end, np.empty(0, dtype=np.int64), True) is None

@@ -185,28 +185,36 @@ def _nest(ts: np.ndarray, end: np.ndarray, carried: np.ndarray, nest: bool):
     starts = np.concatenate([np.full(m, np.iinfo(np.int64).min), ts])
     ends = np.concatenate([carried, end])
     index = np.arange(total)
+    # the begin each end goes right before (total: after the last begin)
     position = np.maximum(index + 1, np.searchsorted(starts, ends, side="left"))
-    # Every begin (with the carried ones first) and every end, in emission order.
-    slice_of = np.concatenate([index, index])
-    is_begin = np.concatenate([np.ones(total, bool), np.zeros(total, bool)])
-    # at one position: the ends (innermost first) before the begin
-    order = np.lexsort((np.concatenate([np.zeros(total, np.int64), -index]), is_begin, np.concatenate([index, position])))
-    slice_of, is_begin = slice_of[order], is_begin[order]
+    # ends in emission order: by that begin, innermost (latest begun) first (distinct keys, nearly
+    # in order already: numpy's stable sort takes such runs whole)
+    end_order = np.argsort(position * (total + 1) + (total - index), kind="stable")
+    end_position = position[end_order]
+    # where each event goes: begin p after the ends placed at or before p; end k after k ends and its begins
+    begin_at = index + np.cumsum(np.bincount(position, minlength=total + 1))[:total]
+    end_at = np.empty(total, dtype=np.int64)
+    end_at[end_order] = np.arange(total) + end_position
+    is_begin = np.zeros(2 * total, dtype=bool)
+    is_begin[begin_at] = True
+    slice_of = np.empty(2 * total, dtype=np.int64)
+    slice_of[begin_at], slice_of[end_at] = index, index
     depth_after = np.cumsum(np.where(is_begin, 1, -1))
     level = np.where(is_begin, depth_after - 1, depth_after)
-    paired = np.argsort(level, kind="stable")
-    if not (np.all(is_begin[paired[0::2]]) and not np.any(is_begin[paired[1::2]]) and np.array_equal(slice_of[paired[0::2]], slice_of[paired[1::2]])):
+    # Each end follows its begin, so every level alternates begin, end: the ends pair with their own
+    # begins exactly when each slice begins and ends on one level (else two slices cross).
+    if not np.array_equal(level[begin_at], level[end_at]):
         return None
+    times = np.where(is_begin, starts[slice_of], ends[slice_of])
     real = ~(is_begin & (slice_of < m))  # the carried slices began in an earlier batch
-    times = np.where(is_begin, starts[slice_of], ends[slice_of])[real]
-    if np.any(np.diff(times) < 0):
+    if np.any(np.diff(times[real]) < 0):
         return None
-    if not nest and np.any(level[is_begin & (slice_of >= m)] != 0):
+    if not nest and np.any(level[begin_at[m:]] != 0):
         return None
     still_open = position == total
     emitted = real & ~(~is_begin & still_open[slice_of])
     rows = np.where(is_begin, slice_of - m, -1)[emitted]
-    return rows, np.where(is_begin, starts[slice_of], ends[slice_of])[emitted], ends[still_open]
+    return rows, times[emitted], ends[still_open]
 
 
 @dataclass
