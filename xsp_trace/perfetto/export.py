@@ -44,8 +44,9 @@ class PerfettoOptions:
     align_runs: bool = True  # every run's origin (runs.origin_ns) at time 0 (False: keep each run's own clock)
     batch_rows: int = 25_000  # rows per Arrow batch read from DuckDB, and per batch the slice encoder writes
     # Rows (spans and their args) per part of the slices query (perfetto/slice_parts.sql): one part at a time is held
-    # and sorted (slice_order.py), so memory follows this, not the trace size.
-    part_rows: int = 50_000
+    # and sorted (slice_order.py), so memory follows this, not the trace size; fewer, larger parts pay each
+    # part's fixed costs fewer times (BENCHMARKS.md, "Perfetto export: 75 k-row parts").
+    part_rows: int = 75_000
     max_interned: int = 200_000  # intern table entries before the incremental state is reset
     # DuckDB's memory for the joins and sorts of the export (tracks, marks, counters, critical path);
     # beyond it they spill to a temporary folder. The slices are sorted outside DuckDB.
