@@ -241,3 +241,53 @@ def test_nested_rows_give_the_events_lanes_gives(seed):
     after = int(end.max())
     crossing_ts, crossing_end = np.append(ts, np.array([10, 20, 35]) + after), np.append(end, np.array([30, 40, 36]) + after)
     assert _nest(crossing_ts, crossing_end, np.empty(0, dtype=np.int64), True) is None
+
+
+def test_interned_data_packets_are_the_bytes_protobuf_writes():
+    """The interned_data packet of a batch (intern_tables.InternTables, wire-encoded from Arrow
+    buffers and Python text alike) is byte for byte what the protobuf classes serialize for the
+    same entries: tables in field order, entries in iid order, strings of every length (empty,
+    multi-byte UTF-8, over 127 bytes: a two-byte length), strings met again, the cleared flag on
+    the first packet only, a batch defining nothing (no packet), a reset when full."""
+    import pyarrow as pa
+
+    from xsp_trace.perfetto.intern_tables import ANNOTATION_NAMES, CATEGORIES, EVENT_NAMES, STRING_VALUES, InternTables
+
+    def expected(entries: list[tuple[str, int, str]], cleared: bool) -> bytes:
+        packet = pb.TracePacket(trusted_packet_sequence_id=3)
+        for table, iid, text in entries:
+            entry = getattr(packet.interned_data, table).add()
+            entry.iid = iid
+            if table == STRING_VALUES:
+                entry.str = text.encode("utf-8")
+            else:
+                entry.name = text
+        packet.sequence_flags = wp.SEQ_NEEDS_INCREMENTAL_STATE | (wp.SEQ_INCREMENTAL_STATE_CLEARED if cleared else 0)
+        return pb.Trace(packet=[packet]).SerializeToString()
+
+    long_text = "é" * 100  # 200 bytes
+    tables = InternTables(max_interned=8)
+    tables.start_batch()
+    names, valid = tables.column(EVENT_NAMES, pa.array(["b", None, "a", "b", "", long_text]), "name")
+    assert names[valid].tolist() == [1, 2, 1, 3, 4] and not valid[1]
+    assert tables.iid(ANNOTATION_NAMES, "span_id") == 1 and tables.iid(ANNOTATION_NAMES, "span_id") == 1
+    values, _ = tables.column(STRING_VALUES, pa.array(["x", "日本", "x"]), None)
+    assert values.tolist() == [1, 2, 1]
+    assert tables.iid(STRING_VALUES, "y") == 3
+    assert tables.take_packet(3) == expected(
+        [(EVENT_NAMES, 1, "b"), (EVENT_NAMES, 2, "a"), (EVENT_NAMES, 3, ""), (EVENT_NAMES, 4, long_text),
+         (ANNOTATION_NAMES, 1, "span_id"), (STRING_VALUES, 1, "x"), (STRING_VALUES, 2, "日本"), (STRING_VALUES, 3, "y")],
+        cleared=True,
+    )  # fmt: skip
+    tables.start_batch()  # 8 entries: full, cleared before this batch
+    tables.column(CATEGORIES, pa.array(["kernel"]), "kind")
+    # a part's dictionary (slice_order.sort_part) in another order than the batch's first uses
+    part_dictionary = pa.DictionaryArray.from_arrays(pa.array([1, 0, 1], pa.int32()), pa.array(["a", "c"]))
+    assert tables.column(EVENT_NAMES, part_dictionary, "name")[0].tolist() == [1, 2, 1]
+    assert tables.take_packet(3) == expected([(CATEGORIES, 1, "kernel"), (EVENT_NAMES, 1, "c"), (EVENT_NAMES, 2, "a")], cleared=True)
+    tables.start_batch()
+    assert tables.column(EVENT_NAMES, pa.array(["c", "a"]), "name")[0].tolist() == [1, 2]
+    assert tables.take_packet(3) is None
+    tables.start_batch()
+    assert tables.column(EVENT_NAMES, pa.array(["a", "d", "c", "e"]), "name")[0].tolist() == [2, 3, 1, 4]
+    assert tables.take_packet(3) == expected([(EVENT_NAMES, 3, "d"), (EVENT_NAMES, 4, "e")], cleared=False)

@@ -24,6 +24,8 @@ _WIRE_TYPE = {
     FieldDescriptor.TYPE_FIXED64: FIXED64,
     FieldDescriptor.TYPE_DOUBLE: FIXED64,
     FieldDescriptor.TYPE_MESSAGE: LENGTH_DELIMITED,
+    FieldDescriptor.TYPE_STRING: LENGTH_DELIMITED,
+    FieldDescriptor.TYPE_BYTES: LENGTH_DELIMITED,
 }
 
 
@@ -50,6 +52,7 @@ TRACE_PACKET = tag(pb.Trace, "packet", LENGTH_DELIMITED)
 PACKET_TIMESTAMP = tag(pb.TracePacket, "timestamp", VARINT)
 PACKET_SEQUENCE_ID = tag(pb.TracePacket, "trusted_packet_sequence_id", VARINT)
 PACKET_TRACK_EVENT = tag(pb.TracePacket, "track_event", LENGTH_DELIMITED)
+PACKET_INTERNED_DATA = tag(pb.TracePacket, "interned_data", LENGTH_DELIMITED)
 PACKET_SEQUENCE_FLAGS = tag(pb.TracePacket, "sequence_flags", VARINT)
 # TrackEvent
 EVENT_CATEGORY_IID = tag(pb.TrackEvent, "category_iids", VARINT)
@@ -64,6 +67,22 @@ ANNOTATION_NAME_IID = tag(pb.DebugAnnotation, "name_iid", VARINT)
 ANNOTATION_INT = tag(pb.DebugAnnotation, "int_value", VARINT)
 ANNOTATION_DOUBLE = tag(pb.DebugAnnotation, "double_value", FIXED64)
 ANNOTATION_STRING_IID = tag(pb.DebugAnnotation, "string_value_iid", VARINT)
+
+
+def _interned_table(table: str) -> tuple[int, bytes, bytes, bytes]:
+    """(field number, tag of an entry, tag of its iid, tag of its text) of an InternedData table."""
+    descriptor = pb.InternedData.DESCRIPTOR.fields_by_name[table]
+    entry = descriptor.message_type
+    text = "str" if "str" in entry.fields_by_name else "name"
+    message = getattr(pb, entry.name)
+    return descriptor.number, tag(pb.InternedData, table, LENGTH_DELIMITED), tag(message, "iid", VARINT), tag(message, text, LENGTH_DELIMITED)
+
+
+# InternedData: the tables the slice encoder interns into, by name (fields of InternedData), each
+# with its entry message's iid and text (`name`, or `str` for debug annotation string values).
+INTERNED_TABLES = {
+    table: _interned_table(table) for table in ("event_categories", "event_names", "debug_annotation_names", "debug_annotation_string_values")
+}
 
 # Enum values
 SEQ_INCREMENTAL_STATE_CLEARED = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED

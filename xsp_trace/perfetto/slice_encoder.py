@@ -33,14 +33,13 @@ from functools import partial
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from ..formats import perfetto_proto as wp
 from ..naming import parse_layer_name
-from .arrow_arrays import indices
 from .arrow_arrays import ints as _ints
 from .arrow_arrays import valid as _valid
 from .arrow_arrays import values as _values
+from .intern_tables import ANNOTATION_NAMES, CATEGORIES, EVENT_NAMES, STRING_VALUES, InternTables, encoded
 from .packets import OrderedWrites, PacketWriter
 from .slice_order import TRACK_KEY, BatchArgs
 from .tracks import Lanes, TrackRegistry
@@ -61,90 +60,6 @@ STR_ANNOTATIONS = ("category", "range_style", "phase", "grid", "block", "copy_ki
 FLOAT_ANNOTATIONS = ("occupancy_estimate",)
 
 PartMaker = Callable[[], Part]  # makes the occurrences of one field (the encoding's work, done where the packets are encoded)
-
-# The interned_data tables, as named in the InternedData message.
-EVENT_NAMES = "event_names"
-CATEGORIES = "event_categories"
-ANNOTATION_NAMES = "debug_annotation_names"
-STRING_VALUES = "debug_annotation_string_values"
-
-
-class InternTables:
-    """String -> iid per interned_data table, for one sequence; new strings are gathered into the
-    batch's interned_data packet. Cleared (with the sequence's incremental state) when full."""
-
-    def __init__(self, max_interned: int):
-        self.max_interned = max_interned
-        self.tables: dict[str, dict[str, int]] = {t: {} for t in (EVENT_NAMES, CATEGORIES, ANNOTATION_NAMES, STRING_VALUES)}
-        self.count = 0
-        self.cleared = True  # the first packet of the sequence clears its (empty) state
-        self.packet = pb.TracePacket()
-        # iid (0: not looked up yet) per entry of a dictionary the batches of one part share, per
-        # column: a part's batches are takes of one batch, so most of their strings are looked up once.
-        self._dictionary_iids: dict[str, tuple[pa.Array, tuple[int, int], np.ndarray]] = {}
-
-    def start_part(self) -> None:
-        self._dictionary_iids.clear()
-
-    def start_batch(self) -> None:
-        self.packet = pb.TracePacket()
-        if self.count >= self.max_interned:
-            for entries in self.tables.values():
-                entries.clear()
-            self.count = 0
-            self.cleared = True
-            self._dictionary_iids.clear()
-
-    def iid(self, table: str, text: str) -> int:
-        entries = self.tables[table]
-        found = entries.get(text)
-        if found is None:
-            found = entries[text] = len(entries) + 1  # iids start at 1; 0 means "not set"
-            self.count += 1
-            entry = getattr(self.packet.interned_data, table).add()
-            entry.iid = found
-            if table == STRING_VALUES:
-                entry.str = text.encode("utf-8")
-            else:
-                entry.name = text
-        return found
-
-    def column(self, table: str, column: pa.Array, name: str | None) -> tuple[np.ndarray, np.ndarray]:
-        """(iids, valid mask) of string column `name`: each distinct value the part uses looked up
-        once, in order of first use (the dictionary's order follows the order DuckDB's threads
-        delivered the part in, so interning in it would make the trace's bytes differ from run to run).
-        With name None, nothing is kept for the next batch (a dictionary of this batch alone)."""
-        encoded = _encoded(column)
-        codes, valid = _ints(encoded.indices)
-        dictionary = encoded.dictionary
-        lookup = self._lookup(name, dictionary) if name is not None else np.zeros(len(dictionary) + 1, dtype=np.uint64)
-        wanted = codes[valid]
-        unknown = wanted[lookup[wanted] == 0]
-        if len(unknown):
-            used, first = np.unique(unknown, return_index=True)  # (the part's dictionary may hold more)
-            used = used[np.argsort(first, kind="stable")]
-            texts = dictionary.take(indices(used)).to_pylist()
-            found = [*map(self.tables[table].get, texts)]  # most are known: one C call each
-            lookup[used] = [iid if iid is not None else self.iid(table, text) for iid, text in zip(found, texts, strict=True)]
-        return lookup[np.where(valid, codes, len(dictionary))], valid
-
-    def _lookup(self, name: str, dictionary: pa.Array) -> np.ndarray:
-        """The iids found so far for `dictionary`'s entries (the last entry stands for NULL)."""
-        buffers = dictionary.buffers()
-        identity = (buffers[-1].address if buffers[-1] is not None else 0, len(dictionary))
-        known = self._dictionary_iids.get(name)
-        if known is None or known[1] != identity:  # (the array is kept: its memory cannot be another's meanwhile)
-            known = self._dictionary_iids[name] = (dictionary, identity, np.zeros(len(dictionary) + 1, dtype=np.uint64))
-        return known[2]
-
-    def take_packet(self, sequence_id: int) -> bytes | None:
-        """The batch's interned_data packet (a Trace fragment), or None when it defines nothing new."""
-        if not self.packet.HasField("interned_data") and not self.cleared:
-            return None
-        self.packet.trusted_packet_sequence_id = sequence_id
-        self.packet.sequence_flags = wp.SEQ_NEEDS_INCREMENTAL_STATE | (wp.SEQ_INCREMENTAL_STATE_CLEARED if self.cleared else 0)
-        self.cleared = False
-        return pb.Trace(packet=[self.packet]).SerializeToString()
 
 
 class _Recorder:
@@ -284,7 +199,7 @@ class SliceEncoder:
         change[0] = True
         for column in columns:
             if column.type == pa.string() or pa.types.is_dictionary(column.type):
-                column = _encoded(column).indices
+                column = encoded(column).indices
             values, valid = _ints(column)
             change[1:] |= (values[1:] != values[:-1]) | (valid[1:] != valid[:-1])
         bounds = np.append(np.flatnonzero(change), n)
@@ -373,7 +288,7 @@ class SliceEncoder:
         iid = self.interned.iid
         layers: list[tuple[int, int, int]] = []
         names = batch.column("name")
-        kinds = _encoded(batch.column("kind"))  # (pc.equal with a str would import pandas)
+        kinds = encoded(batch.column("kind"))  # (pc.equal with a str would import pandas)
         layer = kinds.dictionary.to_pylist().index("layer") if "layer" in kinds.dictionary.to_pylist() else -1
         is_layer = _valid(kinds) & (_values(kinds.indices) == layer)
         for row in np.flatnonzero(is_layer).tolist():
@@ -419,14 +334,6 @@ def _encode_events(sequence_id: int, begin_events: list[PartMaker], rows: np.nda
 
 def _varint_bytes(value: int) -> bytes:
     return Message(b"", 1, [Varint(b"", np.array([value], dtype=np.uint64), np.zeros(1, dtype=np.int64))]).encode()
-
-
-def _encoded(column: pa.Array) -> pa.DictionaryArray:
-    """A string column dictionary-encoded (as it is already when slice_order.py sorted its part)."""
-    if pa.types.is_dictionary(column.type):
-        return column
-    encoded = pc.dictionary_encode(column)
-    return encoded.combine_chunks() if isinstance(encoded, pa.ChunkedArray) else encoded
 
 
 def _annotation(key_iid: int, kind: type[Varint] | type[Fixed64], value_tag: bytes, values: np.ndarray, owners: np.ndarray) -> Message:

@@ -131,6 +131,28 @@ class Constant(Part):
         _put_bytes(out, at, self.blob)
 
 
+class Bytes(Part):
+    """Length-delimited bytes (a string or bytes field), one value per owner: value i is
+    data[offsets[i]:offsets[i + 1]] (offsets as Arrow keeps them, n + 1 of them)."""
+
+    def __init__(self, tag: bytes, offsets: np.ndarray, data: np.ndarray, owners: np.ndarray):
+        self.tag, self.owners, self.data = tag, owners, data
+        self.offsets = offsets.astype(np.int64, copy=False)
+        self._lengths = np.diff(self.offsets)
+        self._length_bytes = varint_lengths(self._lengths.astype(np.uint64))
+
+    def sizes(self) -> np.ndarray:
+        return len(self.tag) + self._length_bytes + self._lengths
+
+    def write(self, out: np.ndarray, at: np.ndarray) -> None:
+        _put_bytes(out, at, self.tag)
+        _put_varints(out, at + len(self.tag), self._lengths.astype(np.uint64), self._length_bytes)
+        first, last = int(self.offsets[0]), int(self.offsets[-1])
+        if last > first:  # each value's bytes where its length ends
+            values_at = at + len(self.tag) + self._length_bytes
+            out[np.repeat(values_at - self.offsets[:-1], self._lengths) + np.arange(first, last)] = self.data[first:last]
+
+
 class Message(Part):
     """`count` messages made of `parts` (their owners index the messages), each written as a
     length-delimited field `tag` of owners[i] -- or, with tag b"", bare, one after the other."""
