@@ -252,16 +252,12 @@ def test_interned_data_packets_are_the_bytes_protobuf_writes():
     import pyarrow as pa
 
     from xsp_trace.perfetto.intern_tables import ANNOTATION_NAMES, CATEGORIES, EVENT_NAMES, STRING_VALUES, InternTables
+    from xsp_trace.perfetto.packets import add_interned
 
     def expected(entries: list[tuple[str, int, str]], cleared: bool) -> bytes:
         packet = pb.TracePacket(trusted_packet_sequence_id=3)
         for table, iid, text in entries:
-            entry = getattr(packet.interned_data, table).add()
-            entry.iid = iid
-            if table == STRING_VALUES:
-                entry.str = text.encode("utf-8")
-            else:
-                entry.name = text
+            add_interned(packet, table, iid, text)  # the protobuf classes' entries, as PacketWriter defines them
         packet.sequence_flags = wp.SEQ_NEEDS_INCREMENTAL_STATE | (wp.SEQ_INCREMENTAL_STATE_CLEARED if cleared else 0)
         return pb.Trace(packet=[packet]).SerializeToString()
 

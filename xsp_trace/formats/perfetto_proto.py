@@ -78,10 +78,14 @@ def _interned_table(table: str) -> tuple[int, bytes, bytes, bytes]:
     return descriptor.number, tag(pb.InternedData, table, LENGTH_DELIMITED), tag(message, "iid", VARINT), tag(message, text, LENGTH_DELIMITED)
 
 
-# InternedData: the tables the slice encoder interns into, by name (fields of InternedData), each
-# with its entry message's iid and text (`name`, or `str` for debug annotation string values).
+# InternedData: the tables the writers intern into (fields of InternedData), each with its entry
+# message's iid and text (`name`, or `str` for debug annotation string values).
+INTERNED_EVENT_NAMES = "event_names"
+INTERNED_CATEGORIES = "event_categories"
+INTERNED_ANNOTATION_NAMES = "debug_annotation_names"
+INTERNED_STRING_VALUES = "debug_annotation_string_values"
 INTERNED_TABLES = {
-    table: _interned_table(table) for table in ("event_categories", "event_names", "debug_annotation_names", "debug_annotation_string_values")
+    table: _interned_table(table) for table in (INTERNED_CATEGORIES, INTERNED_EVENT_NAMES, INTERNED_ANNOTATION_NAMES, INTERNED_STRING_VALUES)
 }
 
 # Enum values

@@ -18,11 +18,8 @@ from .arrow_arrays import indices
 from .arrow_arrays import ints as _ints
 from .wire import Bytes, Message, Varint
 
-# The interned_data tables, as named in the InternedData message.
-EVENT_NAMES = "event_names"
-CATEGORIES = "event_categories"
-ANNOTATION_NAMES = "debug_annotation_names"
-STRING_VALUES = "debug_annotation_string_values"
+EVENT_NAMES, CATEGORIES = wp.INTERNED_EVENT_NAMES, wp.INTERNED_CATEGORIES
+ANNOTATION_NAMES, STRING_VALUES = wp.INTERNED_ANNOTATION_NAMES, wp.INTERNED_STRING_VALUES
 _TABLES_IN_FIELD_ORDER = sorted(wp.INTERNED_TABLES, key=lambda table: wp.INTERNED_TABLES[table][0])
 _OFFSET_TYPES = {pa.string(): np.int32, pa.large_string(): np.int64}
 

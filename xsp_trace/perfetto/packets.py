@@ -23,6 +23,8 @@ from typing import BinaryIO
 
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
+from ..formats import perfetto_proto as wp
+
 SEQ_INCREMENTAL_STATE_CLEARED = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
 SEQ_NEEDS_INCREMENTAL_STATE = pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE
 SLICE_BEGIN = pb.TrackEvent.TYPE_SLICE_BEGIN
@@ -30,11 +32,8 @@ SLICE_END = pb.TrackEvent.TYPE_SLICE_END
 INSTANT = pb.TrackEvent.TYPE_INSTANT
 COUNTER = pb.TrackEvent.TYPE_COUNTER
 
-# The interned_data fields, one table each.
-_EVENT_NAMES = "event_names"
-_CATEGORIES = "event_categories"
-_ANNOTATION_NAMES = "debug_annotation_names"
-_STRING_VALUES = "debug_annotation_string_values"
+_EVENT_NAMES, _CATEGORIES = wp.INTERNED_EVENT_NAMES, wp.INTERNED_CATEGORIES
+_ANNOTATION_NAMES, _STRING_VALUES = wp.INTERNED_ANNOTATION_NAMES, wp.INTERNED_STRING_VALUES
 _TABLES = (_EVENT_NAMES, _CATEGORIES, _ANNOTATION_NAMES, _STRING_VALUES)
 
 
@@ -123,12 +122,7 @@ class PacketWriter:
         iid = len(entries) + 1  # iids start at 1; 0 means "not set"
         entries[text] = iid
         self._interned_count += 1
-        entry = getattr(packet.interned_data, table).add()
-        entry.iid = iid
-        if table == _STRING_VALUES:
-            entry.str = text.encode("utf-8")
-        else:
-            entry.name = text
+        add_interned(packet, table, iid, text)
         return iid
 
     # -- packets -----------------------------------------------------------------------
@@ -195,6 +189,16 @@ class PacketWriter:
         event.type = COUNTER
         event.track_uuid = track_uuid
         event.double_counter_value = value
+
+
+def add_interned(packet: pb.TracePacket, table: str, iid: int, text: str) -> None:
+    """Define `text` as `iid` in `packet`'s interned_data table `table` (string values are bytes there)."""
+    entry = getattr(packet.interned_data, table).add()
+    entry.iid = iid
+    if table == _STRING_VALUES:
+        entry.str = text.encode("utf-8")
+    else:
+        entry.name = text
 
 
 class OrderedWrites:
