@@ -160,34 +160,42 @@ def test_args_go_beside_their_spans_rows_by_key_then_value():
 
 def test_kernel_and_memop_columns_go_beside_their_spans_rows():
     # perfetto/slice_part_details.sql's rows arrive in no order, for some spans of the part only
-    # (and one for a span the part does not hold); every other row gets NULLs.
+    # (and one for a span the part does not hold): each goes beside its span's row in the encoder's
+    # order, batch by batch; a batch without any gets None.
     spans = pa.table(
         {
-            "run_id": [1] * 4,
-            "track_class": ["gpu"] * 4,
-            "pid": pa.array([None] * 4, pa.int64()),
-            "tid": pa.array([None] * 4, pa.int64()),
-            "device_id": [0] * 4,
-            "stream_id": [7] * 4,
-            "span_id": [40, 10, 30, 20],
-            "ts": [40, 10, 30, 20],
-            "end_ts": [45, 15, 35, 25],
-            "span_end_ns": [45, 15, 35, 25],
-            "depth": [0] * 4,
+            "run_id": [1] * 5,
+            "track_class": ["gpu"] * 5,
+            "pid": pa.array([None] * 5, pa.int64()),
+            "tid": pa.array([None] * 5, pa.int64()),
+            "device_id": [0] * 5,
+            "stream_id": [7] * 5,
+            "span_id": [40, 10, 30, 20, 50],
+            "ts": [40, 10, 30, 20, 50],
+            "end_ts": [45, 15, 35, 25, 55],
+            "span_end_ns": [45, 15, 35, 25, 55],
+            "depth": [0] * 5,
         }
     )
     details = pa.table(
         {
-            "span_id": [30, 99, 10],
-            "grid": ["[1, 1, 1]", "[9, 9, 9]", None],
-            "bytes": pa.array([None, 5, 4096], pa.int64()),
+            "span_id": [30, 99, 10, 20],
+            "grid": ["[1, 1, 1]", "[9, 9, 9]", None, "[1, 1, 1]"],
+            "bytes": pa.array([None, 5, 4096, None], pa.int64()),
         }
     )
-    part = slice_order.sort_part(spans.to_batches(), details)
+    part = slice_order.sort_part(spans.to_batches())
     assert part is not None
-    ordered = part[0].take(pa.array(part[1]))
-    assert ordered.column("span_id").to_pylist() == [10, 20, 30, 40]
-    assert ordered.column("grid").to_pylist() == [None, None, "[1, 1, 1]", None]
-    assert ordered.column("bytes").to_pylist() == [4096, None, None, None]
-    empty = slice_order.sort_part(spans.to_batches(), details.slice(0, 0))
-    assert empty is not None and empty[0].column("grid").null_count == 4 and empty[0].column("bytes").type == pa.int64()
+    assert part[0].take(pa.array(part[1])).column("span_id").to_pylist() == [10, 20, 30, 40, 50]
+    batches = slice_order.details_in_order(part, details, batch_rows=2)
+    assert len(batches) == 3 and batches[2] is None  # rows 4: span 50, no details
+    found = [[(row, *(b.columns[n][i].as_py() for n in ("grid", "bytes"))) for i, row in enumerate(b.rows.tolist())] for b in batches[:2] if b]
+    assert found == [
+        [(0, None, 4096), (1, "[1, 1, 1]", None)],  # rows 0-1: spans 10, 20
+        [(0, "[1, 1, 1]", None)],  # rows 2-3: spans 30, 40
+    ]
+    # a part's string columns share one dictionary across its batches (the encoder interns each once)
+    assert batches[0].columns["grid"].dictionary.equals(batches[1].columns["grid"].dictionary)
+    assert slice_order.details_in_order(part, details.slice(0, 0), batch_rows=2) == [None, None, None]
+    assert slice_order.details_in_order(part, None, batch_rows=2) == [None, None, None]
+    assert slice_order.details_in_order(None, details, batch_rows=2) == []

@@ -25,7 +25,7 @@ from ..sql import set_variables
 from ..store import open_store
 from .packets import PacketWriter
 from .slice_encoder import SliceEncoder
-from .slice_order import args_in_order, in_order, sort_part
+from .slice_order import args_in_order, details_in_order, in_order, sort_part
 from .tracks import TrackRegistry
 
 SPAN_KINDS = ("model", "layer", "op", "annotation", "api", "kernel", "memcpy", "memset", "sync", "other")
@@ -147,11 +147,12 @@ def _write_slice_parts(con, writer: PacketWriter, tracks: TrackRegistry, options
         set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_first": part_first, "xsp_perfetto_part_last": part_last})
         spans = con.sql(query_text("perfetto/slices")).to_arrow_table()
         details = con.sql(query_text("perfetto/slice_part_details")).to_arrow_table() if spans.num_rows else None
-        part = sort_part(spans.to_batches(), details)
+        part = sort_part(spans.to_batches())
         del spans
         args = con.sql(query_text("perfetto/slice_part_args")).to_arrow_table() if part is not None else None
+        rows = options.batch_rows
         # taken in order here too: the encoder's thread gets batches ready to encode
-        return list(zip(in_order(part, options.batch_rows), args_in_order(part, args, options.batch_rows), strict=True))
+        return list(zip(in_order(part, rows), args_in_order(part, args, rows), details_in_order(part, details, rows), strict=True))
 
     # The next part is read and sorted on a thread of its own while the encoder writes this one
     # (DuckDB and numpy leave the GIL; only that thread uses the connection until the loop ends).

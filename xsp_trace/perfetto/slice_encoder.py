@@ -41,7 +41,7 @@ from .arrow_arrays import valid as _valid
 from .arrow_arrays import values as _values
 from .intern_tables import ANNOTATION_NAMES, CATEGORIES, EVENT_NAMES, STRING_VALUES, InternTables, encoded
 from .packets import OrderedWrites, PacketWriter
-from .slice_order import TRACK_KEY, BatchArgs
+from .slice_order import TRACK_KEY, BatchArgs, BatchDetails
 from .tracks import Lanes, TrackRegistry
 from .wire import Constant, Fixed64, Message, Part, Varint
 
@@ -210,7 +210,7 @@ class SliceEncoder:
             self._segment(key, a, ts[a:b], end[a:b], events)
 
     # -- packets ---------------------------------------------------------------------
-    def write_batch(self, batch: pa.RecordBatch, args: BatchArgs | None = None) -> None:
+    def write_batch(self, batch: pa.RecordBatch, args: BatchArgs | None = None, details: BatchDetails | None = None) -> None:
         n = batch.num_rows
         if n == 0:
             return
@@ -224,19 +224,19 @@ class SliceEncoder:
         row_uuid = np.empty(n, dtype=np.int64)
         row_uuid[rows[begins]] = uuids[begins]
         self.interned.start_batch()
-        begin_events = self._begin_events(batch, row_uuid, args)
+        begin_events = self._begin_events(batch, row_uuid, args, details)
         intern_packet = self.interned.take_packet(self.sequence_id)
         if intern_packet is not None:
             self.output.put(intern_packet, 1)
         self._put_events(begin_events, rows, uuids, times)
         self.slices += n
 
-    def write_part(self, batches: Iterable[tuple[pa.RecordBatch, BatchArgs | None]]) -> None:
-        """The batches of one part and their args (slice_order.in_order and args_in_order: takes of
-        one batch, sharing its dictionaries)."""
+    def write_part(self, batches: Iterable[tuple[pa.RecordBatch, BatchArgs | None, BatchDetails | None]]) -> None:
+        """The batches of one part with their args and kernel/memop columns (slice_order.in_order,
+        args_in_order, details_in_order: takes of one batch each, sharing its dictionaries)."""
         self.interned.start_part()
-        for batch, args in batches:
-            self.write_batch(batch, args)
+        for batch, args, details in batches:
+            self.write_batch(batch, args, details)
         self.interned.start_part()
 
     def finish(self) -> None:
@@ -247,7 +247,9 @@ class SliceEncoder:
             self._put_events([], *_concat(events))
         self.output.drain()
 
-    def _begin_events(self, batch: pa.RecordBatch, row_uuid: np.ndarray, args: BatchArgs | None) -> list[PartMaker]:
+    def _begin_events(
+        self, batch: pa.RecordBatch, row_uuid: np.ndarray, args: BatchArgs | None, details: BatchDetails | None = None
+    ) -> list[PartMaker]:
         """The fields of each row's begin TrackEvent (in field-number order; owners: rows), each to
         be made by calling it: the strings are interned here, the encoding may go to another thread."""
         n = batch.num_rows
@@ -256,20 +258,35 @@ class SliceEncoder:
         category_iids, _ = interned.column(CATEGORIES, batch.column("kind"), "kind")
         name_iids, _ = interned.column(EVENT_NAMES, batch.column("name"), "name")
         parts: list[PartMaker] = [partial(Varint, wp.EVENT_CATEGORY_IID, category_iids, rows)]
+
+        def annotated(key: str) -> tuple[pa.Array, np.ndarray] | None:
+            """The column `key` and the rows it is for: the batch's own, or its kernel/memop rows'."""
+            if key in batch.schema.names:
+                return batch.column(key), rows
+            if details is not None and key in details.columns:
+                return details.columns[key], details.rows
+            return None
+
         for key in INT_ANNOTATIONS:
-            values, valid = _ints(batch.column(key))
-            if valid.any():
-                parts.append(partial(_annotation, interned.iid(ANNOTATION_NAMES, key), Varint, wp.ANNOTATION_INT, values[valid], rows[valid]))
+            if (found := annotated(key)) is not None:
+                values, valid = _ints(found[0])
+                if valid.any():
+                    parts.append(partial(_annotation, interned.iid(ANNOTATION_NAMES, key), Varint, wp.ANNOTATION_INT, values[valid], found[1][valid]))
         for key in FLOAT_ANNOTATIONS:
-            column = batch.column(key)
-            valid = _valid(column)
-            if valid.any():
-                values = _values(column, 0.0).astype(np.float64)
-                parts.append(partial(_annotation, interned.iid(ANNOTATION_NAMES, key), Fixed64, wp.ANNOTATION_DOUBLE, values[valid], rows[valid]))
+            if (found := annotated(key)) is not None:
+                valid = _valid(found[0])
+                if valid.any():
+                    values = _values(found[0], 0.0).astype(np.float64)
+                    parts.append(
+                        partial(_annotation, interned.iid(ANNOTATION_NAMES, key), Fixed64, wp.ANNOTATION_DOUBLE, values[valid], found[1][valid])
+                    )
         for key in STR_ANNOTATIONS:
-            iids, valid = interned.column(STRING_VALUES, batch.column(key), key)
-            if valid.any():
-                parts.append(partial(_annotation, interned.iid(ANNOTATION_NAMES, key), Varint, wp.ANNOTATION_STRING_IID, iids[valid], rows[valid]))
+            if (found := annotated(key)) is not None:
+                iids, valid = interned.column(STRING_VALUES, found[0], key)
+                if valid.any():
+                    parts.append(
+                        partial(_annotation, interned.iid(ANNOTATION_NAMES, key), Varint, wp.ANNOTATION_STRING_IID, iids[valid], found[1][valid])
+                    )
         parts += [partial(_string_annotations, found) for found in (self._layer_annotations(batch), self._args(args))]
         parts.append(partial(Constant, wp.EVENT_TYPE + _varint_bytes(wp.TYPE_SLICE_BEGIN), rows))
         parts.append(partial(Varint, wp.EVENT_NAME_IID, name_iids, rows))

@@ -52,33 +52,23 @@ def _track_groups(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
     return first, inverse.reshape(-1)
 
 
-def sort_part(part: Iterable[pa.RecordBatch], details: pa.Table | None = None) -> tuple[pa.RecordBatch, np.ndarray] | None:
-    """One part of perfetto/slices.sql as one batch, with the order the encoder writes its rows
-    in (None when empty), and the columns of `details` (perfetto/slice_part_details.sql of the
-    same part) beside their span's row, NULL on the others. Its string columns are
-    dictionary-encoded once the part is whole (one dictionary per column: reordering moves
-    indices, and the encoder interns each distinct string of the part once; encoding batch by
-    batch and unifying the dictionaries cost more)."""
+def _dictionary_encoded(columns: Iterable[pa.Array]) -> list[pa.Array]:
+    """String columns dictionary-encoded (one dictionary per column for the whole part: reordering
+    moves indices, and the encoder interns each distinct string of the part once; encoding batch by
+    batch and unifying the dictionaries cost more); the others as they are."""
+    return [pc.dictionary_encode(c, memory_pool=PART_MEMORY) if c.type == pa.string() else c for c in columns]
+
+
+def sort_part(part: Iterable[pa.RecordBatch]) -> tuple[pa.RecordBatch, np.ndarray] | None:
+    """One part of perfetto/slices.sql as one batch, its strings dictionary-encoded, with the order
+    the encoder writes its rows in (None when empty)."""
     batches = [b for b in part if b.num_rows]
     if not batches:
         return None
     whole = batches[0] if len(batches) == 1 else pa.Table.from_batches(batches).combine_chunks(memory_pool=PART_MEMORY).to_batches()[0]
     del batches
-    columns, names = list(whole.columns), whole.schema.names
-    if details is not None:
-        columns += _placed(ints(whole.column("span_id"))[0], details)
-        names = names + details.schema.names[1:]
-    columns = [pc.dictionary_encode(c, memory_pool=PART_MEMORY) if c.type == pa.string() else c for c in columns]
-    encoded = pa.record_batch(columns, names=names)
+    encoded = pa.record_batch(_dictionary_encoded(whole.columns), names=whole.schema.names)
     return encoded, part_order(encoded)
-
-
-def _placed(span_ids: np.ndarray, details: pa.Table) -> list[pa.Array]:
-    """The columns of `details` after its first (span_id), row i holding span_ids[i]'s values
-    (NULL where it has none; a span has at most one details row)."""
-    rows, found = _positions(ints(details.column(0))[0], span_ids)
-    taking = pa.Array.from_buffers(pa.int64(), len(rows), [pa.py_buffer(np.packbits(found, bitorder="little")), pa.py_buffer(rows)])
-    return [pc.take(details.column(i).combine_chunks(), taking, memory_pool=PART_MEMORY) for i in range(1, details.num_columns)]
 
 
 def _positions(ids: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -138,6 +128,44 @@ def args_in_order(sorted_part: tuple[pa.RecordBatch, np.ndarray] | None, args: p
     for b in range(batches):
         a, z = int(bounds[b]), int(bounds[b + 1])
         out.append(BatchArgs(place[a:z] - b * batch_rows, keys.slice(a, z - a), values.slice(a, z - a)) if z > a else None)
+    return out
+
+
+@dataclass
+class BatchDetails:
+    """The kernel or memop columns of one batch of slices, for the rows that have them: row
+    `rows[i]` of the batch has `columns[name][i]` (rows increase)."""
+
+    rows: np.ndarray
+    columns: dict[str, pa.Array]
+
+
+def details_in_order(sorted_part: tuple[pa.RecordBatch, np.ndarray] | None, details: pa.Table | None, batch_rows: int) -> list[BatchDetails | None]:
+    """The rows of perfetto/slice_part_details.sql for a sorted part (a span has at most one), one
+    entry per batch of in_order (None: no kernel or copy there), each beside its span's row -- kept
+    apart from the batch: most spans are neither, and a column of NULLs for each of them cost more
+    to make, take and read than these."""
+    if sorted_part is None:
+        return []
+    whole, order = sorted_part
+    batches = -(-len(order) // batch_rows)
+    if details is None or details.num_rows == 0:
+        return [None] * batches
+    details = details.combine_chunks(memory_pool=PART_MEMORY)
+    at, found = _positions(ints(whole.column("span_id"))[0], ints(details.column("span_id"))[0])
+    position = np.empty(len(order), dtype=np.int64)
+    position[order] = np.arange(len(order))
+    place = np.where(found, position[at], -1)  # (-1: a span the part does not hold, before the first batch)
+    detail_order = np.argsort(place, kind="stable")
+    place = place[detail_order]
+    taking = indices(detail_order)
+    names = details.schema.names[1:]
+    columns = _dictionary_encoded(pc.take(details.column(name).chunk(0), taking, memory_pool=PART_MEMORY) for name in names)
+    bounds = np.searchsorted(place, np.arange(batches + 1) * batch_rows)
+    out: list[BatchDetails | None] = []
+    for b in range(batches):
+        a, z = int(bounds[b]), int(bounds[b + 1])
+        out.append(BatchDetails(place[a:z] - b * batch_rows, {n: c.slice(a, z - a) for n, c in zip(names, columns, strict=True)}) if z > a else None)
     return out
 
 
