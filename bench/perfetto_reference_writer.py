@@ -15,20 +15,24 @@ from xsp_trace.sql import set_variables
 
 # perfetto/slices.sql sorted by DuckDB, as the query did before the encoder sorted each part
 # itself (xsp_trace/perfetto/slice_order.py), with the kernel and memop columns joined here from
-# the kernels and memops tables (grid and block formatted here) and each span's args gathered here
-# from span_args: a reference independent of perfetto/slice_part_details.sql and slice_part_args.sql.
+# the kernels and memops tables (grid and block formatted here), each span's args gathered here
+# from span_args and its flows joined from perfetto_flows: a reference independent of
+# perfetto/slice_part_details.sql, slice_part_args.sql and slice_part_flows.sql.
 _SORTED_SLICES = """
 SELECT q.*,
        CASE WHEN k.grid_x IS NOT NULL THEN format('[{{}}, {{}}, {{}}]', k.grid_x, k.grid_y, k.grid_z) END AS grid,
        CASE WHEN k.block_x IS NOT NULL THEN format('[{{}}, {{}}, {{}}]', k.block_x, k.block_y, k.block_z) END AS block,
        k.registers_per_thread, k.shared_mem_static_bytes, k.shared_mem_dynamic_bytes, k.occupancy_estimate,
        m.copy_kind, m.bytes, m.src_kind, m.dst_kind,
-       a.args
+       a.args, o.flow_ids, f.flow_id AS terminating_flow_id
 FROM ({query}) AS q
 LEFT JOIN kernels AS k ON k.run_id = q.run_id AND k.span_id = q.span_id
 LEFT JOIN memops AS m ON m.run_id = q.run_id AND m.span_id = q.span_id
 LEFT JOIN (SELECT run_id, span_id, list(struct_pack(key := key, value := value) ORDER BY key) AS args
            FROM span_args GROUP BY run_id, span_id) AS a ON a.run_id = q.run_id AND a.span_id = q.span_id
+LEFT JOIN (SELECT run_id, api_span_id, list(flow_id ORDER BY flow_id) AS flow_ids FROM perfetto_flows GROUP BY ALL) AS o
+    ON o.run_id = q.run_id AND o.api_span_id = q.span_id
+LEFT JOIN perfetto_flows AS f ON f.run_id = q.run_id AND f.gpu_span_id = q.span_id
 ORDER BY q.run_id, q.track_class = 'gpu', q.track_class, q.pid, q.tid, q.device_id, q.stream_id NULLS LAST, q.ts, q.span_end_ns DESC, q.depth, q.span_id
 """
 

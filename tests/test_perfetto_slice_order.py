@@ -187,7 +187,7 @@ def test_kernel_and_memop_columns_go_beside_their_spans_rows():
     part = slice_order.sort_part(spans.to_batches())
     assert part is not None
     assert part[0].take(pa.array(part[1])).column("span_id").to_pylist() == [10, 20, 30, 40, 50]
-    batches = slice_order.details_in_order(part, details, batch_rows=2)
+    batches = slice_order.rows_in_order(part, details, batch_rows=2)
     assert len(batches) == 3 and batches[2] is None  # rows 4: span 50, no details
     found = [[(row, *(b.columns[n][i].as_py() for n in ("grid", "bytes"))) for i, row in enumerate(b.rows.tolist())] for b in batches[:2] if b]
     assert found == [
@@ -196,6 +196,47 @@ def test_kernel_and_memop_columns_go_beside_their_spans_rows():
     ]
     # a part's string columns share one dictionary across its batches (the encoder interns each once)
     assert batches[0].columns["grid"].dictionary.equals(batches[1].columns["grid"].dictionary)
-    assert slice_order.details_in_order(part, details.slice(0, 0), batch_rows=2) == [None, None, None]
-    assert slice_order.details_in_order(part, None, batch_rows=2) == [None, None, None]
-    assert slice_order.details_in_order(None, details, batch_rows=2) == []
+    assert slice_order.rows_in_order(part, details.slice(0, 0), batch_rows=2) == [None, None, None]
+    assert slice_order.rows_in_order(part, None, batch_rows=2) == [None, None, None]
+    assert slice_order.rows_in_order(None, details, batch_rows=2) == []
+
+
+def test_flows_go_beside_the_rows_that_start_and_end_them():
+    # perfetto/slice_part_flows.sql's rows, unsorted: an API call (span 10) starting three flows
+    # (kept in id order, as a TrackEvent lists them), one starting one (span 30), GPU work (spans
+    # 20, 40) terminating one each, and a flow end on a span the part does not hold.
+    spans = pa.table(
+        {
+            "run_id": [1] * 4,
+            "track_class": ["gpu", "thread", "thread", "gpu"],
+            "pid": pa.array([None, 5, 5, None], pa.int64()),
+            "tid": pa.array([None, 6, 6, None], pa.int64()),
+            "device_id": pa.array([0, None, None, 0], pa.int64()),
+            "stream_id": pa.array([7, None, None, 7], pa.int64()),
+            "span_id": [40, 10, 30, 20],
+            "ts": [41, 10, 30, 20],
+            "end_ts": [45, 15, 35, 25],
+            "span_end_ns": [45, 15, 35, 25],
+            "depth": [0] * 4,
+        }
+    )
+    flows = pa.table(
+        {
+            "span_id": [10, 40, 10, 30, 99, 20, 10],
+            "flow_id": [303, 404, 101, 707, 9, 202, 202],
+            "outgoing": [True, False, True, True, True, False, True],
+        }
+    )
+    part = slice_order.sort_part(spans.to_batches())
+    assert part is not None
+    # CPU tracks first: spans 10, 30 (thread), then 20, 40 (gpu stream)
+    assert part[0].take(pa.array(part[1])).column("span_id").to_pylist() == [10, 30, 20, 40]
+    outgoing, terminating = slice_order.flows_in_order(part, flows, batch_rows=3)
+
+    def listed(batches):
+        return [None if b is None else list(zip(b.rows.tolist(), b.columns["flow_id"].to_pylist(), strict=True)) for b in batches]
+
+    assert listed(outgoing) == [[(0, 101), (0, 202), (0, 303), (1, 707)], None]
+    assert listed(terminating) == [[(2, 202)], [(0, 404)]]
+    assert slice_order.flows_in_order(part, flows.slice(0, 0), batch_rows=3) == ([None, None], [None, None])
+    assert slice_order.flows_in_order(None, flows, batch_rows=3) == ([], [])

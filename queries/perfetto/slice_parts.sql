@@ -9,7 +9,8 @@
 -- From: perfetto_spans and perfetto_runs (queries/perfetto/select.sql), launches, kernels,
 -- memops, attribution.
 -- Creates TEMP TABLEs perfetto_flows, perfetto_outgoing_flows, perfetto_kernels,
--- perfetto_memops and perfetto_phases, read by perfetto/slices.sql (and the variable
+-- perfetto_memops and perfetto_phases, read by perfetto/slices.sql, slice_part_flows.sql and
+-- slice_part_details.sql (and the variable
 -- xsp_perfetto_any_phase: whether any selected run's attribution names a phase).
 -- Flows: one per launches row whose API span and GPU span are both selected; its id is
 -- run_id * 2^40 + gpu_span_id, unique in the trace (span ids stay below 2^40).
@@ -33,6 +34,8 @@ JOIN perfetto_spans AS api ON api.run_id = l.run_id AND api.span_id = l.api_span
 JOIN perfetto_spans AS gpu ON gpu.run_id = l.run_id AND gpu.span_id = l.gpu_span_id
 ORDER BY l.run_id, gpu.start_ns;
 
+-- The same flows beside the start of their API call, so that a part finds the flows its API calls
+-- start through its own start range too.
 CREATE OR REPLACE TEMP TABLE perfetto_outgoing_flows AS
 SELECT
     -- Run of the API call.
@@ -41,10 +44,9 @@ SELECT
     api_start_ns AS start_ns,
     -- The API call.
     api_span_id AS span_id,
-    -- The flows it starts, by id.
-    list(flow_id ORDER BY flow_id) AS flow_ids
+    -- A flow it starts.
+    flow_id
 FROM perfetto_flows
-GROUP BY run_id, api_start_ns, api_span_id
 ORDER BY run_id, start_ns;
 
 CREATE OR REPLACE TEMP TABLE perfetto_kernels AS

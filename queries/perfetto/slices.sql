@@ -3,10 +3,10 @@
 -- within a track by start, longest first, outermost first) -- unsorted here: DuckDB's sort of
 -- every column on ten keys cost more than the rest of the export.
 --
--- From: perfetto_spans (queries/perfetto/select.sql) and the details perfetto/slice_parts.sql
--- builds (perfetto_flows, perfetto_outgoing_flows, perfetto_phases; a part's kernel and memop
--- columns come from perfetto/slice_part_details.sql, its span_args from
--- perfetto/slice_part_args.sql: queries of their own, placed beside their spans in numpy);
+-- From: perfetto_spans (queries/perfetto/select.sql) and perfetto_phases (perfetto/slice_parts.sql);
+-- a part's flows come from perfetto/slice_part_flows.sql, its kernel and memop columns from
+-- perfetto/slice_part_details.sql, its span_args from perfetto/slice_part_args.sql: queries of
+-- their own, placed beside their spans in numpy (most spans have none of them);
 -- one part of the spans: run getvariable('xsp_perfetto_part_run'),
 -- start in [xsp_perfetto_part_first, xsp_perfetto_part_last]. Every table is read through that same
 -- start range (a detail row has its span's start), so a part costs what its own rows cost.
@@ -37,10 +37,6 @@ SELECT
     s.end_ns AS span_end_ns,
     -- Depth of the span in its stack: outermost first among equal starts and ends.
     s.depth,
-    -- Flow ids this span starts (API calls that launched selected GPU work), or NULL.
-    o.flow_ids,
-    -- Flow id this span terminates (GPU work launched by a selected API call), or NULL.
-    f.flow_id AS terminating_flow_id,
     -- Details shown as debug annotations (NULL ones are left out).
     s.correlation_id,
     -- Iteration of the span.
@@ -58,12 +54,6 @@ FROM (
     WHERE run_id = getvariable('xsp_perfetto_part_run')
       AND start_ns BETWEEN getvariable('xsp_perfetto_part_first') AND getvariable('xsp_perfetto_part_last')
 ) AS s
-LEFT JOIN (SELECT * FROM perfetto_outgoing_flows WHERE run_id = getvariable('xsp_perfetto_part_run')
-           AND start_ns BETWEEN getvariable('xsp_perfetto_part_first') AND getvariable('xsp_perfetto_part_last')) AS o
-    ON o.run_id = s.run_id AND o.span_id = s.span_id
-LEFT JOIN (SELECT * FROM perfetto_flows WHERE run_id = getvariable('xsp_perfetto_part_run')
-           AND gpu_start_ns BETWEEN getvariable('xsp_perfetto_part_first') AND getvariable('xsp_perfetto_part_last')) AS f
-    ON f.run_id = s.run_id AND f.gpu_span_id = s.span_id
 LEFT JOIN (SELECT * FROM perfetto_phases WHERE run_id = getvariable('xsp_perfetto_part_run')
            AND start_ns BETWEEN getvariable('xsp_perfetto_part_first') AND getvariable('xsp_perfetto_part_last')) AS att
     ON att.run_id = s.run_id AND att.span_id = s.span_id;

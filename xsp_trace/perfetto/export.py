@@ -24,8 +24,8 @@ from ..resources import query_text
 from ..sql import set_variables
 from ..store import open_store
 from .packets import PacketWriter
-from .slice_encoder import SliceEncoder
-from .slice_order import args_in_order, details_in_order, in_order, sort_part
+from .slice_encoder import BatchExtras, SliceEncoder
+from .slice_order import args_in_order, flows_in_order, in_order, rows_in_order, sort_part
 from .tracks import TrackRegistry
 
 SPAN_KINDS = ("model", "layer", "op", "annotation", "api", "kernel", "memcpy", "memset", "sync", "other")
@@ -150,9 +150,11 @@ def _write_slice_parts(con, writer: PacketWriter, tracks: TrackRegistry, options
         part = sort_part(spans.to_batches())
         del spans
         args = con.sql(query_text("perfetto/slice_part_args")).to_arrow_table() if part is not None else None
+        flows = con.sql(query_text("perfetto/slice_part_flows")).to_arrow_table() if part is not None else None
         rows = options.batch_rows
+        extras = zip(args_in_order(part, args, rows), rows_in_order(part, details, rows), *flows_in_order(part, flows, rows), strict=True)
         # taken in order here too: the encoder's thread gets batches ready to encode
-        return list(zip(in_order(part, rows), args_in_order(part, args, rows), details_in_order(part, details, rows), strict=True))
+        return list(zip(in_order(part, rows), (BatchExtras(*found) for found in extras), strict=True))
 
     # The next part is read and sorted on a thread of its own while the encoder writes this one
     # (DuckDB and numpy leave the GIL; only that thread uses the connection until the loop ends).

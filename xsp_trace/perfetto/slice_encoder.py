@@ -32,7 +32,6 @@ from functools import partial
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..formats import perfetto_proto as wp
 from ..naming import parse_layer_name
@@ -58,6 +57,18 @@ INT_ANNOTATIONS = (
 )
 STR_ANNOTATIONS = ("category", "range_style", "phase", "grid", "block", "copy_kind", "src_kind", "dst_kind")
 FLOAT_ANNOTATIONS = ("occupancy_estimate",)
+
+
+@dataclass
+class BatchExtras:
+    """What a batch's rows carry beside its columns (slice_order.py), each for the rows that have it:
+    span_args, kernel/memop columns, the flows the rows start and those they terminate."""
+
+    args: BatchArgs | None = None
+    details: BatchDetails | None = None
+    flows_out: BatchDetails | None = None
+    flows_in: BatchDetails | None = None
+
 
 PartMaker = Callable[[], Part]  # makes the occurrences of one field (the encoding's work, done where the packets are encoded)
 
@@ -210,7 +221,7 @@ class SliceEncoder:
             self._segment(key, a, ts[a:b], end[a:b], events)
 
     # -- packets ---------------------------------------------------------------------
-    def write_batch(self, batch: pa.RecordBatch, args: BatchArgs | None = None, details: BatchDetails | None = None) -> None:
+    def write_batch(self, batch: pa.RecordBatch, extras: BatchExtras | None = None) -> None:
         n = batch.num_rows
         if n == 0:
             return
@@ -224,19 +235,19 @@ class SliceEncoder:
         row_uuid = np.empty(n, dtype=np.int64)
         row_uuid[rows[begins]] = uuids[begins]
         self.interned.start_batch()
-        begin_events = self._begin_events(batch, row_uuid, args, details)
+        begin_events = self._begin_events(batch, row_uuid, extras or BatchExtras())
         intern_packet = self.interned.take_packet(self.sequence_id)
         if intern_packet is not None:
             self.output.put(intern_packet, 1)
         self._put_events(begin_events, rows, uuids, times)
         self.slices += n
 
-    def write_part(self, batches: Iterable[tuple[pa.RecordBatch, BatchArgs | None, BatchDetails | None]]) -> None:
-        """The batches of one part with their args and kernel/memop columns (slice_order.in_order,
-        args_in_order, details_in_order: takes of one batch each, sharing its dictionaries)."""
+    def write_part(self, batches: Iterable[tuple[pa.RecordBatch, BatchExtras]]) -> None:
+        """The batches of one part with what their rows carry (slice_order.in_order and the
+        *_in_order placements: takes of one batch each, sharing its dictionaries)."""
         self.interned.start_part()
-        for batch, args, details in batches:
-            self.write_batch(batch, args, details)
+        for batch, extras in batches:
+            self.write_batch(batch, extras)
         self.interned.start_part()
 
     def finish(self) -> None:
@@ -247,9 +258,7 @@ class SliceEncoder:
             self._put_events([], *_concat(events))
         self.output.drain()
 
-    def _begin_events(
-        self, batch: pa.RecordBatch, row_uuid: np.ndarray, args: BatchArgs | None, details: BatchDetails | None = None
-    ) -> list[PartMaker]:
+    def _begin_events(self, batch: pa.RecordBatch, row_uuid: np.ndarray, extras: BatchExtras) -> list[PartMaker]:
         """The fields of each row's begin TrackEvent (in field-number order; owners: rows), each to
         be made by calling it: the strings are interned here, the encoding may go to another thread."""
         n = batch.num_rows
@@ -263,8 +272,8 @@ class SliceEncoder:
             """The column `key` and the rows it is for: the batch's own, or its kernel/memop rows'."""
             if key in batch.schema.names:
                 return batch.column(key), rows
-            if details is not None and key in details.columns:
-                return details.columns[key], details.rows
+            if extras.details is not None and key in extras.details.columns:
+                return extras.details.columns[key], extras.details.rows
             return None
 
         for key in INT_ANNOTATIONS:
@@ -287,16 +296,14 @@ class SliceEncoder:
                     parts.append(
                         partial(_annotation, interned.iid(ANNOTATION_NAMES, key), Varint, wp.ANNOTATION_STRING_IID, iids[valid], found[1][valid])
                     )
-        parts += [partial(_string_annotations, found) for found in (self._layer_annotations(batch), self._args(args))]
+        parts += [partial(_string_annotations, found) for found in (self._layer_annotations(batch), self._args(extras.args))]
         parts.append(partial(Constant, wp.EVENT_TYPE + _varint_bytes(wp.TYPE_SLICE_BEGIN), rows))
         parts.append(partial(Varint, wp.EVENT_NAME_IID, name_iids, rows))
         parts.append(partial(Varint, wp.EVENT_TRACK_UUID, row_uuid, rows))
-        flows = batch.column("flow_ids")
-        flow_values = _values(pc.list_flatten(flows)).astype(np.int64)
-        self.flows += len(flow_values)
-        parts.append(partial(Fixed64, wp.EVENT_FLOW_ID, flow_values, _values(pc.list_parent_indices(flows)).astype(np.int64)))
-        terminating, valid = _ints(batch.column("terminating_flow_id"))
-        parts.append(partial(Fixed64, wp.EVENT_TERMINATING_FLOW_ID, terminating[valid], rows[valid]))
+        for tag, flows in ((wp.EVENT_FLOW_ID, extras.flows_out), (wp.EVENT_TERMINATING_FLOW_ID, extras.flows_in)):
+            if flows is not None:  # (a span's outgoing flows in id order)
+                parts.append(partial(Fixed64, tag, _ints(flows.columns["flow_id"])[0], flows.rows))
+        self.flows += 0 if extras.flows_out is None else len(extras.flows_out.rows)
         return parts
 
     def _layer_annotations(self, batch: pa.RecordBatch) -> np.ndarray:

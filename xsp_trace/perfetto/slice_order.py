@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .arrow_arrays import indices, ints
+from .arrow_arrays import values as _values
 
 TRACK_KEY = ("run_id", "track_class", "pid", "tid", "device_id", "stream_id")
 _INT_KEYS = ("run_id", "pid", "tid", "device_id", "stream_id")
@@ -133,40 +134,55 @@ def args_in_order(sorted_part: tuple[pa.RecordBatch, np.ndarray] | None, args: p
 
 @dataclass
 class BatchDetails:
-    """The kernel or memop columns of one batch of slices, for the rows that have them: row
-    `rows[i]` of the batch has `columns[name][i]` (rows increase)."""
+    """Columns of one batch of slices for the rows that have them (kernel and memop columns, flow
+    ids): row `rows[i]` of the batch has `columns[name][i]` (rows do not decrease)."""
 
     rows: np.ndarray
     columns: dict[str, pa.Array]
 
 
-def details_in_order(sorted_part: tuple[pa.RecordBatch, np.ndarray] | None, details: pa.Table | None, batch_rows: int) -> list[BatchDetails | None]:
-    """The rows of perfetto/slice_part_details.sql for a sorted part (a span has at most one), one
-    entry per batch of in_order (None: no kernel or copy there), each beside its span's row -- kept
-    apart from the batch: most spans are neither, and a column of NULLs for each of them cost more
-    to make, take and read than these."""
+def rows_in_order(
+    sorted_part: tuple[pa.RecordBatch, np.ndarray] | None, table: pa.Table | None, batch_rows: int, then_by: str | None = None
+) -> list[BatchDetails | None]:
+    """The rows of a query of the part keyed by span_id (perfetto/slice_part_details.sql: at most
+    one per span; slice_part_flows.sql: any number, ordered by `then_by`), one entry per batch of
+    in_order (None: none there), each beside its span's row -- kept apart from the batch: most spans
+    have none, and a column of NULLs for each of them cost more to make, take and read than these."""
     if sorted_part is None:
         return []
     whole, order = sorted_part
     batches = -(-len(order) // batch_rows)
-    if details is None or details.num_rows == 0:
+    if table is None or table.num_rows == 0:
         return [None] * batches
-    details = details.combine_chunks(memory_pool=PART_MEMORY)
-    at, found = _positions(ints(whole.column("span_id"))[0], ints(details.column("span_id"))[0])
+    table = table.combine_chunks(memory_pool=PART_MEMORY)
+    at, found = _positions(ints(whole.column("span_id"))[0], ints(table.column("span_id"))[0])
     position = np.empty(len(order), dtype=np.int64)
     position[order] = np.arange(len(order))
     place = np.where(found, position[at], -1)  # (-1: a span the part does not hold, before the first batch)
-    detail_order = np.argsort(place, kind="stable")
-    place = place[detail_order]
-    taking = indices(detail_order)
-    names = details.schema.names[1:]
-    columns = _dictionary_encoded(pc.take(details.column(name).chunk(0), taking, memory_pool=PART_MEMORY) for name in names)
+    row_order = np.argsort(place, kind="stable") if then_by is None else np.lexsort((ints(table.column(then_by))[0], place))
+    place = place[row_order]
+    taking = indices(row_order)
+    names = table.schema.names[1:]
+    columns = _dictionary_encoded(pc.take(table.column(name).chunk(0), taking, memory_pool=PART_MEMORY) for name in names)
     bounds = np.searchsorted(place, np.arange(batches + 1) * batch_rows)
     out: list[BatchDetails | None] = []
     for b in range(batches):
         a, z = int(bounds[b]), int(bounds[b + 1])
         out.append(BatchDetails(place[a:z] - b * batch_rows, {n: c.slice(a, z - a) for n, c in zip(names, columns, strict=True)}) if z > a else None)
     return out
+
+
+def flows_in_order(
+    sorted_part: tuple[pa.RecordBatch, np.ndarray] | None, flows: pa.Table | None, batch_rows: int
+) -> tuple[list[BatchDetails | None], list[BatchDetails | None]]:
+    """The rows of perfetto/slice_part_flows.sql for a sorted part as rows_in_order gives them, the
+    flows the spans start (a span's in id order) and the flows they terminate."""
+    if flows is None or flows.num_rows == 0:
+        return rows_in_order(sorted_part, None, batch_rows), rows_in_order(sorted_part, None, batch_rows)
+    flows = flows.combine_chunks(memory_pool=PART_MEMORY)
+    outgoing = _values(flows.column("outgoing"))
+    ends = [flows.select(["span_id", "flow_id"]).take(indices(np.flatnonzero(side))) for side in (outgoing, ~outgoing)]
+    return rows_in_order(sorted_part, ends[0], batch_rows, then_by="flow_id"), rows_in_order(sorted_part, ends[1], batch_rows)
 
 
 def _values_rank(strings: pa.Array) -> np.ndarray:
