@@ -99,21 +99,38 @@ class BatchArgs:
     values: pa.Array
 
 
+def _places(sorted_part: tuple[pa.RecordBatch, np.ndarray], table: pa.Table) -> np.ndarray:
+    """Where each row of `table` (a query of the part, keyed by span_id) goes in the part's order:
+    its span's position there (-1: a span the part does not hold)."""
+    whole, order = sorted_part
+    at, found = _positions(ints(whole.column("span_id"))[0], ints(table.column("span_id"))[0])
+    position = np.empty(len(order), dtype=np.int64)
+    position[order] = np.arange(len(order))
+    return np.where(found, position[at], -1)
+
+
+def _per_batch(place: np.ndarray, batches: int, batch_rows: int) -> list[tuple[int, int, np.ndarray] | None]:
+    """For each batch of in_order, the slice [a, z) of `place` (sorted) that falls in it and those
+    rows within the batch (None: none)."""
+    bounds = np.searchsorted(place, np.arange(batches + 1) * batch_rows)
+    return [
+        (a, z, place[a:z] - b * batch_rows) if z > a else None for b, (a, z) in enumerate(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
+    ]
+
+
+def _batch_count(sorted_part: tuple[pa.RecordBatch, np.ndarray], batch_rows: int) -> int:
+    return -(-len(sorted_part[1]) // batch_rows)
+
+
 def args_in_order(sorted_part: tuple[pa.RecordBatch, np.ndarray] | None, args: pa.Table | None, batch_rows: int) -> list[BatchArgs | None]:
     """The rows of perfetto/slice_part_args.sql for a sorted part, one entry per batch of in_order
     (None: no args), each placed beside its span's row."""
     if sorted_part is None:
         return []
-    whole, order = sorted_part
-    batches = -(-len(order) // batch_rows)
     if args is None or args.num_rows == 0:
-        return [None] * batches
+        return [None] * _batch_count(sorted_part, batch_rows)
     args = args.combine_chunks(memory_pool=PART_MEMORY)
-    # (the same start range: every arg's span is in the part)
-    at, found = _positions(ints(whole.column("span_id"))[0], ints(args.column("span_id"))[0])
-    position = np.empty(len(order), dtype=np.int64)
-    position[order] = np.arange(len(order))
-    place = np.where(found, position[at], -1)
+    place = _places(sorted_part, args)  # (the same start range: every arg's span is in the part)
     keys, values = args.column("key").chunk(0), args.column("value").chunk(0)
     key_rank = _values_rank(keys)
     arg_order = np.lexsort((key_rank, place))
@@ -121,15 +138,12 @@ def args_in_order(sorted_part: tuple[pa.RecordBatch, np.ndarray] | None, args: p
     if same.any():  # a key twice on one span: by value too, so that the order does not follow DuckDB's threads
         arg_order = np.lexsort((_values_rank(values), key_rank, place))
     arg_order = arg_order[place[arg_order] >= 0]
-    place = place[arg_order]
     keys = pc.take(keys, indices(arg_order), memory_pool=PART_MEMORY)
     values = pc.take(values, indices(arg_order), memory_pool=PART_MEMORY)
-    bounds = np.searchsorted(place, np.arange(batches + 1) * batch_rows)
-    out: list[BatchArgs | None] = []
-    for b in range(batches):
-        a, z = int(bounds[b]), int(bounds[b + 1])
-        out.append(BatchArgs(place[a:z] - b * batch_rows, keys.slice(a, z - a), values.slice(a, z - a)) if z > a else None)
-    return out
+    return [
+        None if found is None else BatchArgs(found[2], keys.slice(found[0], found[1] - found[0]), values.slice(found[0], found[1] - found[0]))
+        for found in _per_batch(place[arg_order], _batch_count(sorted_part, batch_rows), batch_rows)
+    ]
 
 
 @dataclass
@@ -150,26 +164,17 @@ def rows_in_order(
     have none, and a column of NULLs for each of them cost more to make, take and read than these."""
     if sorted_part is None:
         return []
-    whole, order = sorted_part
-    batches = -(-len(order) // batch_rows)
     if table is None or table.num_rows == 0:
-        return [None] * batches
+        return [None] * _batch_count(sorted_part, batch_rows)
     table = table.combine_chunks(memory_pool=PART_MEMORY)
-    at, found = _positions(ints(whole.column("span_id"))[0], ints(table.column("span_id"))[0])
-    position = np.empty(len(order), dtype=np.int64)
-    position[order] = np.arange(len(order))
-    place = np.where(found, position[at], -1)  # (-1: a span the part does not hold, before the first batch)
+    place = _places(sorted_part, table)  # (-1 comes before the first batch)
     row_order = np.argsort(place, kind="stable") if then_by is None else np.lexsort((ints(table.column(then_by))[0], place))
-    place = place[row_order]
-    taking = indices(row_order)
     names = table.schema.names[1:]
-    columns = _dictionary_encoded(pc.take(table.column(name).chunk(0), taking, memory_pool=PART_MEMORY) for name in names)
-    bounds = np.searchsorted(place, np.arange(batches + 1) * batch_rows)
-    out: list[BatchDetails | None] = []
-    for b in range(batches):
-        a, z = int(bounds[b]), int(bounds[b + 1])
-        out.append(BatchDetails(place[a:z] - b * batch_rows, {n: c.slice(a, z - a) for n, c in zip(names, columns, strict=True)}) if z > a else None)
-    return out
+    columns = _dictionary_encoded(pc.take(table.column(name).chunk(0), indices(row_order), memory_pool=PART_MEMORY) for name in names)
+    return [
+        None if found is None else BatchDetails(found[2], {n: c.slice(found[0], found[1] - found[0]) for n, c in zip(names, columns, strict=True)})
+        for found in _per_batch(place[row_order], _batch_count(sorted_part, batch_rows), batch_rows)
+    ]
 
 
 def flows_in_order(
