@@ -29,7 +29,8 @@ _WIRE_TYPE = {
 }
 
 
-def _varint(value: int) -> bytes:
+def varint_bytes(value: int) -> bytes:
+    """The varint of a non-negative integer (a tag, a length, a constant field's value)."""
     out = bytearray()
     while True:
         byte, value = value & 0x7F, value >> 7
@@ -43,7 +44,7 @@ def tag(message, field: str, wire_type: int) -> bytes:
     descriptor = message.DESCRIPTOR.fields_by_name[field]
     if _WIRE_TYPE.get(descriptor.type) != wire_type or descriptor.is_packed:
         raise RuntimeError(f"perfetto proto {message.DESCRIPTOR.name}.{field} is not of wire type {wire_type}: the encoder needs updating")
-    return _varint(descriptor.number << 3 | wire_type)
+    return varint_bytes(descriptor.number << 3 | wire_type)
 
 
 # Trace

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 _NUMPY_TYPES = {
     pa.int8(): np.int8,
@@ -66,6 +67,13 @@ def values(array: pa.Array | pa.ChunkedArray, fill=0) -> np.ndarray:
 def ints(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     """(int64 values with 0 for NULL, valid mask) of an integer column."""
     return values(array).astype(np.int64, copy=False), valid(array)
+
+
+def dictionary_encoded(column: pa.Array | pa.ChunkedArray, memory_pool: pa.MemoryPool | None = None) -> pa.DictionaryArray:
+    """A string column dictionary-encoded (values numbered as they are met), or as it is if it is already."""
+    if pa.types.is_dictionary(column.type):
+        return _single(column)
+    return _single(pc.dictionary_encode(column, memory_pool=memory_pool))
 
 
 def indices(rows: np.ndarray) -> pa.Array:

@@ -145,12 +145,11 @@ def _write_slice_parts(con, writer: PacketWriter, tracks: TrackRegistry, options
 
     def fetch(run_id, part_first, part_last):
         set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_first": part_first, "xsp_perfetto_part_last": part_last})
-        spans = con.sql(query_text("perfetto/slices")).to_arrow_table()
-        details = con.sql(query_text("perfetto/slice_part_details")).to_arrow_table() if spans.num_rows else None
-        part = sort_part(spans.to_batches())
-        del spans
-        args = con.sql(query_text("perfetto/slice_part_args")).to_arrow_table() if part is not None else None
-        flows = con.sql(query_text("perfetto/slice_part_flows")).to_arrow_table() if part is not None else None
+        part = sort_part(con.sql(query_text("perfetto/slices")).to_arrow_table().to_batches())
+        # what the part's rows carry beside their columns, each from a query of its own (none for an empty part)
+        details, args, flows = (
+            con.sql(query_text(f"perfetto/slice_part_{what}")).to_arrow_table() if part is not None else None for what in ("details", "args", "flows")
+        )
         rows = options.batch_rows
         extras = zip(args_in_order(part, args, rows), rows_in_order(part, details, rows), *flows_in_order(part, flows, rows), strict=True)
         # taken in order here too: the encoder's thread gets batches ready to encode

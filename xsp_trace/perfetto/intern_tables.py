@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..formats import perfetto_proto as wp
-from .arrow_arrays import indices
+from .arrow_arrays import dictionary_encoded, indices
 from .arrow_arrays import ints as _ints
 from .wire import Bytes, Message, Varint
 
@@ -27,24 +26,17 @@ _OFFSET_TYPES = {pa.string(): np.int32, pa.large_string(): np.int64}
 _Entries = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
-def encoded(column: pa.Array) -> pa.DictionaryArray:
-    """A string column dictionary-encoded (as it is already when slice_order.py sorted its part)."""
-    if pa.types.is_dictionary(column.type):
-        return column
-    result = pc.dictionary_encode(column)
-    return result.combine_chunks() if isinstance(result, pa.ChunkedArray) else result
-
-
-def _varint(value: int) -> bytes:
-    return Message(b"", 1, [Varint(b"", np.array([value], dtype=np.uint64), np.zeros(1, dtype=np.int64))]).encode()
+def _offsets(lengths) -> np.ndarray:
+    """Arrow-style offsets (n + 1, from 0) of values of these lengths."""
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
 
 
 def _utf8(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """(offsets, data) of strings given as Python text."""
     blobs = [t.encode("utf-8") for t in texts]
-    offsets = np.zeros(len(blobs) + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in blobs], out=offsets[1:])
-    return offsets, np.frombuffer(b"".join(blobs), dtype=np.uint8)
+    return _offsets([len(b) for b in blobs]), np.frombuffer(b"".join(blobs), dtype=np.uint8)
 
 
 def _buffers(strings: pa.Array, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -64,10 +56,7 @@ def _joined(chunks: list[_Entries]) -> _Entries:
         return chunks[0]
     iids = np.concatenate([c[0] for c in chunks])
     datas = [data[offsets[0] : offsets[-1]] for _, offsets, data in chunks]
-    lengths = np.concatenate([np.diff(offsets) for _, offsets, _ in chunks])
-    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    return iids, offsets, np.concatenate(datas)
+    return iids, _offsets(np.concatenate([np.diff(offsets) for _, offsets, _ in chunks])), np.concatenate(datas)
 
 
 class InternTables:
@@ -119,7 +108,7 @@ class InternTables:
         delivered the part in, so interning in it would make the trace's bytes differ from run to run).
         With name None, nothing is kept for the next batch (a dictionary of this batch alone)."""
         fresh = not pa.types.is_dictionary(column.type)
-        dictionary_array = encoded(column)
+        dictionary_array = dictionary_encoded(column)
         codes, valid = _ints(dictionary_array.indices)
         dictionary = dictionary_array.dictionary
         lookup = self._lookup(name, dictionary) if name is not None and not fresh else np.zeros(len(dictionary) + 1, dtype=np.uint64)
@@ -167,8 +156,8 @@ class InternTables:
         body = b"".join(interned)
         flags = wp.SEQ_NEEDS_INCREMENTAL_STATE | (wp.SEQ_INCREMENTAL_STATE_CLEARED if self.cleared else 0)
         self.cleared = False
-        packet = wp.PACKET_SEQUENCE_ID + _varint(sequence_id)
+        packet = wp.PACKET_SEQUENCE_ID + wp.varint_bytes(sequence_id)
         if body:
-            packet += wp.PACKET_INTERNED_DATA + _varint(len(body)) + body
-        packet += wp.PACKET_SEQUENCE_FLAGS + _varint(flags)
-        return wp.TRACE_PACKET + _varint(len(packet)) + packet
+            packet += wp.PACKET_INTERNED_DATA + wp.varint_bytes(len(body)) + body
+        packet += wp.PACKET_SEQUENCE_FLAGS + wp.varint_bytes(flags)
+        return wp.TRACE_PACKET + wp.varint_bytes(len(packet)) + packet

@@ -35,10 +35,11 @@ import pyarrow as pa
 
 from ..formats import perfetto_proto as wp
 from ..naming import parse_layer_name
+from .arrow_arrays import dictionary_encoded
 from .arrow_arrays import ints as _ints
 from .arrow_arrays import valid as _valid
 from .arrow_arrays import values as _values
-from .intern_tables import ANNOTATION_NAMES, CATEGORIES, EVENT_NAMES, STRING_VALUES, InternTables, encoded
+from .intern_tables import ANNOTATION_NAMES, CATEGORIES, EVENT_NAMES, STRING_VALUES, InternTables
 from .packets import OrderedWrites, PacketWriter
 from .slice_order import TRACK_KEY, BatchArgs, BatchDetails
 from .tracks import Lanes, TrackRegistry
@@ -210,7 +211,7 @@ class SliceEncoder:
         change[0] = True
         for column in columns:
             if column.type == pa.string() or pa.types.is_dictionary(column.type):
-                column = encoded(column).indices
+                column = dictionary_encoded(column).indices
             values, valid = _ints(column)
             change[1:] |= (values[1:] != values[:-1]) | (valid[1:] != valid[:-1])
         bounds = np.append(np.flatnonzero(change), n)
@@ -297,7 +298,7 @@ class SliceEncoder:
                         partial(_annotation, interned.iid(ANNOTATION_NAMES, key), Varint, wp.ANNOTATION_STRING_IID, iids[valid], found[1][valid])
                     )
         parts += [partial(_string_annotations, found) for found in (self._layer_annotations(batch), self._args(extras.args))]
-        parts.append(partial(Constant, wp.EVENT_TYPE + _varint_bytes(wp.TYPE_SLICE_BEGIN), rows))
+        parts.append(partial(Constant, wp.EVENT_TYPE + wp.varint_bytes(wp.TYPE_SLICE_BEGIN), rows))
         parts.append(partial(Varint, wp.EVENT_NAME_IID, name_iids, rows))
         parts.append(partial(Varint, wp.EVENT_TRACK_UUID, row_uuid, rows))
         for tag, flows in ((wp.EVENT_FLOW_ID, extras.flows_out), (wp.EVENT_TERMINATING_FLOW_ID, extras.flows_in)):
@@ -312,7 +313,7 @@ class SliceEncoder:
         iid = self.interned.iid
         layers: list[tuple[int, int, int]] = []
         names = batch.column("name")
-        kinds = encoded(batch.column("kind"))  # (pc.equal with a str would import pandas)
+        kinds = dictionary_encoded(batch.column("kind"))  # (pc.equal with a str would import pandas)
         layer = kinds.dictionary.to_pylist().index("layer") if "layer" in kinds.dictionary.to_pylist() else -1
         is_layer = _valid(kinds) & (_values(kinds.indices) == layer)
         for row in np.flatnonzero(is_layer).tolist():
@@ -347,17 +348,13 @@ def _encode_events(sequence_id: int, begin_events: list[PartMaker], rows: np.nda
     begins = np.flatnonzero(rows >= 0)
     ends = np.flatnonzero(rows < 0)
     end_index = np.arange(len(ends))
-    end_events = [Constant(wp.EVENT_TYPE + _varint_bytes(wp.TYPE_SLICE_END), end_index), Varint(wp.EVENT_TRACK_UUID, uuids[ends], end_index)]
-    parts: list[Part] = [Varint(wp.PACKET_TIMESTAMP, times, events), Constant(wp.PACKET_SEQUENCE_ID + _varint_bytes(sequence_id), events)]
+    end_events = [Constant(wp.EVENT_TYPE + wp.varint_bytes(wp.TYPE_SLICE_END), end_index), Varint(wp.EVENT_TRACK_UUID, uuids[ends], end_index)]
+    parts: list[Part] = [Varint(wp.PACKET_TIMESTAMP, times, events), Constant(wp.PACKET_SEQUENCE_ID + wp.varint_bytes(sequence_id), events)]
     if begin_events:
         parts.append(Message(wp.PACKET_TRACK_EVENT, len(begins), [make() for make in begin_events], owners=begins))
     parts.append(Message(wp.PACKET_TRACK_EVENT, len(ends), end_events, owners=ends))
-    parts.append(Constant(wp.PACKET_SEQUENCE_FLAGS + _varint_bytes(wp.SEQ_NEEDS_INCREMENTAL_STATE), begins))
+    parts.append(Constant(wp.PACKET_SEQUENCE_FLAGS + wp.varint_bytes(wp.SEQ_NEEDS_INCREMENTAL_STATE), begins))
     return Message(wp.TRACE_PACKET, count, parts).encode()
-
-
-def _varint_bytes(value: int) -> bytes:
-    return Message(b"", 1, [Varint(b"", np.array([value], dtype=np.uint64), np.zeros(1, dtype=np.int64))]).encode()
 
 
 def _annotation(key_iid: int, kind: type[Varint] | type[Fixed64], value_tag: bytes, values: np.ndarray, owners: np.ndarray) -> Message:

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .arrow_arrays import indices, ints
+from .arrow_arrays import dictionary_encoded, indices, ints
 from .arrow_arrays import values as _values
 
 TRACK_KEY = ("run_id", "track_class", "pid", "tid", "device_id", "stream_id")
@@ -42,7 +42,7 @@ def track_sort_key(key: tuple) -> tuple:
 def _track_groups(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
     """(first row of each distinct track, track of each row as an index into those)."""
     classes = batch.column("track_class")
-    classes = classes.indices if pa.types.is_dictionary(classes.type) else pc.dictionary_encode(classes).indices
+    classes = dictionary_encoded(classes).indices
     arrays = [a.astype(np.int64) for name in _INT_KEYS for a in ints(batch.column(name))] + [a.astype(np.int64) for a in ints(classes)]
     code = np.zeros(batch.num_rows, dtype=np.uint64)
     for array in arrays:  # one code per track, checked below
@@ -57,7 +57,7 @@ def _dictionary_encoded(columns: Iterable[pa.Array]) -> list[pa.Array]:
     """String columns dictionary-encoded (one dictionary per column for the whole part: reordering
     moves indices, and the encoder interns each distinct string of the part once; encoding batch by
     batch and unifying the dictionaries cost more); the others as they are."""
-    return [pc.dictionary_encode(c, memory_pool=PART_MEMORY) if c.type == pa.string() else c for c in columns]
+    return [dictionary_encoded(c, PART_MEMORY) if c.type == pa.string() else c for c in columns]
 
 
 def sort_part(part: Iterable[pa.RecordBatch]) -> tuple[pa.RecordBatch, np.ndarray] | None:
@@ -183,7 +183,8 @@ def flows_in_order(
     """The rows of perfetto/slice_part_flows.sql for a sorted part as rows_in_order gives them, the
     flows the spans start (a span's in id order) and the flows they terminate."""
     if flows is None or flows.num_rows == 0:
-        return rows_in_order(sorted_part, None, batch_rows), rows_in_order(sorted_part, None, batch_rows)
+        none = rows_in_order(sorted_part, None, batch_rows)
+        return none, none[:]
     flows = flows.combine_chunks(memory_pool=PART_MEMORY)
     outgoing = _values(flows.column("outgoing"))
     ends = [flows.select(["span_id", "flow_id"]).take(indices(np.flatnonzero(side))) for side in (outgoing, ~outgoing)]
