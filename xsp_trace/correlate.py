@@ -19,6 +19,8 @@ aggregate (BENCHMARKS.md, "Correlation under a memory cap" and the sections afte
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import duckdb
 import numpy as np
 import pyarrow as pa
@@ -86,22 +88,33 @@ def nest_cpu_spans(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     start first), so each span is nested and stored in the window it starts in; what earlier
     windows leave open (_open_runs) is carried along only as the spans that may enclose it."""
     bounds = _window_bounds(con, run_id)
+    windows = [_start_between(lo, hi) for lo, hi in zip([None, *bounds], [*bounds, None], strict=True)]
     held = {c: np.empty(0, dtype=np.bool_ if c == "pid_null" else np.int64) for c in _NEST_COLUMNS}
     reader = con.cursor()  # reads each window while `con` stores the results
     try:
-        for lo, hi in zip([None, *bounds], [*bounds, None], strict=True):
-            in_window = _start_between(lo, hi)
-            new = reader.sql(
-                f"""SELECT span_id, pid IS NULL AS pid_null, coalesce(pid, -1) AS pid_key, tid, start_ns, end_ns FROM spans
-                    WHERE run_id = ? AND tid IS NOT NULL {in_window}
-                    ORDER BY pid, tid, start_ns, end_ns DESC, {_RANK_CASE}, span_id""",
-                params=[run_id],
-            ).to_arrow_table()
-            if new.num_rows:
-                held, nested = _nest_window(held, {c: new[c].to_numpy() for c in _NEST_COLUMNS})
-                _store_nesting(con, run_id, nested, in_window)
+        # The next window is read (DuckDB, without the GIL) while this one is nested and stored:
+        # windows are disjoint in start time and the read takes none of the columns the UPDATE sets.
+        with ThreadPoolExecutor(1, thread_name_prefix="xsp-nest-read") as pool:
+            pending = pool.submit(_read_window, reader, run_id, windows[0])
+            for index, in_window in enumerate(windows):
+                new = pending.result()
+                if index + 1 < len(windows):
+                    pending = pool.submit(_read_window, reader, run_id, windows[index + 1])
+                if new.num_rows:
+                    held, nested = _nest_window(held, {c: new[c].to_numpy() for c in _NEST_COLUMNS})
+                    _store_nesting(con, run_id, nested, in_window)
     finally:
         reader.close()
+
+
+def _read_window(reader: duckdb.DuckDBPyConnection, run_id: int, in_window: str) -> pa.Table:
+    """The CPU spans starting in one window, sorted as `nest` takes them (per thread, by start, outer first)."""
+    return reader.sql(
+        f"""SELECT span_id, pid IS NULL AS pid_null, coalesce(pid, -1) AS pid_key, tid, start_ns, end_ns FROM spans
+            WHERE run_id = ? AND tid IS NOT NULL {in_window}
+            ORDER BY pid, tid, start_ns, end_ns DESC, {_RANK_CASE}, span_id""",
+        params=[run_id],
+    ).to_arrow_table()
 
 
 def _start_between(lo: int | None, hi: int | None) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import sqlite3
 import urllib.parse
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -107,9 +108,16 @@ class _Export:
             self._columns[name] = {r[1] for r in self.execute(f'PRAGMA table_info("{name}")')}
         return self._columns[name]
 
-    def execute(self, sql: str):
+    def own_connection(self) -> sqlite3.Connection:
+        """A read-only SQLite connection of its own, for a thread (a connection serves one thread at a time)."""
         try:
-            return self.con.execute(sql)
+            return sqlite3.connect(self.uri, uri=True, check_same_thread=False)
+        except sqlite3.DatabaseError as exc:
+            raise self.corrupt(exc) from exc
+
+    def execute(self, sql: str, connection: sqlite3.Connection | None = None):
+        try:
+            return (connection or self.con).execute(sql)
         except sqlite3.DatabaseError as exc:
             raise self.corrupt(exc) from exc
 
@@ -206,10 +214,14 @@ def convert_nsys(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, option
         with closing(export):
             _register(con, export, path, run_id, options)
             try:
-                _stage_all(export, con, progress, include_os_runtime=options.include_os_runtime)
-                progress("building spans", None)
-                _set_format_variables(con)
-                con.execute("SET VARIABLE nsys_nvtx_max_ts = ?", [_nvtx_max_ts(export)])
+                # The last NVTX timestamp is a scan of the whole NVTX table of its own: it runs
+                # beside the staging readers, in the time they leave a core idle.
+                with ThreadPoolExecutor(1, thread_name_prefix="xsp-nvtx-max") as pool:
+                    nvtx_max_ts = pool.submit(_nvtx_max_ts, export)
+                    _stage_all(export, con, progress, include_os_runtime=options.include_os_runtime)
+                    progress("building spans", None)
+                    _set_format_variables(con)
+                    con.execute("SET VARIABLE nsys_nvtx_max_ts = ?", [nvtx_max_ts.result()])
                 validate_nsys_staging(con, path)
                 install_sql_macros(con)
                 run_script(con, query_text("ingest/nsys"), run_id)
@@ -462,11 +474,13 @@ def _graph_columns(export: _Export, base: str) -> str:
 
 
 def _nvtx_max_ts(export: _Export) -> int | None:
-    """Where unclosed NVTX ranges end: the last NVTX timestamp, as nsys stats computes it."""
+    """Where unclosed NVTX ranges end: the last NVTX timestamp, as nsys stats computes it. Over a
+    SQLite connection of its own: it runs in a thread beside the staging."""
     table = export.table(fmt.NVTX_EVENTS)
     if table is None:
         return None
-    return export.execute(f'SELECT max(coalesce(max(start), 0), coalesce(max("end"), 0)) FROM "{table}"').fetchone()[0]
+    with closing(export.own_connection()) as own:
+        return export.execute(f'SELECT max(coalesce(max(start), 0), coalesce(max("end"), 0)) FROM "{table}"', own).fetchone()[0]
 
 
 def _stage_enums(export: _Export, con: duckdb.DuckDBPyConnection) -> None:
