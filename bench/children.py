@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PRELUDE = f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
 
 
-# Runs the measured command as its own child and reports (wall seconds, ru_maxrss KiB) on a pipe.
+# Runs the measured command as its own child and reports (wall seconds, ru_maxrss KiB, user + system
+# CPU seconds) on a pipe.
 # Linux carries a parent's peak RSS into a child it spawns (the high-water mark of the memory the
 # child had before exec), so a command spawned straight from this process, which grows as it
 # reads results, could report this process's peak instead of its own (nsys stats: 382 MiB for a
@@ -34,14 +35,14 @@ if pid == 0:
     finally:
         os._exit(127)
 _, status, usage = os.wait4(pid, 0)
-os.write(fd, f"{time.perf_counter() - start} {usage.ru_maxrss}".encode())
+os.write(fd, f"{time.perf_counter() - start} {usage.ru_maxrss} {usage.ru_utime + usage.ru_stime}".encode())
 sys.exit(0 if os.waitstatus_to_exitcode(status) == 0 else 1)
 """
 
 
 def measure(argv: list[str], stdout=subprocess.DEVNULL, timeout: float | None = None) -> dict:
-    """Wall seconds and peak RSS (MiB) of one command (and its descendants, as wait4 counts them),
-    through LAUNCHER; past `timeout` seconds it is stopped and the result says so (`timed_out`:
+    """Wall seconds, peak RSS (MiB) and CPU seconds (user + system) of one command and its
+    descendants (as wait4 counts them), through LAUNCHER; past `timeout` seconds it is stopped and the result says so (`timed_out`:
     the time is then a lower bound, the peak unknown)."""
     import threading
 
@@ -68,9 +69,9 @@ def measure(argv: list[str], stdout=subprocess.DEVNULL, timeout: float | None = 
         if not measured:
             return {"seconds": round(seconds, 3), "peak_mib": None, "timed_out": True}
     err = proc.stderr.read().decode(errors="replace")
-    if len(measured) != 2 or proc.returncode:
+    if len(measured) != 3 or proc.returncode:
         raise SystemExit(f"failed: {' '.join(map(str, argv[:3]))}...\n{err[-3000:]}")
-    result = {"seconds": round(float(measured[0]), 3), "peak_mib": round(int(measured[1]) / 1024, 1)}
+    result = {"seconds": round(float(measured[0]), 3), "peak_mib": round(int(measured[1]) / 1024, 1), "cpu_seconds": round(float(measured[2]), 3)}
     if stdout == subprocess.PIPE:  # a child that reports one short line (read after it ended: it cannot fill the pipe)
         result["stdout"] = proc.stdout.read().decode(errors="replace")
     return result

@@ -7,10 +7,16 @@ on the same input as the main table, in the same run:
 - reading: the input into DuckDB and nothing more -- nsys: the export's tables into the staging
   tables (the parallel native readers of every convert); Kineto: decompress, cut and read_json every
   piece (each piece dropped where the mapping would start).
+- writing: the finished output of the main table's convert copied into a fresh database file
+  (`COPY FROM DATABASE`, CHECKPOINT included): the tables every convert to this schema writes,
+  with nothing computed.
+- reading + writing: the two added up (wall and CPU seconds): what a convert costs before it
+  computes anything. Both parts keep this machine's cores busy (CPU ~ cores x wall), so running
+  them side by side would not make the sum much smaller.
 - without correlation: the whole convert and the kernel summary, correlate_run skipped -- the
   convert a design computing nesting, launches, ancestors and attribution on first use would run.
 
-Run alone:  python bench/floors.py nsys bench/data/nsys_h100_x290.sqlite
+Run alone:  python bench/floors.py nsys bench/data/nsys_h100_x290.sqlite [its converted .duckdb, for writing]
 """
 
 from __future__ import annotations
@@ -53,6 +59,19 @@ assert meta is not None, 'not read by DuckDB'
 """
 )
 
+WRITING = (
+    PRELUDE
+    + """
+from xsp_trace.connection import CONVERT_MEMORY_LIMIT, duckdb_connect, memory_limit
+con = duckdb_connect()
+with memory_limit(con, CONVERT_MEMORY_LIMIT):
+    con.execute("ATTACH ? AS finished (READ_ONLY)", [sys.argv[1]])
+    con.execute("ATTACH ? AS fresh", [sys.argv[2]])
+    con.execute("COPY FROM DATABASE finished TO fresh")
+    con.execute("CHECKPOINT fresh")
+"""
+)
+
 WITHOUT_CORRELATION = (
     PRELUDE
     + """
@@ -70,14 +89,21 @@ assert rows, 'no kernels'
 )
 
 
-def floor_rows(input_path: Path, kind: str) -> dict:
-    """{'reading': measurement, 'without_correlation': measurement} of `input_path` (kind 'nsys' or 'kineto')."""
+def floor_rows(input_path: Path, kind: str, finished: Path | None = None) -> dict:
+    """{'reading', 'writing', 'reading_writing', 'without_correlation': measurement} of `input_path`
+    (kind 'nsys' or 'kineto'); writing and reading + writing only with the `finished` output of its convert."""
     reading = NSYS_READING if kind == "nsys" else KINETO_READING
     out = DATA / f"_floor_{input_path.stem}.duckdb"
-    rows = {
-        "reading": measure(python_script(reading, input_path)),
-        "without_correlation": measure(python_script(WITHOUT_CORRELATION, input_path, out)),
-    }
+    rows = {"reading": measure(python_script(reading, input_path))}
+    if finished is not None and finished.exists():
+        rows["writing"] = measure(python_script(WRITING, finished, out))
+        out.unlink(missing_ok=True)
+        rows["reading_writing"] = {
+            "seconds": rows["reading"]["seconds"] + rows["writing"]["seconds"],
+            "cpu_seconds": rows["reading"]["cpu_seconds"] + rows["writing"]["cpu_seconds"],
+            "peak_mib": max(rows["reading"]["peak_mib"], rows["writing"]["peak_mib"]),
+        }
+    rows["without_correlation"] = measure(python_script(WITHOUT_CORRELATION, input_path, out))
     out.unlink(missing_ok=True)
     return rows
 
@@ -95,7 +121,7 @@ def rows_for(result: dict) -> list[dict]:
         path = scaled_nsys(int(million["input"].rsplit("x", 1)[1]))
         rows.append(
             {"input": million["input"], "peer": "nsys stats gpukernsum", "peer_seconds": peer, "target": "<= 3x", "budget": 3 * peer}
-            | floor_rows(path, "nsys")
+            | floor_rows(path, "nsys", Path(million["database"]) if million.get("database") else None)
         )
     kineto = [r for r in result["kineto"] if r.get("hta")]
     if kineto:
@@ -105,30 +131,41 @@ def rows_for(result: dict) -> list[dict]:
         path = scaled_kineto(parse_size(gb["input"].rsplit(" ", 1)[1]))
         rows.append(
             {"input": gb["input"], "peer": "HTA load + kernel breakdown", "peer_seconds": peer, "target": ">= 10x faster", "budget": peer / 10}
-            | floor_rows(path, "kineto")
+            | floor_rows(path, "kineto", Path(gb["database"]) if gb.get("database") else None)
         )
     return rows
 
 
+PARTS = (
+    ("reading", "reading only (into DuckDB)"),
+    ("writing", "writing only (the finished output into a fresh file)"),
+    ("reading_writing", "reading + writing (nothing computed)"),
+    ("without_correlation", "convert + summary, no correlation"),
+)
+
+
 def markdown(rows: list[dict]) -> list[str]:
-    """The floors table: each part's seconds, its ratio to the peer, and the share of the target's budget it takes."""
+    """The floors table: each part's seconds (wall, CPU), its ratio to the peer, and the share of the target's budget it takes."""
     if not rows:
         return []
     out = [
         "### Floors: parts of the conversion alone vs the peer's whole run (bench/floors.py)",
         "",
-        "| input | peer | peer s | target | budget s | part | s | part / peer | share of budget | peak MiB |",
-        "| --- | --- | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: |",
+        "| input | peer | peer s | target | budget s | part | s | CPU s | part / peer | share of budget | peak MiB |",
+        "| --- | --- | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in rows:
-        for part, label in (("reading", "reading only (into DuckDB)"), ("without_correlation", "convert + summary, no correlation")):
-            m = r[part]
+        for part, label in PARTS:
+            m = r.get(part)
+            if m is None:
+                continue
+            cpu = f"{m['cpu_seconds']:.1f}" if m.get("cpu_seconds") is not None else "-"
             out.append(
                 f"| {r['input']} | {r['peer']} | {r['peer_seconds']:.1f} | {r['target']} | {r['budget']:.1f} | {label} | "
-                f"{m['seconds']:.1f} | {m['seconds'] / r['peer_seconds']:.2f}x | {m['seconds'] / r['budget'] * 100:.0f} % | {m['peak_mib']:.0f} |"
+                f"{m['seconds']:.1f} | {cpu} | {m['seconds'] / r['peer_seconds']:.2f}x | {m['seconds'] / r['budget'] * 100:.0f} % | {m['peak_mib']:.0f} |"
             )
     return out + [""]
 
 
 if __name__ == "__main__":
-    print(floor_rows(Path(sys.argv[2]), sys.argv[1]))
+    print(floor_rows(Path(sys.argv[2]), sys.argv[1], Path(sys.argv[3]) if len(sys.argv) > 3 else None))
