@@ -201,26 +201,27 @@ def build_ancestors(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     their parent, which sits in the level before. Each step joins one level's spans with the
     level above's rows, a hash join DuckDB can spill; a recursive CTE over the whole tree holds
     one hash table of every span with a parent, which it cannot spill (BENCHMARKS.md, "span_ancestors
-    level by level"). Each level's rows go straight into span_ancestors, and only those of spans
-    with children are kept for the next level: most spans are leaves (kernels, copies, API calls
-    that launch nothing), and a TEMP table of a whole level set the convert's peak memory."""
+    level by level"). Each level's rows are computed once (a TEMP table, under the convert's cap)
+    and go into span_ancestors; only those of spans with children are kept for the next level:
+    most spans are leaves (kernels, copies, API calls that launch nothing)."""
     max_depth = scalar(con, "SELECT max(depth) FROM spans WHERE run_id = ? AND parent_id IS NOT NULL", [run_id])
     con.execute("CREATE OR REPLACE TEMP TABLE _xsp_ancestors_above (span_id BIGINT, ancestor_id BIGINT, distance INTEGER)")
     level = """SELECT s.span_id, s.parent_id AS ancestor_id, 1 AS distance
-               FROM spans AS s WHERE s.run_id = $run AND s.depth = $depth AND s.parent_id IS NOT NULL {parents}
+               FROM spans AS s WHERE s.run_id = $run AND s.depth = $depth AND s.parent_id IS NOT NULL
                UNION ALL
                SELECT s.span_id, a.ancestor_id, a.distance + 1
                FROM spans AS s JOIN _xsp_ancestors_above AS a ON a.span_id = s.parent_id
-               WHERE s.run_id = $run AND s.depth = $depth {parents}"""
+               WHERE s.run_id = $run AND s.depth = $depth"""
     # For the next level: only the rows of spans with children (see above).
-    parents = "AND s.span_id IN (SELECT parent_id FROM spans WHERE run_id = $run AND depth = $depth + 1)"
+    with_children = """SELECT * FROM _xsp_ancestors_level
+                       WHERE span_id IN (SELECT parent_id FROM spans WHERE run_id = $run AND depth = $depth + 1)"""
     for depth in range(1, (max_depth or 0) + 1):
         params = {"run": run_id, "depth": depth}
-        con.execute(f"INSERT INTO span_ancestors SELECT $run, * FROM ({level.format(parents='')})", params)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _xsp_ancestors_level AS {level}", params)
+        con.execute("INSERT INTO span_ancestors SELECT $run, * FROM _xsp_ancestors_level", {"run": run_id})
         if depth < max_depth:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE _xsp_ancestors_level AS {level.format(parents=parents)}", params)
-            con.execute("DROP TABLE _xsp_ancestors_above")
-            con.execute("ALTER TABLE _xsp_ancestors_level RENAME TO _xsp_ancestors_above")
+            con.execute(f"CREATE OR REPLACE TEMP TABLE _xsp_ancestors_above AS {with_children}", params)
+        con.execute("DROP TABLE _xsp_ancestors_level")
     con.execute("DROP TABLE _xsp_ancestors_above")
 
 
