@@ -67,19 +67,25 @@ def duckdb_connect(path: Path | str = ":memory:", read_only: bool = False) -> du
 # same speed (BENCHMARKS.md, "One memory cap for the whole convert").
 CONVERT_MEMORY_LIMIT = "500MB"
 
-# Buffer memory DuckDB's block allocator keeps for the converting database: its blocks are reused
-# instead of returned to the OS and faulted in again (at 1 M kernels 1.49 M -> 1.16-1.22 M page
-# faults, the convert 4-6 % faster, the peak unchanged; 500MB: faster still but +50-97 MiB of peak;
-# BENCHMARKS.md, "Convert: the next nesting window read ahead, span_ancestors once, DuckDB's block
-# allocator"). Within CONVERT_MEMORY_LIMIT: memory the convert used anyway, held until the database closes.
-CONVERT_BLOCK_MEMORY = "256MB"
+# Buffer memory DuckDB's block allocator keeps for the converting database, at most: its blocks are
+# reused instead of returned to the OS and faulted in again (at 1 M kernels 1.49 M -> 1.16-1.22 M
+# page faults, the convert 4-6 % faster, the peak unchanged; 500MB: faster still but +50-97 MiB of
+# peak). What is kept counts in the peak even where the convert would not have filled it (a 59 MB
+# export: +95 MiB), so a trace keeps no more than its own size on disk (convert_block_memory).
+# BENCHMARKS.md, "Convert: the next nesting window read ahead, span_ancestors once, DuckDB's block allocator".
+CONVERT_BLOCK_MEMORY = 256 << 20
 
 
-def keep_block_memory(con: duckdb.DuckDBPyConnection, value: str) -> None:
-    """DuckDB's block allocator keeps at least `value` for this database until it closes (DuckDB
-    refuses to lower the setting: a larger one already set stays)."""
+def convert_block_memory(trace_bytes: int) -> int:
+    """Block allocator bytes to keep while converting a trace file of `trace_bytes`."""
+    return min(CONVERT_BLOCK_MEMORY, trace_bytes)
+
+
+def keep_block_memory(con: duckdb.DuckDBPyConnection, size_bytes: int) -> None:
+    """DuckDB's block allocator keeps at least `size_bytes` for this database until it closes
+    (DuckDB refuses to lower the setting: a larger one already set stays)."""
     try:
-        con.execute("SET block_allocator_memory = ?", [value])
+        con.execute("SET block_allocator_memory = ?", [f"{int(size_bytes)}B"])
     except duckdb.InvalidInputException:
         pass  # already larger
 

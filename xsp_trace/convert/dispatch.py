@@ -10,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-from ..connection import CONVERT_BLOCK_MEMORY, CONVERT_MEMORY_LIMIT, keep_block_memory, memory_limit
+from ..connection import CONVERT_MEMORY_LIMIT, convert_block_memory, keep_block_memory, memory_limit
 from ..correlate import correlate_run
 from ..database import next_run_id
 from ..errors import InputError
@@ -28,7 +28,7 @@ def convert_trace(con: duckdb.DuckDBPyConnection, path: Path, options: ConvertOp
             "pass an nsys report or export, or a PyTorch profiler trace",
         )
     run_id = next_run_id(con)
-    keep_block_memory(con, CONVERT_BLOCK_MEMORY)
+    keep_block_memory(con, convert_block_memory(path.stat().st_size))
     # One cap for both converters' reading (uncapped, the peak grew with the trace).
     with reading_errors(path), memory_limit(con, CONVERT_MEMORY_LIMIT):
         if source in ("nsys-rep", "nsys-sqlite"):
