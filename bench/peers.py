@@ -26,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import floors  # noqa: E402
 import perfetto_vs_parquet  # noqa: E402
 from children import log, measure  # noqa: E402
 
@@ -182,11 +183,7 @@ def markdown(nsys_rows: list[dict]) -> list[str]:
     return out
 
 
-FLOOR_PARTS = (
-    ("reading", "reading only"),
-    ("reading_writing", "reading + writing the output, nothing computed"),
-    ("without_correlation", "convert without correlation"),
-)
+FLOOR_PARTS = ("reading", "reading_writing", "without_correlation")  # (floors.PARTS names them)
 
 
 def _floor_rows(result: dict, input_name: str, what: str, budget: float, parts=FLOOR_PARTS) -> list[tuple[str, str, str]]:
@@ -196,7 +193,8 @@ def _floor_rows(result: dict, input_name: str, what: str, budget: float, parts=F
     floor = next((f for f in result.get("floors", []) if f["input"] == input_name), None)
     cores = len(os.sched_getaffinity(0))
     rows = []
-    for part, label in parts if floor else ():
+    labels = dict(floors.PARTS)
+    for part in parts if floor else ():
         m = floor.get(part)
         if m is None:
             continue
@@ -204,7 +202,7 @@ def _floor_rows(result: dict, input_name: str, what: str, budget: float, parts=F
         least = f"; CPU {cpu:.1f} s: >= {cpu / cores:.1f} s of wall on {cores} cores" if cpu is not None else ""
         rows.append(
             (
-                f"floor, {input_name}: {label} within {what} ({budget:.1f} s)",
+                f"floor, {input_name}: {labels[part]} within {what} ({budget:.1f} s)",
                 f"{m['seconds']:.1f} s = {m['seconds'] / budget * 100:.0f} % of the budget{least}",
                 "fits" if m["seconds"] <= budget else "over: the target is out of reach without changing this part",
             )

@@ -19,7 +19,7 @@ aggregate (BENCHMARKS.md, "Correlation under a memory cap" and the sections afte
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import duckdb
 import numpy as np
@@ -30,6 +30,7 @@ from .database import run_script
 from .formats import kineto_fields as kf
 from .naming import KIND_NESTING_RANK, install_phase_rules
 from .nesting import nest, separate_threads, thread_starts
+from .read_ahead import read_ahead
 from .resources import query_text
 from .sql import one_row, scalar, set_variables
 
@@ -94,15 +95,11 @@ def nest_cpu_spans(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     try:
         # The next window is read (DuckDB, without the GIL) while this one is nested and stored:
         # windows are disjoint in start time and the read takes none of the columns the UPDATE sets.
-        with ThreadPoolExecutor(1, thread_name_prefix="xsp-nest-read") as pool:
-            pending = pool.submit(_read_window, reader, run_id, windows[0])
-            for index, in_window in enumerate(windows):
-                new = pending.result()
-                if index + 1 < len(windows):
-                    pending = pool.submit(_read_window, reader, run_id, windows[index + 1])
-                if new.num_rows:
-                    held, nested = _nest_window(held, {c: new[c].to_numpy() for c in _NEST_COLUMNS})
-                    _store_nesting(con, run_id, nested, in_window)
+        read = partial(_read_window, reader, run_id)
+        for in_window, new in zip(windows, read_ahead(read, windows, "xsp-nest-read"), strict=True):
+            if new.num_rows:
+                held, nested = _nest_window(held, {c: new[c].to_numpy() for c in _NEST_COLUMNS})
+                _store_nesting(con, run_id, nested, in_window)
     finally:
         reader.close()
 

@@ -20,6 +20,7 @@ import duckdb
 from ..connection import memory_limit
 from ..errors import InputError
 from ..output_files import atomic_output, check_output_path, private_temp_prefix, refuse_inputs
+from ..read_ahead import read_ahead
 from ..resources import query_text
 from ..sql import set_variables
 from ..store import open_store
@@ -157,15 +158,11 @@ def _write_slice_parts(con, writer: PacketWriter, tracks: TrackRegistry, options
 
     # The next part is read and sorted on a thread of its own while the encoder writes this one
     # (DuckDB and numpy leave the GIL; only that thread uses the connection until the loop ends).
-    with ThreadPoolExecutor(max_workers=1) as pool, ThreadPoolExecutor(max_workers=1) as encoding:
+    with ThreadPoolExecutor(max_workers=1) as encoding:
         encoder = SliceEncoder(writer, tracks, sequence_id=SLICE_SEQUENCE_ID, max_interned=options.max_interned, pool=encoding)
-        pending = pool.submit(fetch, *parts[0]) if parts else None
-        for i in range(len(parts)):
-            assert pending is not None
-            part = pending.result()
-            pending = pool.submit(fetch, *parts[i + 1]) if i + 1 < len(parts) else None
+        for part in read_ahead(lambda bounds: fetch(*bounds), parts, "xsp-perfetto-part"):
             encoder.write_part(part)
-            del part
+            del part  # (two parts in memory at most: this one goes before the next is taken)
         encoder.finish()
     stats.slices += encoder.slices
     stats.flows += encoder.flows

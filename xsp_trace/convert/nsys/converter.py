@@ -65,8 +65,8 @@ class _Export:
             ["file", "", urllib.parse.quote(str(path.resolve())), urllib.parse.urlencode({"mode": "ro", "immutable": "1"}), ""]
         )
         self._arrow: Any = None  # the ADBC connection, opened on first use
+        self.con = self.own_connection()
         try:
-            self.con = sqlite3.connect(self.uri, uri=True)
             names = {r[0] for r in self.con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")}
         except sqlite3.DatabaseError as exc:
             raise self.corrupt(exc) from exc
@@ -109,9 +109,9 @@ class _Export:
         return self._columns[name]
 
     def own_connection(self) -> sqlite3.Connection:
-        """A read-only SQLite connection of its own, for a thread (a connection serves one thread at a time)."""
+        """A read-only SQLite connection to the export (one per thread: a connection serves the thread that opened it)."""
         try:
-            return sqlite3.connect(self.uri, uri=True, check_same_thread=False)
+            return sqlite3.connect(self.uri, uri=True)
         except sqlite3.DatabaseError as exc:
             raise self.corrupt(exc) from exc
 
