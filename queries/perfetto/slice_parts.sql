@@ -121,14 +121,18 @@ WITH
     per_run AS (
         -- A part holds about xsp_perfetto_part_rows rows of spans and their args together: a
         -- Kineto trace's args (a few per op) outnumber its spans, and a part gathers them into lists.
-        SELECT e.*, 65536 AS buckets, greatest(1, ceil((e.n + coalesce(a.n, 0)) / getvariable('xsp_perfetto_part_rows')))::INTEGER AS parts
+        SELECT e.*, 65536 AS buckets, e.width * 65536 <= 9223372036854775807 AS bigint_buckets, greatest(1, ceil((e.n + coalesce(a.n, 0)) / getvariable('xsp_perfetto_part_rows')))::INTEGER AS parts
         FROM extent AS e LEFT JOIN arg_rows AS a ON a.run_id = e.run_id
     ),
     buckets AS (
         -- Spans per bucket of start times (per_run.buckets equal widths). Counting, not quantiles:
         -- exact quantiles hold every start time in memory, approximate ones differ from run to
-        -- run (parallel merges), and so would the trace's bytes.
-        SELECT s.run_id, ((s.start_ns - r.lo)::HUGEINT * r.buckets // r.width)::BIGINT AS bucket, count(*) AS c
+        -- run (parallel merges), and so would the trace's bytes. In BIGINT where the product fits (runs
+        -- shorter than 2^47 ns, 39 hours): HUGEINT arithmetic on every span cost 0.5 s of 0.6 s at 7.9 M spans.
+        SELECT s.run_id,
+               CASE WHEN r.bigint_buckets THEN (s.start_ns - r.lo) * r.buckets // r.width::BIGINT
+                    ELSE ((s.start_ns - r.lo)::HUGEINT * r.buckets // r.width)::BIGINT END AS bucket,
+               count(*) AS c
         FROM perfetto_spans AS s JOIN per_run AS r ON r.run_id = s.run_id
         WHERE r.parts > 1
         GROUP BY ALL
