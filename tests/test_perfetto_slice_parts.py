@@ -40,7 +40,7 @@ def _parts(starts_by_run: dict[int, list[int]], part_rows: int) -> dict[int, lis
     for run_id in parts:
         runs = [(f, z) for r, f, z in bounds if r == run_id]
         assert runs[0][0] == -(1 << 63) and runs[-1][1] == (1 << 63) - 1
-        assert all(z + 1 == f for (_, z), (f, _) in zip(runs, runs[1:]))
+        assert all(z + 1 == f for (_, z), (f, _) in zip(runs[:-1], runs[1:], strict=True))
     return parts
 
 
