@@ -93,7 +93,10 @@ def _export(database: Path, output: Path, per_row: bool) -> dict:
         with mock.patch.object(export_module, "_write_slices", write_slices_per_row):
             stats = export_perfetto(database, output, PerfettoOptions(duckdb_memory_limit="1GB"))
     else:
-        stats = export_perfetto(database, output)
+        from xsp_trace.process_heap import keep_heap
+
+        with keep_heap():  # as `xsp-trace perfetto` runs it (xsp_trace/cli.py)
+            stats = export_perfetto(database, output)
     return {"slices": stats.slices, "flows": stats.flows}
 
 

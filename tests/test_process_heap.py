@@ -55,3 +55,28 @@ def test_elsewhere_it_does_nothing(monkeypatch):
     monkeypatch.setattr(process_heap, "_glibc", lambda: None)
     with keep_heap() as applied:
         assert applied is False
+
+
+def test_the_perfetto_command_exports_with_the_heap_kept(tmp_path, monkeypatch):
+    """`xsp-trace perfetto` (its process ends with the export) runs it inside keep_heap, and
+    leaves it when the export is done."""
+    from typer.testing import CliRunner
+
+    import xsp_trace.perfetto as perfetto
+    import xsp_trace.process_heap as process_heap
+    from perfetto_harness import handmade_db
+    from xsp_trace.cli import app
+
+    database = handmade_db.build(tmp_path / "h.duckdb")
+    users_during_export = []
+    export = perfetto.export_perfetto
+
+    def recording_export(*args, **kwargs):
+        users_during_export.append(process_heap._users)
+        return export(*args, **kwargs)
+
+    monkeypatch.setattr(perfetto, "export_perfetto", recording_export)
+    result = CliRunner().invoke(app, ["perfetto", str(database), "-o", str(tmp_path / "h.pftrace")])
+    assert result.exit_code == 0, result.output
+    assert users_during_export == [1 if process_heap._glibc() is not None else 0]
+    assert process_heap._users == 0

@@ -162,8 +162,11 @@ def _readable(path: Path) -> Path:
 
 def _write_perfetto(database: Path, output: Path, options) -> None:
     from .perfetto import export_perfetto
+    from .process_heap import keep_heap
 
-    stats = export_perfetto(_readable(database), output, options)
+    database = _readable(database)
+    with keep_heap():  # process-wide, so the CLI's choice: this process ends with the export (process_heap.py)
+        stats = export_perfetto(database, output, options)
     typer.echo(
         f"wrote {output} ({stats.slices} slices, {stats.flows} flows, {stats.instants} marks, "
         f"{stats.counter_samples} counter samples; runs {', '.join(map(str, stats.runs))}) "

@@ -8,11 +8,12 @@ heap keeps that much above what is in use, and arrays below the mmap threshold c
 rather than from a mapping of their own, unmapped when freed (BENCHMARKS.md, "Perfetto export:
 glibc keeps its heap").
 
-mallopt is process-wide: `keep_heap` sets it for the export only, counts nested and concurrent
-users, and puts glibc's default top pad back (then trims) when the last one leaves. The mmap
-threshold stays where the export set it: after any mallopt call glibc no longer moves it by
-itself (up to 32 MiB as large blocks are freed), and its static default (128 KiB) would map
-every larger array. Elsewhere (musl, macOS, Windows) it does nothing.
+mallopt is process-wide, so no library call sets it for its caller: `xsp-trace perfetto` runs the
+export inside `keep_heap` (its process ends with it), and so may a program of one's own. It
+counts nested and concurrent users and puts glibc's default top pad back (then trims) when the
+last one leaves. The mmap threshold stays where it was set: after any mallopt call glibc no
+longer moves it by itself (up to 32 MiB as large blocks are freed), and its static default
+(128 KiB) would map every larger array. Elsewhere (musl, macOS, Windows) it does nothing.
 """
 
 from __future__ import annotations

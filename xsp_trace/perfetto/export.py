@@ -20,7 +20,6 @@ import duckdb
 from ..connection import memory_limit
 from ..errors import InputError
 from ..output_files import atomic_output, check_output_path, private_temp_prefix, refuse_inputs
-from ..process_heap import keep_heap
 from ..read_ahead import read_ahead
 from ..resources import query_text
 from ..sql import set_variables
@@ -262,11 +261,7 @@ def export_perfetto(database: Path, output: Path, options: PerfettoOptions | Non
     refuse_inputs(output, [database])
     con = open_store(database, read_only=True)
     try:
-        with (
-            atomic_output(output, inputs=[database]) as tmp,
-            tempfile.TemporaryDirectory(prefix=private_temp_prefix("perfetto")) as spill,
-            keep_heap(),  # the parts' arrays reuse the heap (process_heap.py)
-        ):
+        with atomic_output(output, inputs=[database]) as tmp, tempfile.TemporaryDirectory(prefix=private_temp_prefix("perfetto")) as spill:
             con.execute("SET memory_limit = ?", [options.duckdb_memory_limit])
             con.execute("SET temp_directory = ?", [spill])
             with open(tmp, "wb", buffering=1 << 20) as out:
