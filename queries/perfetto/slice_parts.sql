@@ -121,7 +121,7 @@ WITH
     per_run AS (
         -- A part holds about xsp_perfetto_part_rows rows of spans and their args together: a
         -- Kineto trace's args (a few per op) outnumber its spans, and a part gathers them into lists.
-        SELECT e.*, 65536 AS buckets, e.width * 65536 <= 9223372036854775807 AS bigint_buckets, greatest(1, ceil((e.n + coalesce(a.n, 0)) / getvariable('xsp_perfetto_part_rows')))::INTEGER AS parts
+        SELECT e.*, 65536 AS buckets, e.width * buckets <= 9223372036854775807 AS bigint_buckets, greatest(1, ceil((e.n + coalesce(a.n, 0)) / getvariable('xsp_perfetto_part_rows')))::INTEGER AS parts
         FROM extent AS e LEFT JOIN arg_rows AS a ON a.run_id = e.run_id
     ),
     buckets AS (
