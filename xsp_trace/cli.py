@@ -21,8 +21,10 @@ from .cli_options import (
     err_console,
     iteration_list,
     percent,
+    readable_database,
     state,
     time_window,
+    write_perfetto,
 )
 from .errors import InputError
 from .output_files import Interrupted, check_output_path, install_signal_handlers, received_signal, refuse_inputs
@@ -145,33 +147,7 @@ def convert(
         )
     typer.echo(f"wrote {output} (runs {', '.join(map(str, run_ids))})")
     if perfetto is not None:
-        _write_perfetto(output, perfetto, None)
-
-
-def _readable(path: Path) -> Path:
-    """The database a reading command opens for `path`: a raw trace (.nsys-rep, .sqlite, .json[.gz])
-    is converted once into the cache beside it (xsp_trace/convert/trace_cache.py) and read from there."""
-    from .store import is_duckdb_file
-
-    if path.is_dir() or is_duckdb_file(path):
-        return path  # no need to import the converters
-    from .convert.trace_cache import database_for
-
-    return database_for(path, lambda what, _fraction: err_console.print(what, markup=False, highlight=False, soft_wrap=True))
-
-
-def _write_perfetto(database: Path, output: Path, options) -> None:
-    from .perfetto import export_perfetto
-    from .process_heap import keep_heap
-
-    database = _readable(database)
-    with keep_heap():  # process-wide, so the CLI's choice: this process ends with the export (process_heap.py)
-        stats = export_perfetto(database, output, options)
-    typer.echo(
-        f"wrote {output} ({stats.slices} slices, {stats.flows} flows, {stats.instants} marks, "
-        f"{stats.counter_samples} counter samples; runs {', '.join(map(str, stats.runs))}) "
-        "-- open it in https://ui.perfetto.dev"
-    )
+        write_perfetto(output, perfetto, None)
 
 
 @app.command()
@@ -216,7 +192,7 @@ def perfetto(
         align_runs=not keep_clocks,
         critical_path=critical_path,
     )
-    _write_perfetto(database, output, options)
+    write_perfetto(database, output, options)
 
 
 @app.command(
@@ -342,7 +318,7 @@ def query(
 
     sql = sql_argument(sql)
     notes: list[str] = []
-    with query_connection(_readable(database), allow_external_access, memory_limit, notes, sql) as con:
+    with query_connection(readable_database(database), allow_external_access, memory_limit, notes, sql) as con:
         for note in notes:
             err_console.print(note, markup=False, highlight=False, soft_wrap=True)
         if not allow_external_access:
@@ -480,7 +456,7 @@ def analyze(
     if report is not None:  # refused before the analyses run, not after
         check_output_path(report)
         refuse_inputs(report, [database], "report")
-    if run_analyze(_readable(database), database, options, view, request) is not None:
+    if run_analyze(readable_database(database), database, options, view, request) is not None:
         err_console.print(f"wrote {report}", markup=False, highlight=False)
 
 
@@ -514,7 +490,7 @@ def diff(
     for path in (base, new):
         if not path.exists():
             raise InputError(path, "does not exist", "pass two databases written by xsp-trace convert")
-    base, new = _readable(base), _readable(new)
+    base, new = readable_database(base), readable_database(new)
     levels = tuple(level) if level else LEVELS
     unknown = [lvl for lvl in levels if lvl not in LEVELS]
     if unknown:

@@ -1,11 +1,13 @@
 """Option types and parsers of the `xsp-trace` command line, and its one-line failure: what the
-commands in xsp_trace/cli.py share (enums typer checks, the one comma-list parser, the progress bar)."""
+commands in xsp_trace/cli.py share (enums typer checks, the one comma-list parser, the progress bar,
+the database a reading command opens, the Perfetto write of `perfetto` and `convert --perfetto`)."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
 from enum import Enum
+from pathlib import Path
 from typing import Any, NoReturn
 
 import typer
@@ -191,3 +193,30 @@ def percent(text: str, what: str) -> float:
         return float(text.strip().rstrip("%"))
     except ValueError:
         raise InputError(None, f"{what} {text!r} is not a percentage", "e.g. 5% or 5") from None
+
+
+def readable_database(path: Path) -> Path:
+    """The database a reading command opens for `path`: a raw trace (.nsys-rep, .sqlite, .json[.gz])
+    is converted once into the cache beside it (xsp_trace/convert/trace_cache.py) and read from there."""
+    from .store import is_duckdb_file
+
+    if path.is_dir() or is_duckdb_file(path):
+        return path  # no need to import the converters
+    from .convert.trace_cache import database_for
+
+    return database_for(path, lambda what, _fraction: err_console.print(what, markup=False, highlight=False, soft_wrap=True))
+
+
+def write_perfetto(database: Path, output: Path, options) -> None:
+    """Export `database` (or a raw trace, through the cache) as a Perfetto trace and say what was written."""
+    from .perfetto import export_perfetto
+    from .process_heap import keep_heap
+
+    database = readable_database(database)
+    with keep_heap():  # process-wide, so the CLI's choice: this process ends with the export (process_heap.py)
+        stats = export_perfetto(database, output, options)
+    typer.echo(
+        f"wrote {output} ({stats.slices} slices, {stats.flows} flows, {stats.instants} marks, "
+        f"{stats.counter_samples} counter samples; runs {', '.join(map(str, stats.runs))}) "
+        "-- open it in https://ui.perfetto.dev"
+    )
