@@ -95,7 +95,7 @@ def _export(database: Path, output: Path, per_row: bool) -> dict:
     else:
         from xsp_trace.process_heap import keep_heap
 
-        with keep_heap():  # as `xsp-trace perfetto` runs it (xsp_trace/cli.py)
+        with keep_heap():  # as `xsp-trace perfetto` runs it (cli_options.write_perfetto)
             stats = export_perfetto(database, output)
     return {"slices": stats.slices, "flows": stats.flows}
 
