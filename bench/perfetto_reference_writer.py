@@ -8,32 +8,35 @@ from collections.abc import Callable
 
 from xsp_trace.naming import parse_layer_name
 from xsp_trace.perfetto.export import PerfettoOptions, slice_parts
-from xsp_trace.perfetto.slice_encoder import FLOAT_ANNOTATIONS, INT_ANNOTATIONS, STR_ANNOTATIONS, TRACK_KEY
+from xsp_trace.perfetto.slice_encoder import FLOAT_ANNOTATIONS, INT_ANNOTATIONS, STR_ANNOTATIONS
+from xsp_trace.perfetto.slice_order import TRACK_KEY
 from xsp_trace.perfetto.tracks import Lanes
 from xsp_trace.resources import query_text
 from xsp_trace.sql import set_variables
 
 # perfetto/slices.sql sorted by DuckDB, as the query did before the encoder sorted each part
-# itself (xsp_trace/perfetto/slice_order.py), with the kernel and memop columns joined here from
+# itself (xsp_trace/perfetto/slice_order.py), with each row's track key joined back from its
+# track hash (perfetto_span_tracks), the kernel and memop columns joined here from
 # the kernels and memops tables (grid and block formatted here), each span's args gathered here
 # from span_args and its flows joined from perfetto_flows: a reference independent of
 # perfetto/slice_part_details.sql, slice_part_args.sql and slice_part_flows.sql.
 _SORTED_SLICES = """
-SELECT q.*,
+SELECT q.*, t.run_id, t.track_class, t.pid, t.tid, t.device_id, t.stream_id,
        CASE WHEN k.grid_x IS NOT NULL THEN format('[{{}}, {{}}, {{}}]', k.grid_x, k.grid_y, k.grid_z) END AS grid,
        CASE WHEN k.block_x IS NOT NULL THEN format('[{{}}, {{}}, {{}}]', k.block_x, k.block_y, k.block_z) END AS block,
        k.registers_per_thread, k.shared_mem_static_bytes, k.shared_mem_dynamic_bytes, k.occupancy_estimate,
        m.copy_kind, m.bytes, m.src_kind, m.dst_kind,
        a.args, o.flow_ids, f.flow_id AS terminating_flow_id
 FROM ({query}) AS q
-LEFT JOIN kernels AS k ON k.run_id = q.run_id AND k.span_id = q.span_id
-LEFT JOIN memops AS m ON m.run_id = q.run_id AND m.span_id = q.span_id
+JOIN perfetto_span_tracks AS t ON t.track_hash = q.track_hash
+LEFT JOIN kernels AS k ON k.run_id = t.run_id AND k.span_id = q.span_id
+LEFT JOIN memops AS m ON m.run_id = t.run_id AND m.span_id = q.span_id
 LEFT JOIN (SELECT run_id, span_id, list(struct_pack(key := key, value := value) ORDER BY key) AS args
-           FROM span_args GROUP BY run_id, span_id) AS a ON a.run_id = q.run_id AND a.span_id = q.span_id
+           FROM span_args GROUP BY run_id, span_id) AS a ON a.run_id = t.run_id AND a.span_id = q.span_id
 LEFT JOIN (SELECT run_id, api_span_id, list(flow_id ORDER BY flow_id) AS flow_ids FROM perfetto_flows GROUP BY ALL) AS o
-    ON o.run_id = q.run_id AND o.api_span_id = q.span_id
-LEFT JOIN perfetto_flows AS f ON f.run_id = q.run_id AND f.gpu_span_id = q.span_id
-ORDER BY q.run_id, q.track_class = 'gpu', q.track_class, q.pid, q.tid, q.device_id, q.stream_id NULLS LAST, q.ts, q.span_end_ns DESC, q.depth, q.span_id
+    ON o.run_id = t.run_id AND o.api_span_id = q.span_id
+LEFT JOIN perfetto_flows AS f ON f.run_id = t.run_id AND f.gpu_span_id = q.span_id
+ORDER BY t.run_id, t.track_class = 'gpu', t.track_class, t.pid, t.tid, t.device_id, t.stream_id NULLS LAST, q.ts, q.span_end_ns DESC, q.depth, q.span_id
 """
 
 
@@ -48,7 +51,7 @@ def _all_parts(con, batch_rows: int):
             }
 
 
-def write_slices_per_row(con, writer, tracks, options, stats) -> None:
+def write_slices_per_row(con, writer, tracks, span_tracks, options, stats) -> None:
     """Drop-in for xsp_trace.perfetto.export._write_slices."""
     current_key = None
     lanes: Lanes | None = None

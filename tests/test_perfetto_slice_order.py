@@ -46,42 +46,91 @@ ORDER BY run_id, track_class = 'gpu', track_class, pid, tid, device_id, stream_i
 """
 
 
-def _rows() -> tuple[pa.RecordBatch, list[int]]:
+def _hashed(table: pa.Table) -> tuple[pa.Table, slice_order.SpanTracks]:
+    """A part as perfetto/slices.sql gives it (each row's track key as one hash; any distinct
+    numbers do) and the tracks those hashes stand for, in no particular order."""
+    keys = list(zip(*(table.column(k).to_pylist() for k in slice_order.TRACK_KEY), strict=True))
+    hash_of = {key: (7919 * i + 104729) % 65521 for i, key in enumerate(dict.fromkeys(keys))}
+    hashes = pa.array([hash_of[key] for key in keys], pa.uint64())
+    rows = table.drop_columns(list(slice_order.TRACK_KEY)).append_column(slice_order.TRACK_HASH, hashes)
+    return rows, slice_order.SpanTracks([(*key, h) for key, h in reversed(hash_of.items())])
+
+
+def _rows() -> tuple[pa.RecordBatch, slice_order.SpanTracks, list[int]]:
     con = duckdb.connect()
     con.execute(f"CREATE TABLE rows AS {_ROWS} ORDER BY hash(span_id)")
-    table = con.sql("SELECT * FROM rows").to_arrow_table()
+    table, tracks = _hashed(con.sql("SELECT * FROM rows").to_arrow_table())
     expected = [r[0] for r in con.execute(_DUCKDB_ORDER).fetchall()]
-    return table.combine_chunks().to_batches()[0], expected
+    return table.combine_chunks().to_batches()[0], tracks, expected
 
 
 def test_part_order_is_duckdbs_order_by():
-    batch, expected = _rows()
-    order = slice_order.part_order(batch)
-    assert batch.column("span_id").take(pa.array(order)).to_pylist() == expected
+    batch, tracks, expected = _rows()
+    part, order = slice_order.sort_part([batch], tracks)
+    assert part.column("span_id").take(pa.array(order)).to_pylist() == expected
 
 
-def test_tracks_sharing_a_code_are_still_told_apart(monkeypatch):
-    batch, expected = _rows()
-    monkeypatch.setattr(slice_order, "_MIX", np.uint64(0))  # every track the same code: the exact path
-    order = slice_order.part_order(batch)
-    assert batch.column("span_id").take(pa.array(order)).to_pylist() == expected
+def test_tracks_rank_in_the_track_key_order_and_refuse_a_shared_hash():
+    _, tracks, _ = _rows()
+    assert [key[1] for key in tracks.keys] == ["process", "run", "thread", "thread", "thread", "gpu", "gpu", "gpu", "gpu"]
+    assert tracks.keys[2:5] == [(1, "thread", 3, 11, None, None), (1, "thread", 10, 2, None, None), (1, "thread", 10, 11, None, None)]
+    assert tracks.keys[5:] == [
+        (1, "gpu", None, None, 0, 7),
+        (1, "gpu", None, None, 0, None),
+        (1, "gpu", None, None, 1, 7),
+        (1, "gpu", None, None, None, 7),
+    ]
+    with pytest.raises(slice_order.SharedTrackHash):
+        slice_order.SpanTracks([(1, "thread", 1, 1, None, None, 5), (1, "thread", 1, 2, None, None, 5)])
+    with pytest.raises(ValueError, match="not among the export's tracks"):
+        tracks.ranks(pa.array([1], pa.uint64()))
+
+
+def test_tracks_that_hash_alike_take_the_next_salt(converted_path, tmp_path, monkeypatch):
+    """The export's tracks under salt 0 "sharing a hash": it takes salt 1, and writes the same bytes."""
+    import xsp_trace.perfetto.export as export_module
+
+    database = converted_path(NSYS_FIXTURE)
+    export_module.export_perfetto(database, tmp_path / "salt0.pftrace")
+    salts = []
+
+    def tracks_refusing_salt_0(rows):
+        tracks = slice_order.SpanTracks(rows)
+        salts.append(len(salts))
+        if len(salts) == 1:
+            raise slice_order.SharedTrackHash("pretend")
+        return tracks
+
+    monkeypatch.setattr(export_module, "SpanTracks", tracks_refusing_salt_0)
+    export_module.export_perfetto(database, tmp_path / "salt1.pftrace")
+    assert salts == [0, 1]
+    assert (tmp_path / "salt1.pftrace").read_bytes() == (tmp_path / "salt0.pftrace").read_bytes()
+
+
+def test_duckdb_threads_come_back_after_a_block_on_fewer():
+    from xsp_trace.connection import duckdb_connect, duckdb_threads, thread_count
+
+    con = duckdb_connect()
+    con.execute("SET threads = 2")
+    with thread_count(con, 1):
+        assert duckdb_threads(con) == 1
+    assert duckdb_threads(con) == 2
 
 
 def test_sorted_batches_keep_the_order_across_batches_and_dictionaries():
-    batch, expected = _rows()
+    batch, tracks, expected = _rows()
     halves = [batch.slice(0, 5), batch.slice(5)]  # two source batches: two dictionaries to unify
-    out = list(slice_order.sorted_batches(halves, batch_rows=4))
+    out = list(slice_order.sorted_batches(halves, tracks, batch_rows=4))
     assert [b.num_rows for b in out] == [4, 4, 4, 2]
     assert [s for b in out for s in b.column("span_id").to_pylist()] == expected
-    assert [c for b in out for c in b.column("track_class").to_pylist()] == sorted(
-        batch.column("track_class").to_pylist(), key=lambda c: (c == "gpu", c)
-    )
+    ranks = [t for b in out for t in b.column(slice_order.TRACK).to_pylist()]
+    assert ranks == sorted(ranks) and [tracks.keys[t][1] for t in ranks] == ["process", "run", "run"] + ["thread"] * 7 + ["gpu"] * 4
 
 
 def test_an_empty_part_gives_no_batches():
-    batch, _ = _rows()
-    assert list(slice_order.sorted_batches([], batch_rows=4)) == []
-    assert list(slice_order.sorted_batches([batch.slice(0, 0)], batch_rows=4)) == []
+    batch, tracks, _ = _rows()
+    assert list(slice_order.sorted_batches([], tracks, batch_rows=4)) == []
+    assert list(slice_order.sorted_batches([batch.slice(0, 0)], tracks, batch_rows=4)) == []
 
 
 @pytest.mark.parametrize(
@@ -120,6 +169,11 @@ def test_export_does_not_import_pandas(converted_path, tmp_path):
     assert int(slices) > 20_000 and pandas_loaded == "False"
 
 
+def _part_of(spans: pa.Table) -> tuple[list[pa.RecordBatch], slice_order.SpanTracks]:
+    rows, tracks = _hashed(spans)
+    return rows.to_batches(), tracks
+
+
 def test_args_go_beside_their_spans_rows_by_key_then_value():
     # Spans 4..8 of one thread track in the order written: 5 (starts first), then 4 and 6 (equal
     # starts: longest first -- 4), then 8, 7. Args arrive in no order; span 6 has key "a" twice.
@@ -138,7 +192,7 @@ def test_args_go_beside_their_spans_rows_by_key_then_value():
             "depth": [0, 0, 1, 0, 0],
         }
     )
-    part = slice_order.sort_part(spans.to_batches())
+    part = slice_order.sort_part(*_part_of(spans))
     assert part is not None and part[0].column("span_id").take(pa.array(part[1])).to_pylist() == [5, 4, 6, 8, 7]
     args = pa.table(
         {
@@ -184,7 +238,7 @@ def test_kernel_and_memop_columns_go_beside_their_spans_rows():
             "bytes": pa.array([None, 5, 4096, None], pa.int64()),
         }
     )
-    part = slice_order.sort_part(spans.to_batches())
+    part = slice_order.sort_part(*_part_of(spans))
     assert part is not None
     assert part[0].take(pa.array(part[1])).column("span_id").to_pylist() == [10, 20, 30, 40, 50]
     batches = slice_order.rows_in_order(part, details, batch_rows=2)
@@ -227,7 +281,7 @@ def test_flows_go_beside_the_rows_that_start_and_end_them():
             "outgoing": [True, False, True, True, True, False, True],
         }
     )
-    part = slice_order.sort_part(spans.to_batches())
+    part = slice_order.sort_part(*_part_of(spans))
     assert part is not None
     # CPU tracks first: spans 10, 30 (thread), then 20, 40 (gpu stream)
     assert part[0].take(pa.array(part[1])).column("span_id").to_pylist() == [10, 30, 20, 40]

@@ -15,7 +15,7 @@ from .errors import InputError
 from .formats.file_magic import SQLITE_MAGIC
 from .sql import scalar
 
-__all__ = ["duckdb_connect", "duckdb_threads", "usable_cores"]
+__all__ = ["duckdb_connect", "duckdb_threads", "memory_limit", "thread_count", "usable_cores"]
 
 
 def usable_cores() -> int:
@@ -88,6 +88,17 @@ def keep_block_memory(con: duckdb.DuckDBPyConnection, size_bytes: int) -> None:
         con.execute("SET block_allocator_memory = ?", [f"{int(size_bytes)}B"])
     except duckdb.InvalidInputException:
         pass  # already larger
+
+
+@contextmanager
+def thread_count(con: duckdb.DuckDBPyConnection, threads: int) -> Iterator[None]:
+    """DuckDB's threads at `threads` for the block, the connection's own afterwards."""
+    previous = duckdb_threads(con)
+    con.execute(f"SET threads = {int(threads)}")
+    try:
+        yield
+    finally:
+        con.execute(f"SET threads = {previous}")
 
 
 @contextmanager

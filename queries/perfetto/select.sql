@@ -8,8 +8,8 @@
 --   xsp_perfetto_from_ns, xsp_perfetto_to_ns  BIGINT or NULL (open): the window, in ns after
 --                         each run's origin; a span is kept if it overlaps [from, to)
 --   xsp_perfetto_align    BOOLEAN: shift every run so that its origin is at time 0
--- Creates TEMP TABLE perfetto_runs and TEMP VIEWs perfetto_spans, perfetto_marks,
--- perfetto_counters, read by the other perfetto_*.sql queries.
+-- Creates TEMP TABLEs perfetto_runs and perfetto_span_tracks and TEMP VIEWs perfetto_spans,
+-- perfetto_marks, perfetto_counters, read by the other perfetto_*.sql queries.
 
 CREATE OR REPLACE TEMP TABLE perfetto_runs AS
 SELECT
@@ -77,3 +77,27 @@ JOIN perfetto_runs AS r USING (run_id)
 WHERE (getvariable('xsp_perfetto_kinds') IS NULL OR list_contains(getvariable('xsp_perfetto_kinds'), 'counter'))
   AND (r.window_end_ns IS NULL OR c.ts_ns < r.window_end_ns)
   AND (r.window_start_ns IS NULL OR c.ts_ns >= r.window_start_ns);
+
+-- The tracks the selected spans go on, each with the hash perfetto/slices.sql gives its spans
+-- instead of the six columns of the key: the writer looks the track up by it (every row of a part
+-- would otherwise carry the key, and the writer group them again).
+CREATE OR REPLACE TEMP TABLE perfetto_span_tracks AS
+SELECT DISTINCT
+    -- Run of the track.
+    run_id,
+    -- perfetto_spans.track_class.
+    track_class,
+    -- Process id of thread and process tracks (NULL for the others: a GPU stream is one track
+    -- whichever process launched its work).
+    CASE WHEN track_class IN ('thread', 'process') THEN pid END AS pid,
+    -- Thread id of thread tracks.
+    tid,
+    -- CUDA device ordinal of gpu tracks.
+    device_id,
+    -- GPU stream of gpu tracks.
+    stream_id,
+    -- hash() of the six columns above salted with getvariable('xsp_perfetto_track_salt'), as
+    -- perfetto/slices.sql computes it (the writer checks that no two tracks share one).
+    hash(getvariable('xsp_perfetto_track_salt'), run_id, track_class, CASE WHEN track_class IN ('thread', 'process') THEN pid END,
+         tid, device_id, stream_id) AS track_hash
+FROM perfetto_spans;

@@ -4,6 +4,7 @@
 -- every column on ten keys cost more than the rest of the export.
 --
 -- From: perfetto_spans (queries/perfetto/select.sql) and perfetto_phases (perfetto/slice_parts.sql);
+-- each span's track comes as a hash of its key (the keys: perfetto_span_tracks, select.sql);
 -- a part's flows come from perfetto/slice_part_flows.sql, its kernel and memop columns from
 -- perfetto/slice_part_details.sql, its span_args from perfetto/slice_part_args.sql: queries of
 -- their own, placed beside their spans in numpy (most spans have none of them);
@@ -11,18 +12,10 @@
 -- start in [xsp_perfetto_part_first, xsp_perfetto_part_last]. Every table is read through that same
 -- start range (a detail row has its span's start), so a part costs what its own rows cost.
 SELECT
-    -- Run of the span.
-    s.run_id,
-    -- Track class (perfetto_spans.track_class).
-    s.track_class,
-    -- Process id of thread and process tracks.
-    CASE WHEN s.track_class IN ('thread', 'process') THEN s.pid END AS pid,
-    -- Thread id of thread tracks.
-    s.tid,
-    -- CUDA device ordinal of gpu tracks.
-    s.device_id,
-    -- GPU stream of gpu tracks.
-    s.stream_id,
+    -- The span's track: perfetto_span_tracks.track_hash of its key (run, track class, pid of
+    -- thread and process tracks, tid, device, stream), computed alike.
+    hash(getvariable('xsp_perfetto_track_salt'), s.run_id, s.track_class, CASE WHEN s.track_class IN ('thread', 'process') THEN s.pid END,
+         s.tid, s.device_id, s.stream_id) AS track_hash,
     -- The span.
     s.span_id,
     -- Level of the stack; the slice's category.

@@ -1,13 +1,13 @@
 -- perfetto/tracks: the Perfetto tracks an export needs, with the names to show on them.
 --
--- From: perfetto_spans, perfetto_marks, perfetto_counters (queries/perfetto/select.sql),
+-- From: perfetto_span_tracks, perfetto_marks, perfetto_counters (queries/perfetto/select.sql),
 -- perfetto_runs, processes, threads, devices.
 -- One row per track: a CPU thread, a process (process-wide spans, marks, counters), a GPU
 -- stream, a GPU device (device counters), or a whole run (spans/marks/counters owned by
 -- neither). The writer adds the parent process / device tracks these need.
 WITH
     used AS (
-        SELECT DISTINCT run_id, track_class, pid, tid, device_id, stream_id FROM perfetto_spans
+        SELECT run_id, track_class, pid, tid, device_id, stream_id FROM perfetto_span_tracks
         UNION
         SELECT DISTINCT run_id,
                CASE WHEN tid IS NOT NULL THEN 'thread' WHEN pid IS NOT NULL THEN 'process' ELSE 'run' END,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import duckdb
 
-from ..connection import memory_limit
+from ..connection import memory_limit, thread_count
 from ..errors import InputError
 from ..output_files import atomic_output, check_output_path, private_temp_prefix, refuse_inputs
 from ..read_ahead import read_ahead
@@ -26,7 +26,7 @@ from ..sql import set_variables
 from ..store import open_store
 from .packets import PacketWriter
 from .slice_encoder import BatchExtras, SliceEncoder
-from .slice_order import args_in_order, flows_in_order, in_order, rows_in_order, sort_part
+from .slice_order import TRACK_HASH, TRACK_KEY, SharedTrackHash, SpanTracks, args_in_order, flows_in_order, in_order, rows_in_order, sort_part
 from .tracks import TrackRegistry
 
 SPAN_KINDS = ("model", "layer", "op", "annotation", "api", "kernel", "memcpy", "memset", "sync", "other")
@@ -34,6 +34,8 @@ EXTRA_KINDS = ("mark", "counter")  # --kinds values that select marks and counte
 MARK_CATEGORY = "mark"
 # The slices go on a sequence of their own (the writer's are 1: descriptors, 2: marks, counters, critical path).
 SLICE_SEQUENCE_ID = 3
+# Salts of the track hashes (perfetto_span_tracks, select.sql), tried in turn until no two tracks share one.
+TRACK_HASH_SALTS = range(8)
 
 
 @dataclass
@@ -94,7 +96,8 @@ def _check_options(con: duckdb.DuckDBPyConnection, database: Path | None, option
             raise InputError(database, f"has no run {', '.join(map(str, missing))}", f"pick from runs {', '.join(map(str, sorted(known)))}")
 
 
-def _select(con: duckdb.DuckDBPyConnection, options: PerfettoOptions) -> None:
+def _select(con: duckdb.DuckDBPyConnection, options: PerfettoOptions) -> SpanTracks:
+    """Select what the export shows (perfetto/select.sql); the tracks of its spans."""
     variables = {
         "xsp_perfetto_run_ids": options.run_ids,
         "xsp_perfetto_kinds": options.kinds,
@@ -103,7 +106,14 @@ def _select(con: duckdb.DuckDBPyConnection, options: PerfettoOptions) -> None:
         "xsp_perfetto_align": options.align_runs,
     }
     set_variables(con, variables)
-    con.execute(query_text("perfetto/select"))
+    for salt in TRACK_HASH_SALTS:
+        set_variables(con, {"xsp_perfetto_track_salt": salt})
+        con.execute(query_text("perfetto/select"))
+        try:
+            return SpanTracks(con.execute(f"SELECT {', '.join(TRACK_KEY)}, {TRACK_HASH} FROM perfetto_span_tracks").fetchall())
+        except SharedTrackHash:
+            continue
+    raise RuntimeError(f"the export's tracks share a hash under each of {len(TRACK_HASH_SALTS)} salts")
 
 
 def _batches(con: duckdb.DuckDBPyConnection, query: str, batch_rows: int, skip_null_columns: bool = False):
@@ -126,11 +136,13 @@ def _rows(con: duckdb.DuckDBPyConnection, query: str, batch_rows: int):
             yield dict(zip(names, values, strict=True))
 
 
-def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats) -> None:
+def _write_slices(con, writer: PacketWriter, tracks: TrackRegistry, span_tracks: SpanTracks, options: PerfettoOptions, stats: ExportStats) -> None:
     """The spans as slices, encoded from Arrow batches (slice_encoder.py) on a sequence of their own."""
     parts = slice_parts(con, options)
-    with memory_limit(con, options.slices_memory_limit):
-        _write_slice_parts(con, writer, tracks, options, stats, parts)
+    # Each part's queries on one DuckDB thread: a second one cost half as much CPU again for the
+    # same wall time (the other core encodes), and split each part into two Arrow batches to join.
+    with memory_limit(con, options.slices_memory_limit), thread_count(con, 1):
+        _write_slice_parts(con, writer, tracks, span_tracks, options, stats, parts)
 
 
 def slice_parts(con: duckdb.DuckDBPyConnection, options: PerfettoOptions) -> list[tuple[int, int, int]]:
@@ -142,11 +154,13 @@ def slice_parts(con: duckdb.DuckDBPyConnection, options: PerfettoOptions) -> lis
         return con.execute(query_text("perfetto/slice_parts")).fetchall()
 
 
-def _write_slice_parts(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats, parts: list) -> None:
+def _write_slice_parts(
+    con, writer: PacketWriter, tracks: TrackRegistry, span_tracks: SpanTracks, options: PerfettoOptions, stats: ExportStats, parts: list
+) -> None:
 
     def fetch(run_id, part_first, part_last):
         set_variables(con, {"xsp_perfetto_part_run": run_id, "xsp_perfetto_part_first": part_first, "xsp_perfetto_part_last": part_last})
-        part = sort_part(con.sql(query_text("perfetto/slices")).to_arrow_table().to_batches())
+        part = sort_part(con.sql(query_text("perfetto/slices")).to_arrow_table().to_batches(), span_tracks)
         # what the part's rows carry beside their columns, each from a query of its own (none for an empty part)
         details, args, flows = (
             con.sql(query_text(f"perfetto/slice_part_{what}")).to_arrow_table() if part is not None else None for what in ("details", "args", "flows")
@@ -159,7 +173,7 @@ def _write_slice_parts(con, writer: PacketWriter, tracks: TrackRegistry, options
     # The next part is read and sorted on a thread of its own while the encoder writes this one
     # (DuckDB and numpy leave the GIL; only that thread uses the connection until the loop ends).
     with ThreadPoolExecutor(max_workers=1) as encoding:
-        encoder = SliceEncoder(writer, tracks, sequence_id=SLICE_SEQUENCE_ID, max_interned=options.max_interned, pool=encoding)
+        encoder = SliceEncoder(writer, tracks, span_tracks.keys, sequence_id=SLICE_SEQUENCE_ID, max_interned=options.max_interned, pool=encoding)
         for part in read_ahead(lambda bounds: fetch(*bounds), parts, "xsp-perfetto-part"):
             encoder.write_part(part)
             del part  # (two parts in memory at most: this one goes before the next is taken)
@@ -234,11 +248,11 @@ def write_trace(con: duckdb.DuckDBPyConnection, out, options: PerfettoOptions, d
     """Write the trace of an open database to a binary file object."""
     _check_options(con, database, options)
     con.execute("SET enable_progress_bar = false")  # the CLI prints its own summary
-    _select(con, options)
+    span_tracks = _select(con, options)
     stats = ExportStats(runs=[r[0] for r in con.execute("SELECT run_id FROM perfetto_runs ORDER BY run_id").fetchall()])
     writer = PacketWriter(out, max_interned=options.max_interned)
     tracks = TrackRegistry(writer, list(_rows(con, "perfetto/tracks", options.batch_rows)))
-    _write_slices(con, writer, tracks, options, stats)
+    _write_slices(con, writer, tracks, span_tracks, options, stats)
     _write_marks(con, writer, tracks, options, stats)
     _write_counters(con, writer, tracks, options, stats)
     if options.critical_path:

@@ -41,7 +41,7 @@ from .arrow_arrays import valid as _valid
 from .arrow_arrays import values as _values
 from .intern_tables import ANNOTATION_NAMES, CATEGORIES, EVENT_NAMES, STRING_VALUES, InternTables
 from .packets import OrderedWrites, PacketWriter
-from .slice_order import TRACK_KEY, BatchArgs, BatchDetails
+from .slice_order import TRACK, BatchArgs, BatchDetails
 from .tracks import Lanes, TrackRegistry
 from .wire import Constant, Fixed64, Message, Part, Varint
 
@@ -157,8 +157,12 @@ class _Track:
 class SliceEncoder:
     """Writes the slices of perfetto/slices.sql, batch by batch, on a sequence of their own."""
 
-    def __init__(self, writer: PacketWriter, tracks: TrackRegistry, sequence_id: int, max_interned: int, pool: Executor | None = None):
+    def __init__(
+        self, writer: PacketWriter, tracks: TrackRegistry, track_keys: list[tuple], sequence_id: int, max_interned: int, pool: Executor | None = None
+    ):
+        """track_keys: the TRACK_KEY tuple of each track rank of the batches' TRACK column (slice_order.SpanTracks.keys)."""
         self.writer = writer
+        self.track_keys = track_keys
         # The packets of a batch are encoded on `pool` (when given) while the next batch is ordered
         # and interned here; they reach the file in batch order all the same.
         self.pool = pool
@@ -205,21 +209,13 @@ class SliceEncoder:
         events.append(track.recorder.take())
 
     def _order(self, batch: pa.RecordBatch, events: list) -> None:
-        columns = [batch.column(k) for k in TRACK_KEY]
+        track = _values(batch.column(TRACK))
         n = batch.num_rows
-        change = np.zeros(n, dtype=bool)
-        change[0] = True
-        for column in columns:
-            if column.type == pa.string() or pa.types.is_dictionary(column.type):
-                column = dictionary_encoded(column).indices
-            values, valid = _ints(column)
-            change[1:] |= (values[1:] != values[:-1]) | (valid[1:] != valid[:-1])
-        bounds = np.append(np.flatnonzero(change), n)
+        bounds = np.append(np.flatnonzero(np.r_[True, track[1:] != track[:-1]]), n)
         ts = _values(batch.column("ts"))
         end = _values(batch.column("end_ts"))
         for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-            key = tuple(c[a].as_py() for c in columns)
-            self._segment(key, a, ts[a:b], end[a:b], events)
+            self._segment(self.track_keys[int(track[a])], a, ts[a:b], end[a:b], events)
 
     # -- packets ---------------------------------------------------------------------
     def write_batch(self, batch: pa.RecordBatch, extras: BatchExtras | None = None) -> None:

@@ -2,10 +2,11 @@
 
 perfetto/slices.sql returns a part's spans unsorted; sorting them in DuckDB (ten keys, some of
 them strings, every column carried through the sort) cost more than the rest of the export.
-Here the track of each row becomes a small integer (tracks are few), ranked like the track key
-order -- run, CPU tracks before GPU tracks (at equal timestamps the trace processor keeps packet
-order, and a flow must start on its API call before it ends on the GPU work), class, pid, tid,
-device, stream, NULLs last -- and one lexsort gives: track, start, longest first (by the
+Each row names its track by a hash of the track's key (perfetto_span_tracks, select.sql):
+SpanTracks ranks the export's tracks once like the track key order -- run, CPU tracks before
+GPU tracks (at equal timestamps the trace processor keeps packet order, and a flow must start
+on its API call before it ends on the GPU work), class, pid, tid, device, stream, NULLs last --
+so each row's rank is one lookup, and one lexsort gives: track, start, longest first (by the
 span's own end), outermost first, span id.
 """
 
@@ -22,8 +23,8 @@ from .arrow_arrays import dictionary_encoded, indices, ints
 from .arrow_arrays import values as _values
 
 TRACK_KEY = ("run_id", "track_class", "pid", "tid", "device_id", "stream_id")
-_INT_KEYS = ("run_id", "pid", "tid", "device_id", "stream_id")
-_MIX = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit multiplier: spreads each key column over the code
+TRACK_HASH = "track_hash"  # perfetto/slices.sql's column naming a row's track
+TRACK = "track"  # the column sort_part puts in its place: the track's rank (SpanTracks.keys)
 # The parts' Arrow buffers come from the system allocator: pyarrow's default (jemalloc) keeps the
 # pages of each freed part for reuse, which held more memory than two parts need.
 PART_MEMORY = pa.system_memory_pool()
@@ -39,18 +40,34 @@ def track_sort_key(key: tuple) -> tuple:
     return (run_id, track_class == "gpu", track_class, *(_nulls_last(v) for v in rest))
 
 
-def _track_groups(batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
-    """(first row of each distinct track, track of each row as an index into those)."""
-    classes = batch.column("track_class")
-    classes = dictionary_encoded(classes).indices
-    arrays = [a.astype(np.int64) for name in _INT_KEYS for a in ints(batch.column(name))] + [a.astype(np.int64) for a in ints(classes)]
-    code = np.zeros(batch.num_rows, dtype=np.uint64)
-    for array in arrays:  # one code per track, checked below
-        code = code * _MIX + array.view(np.uint64)
-    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
-    if not all(np.array_equal(a[first][inverse], a) for a in arrays):  # two tracks share a code: group them exactly
-        _, first, inverse = np.unique(np.stack(arrays, axis=1), axis=0, return_index=True, return_inverse=True)
-    return first, inverse.reshape(-1)
+class SharedTrackHash(ValueError):
+    """Two tracks of an export hash alike (perfetto_span_tracks): the export picks another salt."""
+
+
+class SpanTracks:
+    """The tracks of an export's spans in the encoder's order: track i has the TRACK_KEY tuple
+    `keys[i]`; `ranks` turns the track hashes of perfetto/slices.sql's rows into those i."""
+
+    def __init__(self, rows: Iterable[tuple]):
+        """rows: (*TRACK_KEY, track_hash) of each track (perfetto_span_tracks)."""
+        ordered = sorted(rows, key=lambda row: track_sort_key(row[:-1]))
+        self.keys: list[tuple] = [tuple(row[:-1]) for row in ordered]
+        hashes = np.array([row[-1] for row in ordered], dtype=np.uint64)
+        self._by_hash = np.argsort(hashes, kind="stable")  # track ranks in hash order
+        self._hashes = hashes[self._by_hash]
+        if np.any(self._hashes[1:] == self._hashes[:-1]):
+            raise SharedTrackHash("two tracks share a hash")
+
+    def ranks(self, hashes: pa.Array) -> np.ndarray:
+        """The rank of each row's track."""
+        wanted = _values(hashes)
+        if len(self._hashes) == 0:
+            at = np.zeros(len(wanted), dtype=np.int64)
+        else:
+            at = np.minimum(np.searchsorted(self._hashes, wanted), len(self._hashes) - 1)
+        if len(wanted) and (len(self._hashes) == 0 or not np.array_equal(self._hashes[at], wanted)):
+            raise ValueError("a row's track is not among the export's tracks (perfetto_span_tracks)")
+        return self._by_hash[at]
 
 
 def _dictionary_encoded(columns: Iterable[pa.Array]) -> list[pa.Array]:
@@ -60,15 +77,18 @@ def _dictionary_encoded(columns: Iterable[pa.Array]) -> list[pa.Array]:
     return [dictionary_encoded(c, PART_MEMORY) if c.type == pa.string() else c for c in columns]
 
 
-def sort_part(part: Iterable[pa.RecordBatch]) -> tuple[pa.RecordBatch, np.ndarray] | None:
-    """One part of perfetto/slices.sql as one batch, its strings dictionary-encoded, with the order
-    the encoder writes its rows in (None when empty)."""
+def sort_part(part: Iterable[pa.RecordBatch], tracks: SpanTracks) -> tuple[pa.RecordBatch, np.ndarray] | None:
+    """One part of perfetto/slices.sql as one batch, its strings dictionary-encoded and its track
+    hashes turned into track ranks (column TRACK), with the order the encoder writes its rows in
+    (None when empty)."""
     batches = [b for b in part if b.num_rows]
     if not batches:
         return None
     whole = batches[0] if len(batches) == 1 else pa.Table.from_batches(batches).combine_chunks(memory_pool=PART_MEMORY).to_batches()[0]
     del batches
-    encoded = pa.record_batch(_dictionary_encoded(whole.columns), names=whole.schema.names)
+    names = [name for name in whole.schema.names if name != TRACK_HASH]
+    columns = [indices(tracks.ranks(whole.column(TRACK_HASH))), *_dictionary_encoded(whole.column(name) for name in names)]
+    encoded = pa.record_batch(columns, names=[TRACK, *names])
     return encoded, part_order(encoded)
 
 
@@ -196,27 +216,23 @@ def _values_rank(strings: pa.Array) -> np.ndarray:
     return np.asarray(pc.rank(strings, sort_keys="ascending", tiebreaker="dense")).astype(np.int64)
 
 
-def sorted_batches(part: Iterable[pa.RecordBatch], batch_rows: int) -> Iterator[pa.RecordBatch]:
+def sorted_batches(part: Iterable[pa.RecordBatch], tracks: SpanTracks, batch_rows: int) -> Iterator[pa.RecordBatch]:
     """One part of perfetto/slices.sql in the encoder's order, `batch_rows` rows at a time."""
-    return in_order(sort_part(part), batch_rows)
+    return in_order(sort_part(part, tracks), batch_rows)
 
 
 def part_order(table: pa.RecordBatch) -> np.ndarray:
-    """Row indices of `table` (one part of perfetto/slices.sql) in the order the encoder writes."""
+    """Row indices of `table` (one part of perfetto/slices.sql, with its TRACK column: sort_part)
+    in the order the encoder writes."""
     n = table.num_rows
     if n == 0:
         return np.empty(0, dtype=np.int64)
-    first, inverse = _track_groups(table)
-    keys = [tuple(table.column(name)[int(row)].as_py() for name in TRACK_KEY) for row in first]
-    ranked = sorted(range(len(keys)), key=lambda i: track_sort_key(keys[i]))
-    rank = np.empty(len(keys), dtype=np.int64)
-    rank[ranked] = np.arange(len(keys))
+    track = ints(table.column(TRACK))[0]
     start = ints(table.column("ts"))[0]
     end = ints(table.column("span_end_ns"))[0]
     depth, span_id = ints(table.column("depth"))[0], ints(table.column("span_id"))[0]
-    track = rank[inverse]
     low, span = int(start.min()), int(start.max()) - int(start.min()) + 1
-    if len(keys) * span >= 1 << 62:  # (track, start) does not fit one int64
+    if (int(track.max()) + 1) * span >= 1 << 62:  # (track, start) does not fit one int64
         return np.lexsort((span_id, depth, -end, start, track))
     primary = track * span + (start - low)
     order = np.argsort(primary, kind="stable")
