@@ -106,8 +106,8 @@ def test_kineto_fixture_decodes_the_same(converted_path, tmp_path):
 
 
 def test_wire_encoding_parses_as_the_protobuf_classes_write_it():
-    """Hand-encoded TrackEvents, read back by the protobuf classes: varints of every length,
-    negative int64, fixed64 flow ids (repeated), doubles, nested annotations."""
+    """Hand-encoded TrackEvents, read back by the protobuf classes: varints of every length, all
+    of one length (several bytes), negative int64, fixed64 flow ids (repeated), doubles, nested annotations."""
     values = np.array([0, 1, 127, 128, 300, 1 << 35, (1 << 63) - 1, -1, -(1 << 40)], dtype=np.int64)
     n = len(values)
     owners = np.arange(n)
@@ -119,7 +119,9 @@ def test_wire_encoding_parses_as_the_protobuf_classes_write_it():
     flows = Fixed64(wp.EVENT_FLOW_ID, np.stack([np.abs(values), np.abs(values) + 1], axis=1).reshape(-1).astype(np.uint64), np.repeat(owners, 2))
     event = Message(wp.PACKET_TRACK_EVENT, n, [annotation, double, Varint(wp.EVENT_TRACK_UUID, np.abs(values), owners), flows])
     trace = pb.Trace()
-    trace.ParseFromString(Message(wp.TRACE_PACKET, n, [event]).encode())
+    timestamps = (1 << 35) + owners * 1000  # five bytes each
+    trace.ParseFromString(Message(wp.TRACE_PACKET, n, [Varint(wp.PACKET_TIMESTAMP, timestamps, owners), event]).encode())
+    assert [p.timestamp for p in trace.packet] == timestamps.tolist()
     assert [p.track_event.debug_annotations[0].int_value for p in trace.packet] == values.tolist()
     assert [p.track_event.debug_annotations[1].double_value for p in trace.packet] == (values / 3.0).tolist()
     assert [p.track_event.track_uuid for p in trace.packet] == np.abs(values).tolist()

@@ -39,15 +39,25 @@ def _as_uint64(values) -> np.ndarray:
 
 
 def _put_varints(out: np.ndarray, at: np.ndarray, values: np.ndarray, lengths: np.ndarray) -> None:
-    rest = values.copy()
-    for k in range(int(lengths.max(initial=0))):
-        live = np.flatnonzero(lengths > k)
-        if len(live) < len(lengths):
+    """Byte k of every varint at once, k = 0, 1, ...: only the values still that long (a field's
+    values in a batch are mostly all the same length, which needs no masks at all)."""
+    if len(lengths) == 0:
+        return
+    longest, shortest = int(lengths.max()), int(lengths.min())
+    rest = values
+    for k in range(longest):
+        if shortest <= k:  # some values ended: keep the others
+            live = np.flatnonzero(lengths > k)
             at, rest, lengths = at[live], rest[live], lengths[live]
+            shortest = int(lengths.min())
         byte = (rest & np.uint64(0x7F)).astype(np.uint8)
-        byte[lengths > k + 1] |= np.uint8(0x80)
+        if k + 1 < shortest:  # every value goes on
+            byte |= np.uint8(0x80)
+        elif k + 1 < longest:
+            byte[lengths > k + 1] |= np.uint8(0x80)
         out[at + k] = byte
-        rest >>= np.uint64(7)
+        if k + 1 < longest:
+            rest = rest >> np.uint64(7)
 
 
 def _put_bytes(out: np.ndarray, at: np.ndarray, blob: bytes) -> None:
@@ -176,16 +186,17 @@ class Message(Part):
         if self.tag:
             _put_bytes(out, at, self.tag)
             _put_varints(out, at + len(self.tag), self.body.astype(np.uint64), self._length_bytes)
-        cursor = at + len(self.tag) + self._length_bytes  # where each message's next field goes
+        cursor = at + len(self.tag) + self._length_bytes  # where each message's next field goes (an array of its own: moved in place)
         for part, sizes, totals, repeated in zip(self.parts, self._part_sizes, self._part_totals, self._repeated, strict=True):
-            place = cursor[part.owners]
+            # owners that do not decrease, one per message, no repeats: 0, 1, ..., count - 1
+            place = cursor if len(part.owners) == self.count and not repeated else cursor[part.owners]
             if repeated:
                 # repeated field: later occurrences of an owner go after its earlier ones
                 before = _exclusive_cumsum(sizes)
                 first = np.searchsorted(part.owners, part.owners, side="left")
                 place = place + before - before[first]
             part.write(out, place)
-            cursor = cursor + totals
+            cursor += totals
 
     def encode(self) -> bytes:
         """The bytes of all occurrences, back to back."""
