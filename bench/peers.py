@@ -108,14 +108,8 @@ def _total(parts: dict[str, dict]) -> dict:
 
 
 def perfetto_parquet(database: Path) -> dict:
-    """perfetto_vs_parquet's three jobs on the database: {job: result}."""
-    out = {}
-    for job in ("parquet", "parquet_slices", "export"):
-        log(f"{database.name}: {perfetto_vs_parquet.JOBS[job][0]}")
-        result = perfetto_vs_parquet.measure(job, database)
-        if result:
-            out[job] = result
-    return out
+    """perfetto_vs_parquet's three jobs on the database, in alternating rounds: {job: its median round}."""
+    return perfetto_vs_parquet.measure_rounds(["parquet", "parquet_slices", "export"], database, log=log)
 
 
 def _r(a: float, b: float) -> str:
@@ -168,6 +162,8 @@ def markdown(nsys_rows: list[dict]) -> list[str]:
         out += [
             "### Perfetto export vs DuckDB writing the same spans as Parquet (bench/perfetto_vs_parquet.py's jobs)",
             "",
+            f"The three jobs in {perfetto_vs_parquet.ROUNDS} alternating rounds: seconds = the median round (every round's in brackets), peak = the largest.",
+            "",
             "| input | job | rows | seconds | x Parquet peer | peak MiB |",
             "| --- | --- | ---: | ---: | ---: | ---: |",
         ]
@@ -176,7 +172,8 @@ def markdown(nsys_rows: list[dict]) -> list[str]:
             for job, m in jobs.items():
                 peer = jobs.get("parquet")
                 out.append(
-                    f"| {r['input']} | {perfetto_vs_parquet.JOBS[job][0]} | {m['slices']:,} | {m['seconds']:.2f} | "
+                    f"| {r['input']} | {perfetto_vs_parquet.JOBS[job][0]} | {m['slices']:,} | {m['seconds']:.2f} "
+                    f"({', '.join(f'{x:.2f}' for x in m.get('rounds_seconds', []))}) | "
                     f"{_r(m['seconds'], peer['seconds']) if peer else '-'} | {m['peak_mib']:.0f} |"
                 )
         out.append("")

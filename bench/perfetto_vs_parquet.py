@@ -3,7 +3,9 @@
 Inputs: the PyTorch 2xH100 nsys export grown 30-fold (~100 k kernels) and 290-fold (~1 M kernels)
 by bench/scaled_inputs.py, converted with `xsp_trace.convert` (both cached in bench/data/).
 Every measurement runs in a fresh child process: wall time of the job alone, peak RSS from
-getrusage(RUSAGE_SELF).ru_maxrss at its end. Rows, in the same run, per input:
+getrusage(RUSAGE_SELF).ru_maxrss at its end. The jobs run in alternating rounds (ROUNDS): a cell's
+seconds are the median of its rounds, its peak the largest (the same job varies 1.5x between
+minutes on this machine, the Parquet peer too). Rows, in the same run, per input:
 
 - parquet (peer): DuckDB's `COPY (SELECT * FROM spans) TO ... (FORMAT parquet)` -- the same spans;
 - parquet of perfetto/slices (floor): the export's own queries (joins for flows, kernel, memop
@@ -40,6 +42,7 @@ DATA = BENCH / "data"
 TIME_TARGET = 3.0
 PEAK_TARGET_MIB = 400
 LINEAR_TOLERANCE = 1.25
+ROUNDS = 3  # alternating rounds of the jobs per input (a cell: the median)
 
 
 def database_for(copies: int) -> Path:
@@ -128,6 +131,25 @@ def measure(which: str, database: Path) -> dict | None:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def measure_rounds(jobs: list[str], database: Path, rounds: int = ROUNDS, log=None) -> dict[str, dict]:
+    """Each job `rounds` times, the jobs alternating: {job: its median round, with every round's
+    seconds ("rounds_seconds") and the largest peak}."""
+    runs: dict[str, list[dict]] = {job: [] for job in jobs}
+    for _ in range(rounds):
+        for job in jobs:
+            if log:
+                log(f"{database.name}: {JOBS[job][0]}")
+            result = measure(job, database)
+            if result is not None:
+                runs[job].append(result)
+    out = {}
+    for job, done in runs.items():
+        if done:
+            median = sorted(done, key=lambda r: r["seconds"])[len(done) // 2]
+            out[job] = {**median, "rounds_seconds": [round(r["seconds"], 3) for r in done], "peak_mib": max(r["peak_mib"] for r in done)}
+    return out
+
+
 def verdicts(results: dict[int, dict[str, dict]]) -> list[tuple[str, str, str]]:
     lines = []
     results = {c: r for c, r in results.items() if "export" in r and "parquet" in r}
@@ -149,6 +171,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--copies", default="30,290", help="growth factors of the H100 nsys fixture (30: ~100 k kernels, 290: ~1 M)")
     parser.add_argument("--per-row", default="", help="growth factors at which to time the per-row writer too (slow)")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="alternating rounds of the jobs (a cell: the median)")
     parser.add_argument("--child", nargs=3, metavar=("WHICH", "DB", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -156,7 +179,7 @@ def main() -> None:
         return
     per_row = {int(c) for c in args.per_row.split(",") if c}
     print(f"load average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())} ({os.cpu_count()} cores)", flush=True)
-    print("| input | kernels | job | rows | seconds | x peer | peak MiB | output MB |")
+    print("| input | kernels | job | rows | seconds, median (each round) | x peer | peak MiB | output MB |")
     print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
     results: dict[int, dict[str, dict]] = {}
     for copies in (int(c) for c in args.copies.split(",")):
@@ -166,16 +189,12 @@ def main() -> None:
         with duckdb.connect(str(database), read_only=True) as con:
             kernels = con.execute("SELECT count(*) FROM kernels").fetchone()[0]
         jobs = ["parquet", "parquet_slices", "export"] + (["per_row"] if copies in per_row else [])
-        results[copies] = {}
-        for which in jobs:
-            r = measure(which, database)
-            if r is None:
-                continue
-            results[copies][which] = r
-            ratio = r["seconds"] / results[copies]["parquet"]["seconds"]
+        results[copies] = measure_rounds(jobs, database, args.rounds)
+        for which, r in results[copies].items():
+            ratio = r["seconds"] / results[copies]["parquet"]["seconds"] if "parquet" in results[copies] else float("nan")
             print(
-                f"| nsys H100 x{copies} | {kernels:,} | {JOBS[which][0]} | {r['slices']:,} | {r['seconds']:.2f} | {ratio:.2f} | "
-                f"{r['peak_mib']:.0f} | {r['bytes'] / 1e6:.1f} |",
+                f"| nsys H100 x{copies} | {kernels:,} | {JOBS[which][0]} | {r['slices']:,} | {r['seconds']:.2f} "
+                f"({', '.join(f'{x:.2f}' for x in r['rounds_seconds'])}) | {ratio:.2f} | {r['peak_mib']:.0f} | {r['bytes'] / 1e6:.1f} |",
                 flush=True,
             )
     print(f"\nload average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}\n")
