@@ -117,8 +117,11 @@ class InternTables:
         else:
             wanted = codes[valid]
             unknown = wanted[lookup[wanted] == 0]
-            used, first = np.unique(unknown, return_index=True)  # (the part's dictionary may hold more)
-            used = used[np.argsort(first, kind="stable")]
+            if len(unknown):  # (after a part's first batch, mostly none)
+                used, first = np.unique(unknown, return_index=True)  # (the part's dictionary may hold more)
+                used = used[np.argsort(first, kind="stable")]
+            else:
+                used = unknown
         if len(used):
             strings = dictionary.take(indices(used))
             texts = strings.to_pylist()

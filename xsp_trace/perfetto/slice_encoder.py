@@ -354,9 +354,9 @@ def _encode_events(sequence_id: int, begin_events: list[PartMaker], rows: np.nda
 
 
 def _annotation(key_iid: int, kind: type[Varint] | type[Fixed64], value_tag: bytes, values: np.ndarray, owners: np.ndarray) -> Message:
-    """One DebugAnnotation field {name_iid, value} per owner."""
+    """One DebugAnnotation field {name_iid, value} per owner (the name the same bytes for all)."""
     index = np.arange(len(owners))
-    fields = [Varint(wp.ANNOTATION_NAME_IID, np.full(len(owners), key_iid, dtype=np.uint64), index), kind(value_tag, values, index)]
+    fields = [Constant(wp.ANNOTATION_NAME_IID + wp.varint_bytes(key_iid), index), kind(value_tag, values, index)]
     return Message(wp.EVENT_DEBUG_ANNOTATION, len(owners), fields, owners=owners)
 
 

@@ -55,14 +55,14 @@ def _put_varints(out: np.ndarray, at: np.ndarray, values: np.ndarray, lengths: n
             byte |= np.uint8(0x80)
         elif k + 1 < longest:
             byte[lengths > k + 1] |= np.uint8(0x80)
-        out[at + k] = byte
+        out[at + k if k else at] = byte
         if k + 1 < longest:
             rest = rest >> np.uint64(7)
 
 
 def _put_bytes(out: np.ndarray, at: np.ndarray, blob: bytes) -> None:
     for k, byte in enumerate(blob):
-        out[at + k] = byte
+        out[at + k if k else at] = byte
 
 
 def _exclusive_cumsum(values: np.ndarray) -> np.ndarray:
