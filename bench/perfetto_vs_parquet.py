@@ -121,14 +121,21 @@ def child(which: str, database: Path, output: Path) -> None:
 
 
 def measure(which: str, database: Path) -> dict | None:
+    """One job in a fresh child, started through children.py's small launcher: a child spawned
+    straight from this process would start from this process's peak RSS (Linux keeps the
+    high-water mark across exec), which grows when this process converted the databases itself."""
+    from children import measure as measure_child
+
     output = DATA / f"{database.stem}.{which}.out"
     argv = [sys.executable, __file__, "--child", which, str(database), str(output)]
-    done = subprocess.run(argv, capture_output=True, text=True)
-    shutil.rmtree(output) if output.is_dir() else output.unlink(missing_ok=True)
-    if done.returncode:
-        print(f"{which} on {database.name} failed: {done.stderr.strip().splitlines()[-1]}", file=sys.stderr, flush=True)
+    try:
+        done = measure_child(argv, stdout=subprocess.PIPE)
+    except SystemExit as failed:
+        print(f"{which} on {database.name} failed: {str(failed).strip().splitlines()[-1]}", file=sys.stderr, flush=True)
         return None
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    finally:
+        shutil.rmtree(output) if output.is_dir() else output.unlink(missing_ok=True)
+    return json.loads(done["stdout"].strip().splitlines()[-1])
 
 
 def measure_rounds(jobs: list[str], database: Path, rounds: int = ROUNDS, log=None) -> dict[str, dict]:
