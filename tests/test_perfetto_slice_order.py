@@ -84,6 +84,9 @@ def test_tracks_rank_in_the_track_key_order_and_refuse_a_shared_hash():
         slice_order.SpanTracks([(1, "thread", 1, 1, None, None, 5), (1, "thread", 1, 2, None, None, 5)])
     with pytest.raises(ValueError, match="not among the export's tracks"):
         tracks.ranks(pa.array([1], pa.uint64()))
+    with pytest.raises(ValueError, match="not among the export's tracks"):
+        slice_order.SpanTracks([]).ranks(pa.array([1], pa.uint64()))
+    assert slice_order.SpanTracks([]).ranks(pa.array([], pa.uint64())).tolist() == []
 
 
 def test_tracks_that_hash_alike_take_the_next_salt(converted_path, tmp_path, monkeypatch):

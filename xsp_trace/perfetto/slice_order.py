@@ -61,11 +61,10 @@ class SpanTracks:
     def ranks(self, hashes: pa.Array) -> np.ndarray:
         """The rank of each row's track."""
         wanted = _values(hashes)
-        if len(self._hashes) == 0:
-            at = np.zeros(len(wanted), dtype=np.int64)
-        else:
-            at = np.minimum(np.searchsorted(self._hashes, wanted), len(self._hashes) - 1)
-        if len(wanted) and (len(self._hashes) == 0 or not np.array_equal(self._hashes[at], wanted)):
+        if len(wanted) == 0:
+            return np.empty(0, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self._hashes, wanted), max(len(self._hashes) - 1, 0))
+        if len(self._hashes) == 0 or not np.array_equal(self._hashes[at], wanted):
             raise ValueError("a row's track is not among the export's tracks (perfetto_span_tracks)")
         return self._by_hash[at]
 
