@@ -19,11 +19,6 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 
 
-def _label(statement: str) -> str:
-    lines = [line.strip() for line in statement.splitlines() if line.strip() and not line.strip().startswith("--")]
-    return " ".join(lines)[:70]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("size", nargs="?", default="100M")
@@ -33,6 +28,7 @@ def main() -> None:
     sys.path.insert(0, str(BENCH))
     sys.path.insert(0, str(args.checkout))
     import xsp_trace.convert.kineto.converter as converter
+    from convert_statements import statement_label
     from scaled_inputs import parse_size, scaled_kineto
     from xsp_trace.convert import ConvertOptions, convert_inputs
     from xsp_trace.resources import query_text
@@ -52,7 +48,7 @@ def main() -> None:
                 start = time.perf_counter()
                 con.execute(statement)
                 _seconds[index] = _seconds.get(index, 0.0) + time.perf_counter() - start
-                _labels[index] = _label(statement.query)
+                _labels[index] = statement_label(statement.query)
             return None
 
         converter.run_script = timed_run_script
