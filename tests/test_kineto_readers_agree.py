@@ -163,3 +163,46 @@ def test_odd_args_objects_are_read_as_json_loads_reads_them(repeat, tmp_path):
     assert stored["auto"][0] == [(7,)]
     assert stored["auto"][1] == sorted([("", "empty"), ("a/b~c", "1.5"), ('say "hi"', '[1,{"x":null}]')])
     assert stored["auto"][2] == 0
+
+
+def _converted_by_the_streaming_reader(source: Path, out: Path, monkeypatch, options: ConvertOptions | None = None) -> bool:
+    """Convert `source`; whether DuckDB's reader handed it to the streaming reader (KinetoTrace)."""
+    import xsp_trace.convert.kineto.converter as converter
+
+    opened = []
+    streaming = converter.KinetoTrace
+    monkeypatch.setattr(converter, "KinetoTrace", lambda *a, **k: opened.append(a) or streaming(*a, **k))
+    convert_files([source], out, options or ConvertOptions())
+    return bool(opened)
+
+
+@pytest.mark.parametrize(
+    ("category", "include_python", "handed_over"),
+    [
+        ("kernel", False, True),  # a mapped event: its repeated key would read differently
+        ("python_function", False, False),  # never mapped: its args do not matter
+        ("python_function", True, True),  # mapped when asked for
+        ("instant", False, True),  # an event that is not a complete one (the counters, marks...)
+    ],
+)
+def test_a_repeated_arg_key_hands_the_file_over_only_where_the_args_are_mapped(category, include_python, handed_over, tmp_path, monkeypatch):
+    """A key written twice in an args object of an event the mapping reads sends the file to the
+    streaming reader (json.loads keeps the last value, json_extract the first); in an event it
+    never maps, nothing is read differently and DuckDB's reader keeps the file. An args array
+    elsewhere and a key "0" (a pointer /0 finds the array's first element) must not hide it."""
+    doc = kineto_doc("triton")
+    kernel = complete_events(doc, "kernel")[0]
+    ops = complete_events(doc, "cpu_op")[:2]
+    ops[0]["args"] = [5, 6]
+    ops[1]["args"] = dict(ops[1]["args"], **{"0": "zero"})
+    marker = {"__REPEATED__": 1}
+    if category == "kernel":
+        kernel["args"] = dict(kernel["args"], **marker)
+    elif category == "instant":
+        doc["traceEvents"].append({"ph": "i", "name": "mark", "cat": "user_annotation", "pid": 1, "tid": 1, "ts": kernel["ts"], "s": "t", "args": marker})
+    else:
+        doc["traceEvents"].append({"ph": "X", "cat": category, "name": "f.py(1): f", "pid": 1, "tid": 1, "ts": kernel["ts"], "dur": 1, "args": marker})
+    source = tmp_path / "trace.json"
+    source.write_text(json.dumps(doc).replace('"__REPEATED__": 1', '"seq": 1, "seq": 2'))
+    options = ConvertOptions(include_python_functions=include_python)
+    assert _converted_by_the_streaming_reader(source, tmp_path / "out.duckdb", monkeypatch, options) is handed_over
