@@ -199,9 +199,13 @@ def test_a_repeated_arg_key_hands_the_file_over_only_where_the_args_are_mapped(c
     if category == "kernel":
         kernel["args"] = dict(kernel["args"], **marker)
     elif category == "instant":
-        doc["traceEvents"].append({"ph": "i", "name": "mark", "cat": "user_annotation", "pid": 1, "tid": 1, "ts": kernel["ts"], "s": "t", "args": marker})
+        doc["traceEvents"].append(
+            {"ph": "i", "name": "mark", "cat": "user_annotation", "pid": 1, "tid": 1, "ts": kernel["ts"], "s": "t", "args": marker}
+        )
     else:
-        doc["traceEvents"].append({"ph": "X", "cat": category, "name": "f.py(1): f", "pid": 1, "tid": 1, "ts": kernel["ts"], "dur": 1, "args": marker})
+        doc["traceEvents"].append(
+            {"ph": "X", "cat": category, "name": "f.py(1): f", "pid": 1, "tid": 1, "ts": kernel["ts"], "dur": 1, "args": marker}
+        )
     source = tmp_path / "trace.json"
     source.write_text(json.dumps(doc).replace('"__REPEATED__": 1', '"seq": 1, "seq": 2'))
     options = ConvertOptions(include_python_functions=include_python)
