@@ -71,18 +71,26 @@ class Timings:
             self.add(label, time.perf_counter() - wall, process_cpu() - cpu)
 
 
-def instrument(timings: Timings) -> None:
-    """Replace run_script where the converters and correlate.py use it, and wrap the phases."""
+def time_statements(timings: Timings, scripts: set[str] | None = None) -> None:
+    """Replace run_script where the converters and correlate.py use it: a script in `scripts`
+    (every script when None) runs one statement at a time, each timed; any other runs as before."""
+    from xsp_trace.database import run_script as run_whole
 
     def run_script(con, sql, run_id):
-        con.execute(f"SET VARIABLE xsp_run_id = {int(run_id)}")
+        if scripts is not None and sql not in scripts:
+            return run_whole(con, sql, run_id)
         for statement in con.extract_statements(sql):
-            timings.timed(statement_label(statement.query), con.execute, statement)
+            timings.timed(statement_label(statement.query), run_whole, con, statement.query, run_id)
+        return None
 
     for name in SCRIPT_RUNNERS:
         module = importlib.import_module(name)
         if hasattr(module, "run_script"):
             module.run_script = run_script
+
+
+def time_phases(timings: Timings) -> None:
+    """Wrap each of PHASES (those the checkout has) so that its calls are timed as `[name]`."""
     for name, attribute in PHASES:
         module = importlib.import_module(name)
         original = getattr(module, attribute, None)
@@ -113,7 +121,8 @@ def main() -> None:
 
     path = input_path(args.input)
     timings = Timings()
-    instrument(timings)
+    time_statements(timings)
+    time_phases(timings)
     for round_number in range(args.rounds):
         timings.rows = {}
         with tempfile.TemporaryDirectory() as folder:
