@@ -13,11 +13,12 @@ import duckdb
 
 from . import __version__
 from .connection import duckdb_connect
+from .data_only import lock_reading, refuse_code
 from .errors import InputError
 from .output_files import atomic_output
 from .resources import schema_text
 from .schema import schema_difference
-from .sql import one_transaction, scalar
+from .sql import one_transaction, registered, scalar
 from .vocabulary import SourceKind
 
 SCHEMA_VERSION = "6"
@@ -53,7 +54,9 @@ def runs_with_origin(con: duckdb.DuckDBPyConnection, catalog: str) -> str:
 
 def check_schema(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool = False) -> None:
     """Refuse a database of another schema version, or one edited by hand. Read-only, a version in
-    READABLE_OLDER is accepted: `runs` is shadowed by a TEMP view of it with origin_ns computed."""
+    READABLE_OLDER is accepted: `runs` is shadowed by a TEMP view of it with origin_ns computed.
+    First of all, a file that holds code (data_only.refuse_code): no other query may run before."""
+    refuse_code(con, path, xsp_replaced=not read_only)
     try:
         row = con.execute("SELECT value FROM schema_info WHERE key = 'schema_version'").fetchone()
     except duckdb.Error:
@@ -114,8 +117,10 @@ def atomic_database(
             con.close()
 
 
-def connect(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
-    """Open an existing xsp-trace database file (xsp_trace.store.open_store also takes a Parquet dataset)."""
+def connect(path: Path, read_only: bool = True, external_access: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open an existing xsp-trace database file (xsp_trace.store.open_store also takes a Parquet dataset).
+    Read-only, the connection has no file access (data_only.lock_reading) unless `external_access`:
+    only the callers that write files themselves (a Parquet copy, `query --allow-external-access`) ask."""
     path = Path(path)
     if path.is_dir():
         raise InputError(path, "is a folder, not an xsp-trace database", "pass a .duckdb file written by xsp-trace convert")
@@ -125,7 +130,13 @@ def connect(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
         con = duckdb_connect(path, read_only=read_only)
     except duckdb.Error as exc:
         raise InputError(path, f"is not a readable DuckDB database ({exc})", "pass a database written by xsp-trace convert") from exc
-    check_schema(con, path, read_only=read_only)
+    try:
+        check_schema(con, path, read_only=read_only)
+        if read_only and not external_access:
+            lock_reading(con)
+    except BaseException:
+        con.close()
+        raise
     return con
 
 
@@ -153,11 +164,8 @@ def insert_run(con: duckdb.DuckDBPyConnection, run_id: int, *, source_kind: Sour
 
 def insert_relation(con: duckdb.DuckDBPyConnection, table: str, relation, name: str = "_xsp_batch") -> None:
     """Append an Arrow table / record batch (or anything DuckDB can scan) to `table`, matching columns by name."""
-    con.register(name, relation)
-    try:
+    with registered(con, name, relation):
         con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {name}")
-    finally:
-        con.unregister(name)
 
 
 def run_script(con: duckdb.DuckDBPyConnection, sql: str, run_id: int) -> None:

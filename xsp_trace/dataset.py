@@ -70,7 +70,7 @@ def write_dataset(database: Path, output: Path, *, overwrite: bool = False, inpu
 
 def write_dataset_folder(database: Path, folder: Path) -> None:
     """Write the tables of the database at `database` into the empty folder `folder` (not atomic)."""
-    con = connect(database, read_only=True)
+    con = connect(database, read_only=True, external_access=True)  # it writes the Parquet files
     try:
         catalog = scalar(con, "SELECT current_database()")
         copy_tables_to_parquet(con, catalog, folder)

@@ -19,9 +19,7 @@ By default the connection is locked down before the user's SQL runs:
 
 from __future__ import annotations
 
-import shutil
 import signal
-import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -29,9 +27,9 @@ from pathlib import Path
 
 import duckdb
 
+from .data_only import lock_reading
 from .dataset import dataset_files
 from .errors import InputError
-from .output_files import private_temp_prefix, remove_stale_temp
 from .resources import queries_dir
 from .store import open_store
 
@@ -176,22 +174,16 @@ def check_statements(con: duckdb.DuckDBPyConnection, sql: str, path: Path) -> No
             raise InputError(path, f"query refused: {reason} (xsp-trace query opens the data read-only)", _FIX)
 
 
-def lock_down(con: duckdb.DuckDBPyConnection, readable_files: Sequence[Path] = (), temp_folder: Path | None = None) -> None:
+def lock_down(con: duckdb.DuckDBPyConnection, readable_files: Sequence[Path] = ()) -> None:
     """No file, network or extension access beyond reading `readable_files`, and no way to turn it back on."""
-    row = con.execute("SELECT current_setting('lock_configuration'), current_setting('enable_external_access')").fetchone()
+    row = con.execute("SELECT system.main.current_setting('lock_configuration'), system.main.current_setting('enable_external_access')").fetchone()
     assert row is not None  # a SELECT without FROM returns one row
     locked, external = row
     if locked:  # the same database opened and locked earlier in this process (DuckDB shares the instance)
         if external:
             raise InputError(None, "the database is open elsewhere in this process with external access allowed", "close that connection first")
         return
-    con.execute("SET autoinstall_known_extensions = false")
-    con.execute("SET autoload_known_extensions = false")
-    if temp_folder is not None:
-        con.execute("SET temp_directory = ?", [str(temp_folder)])
-    if readable_files:
-        con.execute("SET allowed_paths = ?", [sorted({str(Path(f).resolve()) for f in readable_files} | {str(f) for f in readable_files})])
-    con.execute("SET enable_external_access = false")
+    lock_reading(con, readable_files)  # done already where the store opened the data for reading
     con.execute("SET lock_configuration = true")
 
 
@@ -200,13 +192,13 @@ def query_connection(
     path: Path, allow_external_access: bool = False, memory_limit: str | None = None, notes: list[str] | None = None, sql: str | None = None
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection for the user's SQL on a database or dataset, with the analyses and their building
-    blocks by name (xsp_trace/analyze/install.py), locked down unless allowed; closed, and its
-    private spill folder removed, on leaving the block. Notes for the user are appended to `notes`."""
+    blocks by name (xsp_trace/analyze/install.py), locked down unless allowed; closed on leaving the
+    block (DuckDB removes its private spill folder, data_only.lock_reading). Notes for the user are
+    appended to `notes`."""
     from .analyze.install import analyses_for_reading
 
     path = Path(path)
-    con = open_store(path, read_only=True)
-    temp_folder = None
+    con = open_store(path, read_only=True, external_access=allow_external_access)
     try:
         note = analyses_for_reading(con, str(path), sql)
         if note and notes is not None:
@@ -214,14 +206,10 @@ def query_connection(
         if memory_limit:
             con.execute("SET memory_limit = ?", [memory_limit])
         if not allow_external_access:
-            remove_stale_temp()  # spill folders of queries that were killed
-            temp_folder = Path(tempfile.mkdtemp(prefix=private_temp_prefix("query")))
-            lock_down(con, dataset_files(path) if path.is_dir() else [], temp_folder)
+            lock_down(con, dataset_files(path) if path.is_dir() else [])
         yield con
     finally:
         con.close()
-        if temp_folder is not None:
-            shutil.rmtree(temp_folder, ignore_errors=True)
 
 
 @contextmanager

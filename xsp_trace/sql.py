@@ -9,6 +9,18 @@ from typing import Any
 import duckdb
 
 
+@contextmanager
+def registered(con: duckdb.DuckDBPyConnection, name: str, relation: Any) -> Iterator[str]:
+    """`relation` (Arrow, a dict of numpy arrays, ...) as the view `name` for the block. Named, never
+    found by DuckDB's replacement scan of Python variables: a reading connection has no external
+    access (data_only.lock_reading), and DuckDB then scans no Python variable."""
+    con.register(name, relation)
+    try:
+        yield name
+    finally:
+        con.unregister(name)
+
+
 def quote_identifier(name: str) -> str:
     """A DuckDB identifier in double quotes (embedded quotes doubled)."""
     return '"' + name.replace('"', '""') + '"'

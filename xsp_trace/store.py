@@ -10,24 +10,29 @@ from pathlib import Path
 
 import duckdb
 
+from .data_only import lock_reading
 from .database import connect
-from .dataset import is_dataset, open_dataset
+from .dataset import dataset_files, is_dataset, open_dataset
 from .errors import InputError
 from .formats.file_magic import DUCKDB_MAGIC, DUCKDB_MAGIC_OFFSET
 
 
-def open_store(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
-    """A connection to the xsp-trace database file or Parquet dataset folder at `path`."""
+def open_store(path: Path, read_only: bool = True, external_access: bool = False) -> duckdb.DuckDBPyConnection:
+    """A connection to the xsp-trace database file or Parquet dataset folder at `path`; read-only, it
+    reads nothing but the data (data_only.lock_reading) unless `external_access`."""
     path = Path(path)
     if path.is_dir():
         if is_dataset(path):
-            return open_dataset(path)
+            con = open_dataset(path)
+            if read_only and not external_access:
+                lock_reading(con, dataset_files(path))
+            return con
         raise InputError(
             path,
             "is a folder, not an xsp-trace database or Parquet dataset",
             "pass a .duckdb file or a folder written by xsp-trace convert --format parquet",
         )
-    return connect(path, read_only=read_only)
+    return connect(path, read_only=read_only, external_access=external_access)
 
 
 def is_duckdb_file(path: Path) -> bool:

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 
+from ..sql import registered
 from . import critical_path_chase as chase
 from . import critical_path_threads as threads
 from .critical_path_chase import CPU_IDLE, CPU_OP, GPU_IDLE, LAUNCH, QUEUE_DELAY, SYNC_WAIT, THREAD_WAIT
@@ -396,8 +397,8 @@ def build_critical_path(con: duckdb.DuckDBPyConnection) -> None:
     for run in runs.values():
         prepare_chase(run, ranks)
     paths = [walk_columns(runs[u[0]], int(u[3]), int(u[4]), (int(u[5]), int(u[6])), ranks) for u in unit_rows]
-    segments_table = _segment_table(unit_rows, paths, runs)  # noqa: F841 -- read by the INSERT below through DuckDB's replacement scan
-    con.execute(f"INSERT INTO {TABLE} SELECT * FROM segments_table")
+    with registered(con, "_xsp_segments", _segment_table(unit_rows, paths, runs)) as segments:
+        con.execute(f"INSERT INTO {TABLE} SELECT * FROM {segments}")
 
 
 def _segment_table(unit_rows: list[tuple], paths: list[dict[str, np.ndarray]], runs: dict[int, _Run]) -> dict[str, np.ndarray]:

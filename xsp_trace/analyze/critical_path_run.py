@@ -11,6 +11,7 @@ import duckdb
 import numpy as np
 
 from ..formats import kineto_fields as kf
+from ..sql import registered
 from . import critical_path_chase as chase
 
 _FEW = 64  # lanes grouped by masks rather than by a sort
@@ -72,10 +73,11 @@ class _Run:
         if self.name_column is not None:
             return self.name_column[rows]
         assert self.con is not None
-        wanted = {"at": np.arange(len(rows), dtype=np.int64), "span_id": self.spans["span_id"][rows]}  # noqa: F841 -- read by the query below (replacement scan)
-        found = self.con.execute(
-            "SELECT w.at, s.name FROM wanted AS w JOIN spans AS s ON s.span_id = w.span_id WHERE s.run_id = ?", [self.run_id]
-        ).fetchnumpy()
+        wanted = {"at": np.arange(len(rows), dtype=np.int64), "span_id": self.spans["span_id"][rows]}
+        with registered(self.con, "_xsp_wanted", wanted) as table:
+            found = self.con.execute(
+                f"SELECT w.at, s.name FROM {table} AS w JOIN spans AS s ON s.span_id = w.span_id WHERE s.run_id = ?", [self.run_id]
+            ).fetchnumpy()
         out = np.full(len(rows), None, dtype=object)
         out[np.asarray(found["at"], dtype=np.int64)] = np.asarray(found["name"], dtype=object)
         return out

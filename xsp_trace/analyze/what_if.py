@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InputError
+from ..sql import registered
 from .critical_path import _binding, _cross, merged, units, walk
 from .critical_path_run import _flatten, _Run, _waited_for, load_run
 
@@ -359,5 +360,5 @@ def build_what_if(con: duckdb.DuckDBPyConnection) -> None:
             strict=True,
         ):
             columns[name].append(value)
-    what_if_rows = pa.table(columns)  # noqa: F841 -- read by the statement below through DuckDB's replacement scan
-    con.execute(f"CREATE TEMP TABLE {TABLE} AS SELECT * FROM what_if_rows")
+    with registered(con, "_xsp_what_if_rows", pa.table(columns)) as rows:
+        con.execute(f"CREATE TEMP TABLE {TABLE} AS SELECT * FROM {rows}")

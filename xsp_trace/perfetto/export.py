@@ -10,7 +10,6 @@ beyond it; a part reads only its own rows of them).
 
 from __future__ import annotations
 
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +18,7 @@ import duckdb
 
 from ..connection import memory_limit, thread_count
 from ..errors import InputError
-from ..output_files import atomic_output, check_output_path, private_temp_prefix, refuse_inputs
+from ..output_files import atomic_output, check_output_path, refuse_inputs
 from ..read_ahead import read_ahead
 from ..resources import query_text
 from ..sql import set_variables
@@ -275,9 +274,9 @@ def export_perfetto(database: Path, output: Path, options: PerfettoOptions | Non
     refuse_inputs(output, [database])
     con = open_store(database, read_only=True)
     try:
-        with atomic_output(output, inputs=[database]) as tmp, tempfile.TemporaryDirectory(prefix=private_temp_prefix("perfetto")) as spill:
+        with atomic_output(output, inputs=[database]) as tmp:
+            # DuckDB spills into the reading connection's private folder (data_only.lock_reading).
             con.execute("SET memory_limit = ?", [options.duckdb_memory_limit])
-            con.execute("SET temp_directory = ?", [spill])
             with open(tmp, "wb", buffering=1 << 20) as out:
                 stats = write_trace(con, out, options, database)
     finally:
