@@ -144,6 +144,23 @@ def test_a_planted_write_ahead_log_is_not_replayed(trace, private_tmp, fresh, tm
     assert not Path(f"{entry}.wal").exists()
 
 
+def test_an_entry_shadowing_system_functions_runs_none_of_its_sql(trace, private_tmp, fresh):
+    """Macros in an entry's main schema named like DuckDB's own (duckdb_tables(), current_database())
+    would run in their place; the check names the system functions in full and leaves such an entry alone."""
+    assert _query(trace) == fresh
+    entry = cached_database_path(trace)
+    with duckdb.connect(str(entry)) as con:
+        con.execute("CREATE MACRO current_database() AS error('crafted SQL ran')")
+        con.execute("CREATE MACRO duckdb_tables() AS TABLE SELECT error('crafted SQL ran') AS table_name")
+    before = _snapshot(entry.parent)
+    result = runner.invoke(app, ["query", str(trace), SQL, "--csv"])
+    assert result.exit_code == 0 and result.stdout == fresh
+    (line,) = _warnings(result.stderr)
+    assert str(entry) in line and "views or macros" in line and "crafted" not in line
+    assert _snapshot(entry.parent) == before
+    assert [p.name for p in _private_entries(private_tmp)] == [entry.name]
+
+
 @pytest.mark.parametrize(("key", "value"), [("created_by", "xsp-trace 0.0.1"), ("schema_version", "5"), (SOURCE_DIGEST_KEY, "0" * 64)])
 def test_an_entry_of_another_version_or_trace_is_converted_again(trace, private_tmp, fresh, key, value):
     assert _query(trace) == fresh

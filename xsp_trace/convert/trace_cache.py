@@ -65,9 +65,22 @@ class BrokenEntry(Exception):
     """The entry is this user's file but no whole xsp-trace database: rebuild it."""
 
 
+class CraftedEntry(Exception):
+    """The entry defines what no xsp-trace entry does: leave it alone."""
+
+
+# Views and macros an entry's `main` schema defines: none in what xsp-trace writes (its analyses sit in
+# schema xsp), while one there would shadow a system function (duckdb_tables()) for this connection.
+_SHADOWS = (
+    "SELECT (SELECT count(*) FROM system.main.duckdb_functions() WHERE database_name = $db AND schema_name = 'main' AND NOT internal)"
+    " + (SELECT count(*) FROM system.main.duckdb_views() WHERE database_name = $db AND schema_name = 'main' AND NOT internal)"
+)
+
+
 def _recorded_facts(entry: Path) -> dict[str, str]:
-    """The schema_info rows of the entry, once its tables are checked (a view or macro is never run:
-    `schema_info` is read only when it is a base table of the schema)."""
+    """The schema_info rows of the entry, once its tables are checked. Nothing the entry defines is
+    run: system functions are named in full until `main` is known to define no view or macro, and
+    `schema_info` is read only once it is known to be a base table of the schema."""
     if os.path.lexists(f"{entry}.wal"):  # DuckDB would replay it, even read-only; a finished entry has none
         raise BrokenEntry("has a write-ahead log (.wal) beside it, which no finished entry has")
     if not is_duckdb_file(entry):
@@ -77,7 +90,10 @@ def _recorded_facts(entry: Path) -> dict[str, str]:
     except duckdb.Error as exc:
         raise BrokenEntry(f"cannot be opened ({str(exc).splitlines()[0]})") from exc
     try:
-        difference = schema_difference(con, scalar(con, "SELECT current_database()"))
+        catalog = scalar(con, "SELECT system.main.current_database()")
+        if scalar(con, _SHADOWS, {"db": catalog}):
+            raise CraftedEntry("defines views or macros in its main schema, which no xsp-trace cache entry does")
+        difference = schema_difference(con, catalog)
         if difference is not None:
             raise BrokenEntry(difference)
         return dict(con.execute("SELECT key, value FROM main.schema_info").fetchall())
@@ -102,6 +118,8 @@ def _verdict(entry: Path, digest: str) -> tuple[str, str | None]:
         facts = _recorded_facts(entry)
     except BrokenEntry as exc:
         return "broken", str(exc)
+    except CraftedEntry as exc:
+        return "foreign", str(exc)
     for key, expected in entry_facts(digest).items():
         if facts.get(key) != expected:
             return "foreign", f"records {key} {facts.get(key)!r}, not {expected!r} (this trace, this xsp-trace)"
