@@ -240,12 +240,16 @@ def test_eviction_keeps_the_bound_oldest_written_first(tmp_path, monkeypatch):
     keep = folder / names[5]  # the oldest written, but the one just used
     cache_folder.evict(folder, keep=keep)
     assert sorted(p.name for p in folder.iterdir()) == sorted([*names[:3], keep.name, "notes.txt"])
-    superseded = folder / f"t0.json.{'cd' * 10}.xsp-0.0.9-schema6.duckdb"  # the same trace, an older version
-    superseded.write_text("old")
-    cache_folder.evict(folder, keep=folder / names[0])
-    assert sorted(p.name for p in folder.iterdir()) == sorted([*names[:3], keep.name, "notes.txt"])
+    superseded = folder / f"t0.json.{'cd' * 10}.xsp-0.1.0-schema6.duckdb"  # the same trace's older content
+    older_version = folder / f"t0.json.{'ef' * 10}.xsp-0.0.9-schema6.duckdb"  # kept for that version
+    for age, path in enumerate((older_version, superseded)):
+        path.write_text("old")
+        os.utime(path, ns=(2 * 10**18 - age, 2 * 10**18 - age))
+    cache_folder.evict(folder, keep=folder / names[0])  # the superseded one goes, then the oldest past the bound
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*names[:3], older_version.name, "notes.txt"])
+    superseded.write_text("old")  # written now: newer than names[*], older than older_version
     cache_folder.evict(folder, keep=folder / names[0], superseded=False)  # the private folder: only the bound
-    assert len(list(folder.iterdir())) == 5
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*names[:2], older_version.name, superseded.name, "notes.txt"])
 
 
 def test_the_entry_records_the_traces_sha256(trace, private_tmp):

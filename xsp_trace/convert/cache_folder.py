@@ -25,10 +25,10 @@ MAX_CACHE_ENTRIES = 16  # per cache folder: DuckDB conversions and nsys exports 
 PRIVATE_FOLDER_PREFIX = "xsp-trace-cache-"  # + uid, in the temporary directory
 
 # `<trace>.<sha256 prefix>.xsp-<version>-schema<N>.duckdb` (trace_cache) and `<report>.<size>-<mtime_ns>.sqlite`
-# (nsys/report): the trace's name is the group, so entries superseded by a newer one of the same trace are known.
+# (nsys/report): an entry with the same trace and tail as a newer one caches an older content of that trace.
 ENTRY_NAMES = (
-    re.compile(r"^(?P<trace>.+)\.[0-9a-f]{20}\.xsp-.+-schema[^.]+\.duckdb$"),
-    re.compile(r"^(?P<trace>.+)\.\d+-\d+\.sqlite$"),
+    re.compile(r"^(?P<trace>.+)\.[0-9a-f]{20}(?P<tail>\.xsp-.+-schema[^.]+\.duckdb)$"),
+    re.compile(r"^(?P<trace>.+)\.\d+-\d+(?P<tail>\.sqlite)$"),
 )
 
 
@@ -111,8 +111,8 @@ def private_folder() -> Path:
 
 
 def _entries(folder: Path) -> list[tuple[int, str, str, int]]:
-    """(mtime, name, trace name, kind) of this user's cache entries in `folder`, newest first; the
-    kind is the index of the entry's pattern in ENTRY_NAMES."""
+    """(mtime, name, trace name and tail, kind) of this user's cache entries in `folder`, newest
+    first; the kind is the index of the entry's pattern in ENTRY_NAMES."""
     found = []
     try:
         listing = list(os.scandir(folder))
@@ -128,23 +128,24 @@ def _entries(folder: Path) -> list[tuple[int, str, str, int]]:
             except OSError:
                 break
             if stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid():
-                found.append((info.st_mtime_ns, item.name, match["trace"], kind))
+                found.append((info.st_mtime_ns, item.name, match["trace"] + "\0" + match["tail"], kind))
             break
     return sorted(found, reverse=True)
 
 
 def evict(folder: Path, keep: Path, superseded: bool = True) -> None:
     """Remove the entries of `folder` past MAX_CACHE_ENTRIES, the oldest written first, and (with
-    `superseded`) the other entries of the same kind for the trace that `keep` caches: another
-    content or xsp-trace version. `.xsp-cache/` serves one folder, where a trace name is one trace;
-    the private folder serves many, so it passes superseded=False. `keep` itself stays."""
+    `superseded`) the entries of older contents of the trace that `keep` caches, written by the same
+    xsp-trace version (an entry of another version stays for that version, up to the bound).
+    `.xsp-cache/` serves one folder, where a trace name is one trace; the private folder serves
+    many, so it passes superseded=False. `keep` itself stays."""
     entries = _entries(folder)
-    mine = next(((trace, kind) for _, name, trace, kind in entries if name == keep.name), None)
+    mine = next(((family, kind) for _, name, family, kind in entries if name == keep.name), None)
     room = MAX_CACHE_ENTRIES - 1
-    for _, name, trace, kind in entries:
+    for _, name, family, kind in entries:
         if name == keep.name:
             continue
-        if not (superseded and (trace, kind) == mine) and room > 0:
+        if not (superseded and (family, kind) == mine) and room > 0:
             room -= 1
             continue
         for path in (folder / name, folder / f"{name}.wal"):
