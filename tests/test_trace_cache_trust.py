@@ -102,12 +102,19 @@ def test_a_symlinked_cache_folder_gets_nothing_written_through_it(trace, private
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (trace.parent / ".xsp-cache").symlink_to(elsewhere)
-    for command in (["query", str(trace), SQL, "--csv"], ["analyze", str(trace), "-a", "top_kernels"]):
+    commands = {
+        "query": ["query", str(trace), SQL, "--csv"],
+        "analyze": ["analyze", str(trace), "-a", "top_kernels"],
+        "perfetto": ["perfetto", str(trace), "-o", str(tmp_path / "t.pftrace")],
+        "diff": ["diff", str(trace), str(trace)],  # two raw traces: a line for each
+    }
+    for name, command in commands.items():
         result = runner.invoke(app, command)
         assert result.exit_code == 0, result.output
-        (line,) = _warnings(result.stderr)
-        assert str(trace.parent / ".xsp-cache") in line and "symbolic link" in line
-    assert result.exit_code == 0 and _query(trace) == fresh
+        lines = _warnings(result.stderr)
+        assert len(lines) == (2 if name == "diff" else 1)
+        assert all(str(trace.parent / ".xsp-cache") in line and "symbolic link" in line for line in lines)
+    assert _query(trace) == fresh
     assert list(elsewhere.iterdir()) == []
     assert len(_private_entries(private_tmp)) == 1
 
@@ -207,16 +214,25 @@ def test_another_users_cache_folder_is_not_used(trace, private_tmp, fresh, chang
     assert list(folder.iterdir()) == [] and len(_private_entries(private_tmp)) == 1
 
 
-def test_a_private_folder_that_is_not_private_is_replaced_by_a_fresh_one(trace, private_tmp, fresh, tmp_path):
-    """`$TMPDIR/xsp-trace-cache-<uid>` made in advance by someone else (here: a link to another folder)."""
+@pytest.mark.parametrize("made_by_someone_else", ["link", "owner", "mode 0755"])
+def test_a_private_folder_that_is_not_private_is_replaced_by_a_fresh_one(trace, private_tmp, fresh, tmp_path, made_by_someone_else):
+    """`$TMPDIR/xsp-trace-cache-<uid>` made in advance by someone else: nothing is read from or written into it."""
     (trace.parent / ".xsp-cache").write_text("not a folder")  # so the private folder is used
     elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    (private_tmp / f"xsp-trace-cache-{os.getuid()}").symlink_to(elsewhere)
+    elsewhere.mkdir(mode=0o700)
+    shared = private_tmp / f"xsp-trace-cache-{os.getuid()}"
+    if made_by_someone_else == "link":
+        shared.symlink_to(elsewhere)
+    elif made_by_someone_else == "owner":
+        shared.mkdir(mode=0o700)
+        os.chown(shared, STRANGER, STRANGER)
+    else:
+        shared.mkdir(mode=0o755)
+        shared.chmod(0o755)  # (whatever the umask)
     assert _query(trace) == fresh
-    assert list(elsewhere.iterdir()) == []
+    assert list(elsewhere.iterdir()) == [] and (shared.is_symlink() or list(shared.iterdir()) == [])
     (fresh_folder,) = private_tmp.glob(f"xsp-cache-{os.getpid()}-*")
-    assert len(list(fresh_folder.glob("*.duckdb"))) == 1
+    assert len(list(fresh_folder.glob("*.duckdb"))) == 1 and stat.S_IMODE(fresh_folder.stat().st_mode) == 0o700
 
 
 def test_a_changed_trace_leaves_one_entry(trace, private_tmp):
