@@ -23,10 +23,12 @@ from typer.testing import CliRunner
 
 from conftest import NSYS_EXPORTS
 from kineto_cases import KINETO_TRACES
+from xsp_trace import __version__
 from xsp_trace.cli import app
 from xsp_trace.convert import cache_folder
 from xsp_trace.convert.nsys.report import exported_sqlite
 from xsp_trace.convert.trace_cache import SOURCE_DIGEST_KEY, cached_database_path, content_digest
+from xsp_trace.database import SCHEMA_VERSION
 
 runner = CliRunner()
 TRACE = KINETO_TRACES["kineto_rocm_mi250"]  # 7 KB: converts in seconds
@@ -274,7 +276,7 @@ def test_the_entry_records_the_traces_sha256(trace, private_tmp):
     with duckdb.connect(str(entry), read_only=True) as con:
         facts = dict(con.execute("SELECT key, value FROM schema_info").fetchall())
     assert facts[SOURCE_DIGEST_KEY] == hashlib.sha256(trace.read_bytes()).hexdigest() == content_digest(trace)
-    assert facts["schema_version"] == "6" and facts["created_by"].startswith("xsp-trace ")
+    assert facts["schema_version"] == SCHEMA_VERSION and facts["created_by"] == f"xsp-trace {__version__}"
 
 
 # The nsys export cache: a stand-in nsys that writes an export and counts its calls.
