@@ -43,9 +43,11 @@ def convert_files(
     overwrite: bool = False,
     progress: Progress = no_progress,
     analyses: bool = True,
+    facts: dict[str, str] | None = None,
 ) -> list[int]:
     """Convert inputs into one database written atomically at `output` (with the analyses installed
-    in it unless `analyses` is False: a staging database that becomes a Parquet dataset)."""
+    in it unless `analyses` is False: a staging database that becomes a Parquet dataset), with
+    `facts` added to its schema_info (what a cache entry records of its trace)."""
     run_ids: list[int] = []
     for path in inputs:  # check all inputs before writing anything
         detect_source(Path(path))
@@ -56,6 +58,8 @@ def convert_files(
         for path in paths:
             run_ids.extend(convert_into(con, Path(path), options, progress))
         restore_stream_names(con, inputs, paths)
+        if facts:
+            con.executemany("INSERT OR REPLACE INTO schema_info VALUES (?, ?)", list(facts.items()))
     return run_ids
 
 

@@ -2,65 +2,136 @@
 .sqlite export, PyTorch profiler .json/.json.gz) is converted once into a cached database and the
 command reads that, as `nsys stats` does with its SQLite export.
 
-The cache sits beside the trace in `.xsp-cache/` (or, where that folder cannot be written, in a
-private folder under the temporary directory), one database per trace content, xsp-trace version
-and schema version: a changed trace or a newer xsp-trace converts again, an unchanged one is reused.
-Databases are written atomically (convert_files), so a killed conversion leaves no half database
-for the next command to pick up.
+The cache sits beside the trace in `.xsp-cache/` (or, where that folder cannot be written or is not
+this user's own, in a private folder under the temporary directory: cache_folder.py), one database
+per trace content, xsp-trace version and schema version: a changed trace or a newer xsp-trace
+converts again, an unchanged one is reused. Databases are written atomically (convert_files), so a
+killed conversion leaves no half database for the next command to pick up.
+
+An entry proves what it holds before it is used: its `schema_info` records the SHA-256 of the
+trace's bytes, the xsp-trace version that wrote it and the schema version, all compared with the
+trace and this xsp-trace (its name alone is predictable). An entry recording anything else, or that
+is a symbolic link or another user's, is left alone and the trace converted into the private folder;
+an entry that is broken (not a DuckDB file, truncated, a table missing) is rebuilt with one warning.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 
+import duckdb
+
 from .. import __version__
+from ..connection import duckdb_connect
 from ..database import SCHEMA_VERSION
+from ..schema import schema_difference
+from ..sql import scalar
 from ..store import is_duckdb_file
+from .cache_folder import beside_folder, entry_problem, evict, private_folder, warn
 from .common import ConvertOptions, Progress, detect_source, no_progress
-from .nsys.report import CACHE_DIR
 
 HASH_CHUNK = 1 << 20
+SOURCE_DIGEST_KEY = "cache_source_sha256"  # the schema_info row of a cache entry: SHA-256 of the trace's bytes
+NAME_DIGEST_CHARS = 20  # of the digest, in the entry's name
 
 
-def content_key(path: Path) -> str:
-    """A short digest of the file's bytes (the cache must not trust names, sizes or mtimes)."""
-    digest = hashlib.blake2b(digest_size=10)
+def content_digest(path: Path) -> str:
+    """SHA-256 of the file's bytes, read in chunks (the cache must not trust names, sizes or mtimes)."""
+    digest = hashlib.sha256()
     with open(path, "rb") as f:
         while chunk := f.read(HASH_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
 
 
-def _writable_folder(folder: Path) -> bool:
-    try:
-        folder.mkdir(mode=0o700, exist_ok=True)
-        probe = folder / f".probe-{os.getpid()}"
-        probe.touch()
-        probe.unlink()
-        return True
-    except OSError:
-        return False
+def entry_facts(digest: str) -> dict[str, str]:
+    """The schema_info rows a valid entry for a trace of this content holds (create_schema writes the other two)."""
+    return {SOURCE_DIGEST_KEY: digest, "schema_version": SCHEMA_VERSION, "created_by": f"xsp-trace {__version__}"}
 
 
-def cache_folder(trace: Path) -> Path:
-    """`.xsp-cache/` beside the trace, or this user's private folder under the temporary directory."""
-    beside = trace.parent / CACHE_DIR
-    if _writable_folder(beside):
-        return beside
-    private = Path(tempfile.gettempdir()) / f"xsp-trace-cache-{os.getuid()}"
-    if not _writable_folder(private) or private.stat().st_uid != os.getuid():
-        private = Path(tempfile.mkdtemp(prefix="xsp-trace-cache-"))
-    return private
+def entry_name(trace: Path, digest: str) -> str:
+    return f"{Path(trace).name}.{digest[:NAME_DIGEST_CHARS]}.xsp-{__version__}-schema{SCHEMA_VERSION}.duckdb"
 
 
 def cached_database_path(trace: Path) -> Path:
-    """Where the database of `trace` is (or will be) cached."""
+    """Where the database of `trace` is cached when `.xsp-cache/` beside it is usable, else in the private folder."""
     trace = Path(trace)
-    name = f"{trace.name}.{content_key(trace)}.xsp-{__version__}-schema{SCHEMA_VERSION}.duckdb"
-    return cache_folder(trace) / name
+    return (beside_folder(trace) or private_folder()) / entry_name(trace, content_digest(trace))
+
+
+class BrokenEntry(Exception):
+    """The entry is this user's file but no whole xsp-trace database: rebuild it."""
+
+
+class CraftedEntry(Exception):
+    """The entry defines what no xsp-trace entry does: leave it alone."""
+
+
+# Views and macros an entry's `main` schema defines: none in what xsp-trace writes (its analyses sit in
+# schema xsp), while one there would shadow a system function (duckdb_tables()) for this connection.
+_SHADOWS = (
+    "SELECT (SELECT count(*) FROM system.main.duckdb_functions() WHERE database_name = $db AND schema_name = 'main' AND NOT internal)"
+    " + (SELECT count(*) FROM system.main.duckdb_views() WHERE database_name = $db AND schema_name = 'main' AND NOT internal)"
+)
+
+
+def _recorded_facts(entry: Path) -> dict[str, str]:
+    """The schema_info rows of the entry, once its tables are checked. Nothing the entry defines is
+    run: system functions are named in full until `main` is known to define no view or macro, and
+    `schema_info` is read only once it is known to be a base table of the schema."""
+    if os.path.lexists(f"{entry}.wal"):  # DuckDB would replay it, even read-only; a finished entry has none
+        raise BrokenEntry("has a write-ahead log (.wal) beside it, which no finished entry has")
+    if not is_duckdb_file(entry):
+        raise BrokenEntry("is not a DuckDB database")
+    try:
+        con = duckdb_connect(entry, read_only=True)
+    except duckdb.Error as exc:
+        raise BrokenEntry(f"cannot be opened ({str(exc).splitlines()[0]})") from exc
+    try:
+        catalog = scalar(con, "SELECT system.main.current_database()")
+        if scalar(con, _SHADOWS, {"db": catalog}):
+            raise CraftedEntry("defines views or macros in its main schema, which no xsp-trace cache entry does")
+        difference = schema_difference(con, catalog)
+        if difference is not None:
+            raise BrokenEntry(difference)
+        return dict(con.execute("SELECT key, value FROM main.schema_info").fetchall())
+    except duckdb.Error as exc:
+        raise BrokenEntry(f"cannot be read ({str(exc).splitlines()[0]})") from exc
+    finally:
+        con.close()
+
+
+def _verdict(entry: Path, digest: str) -> tuple[str, str | None]:
+    """("missing" | "valid" | "broken" | "foreign", why) for the cache entry at `entry`."""
+    try:
+        problem = entry_problem(entry)
+    except FileNotFoundError:
+        return "missing", None
+    wal = Path(f"{entry}.wal")
+    if problem is None and os.path.lexists(wal) and entry_problem(wal) is not None:
+        problem = f"has {wal.name} beside it, which {entry_problem(wal)}"
+    if problem is not None:
+        return "foreign", problem
+    try:
+        facts = _recorded_facts(entry)
+    except BrokenEntry as exc:
+        return "broken", str(exc)
+    except CraftedEntry as exc:
+        return "foreign", str(exc)
+    for key, expected in entry_facts(digest).items():
+        if facts.get(key) != expected:
+            return "foreign", f"records {key} {facts.get(key)!r}, not {expected!r} (this trace, this xsp-trace)"
+    return "valid", None
+
+
+def _remove(entry: Path) -> None:
+    for path in (entry, Path(f"{entry}.wal")):
+        try:
+            path.unlink()
+        except OSError:
+            pass  # (a folder in its place: convert_files names it)
 
 
 def database_for(path: Path, report: Progress = no_progress, nsys: str | None = None) -> Path:
@@ -72,10 +143,32 @@ def database_for(path: Path, report: Progress = no_progress, nsys: str | None = 
     source = detect_source(path)  # an InputError for a file that is no trace either
     if source not in ("nsys-rep", "nsys-sqlite", "kineto"):
         return path
-    cached = cached_database_path(path)
-    if not cached.exists():
-        from .local import convert_files
+    digest = content_digest(path)
+    name = entry_name(path, digest)
+    beside = beside_folder(path)
+    if beside is not None:
+        verdict, why = _verdict(beside / name, digest)
+        if verdict == "valid":
+            return beside / name
+        if verdict != "foreign":
+            return _convert(path, beside / name, digest, verdict, why, report, nsys, superseded=True)
+        warn(beside / name, f"{why}, so it is not used; converting into a private folder instead")
+    private = private_folder()
+    verdict, why = _verdict(private / name, digest)
+    if verdict == "valid":
+        return private / name
+    return _convert(path, private / name, digest, verdict, why, report, nsys, superseded=False)
 
-        report(f"converting {path.name} into {cached} (reused next time)", None)
-        convert_files([path], cached, ConvertOptions(nsys=nsys), overwrite=True)
-    return cached
+
+def _convert(trace: Path, entry: Path, digest: str, verdict: str, why: str | None, report: Progress, nsys: str | None, superseded: bool) -> Path:
+    """Convert `trace` into `entry` (replacing what is there: a broken entry, with a warning), then
+    keep its folder within its bound."""
+    from .local import convert_files
+
+    if verdict != "missing":
+        warn(entry, f"{why}: " + ("a damaged cache entry, converted again" if verdict == "broken" else "replaced by a new conversion"))
+        _remove(entry)
+    report(f"converting {trace.name} into {entry} (reused next time)", None)
+    convert_files([trace], entry, ConvertOptions(nsys=nsys), overwrite=True, facts=entry_facts(digest))
+    evict(entry.parent, keep=entry, superseded=superseded)
+    return entry

@@ -1,7 +1,10 @@
 """Turning a .nsys-rep into a SQLite export with the nsys CLI, without touching the report.
 
 The export is cached beside the report (`.xsp-cache/`, keyed by size and mtime) or, where that
-folder cannot be written, in a temporary folder that lives as long as the conversion.
+folder cannot be written or is not this user's own (../cache_folder.py), in a temporary folder that
+lives as long as the conversion. A cached export is used only when it is this user's regular file
+and a whole SQLite database (its header's page count times page size is its length); a damaged one
+is exported again with one warning, another user's or a symbolic link is left alone.
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ from pathlib import Path
 
 from ...errors import InputError
 from ...formats import nsys_export as fmt
+from ...formats.file_magic import SQLITE_HEADER_BYTES, SQLITE_MAGIC, sqlite_length
 from ...output_files import atomic_output, private_temp_prefix
-
-CACHE_DIR = ".xsp-cache"
+from ..cache_folder import beside_folder, entry_problem, evict, warn
 
 
 def find_nsys(explicit: str | None) -> str:
@@ -53,16 +56,20 @@ def report_writer_version(report: Path) -> str | None:
     return ".".join(g.decode() for g in m.groups()) if m else None
 
 
-def _cache_folder(report: Path) -> Path | None:
-    folder = report.parent / CACHE_DIR
-    try:
-        folder.mkdir(exist_ok=True)
-        probe = folder / f".probe-{os.getpid()}"
-        probe.touch()
-        probe.unlink()
-        return folder
-    except OSError:
-        return None
+def _export_problem(export: Path) -> tuple[bool, str | None]:
+    """(broken, why) for an existing cached export: broken is this user's file that is no whole SQLite
+    database (exported again); otherwise why says whose or what it is (not touched), or is None (usable)."""
+    problem = entry_problem(export)
+    if problem is not None:
+        return False, problem
+    with open(export, "rb") as f:
+        header = f.read(SQLITE_HEADER_BYTES)
+    if not header.startswith(SQLITE_MAGIC):
+        return True, "is not an SQLite database"
+    expected = sqlite_length(header)
+    if expected is not None and export.stat().st_size != expected:
+        return True, f"is {export.stat().st_size} bytes where its header says {expected} (truncated?)"
+    return False, None
 
 
 def _version_tuple(text: str | None) -> tuple[int, ...]:
@@ -74,11 +81,19 @@ def exported_sqlite(report: Path, nsys_hint: str | None) -> Iterator[Path]:
     """Path of a SQLite export of `report` (cached), exporting it with nsys if needed."""
     report = Path(report)
     stat = report.stat()
-    cache = _cache_folder(report)
+    cache = beside_folder(report)
     key = f"{report.name}.{stat.st_size}-{stat.st_mtime_ns}.sqlite"
-    if cache is not None and (cache / key).exists():
-        yield cache / key
-        return
+    if cache is not None and os.path.lexists(cache / key):
+        broken, why = _export_problem(cache / key)
+        if why is None:
+            yield cache / key
+            return
+        if broken:
+            warn(cache / key, f"{why}: a damaged cache entry, exported again")
+            (cache / key).unlink()
+        else:
+            warn(cache / key, f"{why}, so it is not used; exporting into a temporary folder instead")
+            cache = None
     nsys = find_nsys(nsys_hint)
     with tempfile.TemporaryDirectory(prefix=private_temp_prefix("nsys")) as tmp:
         target = Path(tmp) / "export.sqlite"
@@ -107,6 +122,7 @@ def exported_sqlite(report: Path, nsys_hint: str | None) -> Iterator[Path]:
             final = cache / key
             with atomic_output(final) as tmp_final:
                 shutil.move(str(target), tmp_final)
+            evict(cache, keep=final)
             yield final
         else:
             yield target
