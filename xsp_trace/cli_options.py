@@ -283,7 +283,7 @@ def percent(text: str, what: str, high: float | None = None) -> float:
         raise InputError(None, f"{what} {text!r} is not a percentage", "e.g. 5% or 5") from None
     if not math.isfinite(value) or value < 0 or (high is not None and value > high):
         raise InputError(
-            None, f"{what} {text!r} is not a percentage {'from 0 to ' + format(high, 'g') if high is not None else 'of 0 or more'}", "e.g. 5% or 5"
+            None, f"{what} {text!r} is not a finite percentage {'from 0 to ' + format(high, 'g') if high is not None else 'of 0 or more'}", "e.g. 5% or 5"
         )
     return value
 
