@@ -282,9 +282,8 @@ def percent(text: str, what: str, high: float | None = None) -> float:
     except ValueError:
         raise InputError(None, f"{what} {text!r} is not a percentage", "e.g. 5% or 5") from None
     if not math.isfinite(value) or value < 0 or (high is not None and value > high):
-        raise InputError(
-            None, f"{what} {text!r} is not a finite percentage {'from 0 to ' + format(high, 'g') if high is not None else 'of 0 or more'}", "e.g. 5% or 5"
-        )
+        bounds = f"from 0 to {high:g}" if high is not None else "of 0 or more"
+        raise InputError(None, f"{what} {text!r} is not a finite percentage {bounds}", "e.g. 5% or 5")
     return value
 
 
