@@ -127,3 +127,15 @@ def test_the_bounds_themselves_are_accepted(dbs):
     assert runner.invoke(app, ["query", dbs["db"], "SELECT 1", "--timeout", "604800", "--limit", "9223372036854775807"]).exit_code == 0
     zero = runner.invoke(app, ["analyze", dbs["db"], "--what-if", "kernel:triton*0", "--what-if", "op:Torch=0", "--format", "csv"])
     assert zero.exit_code == 0, zero.output
+
+
+def test_an_output_option_left_out_still_takes_its_default(dbs, tmp_path, monkeypatch):
+    """The path check also sees capture's default (a Path, not text) and convert's absent -o."""
+    monkeypatch.chdir(tmp_path)
+    capture = runner.invoke(app, ["capture", "--levels", "X", "--", "true"])
+    assert (capture.exit_code, capture.output) == (2, "xsp-trace: error: unknown level(s) X (use a comma list of M, ML, MLG)\n")
+    trace = tmp_path / "t.json.gz"
+    trace.write_bytes(TRITON.read_bytes())
+    convert = runner.invoke(app, ["convert", str(trace), "-q"])
+    assert convert.exit_code == 0, convert.output
+    assert (tmp_path / "t.duckdb").is_file()

@@ -127,10 +127,10 @@ def memory_size(text: str) -> str:
     return text
 
 
-def output_path(text: str) -> Path:
-    """An output path option (typer's parser=): an empty one (`-o ''`, which Path reads as the
-    current folder) is the CLI's usage error."""
-    if not text.strip():
+def output_path(text: str | Path) -> Path:
+    """An output path option (typer's parser=; also given the option's default, a Path): an empty one
+    (`-o ''`, which Path reads as the current folder) is the CLI's usage error."""
+    if isinstance(text, str) and not text.strip():
         raise typer.BadParameter("an empty path names no file")
     return Path(text)
 
