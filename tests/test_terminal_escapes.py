@@ -92,6 +92,9 @@ def test_printable_escapes_what_a_terminal_acts_on_and_nothing_else():
     assert printable("\u202egnp.exe") == "\\u202egnp.exe"
     kept = "void gemm<float, 128>(float*) µs 核 🚀 C:\\path\\x1b é\u200d"  # text, a backslash, a joiner: kept as they are
     assert printable(kept) == kept
+    for code in range(0x3000):  # ASCII takes a fast path: the same answer as the rule for every character
+        assert bool(RAW.search(printable(chr(code)))) is False
+        assert (printable(chr(code)) != chr(code)) == (chr(code) in acted_on), hex(code)
 
 
 def test_an_error_line_escapes_a_file_name_with_terminal_commands():
