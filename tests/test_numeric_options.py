@@ -86,6 +86,8 @@ BAD = [
     ("convert {trace} -o {out} -j -3", "'-j' / '--jobs': -3 is not a whole number from 1"),
     ("convert {trace} -o {out} --run-id-offset -1", "'--run-id-offset': -1 is not a whole number from 0 to 2147483647"),
     ("convert {trace} -o {out} --run-id-offset 2147483647", "--run-id-offset 2147483647 numbers runs past 2147483647"),
+    ("convert {trace} -o {out} --max-gzip-ratio inf", "--max-gzip-ratio inf is not a ratio"),
+    ("convert {trace} -o {out} --max-input-size " + "9" * 400, "--max-input-size '999"),
     ("perfetto {db} -o ''", "'-o' / '--output': an empty path names no file"),
     ("perfetto {db} -o {out} --from-ns 99999999999999999999", "'--from-ns': 99999999999999999999 is not a time in ns"),
     ("perfetto {db} -o {out} --to-ns -4611686018427387904", "'--to-ns': -4611686018427387904 is not a time in ns"),
@@ -97,7 +99,7 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize(("args", "says"), BAD, ids=[a for a, _ in BAD])
+@pytest.mark.parametrize(("args", "says"), BAD, ids=[a[:80] for a, _ in BAD])
 def test_a_bad_number_or_empty_path_is_one_line_and_exit_2(dbs, tmp_path, monkeypatch, args, says):
     import shlex
 
