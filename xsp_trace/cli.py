@@ -10,7 +10,18 @@ import typer
 
 from . import __version__
 from .cli_options import (
+    CSV_SAFE_HELP,
+    INT32_MAX,
+    JOBS,
+    NESTING_LEVEL,
+    PEAK,
     QUERY_MEMORY_LIMIT,
+    RUN_ID,
+    RUN_ID_OFFSET,
+    RUN_SECONDS,
+    SECONDS,
+    TIME_NS,
+    WHOLE,
     Engine,
     OneLineErrors,
     OutputFormat,
@@ -18,16 +29,19 @@ from .cli_options import (
     Scope,
     StoreFormat,
     comma_list,
-    err_console,
     iteration_list,
+    memory_size,
+    output_path,
     percent,
     readable_database,
+    say,
     state,
     time_window,
     write_perfetto,
 )
 from .errors import InputError
 from .output_files import Interrupted, check_output_path, install_signal_handlers, received_signal, refuse_inputs
+from .printable import printable
 
 app = typer.Typer(
     name="xsp-trace",
@@ -65,17 +79,19 @@ def convert(
     inputs: list[Path] = typer.Argument(
         ..., help="Traces: .nsys-rep, nsys .sqlite exports, PyTorch profiler .json[.gz], or capture run directories."
     ),
-    output: Path | None = typer.Option(None, "-o", "--output", help="DuckDB database to write (default: beside the first input, .duckdb)."),
+    output: Path | None = typer.Option(
+        None, "-o", "--output", parser=output_path, help="DuckDB database to write (default: beside the first input, .duckdb)."
+    ),
     append: bool = typer.Option(False, "--append", help="Add the runs to an existing database."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing database."),
     nsys: str | None = typer.Option(None, "--nsys", help="nsys binary for .nsys-rep inputs (default: $NSYS, then PATH)."),
     label: str | None = typer.Option(None, "--label", help="Label stored with each run."),
     python_functions: bool = typer.Option(False, "--python-functions", help="Keep Kineto python_function events (off by default, as in HTA)."),
     perfetto: Path | None = typer.Option(
-        None, "--perfetto", help="Also write every run of the database as a Perfetto trace (.pftrace) for ui.perfetto.dev."
+        None, "--perfetto", parser=output_path, help="Also write every run of the database as a Perfetto trace (.pftrace) for ui.perfetto.dev."
     ),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress bar."),
-    jobs: int | None = typer.Option(None, "-j", "--jobs", help="Inputs converted at once, one process each (default: one per core)."),
+    jobs: int | None = typer.Option(None, "-j", "--jobs", callback=JOBS, help="Inputs converted at once, one process each (default: one per core)."),
     out_format: StoreFormat = typer.Option(
         StoreFormat.duckdb, "--format", help="duckdb (one database file) or parquet (a folder partitioned by run, for many traces)."
     ),
@@ -88,7 +104,10 @@ def convert(
         help="With --engine ray: the cluster to join (default: $RAY_ADDRESS, else a local Ray of its own, stopped at the end; auto: the one ray start began).",
     ),
     run_id_offset: int = typer.Option(
-        0, "--run-id-offset", help="With --engine ray: number the runs from OFFSET+1, in input order (several jobs sharing one dataset)."
+        0,
+        "--run-id-offset",
+        callback=RUN_ID_OFFSET,
+        help="With --engine ray: number the runs from OFFSET+1, in input order (several jobs sharing one dataset).",
     ),
     max_gzip_ratio: float | None = typer.Option(
         None,
@@ -124,6 +143,8 @@ def convert(
     from .convert import ConvertOptions, convert_inputs, default_output
     from .convert.input_limits import InputLimits
 
+    if run_id_offset + len(inputs) > INT32_MAX:
+        raise InputError(None, f"--run-id-offset {run_id_offset} numbers runs past {INT32_MAX}, the largest run id", "use a smaller offset")
     if output is None:
         output = default_output(inputs[0], dataset=out_format is StoreFormat.parquet or engine is Engine.ray)
     limits = InputLimits.from_env(max_gzip_ratio, max_input_size)
@@ -153,7 +174,7 @@ def convert(
 @app.command()
 def perfetto(
     database: Path = typer.Argument(..., help="xsp-trace database written by convert, or a raw trace (converted once into .xsp-cache/)."),
-    output: Path = typer.Option(..., "-o", "--output", help="Perfetto trace to write (.pftrace)."),
+    output: Path = typer.Option(..., "-o", "--output", parser=output_path, help="Perfetto trace to write (.pftrace)."),
     runs: str | None = typer.Option(None, "--runs", help="Comma-separated run ids (default: every run)."),
     kinds: str | None = typer.Option(
         None,
@@ -161,9 +182,12 @@ def perfetto(
         help="Comma-separated span kinds to keep (model, layer, op, annotation, api, kernel, memcpy, memset, sync, other), plus mark and counter. Default: all.",
     ),
     from_ns: int | None = typer.Option(
-        None, "--from-ns", help="Window start: ns after each run's first event (runs.origin_ns). Spans overlapping the window are kept."
+        None,
+        "--from-ns",
+        callback=TIME_NS,
+        help="Window start: ns after each run's first event (runs.origin_ns). Spans overlapping the window are kept.",
     ),
-    to_ns: int | None = typer.Option(None, "--to-ns", help="Window end (exclusive): ns after each run's origin."),
+    to_ns: int | None = typer.Option(None, "--to-ns", callback=TIME_NS, help="Window end (exclusive): ns after each run's origin."),
     keep_clocks: bool = typer.Option(False, "--keep-clocks", help="Keep each run's own clock instead of putting every run's first event at time 0."),
     critical_path: bool = typer.Option(
         False, "--critical-path", help="Add each run's critical path (analyze -a critical_path) as a track of its own, its segments linked by flows."
@@ -207,7 +231,7 @@ def perfetto(
 )
 def capture(
     ctx: typer.Context,
-    output: Path = typer.Option(Path("xsp-run"), "-o", "--output", help="Run directory to write."),
+    output: Path = typer.Option(Path("xsp-run"), "-o", "--output", parser=output_path, help="Run directory to write."),
     levels: str = typer.Option(
         "M,ML,MLG", "--levels", help="Comma list of levels: M (model ranges), ML (+ layer ranges), MLG (+ ops/CUDA API/kernels)."
     ),
@@ -228,7 +252,7 @@ def capture(
     ncu: str | None = typer.Option(None, "--ncu", help="ncu binary (default: $NCU, then PATH)."),
     malloc_tuning: bool = typer.Option(True, "--malloc-tuning/--no-malloc-tuning", help="Set glibc's MALLOC_*_THRESHOLD_ (less page-fault noise)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Replace an existing run directory."),
-    timeout: float | None = typer.Option(None, "--timeout", help="Seconds one run may take."),
+    timeout: float | None = typer.Option(None, "--timeout", callback=RUN_SECONDS, help="Seconds one run may take (at most a week)."),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress lines."),
 ) -> None:
     """Leveled capture: run a command once per (tool, level, batch size) into one run directory.
@@ -264,8 +288,7 @@ def capture(
         overwrite=overwrite,
         timeout_s=timeout,
     )
-    say = None if quiet else (lambda line: err_console.print(line, markup=False, highlight=False, soft_wrap=True))
-    manifest = capture_levels(request, progress=say)
+    manifest = capture_levels(request, progress=None if quiet else say)
     runs = manifest["runs"]
     typer.echo(f"wrote {output} ({len(runs)} runs: {', '.join(r['key'] for r in runs)})")
 
@@ -279,11 +302,17 @@ def query(
         ...,
         help="SQL to run; @NAME runs an analysis (SELECT * FROM xsp.NAME); @FILE reads the SQL from a file (@queries/... also from any folder).",
     ),
-    limit: int = typer.Option(50, "--limit", help="Rows to print in the table (0 = all); only these are fetched. CSV prints every row."),
+    limit: int = typer.Option(
+        50, "--limit", callback=WHOLE, help="Rows to print in the table (0 = all); only these are fetched. CSV prints every row."
+    ),
     csv_out: bool = typer.Option(False, "--csv", help="Print CSV instead of a table (streamed in batches)."),
-    timeout: float = typer.Option(300, "--timeout", help="Stop the query after this many seconds (0 = no limit)."),
+    csv_safe: bool = typer.Option(False, "--csv-safe", help=CSV_SAFE_HELP),
+    timeout: float = typer.Option(300, "--timeout", callback=SECONDS, help="Stop the query after this many seconds (0 = no limit; at most a week)."),
     memory_limit: str = typer.Option(
-        QUERY_MEMORY_LIMIT, "--memory-limit", help="DuckDB's memory cap for the query; beyond it DuckDB spills to a private temporary folder."
+        QUERY_MEMORY_LIMIT,
+        "--memory-limit",
+        callback=memory_size,
+        help="DuckDB's memory cap for the query; beyond it DuckDB spills to a private temporary folder.",
     ),
     allow_external_access: bool = typer.Option(
         False,
@@ -320,13 +349,13 @@ def query(
     notes: list[str] = []
     with query_connection(readable_database(database), allow_external_access, memory_limit, notes, sql) as con:
         for note in notes:
-            err_console.print(note, markup=False, highlight=False, soft_wrap=True)
+            say(note)
         if not allow_external_access:
             check_statements(con, sql, database)
         with interrupt_after(con, timeout, database):
             try:
                 result = con.execute(sql)
-                print_result(result, limit=limit, as_csv=csv_out)
+                print_result(result, limit=limit, as_csv=csv_out, csv_safe=csv_safe)
             except duckdb.Error as exc:  # the user's SQL is wrong (or asked for a file)
                 raise InputError(database, f"query failed: {str(exc).splitlines()[0]}", "fix the SQL") from exc
 
@@ -340,11 +369,16 @@ def analyze(
     run: list[str] | None = typer.Option(None, "--run", help="Only these run ids (repeat or comma-separate)."),
     analysis: list[str] | None = typer.Option(None, "--analysis", "-a", help="Only these analyses (repeat); default all. --list shows them."),
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help="How to print the tables."),
-    report: Path | None = typer.Option(None, "--report", help="Also write a self-contained HTML report with plots."),
-    peak_flops: float | None = typer.Option(None, "--peak-flops", help="Peak FLOP/s of the GPU for rooflines (overrides the built-in table)."),
-    peak_dram_bw: float | None = typer.Option(None, "--peak-dram-bw", help="Peak DRAM bytes/s of the GPU (overrides the built-in table)."),
+    report: Path | None = typer.Option(None, "--report", parser=output_path, help="Also write a self-contained HTML report with plots."),
+    peak_flops: float | None = typer.Option(
+        None, "--peak-flops", callback=PEAK, help="Peak FLOP/s of the GPU for rooflines (overrides the built-in table)."
+    ),
+    peak_dram_bw: float | None = typer.Option(
+        None, "--peak-dram-bw", callback=PEAK, help="Peak DRAM bytes/s of the GPU (overrides the built-in table)."
+    ),
     compare: str | None = typer.Option(None, "--compare", help="BASE,OTHER run ids for compare_runs (default: the two lowest)."),
-    limit: int = typer.Option(30, "--limit", help="Rows per table in every format (0 = all)."),
+    limit: int = typer.Option(30, "--limit", callback=WHOLE, help="Rows per table in every format (0 = all)."),
+    csv_safe: bool = typer.Option(False, "--csv-safe", help="With --format csv: " + CSV_SAFE_HELP),
     list_analyses: bool = typer.Option(False, "--list", help="List the analyses and exit."),
     layer_ranges: str | None = typer.Option(
         None,
@@ -352,7 +386,10 @@ def analyze(
         help="Treat the ranges whose name matches this regular expression as layers (group 1 = name, group 2 = type), or a preset: modules (nn.Module events; convert with --python-functions), hash-ranges (## name ## annotations).",
     ),
     layer_depth: int | None = typer.Option(
-        None, "--layer-depth", help="With --layer-ranges: nesting level among the matching ranges (1 = outermost); default the innermost."
+        None,
+        "--layer-depth",
+        callback=NESTING_LEVEL,
+        help="With --layer-ranges: nesting level among the matching ranges (1 = outermost); default the innermost.",
     ),
     iteration: list[str] | None = typer.Option(None, "--iteration", help="Only these iterations (step numbers; repeat, comma-separate or A-B)."),
     window: str | None = typer.Option(None, "--window", help="Spans starting in START:END after each run's start: 120ms:180ms (ns/us/ms/s)."),
@@ -367,9 +404,9 @@ def analyze(
         help="GPU work counted: all (default: every kernel, copy and set of the trace, whenever launched) or profiled "
         "(as HTA 0.5: in a run with 2+ steps, only work whose launch is in the trace and started by the end of the last step).",
     ),
-    timeout: float = typer.Option(600, "--timeout", help="Stop after this many seconds (0 = no limit)."),
+    timeout: float = typer.Option(600, "--timeout", callback=SECONDS, help="Stop after this many seconds (0 = no limit; at most a week)."),
     memory_limit: str = typer.Option(
-        QUERY_MEMORY_LIMIT, "--memory-limit", help="DuckDB's memory cap; beyond it DuckDB spills to a temporary folder."
+        QUERY_MEMORY_LIMIT, "--memory-limit", callback=memory_size, help="DuckDB's memory cap; beyond it DuckDB spills to a temporary folder."
     ),
     findings: bool = typer.Option(
         False,
@@ -436,9 +473,8 @@ def analyze(
         for rule in what_if:
             parse_rule(rule)  # one line for a rule that does not parse, before anything runs
     request = AnalyzeRequest(memory_limit, timeout, tuple(analysis or ()), findings, show_all, report)
-    view = View(
-        fmt.value, limit, TableStyle.for_terminal(wide, full_names), sort, tuple(comma_list(columns, "--columns", example="name,total_ms") or ())
-    )
+    picked = tuple(comma_list(columns, "--columns", example="name,total_ms") or ())
+    view = View(fmt.value, limit, TableStyle.for_terminal(wide, full_names), sort, picked, csv_safe)
     options = AnalysisOptions(
         runs=comma_list(run, "--run", int),
         peak_flops=peak_flops,
@@ -457,7 +493,7 @@ def analyze(
         check_output_path(report)
         refuse_inputs(report, [database], "report")
     if run_analyze(readable_database(database), database, options, view, request) is not None:
-        err_console.print(f"wrote {report}", markup=False, highlight=False)
+        say(f"wrote {report}")
 
 
 @app.command()
@@ -465,13 +501,16 @@ def diff(
     base: Path = typer.Argument(..., help="Baseline xsp-trace database, or a raw trace (converted once into .xsp-cache/)."),
     new: Path = typer.Argument(..., help="Candidate xsp-trace database, or a raw trace."),
     fail_above: str = typer.Option(
-        "5%", "--fail-above", help="Exit 1 when an entry's time per step (per call without steps) grew by more than this."
+        "5%",
+        "--fail-above",
+        help="Exit 1 when an entry's time per step (per call without steps) grew by more than this (a finite percentage, 0 or more).",
     ),
-    min_calls: int = typer.Option(10, "--min-calls", help="Calls an entry needs on both sides to gate."),
-    min_share: str = typer.Option("1%", "--min-share", help="Ignore entries below this share of their level's baseline time."),
+    min_calls: int = typer.Option(10, "--min-calls", callback=WHOLE, help="Calls an entry needs on both sides to gate (0 or more; 0 = no minimum)."),
+    min_share: str = typer.Option("1%", "--min-share", help="Ignore entries below this share of their level's baseline time (0% to 100%)."),
     level: list[str] | None = typer.Option(None, "--level", help="kernel, op or layer (repeat); default all three."),
     fmt: OutputFormat = typer.Option(OutputFormat.table, "--format", help="table, csv (summary on stderr) or json."),
-    limit: int = typer.Option(20, "--limit", help="Rows to print (0 = all); regressions are always printed."),
+    limit: int = typer.Option(20, "--limit", callback=WHOLE, help="Rows to print (0 = all); regressions are always printed."),
+    csv_safe: bool = typer.Option(False, "--csv-safe", help="With --format csv: " + CSV_SAFE_HELP),
 ) -> None:
     """Compare two databases per kernel, op and layer -- calls, mean time per call, and time per step when both have steps -- and fail on regressions (CI gate).
 
@@ -495,9 +534,9 @@ def diff(
     unknown = [lvl for lvl in levels if lvl not in LEVELS]
     if unknown:
         raise InputError(None, f"--level {', '.join(unknown)} is not one of {', '.join(LEVELS)}", "pick kernel, op or layer")
-    gate = Gate(percent(fail_above, "--fail-above"), min_calls, percent(min_share, "--min-share"))
+    gate = Gate(percent(fail_above, "--fail-above"), min_calls, percent(min_share, "--min-share", high=100))
     summary, rows = diff_databases(base, new, gate, levels)
-    print_diff(summary, rows, gate, fmt.value, limit)
+    print_diff(summary, rows, gate, fmt.value, limit, csv_safe)
     if any(r.regression for r in rows):
         raise typer.Exit(1)
 
@@ -506,7 +545,7 @@ def diff(
 def metrics(
     database: Path = typer.Argument(..., help="An xsp-trace database holding the traced run the metrics belong to."),
     inputs: list[Path] = typer.Argument(..., help="Nsight Compute output: `ncu --csv --page raw` CSV, or .ncu-rep (needs ncu)."),
-    run: int | None = typer.Option(None, "--run", help="Run whose kernels the launches match (default: the only MLG run)."),
+    run: int | None = typer.Option(None, "--run", callback=RUN_ID, help="Run whose kernels the launches match (default: the only MLG run)."),
     ncu: str | None = typer.Option(None, "--ncu", help="ncu binary for .ncu-rep inputs (default: PATH)."),
 ) -> None:
     """Add Nsight Compute metrics of metric runs to a converted database (matched by kernel name and order).
@@ -525,9 +564,11 @@ def metrics(
     with atomic_database(database, append=True, inputs=inputs) as con:
         for path in inputs:
             done = import_ncu_metrics(con, path, run, ncu)
-            typer.echo(f"{path}: {done.matched} of {done.launches} launches matched to kernels of run {done.run_id} (by {done.name_column})")
-            if done.unmatched_names:
-                typer.echo("  unmatched: " + "; ".join(done.unmatched_names[:5]))
+            typer.echo(
+                printable(f"{path}: {done.matched} of {done.launches} launches matched to kernels of run {done.run_id} (by {done.name_column})")
+            )
+            if done.unmatched_names:  # kernel names from the ncu CSV
+                typer.echo(printable("  unmatched: " + "; ".join(done.unmatched_names[:5])))
 
 
 @app.command("install-analyses")

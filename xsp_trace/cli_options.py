@@ -1,9 +1,11 @@
 """Option types and parsers of the `xsp-trace` command line, and its one-line failure: what the
-commands in xsp_trace/cli.py share (enums typer checks, the one comma-list parser, the progress bar,
-the database a reading command opens, the Perfetto write of `perfetto` and `convert --perfetto`)."""
+commands in xsp_trace/cli.py share (enums typer checks, the one comma-list parser, the checks of
+numeric options and output paths, the progress bar, the database a reading command opens, the
+Perfetto write of `perfetto` and `convert --perfetto`)."""
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Sequence
 from enum import Enum
@@ -16,7 +18,8 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn
 
 from .errors import InputError, one_line
 from .output_files import check_interrupted
-from .timebase import parse_time
+from .printable import printable
+from .timebase import LIMIT_NS, parse_time
 
 
 class StoreFormat(str, Enum):
@@ -53,6 +56,83 @@ QUERY_MEMORY_LIMIT = "4GB"
 
 state = {"debug": False}  # set by the --debug callback of the CLI
 err_console = Console(stderr=True)
+
+INT64_MAX = 2**63 - 1
+INT32_MAX = 2**31 - 1  # run ids and iteration numbers are INTEGER columns
+TIMEOUT_MAX_S = 7 * 24 * 3600  # a week: beyond it a --timeout is a typo (and 1e400 overflows the timer)
+ITERATIONS_MAX = 1_000_000  # iteration numbers --iteration may list (ranges included)
+
+
+def say(line: str) -> None:
+    """A line for the user on stderr (a note, progress, what was written), shown as printable text."""
+    err_console.print(printable(line), markup=False, highlight=False, soft_wrap=True)
+
+
+def in_range(low: float | None = None, high: float | None = None, *, above: bool = False, what: str = "a number"):
+    """The check of a numeric option (typer's callback=): its value finite and in [low, high] (`above`:
+    greater than low); otherwise the CLI's usage error, one line and exit 2. The one check of every
+    numeric option, so that `nan`, `inf`, `1e400` or an integer past int64 never reach the code."""
+    bounds = (
+        [f"above {_shown(low)}" if above else f"from {_shown(low)}" if high is not None else f"of {_shown(low)} or more"] if low is not None else []
+    )
+    bounds += [f"to {_shown(high)}" if low is not None and not above else f"up to {_shown(high)}"] if high is not None else []
+
+    def check(value: float | None) -> float | None:
+        if value is None:
+            return None
+        low_ok = low is None or (value > low if above else value >= low)
+        if not (math.isfinite(value) and low_ok and (high is None or value <= high)):
+            raise typer.BadParameter(f"{_shown(value)} is not {' '.join([what, *bounds])}")
+        return value
+
+    return check
+
+
+def _shown(number: float) -> str:
+    return str(number) if isinstance(number, int) else f"{number:g}"
+
+
+WHOLE = in_range(0, INT64_MAX, what="a whole number")  # a row count, a limit, a minimum count
+SECONDS = in_range(0, TIMEOUT_MAX_S, what="a number of seconds")  # a --timeout, 0 = no limit
+RUN_ID = in_range(1, INT32_MAX, what="a run id")
+JOBS = in_range(1, INT64_MAX, what="a whole number")
+RUN_ID_OFFSET = in_range(0, INT32_MAX, what="a whole number")
+NESTING_LEVEL = in_range(1, INT32_MAX, what="a nesting level")
+RUN_SECONDS = in_range(0, TIMEOUT_MAX_S, above=True, what="a number of seconds")  # capture's --timeout: 0 would stop every run
+PEAK = in_range(0, None, above=True, what="a rate")  # --peak-flops, --peak-dram-bw
+
+# CSV keeps every value exactly unless --csv-safe is given (tables.CSV_FORMULA_START).
+CSV_SAFE_HELP = (
+    "Write CSV text cells starting with =, +, -, @, a tab or a carriage return with a leading ' (a spreadsheet would run them as formulas)."
+)
+TIME_NS = in_range(-(LIMIT_NS - 1), LIMIT_NS - 1, what="a time in ns")  # the time base's range (timebase.py)
+
+
+def memory_size(text: str) -> str:
+    """A --memory-limit (typer's callback=): what DuckDB's memory_limit takes (4GB, 500MB), checked on
+    an empty in-memory DuckDB, so that a bad one is the CLI's usage error and not DuckDB's traceback."""
+    import duckdb
+
+    from .connection import duckdb_connect
+
+    if text == QUERY_MEMORY_LIMIT:
+        return text  # the default: no DuckDB opened to check it
+    con = duckdb_connect()
+    try:
+        con.execute("SET memory_limit = ?", [text])
+    except duckdb.Error as exc:
+        raise typer.BadParameter(f"{text!r} is not a memory size ({one_line(str(exc).splitlines()[0])})") from None
+    finally:
+        con.close()
+    return text
+
+
+def output_path(text: str | Path) -> Path:
+    """An output path option (typer's parser=; also given the option's default, a Path): an empty one
+    (`-o ''`, which Path reads as the current folder) is the CLI's usage error."""
+    if isinstance(text, str) and not text.strip():
+        raise typer.BadParameter("an empty path names no file")
+    return Path(text)
 
 
 def fail(exc: InputError | OSError) -> NoReturn:
@@ -132,6 +212,7 @@ class ProgressReporter:
 
     def __call__(self, what: str, fraction: float | None) -> None:
         assert self.task is not None, "progress reported outside the with block"
+        what = printable(what)  # a file name may hold what a terminal would act on
         if fraction is None:
             self.progress.update(self.task, description=what, total=None)
         else:
@@ -156,6 +237,7 @@ def comma_list(values: str | list[str] | None, option: str, convert=str, example
 
 
 def iteration_list(values: list[str] | None) -> list[int] | None:
+    """The iteration numbers of --iteration (3,5-7): each an INTEGER, at most ITERATIONS_MAX of them."""
     if not values:
         return None
     out: list[int] = []
@@ -164,11 +246,16 @@ def iteration_list(values: list[str] | None) -> list[int] | None:
         try:
             if "-" in part[1:]:
                 lo, hi = part.split("-", 1) if not part.startswith("-") else part[1:].split("-", 1)
-                out.extend(range(int(lo), int(hi) + 1))
-            elif part:
-                out.append(int(part))
+                bounds = [int(lo), int(hi)]
+            else:
+                bounds = [int(part)] * 2 if part else []
         except ValueError:
             raise InputError(None, f"--iteration {part!r} is not an iteration number or range", "e.g. --iteration 3,5-7") from None
+        if any(abs(n) > INT32_MAX for n in bounds):
+            raise InputError(None, f"--iteration {part!r} is past the iteration numbers a trace holds", f"numbers up to {INT32_MAX}")
+        if bounds and len(out) + bounds[1] - bounds[0] + 1 > ITERATIONS_MAX:
+            raise InputError(None, f"--iteration {part!r} lists more than {ITERATIONS_MAX:,} iterations", "narrow the range")
+        out.extend(range(bounds[0], bounds[1] + 1) if bounds else ())
     return out
 
 
@@ -188,11 +275,16 @@ def time_window(text: str | None) -> tuple | None:
     return (lo, hi)
 
 
-def percent(text: str, what: str) -> float:
+def percent(text: str, what: str, high: float | None = None) -> float:
+    """The number of a percentage option ("5%" or "5"): finite, 0 or more, at most `high`."""
     try:
-        return float(text.strip().rstrip("%"))
+        value = float(text.strip().rstrip("%"))
     except ValueError:
         raise InputError(None, f"{what} {text!r} is not a percentage", "e.g. 5% or 5") from None
+    if not math.isfinite(value) or value < 0 or (high is not None and value > high):
+        bounds = f"from 0 to {high:g}" if high is not None else "of 0 or more"
+        raise InputError(None, f"{what} {text!r} is not a finite percentage {bounds}", "e.g. 5% or 5")
+    return value
 
 
 def readable_database(path: Path) -> Path:
@@ -204,7 +296,7 @@ def readable_database(path: Path) -> Path:
         return path  # no need to import the converters
     from .convert.trace_cache import database_for
 
-    return database_for(path, lambda what, _fraction: err_console.print(what, markup=False, highlight=False, soft_wrap=True))
+    return database_for(path, lambda what, _fraction: say(what))
 
 
 def write_perfetto(database: Path, output: Path, options) -> None:

@@ -1,17 +1,13 @@
 """The one exception the CLI turns into a one-line message and exit code 2, and the one-line rule."""
 
-import re
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
-_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+from .printable import printable
 
 
 def one_line(text: str) -> str:
     """`text` on one line: line breaks and other control characters (in SQLite schema text, a file
-    name, a DuckDB error) written as escapes, as Python's repr does, so a message never spans lines."""
-    return _CONTROL.sub(
-        lambda m: _ESCAPES.get(m.group(), f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}"), text.strip()
-    )
+    name, a DuckDB error) written as escapes (xsp_trace/printable.py), so a message never spans lines
+    and never reaches the terminal as a command."""
+    return printable(text.strip())
 
 
 class InputError(Exception):

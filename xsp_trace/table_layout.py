@@ -10,7 +10,9 @@ The values stay the analyses' own (their SQL is the source); only how they are s
   full with `full_names`;
 - every cell is one line: text too long for its column is shortened in the middle (`ab…yz`), and
   when the columns do not fit the width the rightmost ones of least priority are left out (and named
-  below the table); prose columns (a finding's sentence) wrap at words instead.
+  below the table); prose columns (a finding's sentence) wrap at words instead;
+- text a terminal would act on (an ESC sequence, a NUL, a bidirectional override in a name from the
+  trace) is shown escaped (`\\x1b`, xsp_trace/printable.py), in cells, headers and titles.
 
 CSV and JSON output (xsp_trace.analyze.output) keep the raw values.
 """
@@ -29,6 +31,7 @@ from rich.text import Text
 
 from .errors import InputError
 from .naming import short_names
+from .printable import printable
 
 NS_SUFFIX = "_ns"
 NS_PER_MS = 1e6
@@ -119,7 +122,8 @@ def format_value(column: str, value) -> str:
         if isinstance(value, int) and abs(value) < 1e9:
             return str(value)  # ids and counters: no separators
         return _number(number)
-    return " ".join(str(value).split()) if "\n" in str(value) else str(value)
+    text = str(value)
+    return printable(" ".join(text.split()) if "\n" in text else text)
 
 
 def shorten_middle(text: str, width: int) -> str:
@@ -209,7 +213,7 @@ class _Column:
 def _columns(columns: list[str], cells: list[list[str]], rows: list) -> list[_Column]:
     out = []
     for i, column in enumerate(columns):
-        header = display_name(column, columns)
+        header = printable(display_name(column, columns))
         values = [r[i] for r in rows if r[i] is not None]
         numeric = bool(values) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
         natural = max([len(header)] + [len(c[i]) for c in cells])
@@ -272,9 +276,9 @@ def render(
     """Print `rows` (at most `limit`, 0 = all) as a table that fits `style.width`."""
     shown_rows = rows if limit <= 0 else rows[:limit]
     if title:
-        console.print(Text(title, style="bold"))
+        console.print(Text(printable(title), style="bold"))
     if not rows:
-        console.print(f"  ({empty_note or 'no rows'})", markup=False, highlight=False)
+        console.print(f"  ({printable(empty_note or 'no rows')})", markup=False, highlight=False)
         return
     cells = format_rows(columns, shown_rows, style.full_names)
     specs = _columns(columns, cells, shown_rows)

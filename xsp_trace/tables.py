@@ -1,4 +1,9 @@
-"""Printing query results: rich tables for people, CSV for programs."""
+"""Printing query results: rich tables for people, CSV for programs.
+
+Table cells and headers are text a terminal shows safely (xsp_trace/printable.py); CSV keeps every
+value exactly, its cells that a spreadsheet would run as a formula guarded only when asked
+(`--csv-safe`: CSV_FORMULA_START).
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,12 @@ import sys
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from .printable import printable
+
+# A CSV cell a spreadsheet reads as a formula (or, after a tab or carriage return, as a new cell that
+# may be one): OWASP's list. `--csv-safe` writes such a text cell with a leading apostrophe.
+CSV_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def format_cell(value) -> str:
@@ -27,7 +38,7 @@ def format_cell(value) -> str:
         return f"{value:.4g}" if value and abs(value) < 1e-3 else f"{value:.4f}".rstrip("0").rstrip(".")
     if isinstance(value, list):
         return ", ".join(format_cell(v) for v in value)
-    return str(value)
+    return printable(str(value))
 
 
 def wide_console() -> Console:
@@ -39,7 +50,7 @@ def print_table(console: Console, columns: list[str], rows: list, *, limit: int 
     """Rows as a rich table, at most `limit` of them (0 = all), saying how many were left out."""
     table = Table(title=title, title_justify="left", show_lines=False)
     for name in columns:
-        table.add_column(Text(name), overflow="fold")
+        table.add_column(Text(printable(name)), overflow="fold")
     shown = rows if limit <= 0 else rows[:limit]
     for row in shown:
         table.add_row(*(Text(format_cell(v)) for v in row))  # Text: names like [CUDA memset] are not markup
@@ -50,29 +61,39 @@ def print_table(console: Console, columns: list[str], rows: list, *, limit: int 
         console.print(f"  ({len(rows) - len(shown):,} more rows; --limit 0 shows all)")
 
 
-def write_csv(columns: list[str], rows: list, *, limit: int = 0) -> None:
-    """A header and the rows (at most `limit`, 0 = all) as CSV on stdout."""
+def csv_safe_cell(value):
+    """A text cell a spreadsheet would run as a formula, with a leading apostrophe; any other value as it is."""
+    return "'" + value if isinstance(value, str) and value.startswith(CSV_FORMULA_START) else value
+
+
+def _csv_rows(rows, safe: bool):
+    return ([csv_safe_cell(v) for v in row] for row in rows) if safe else rows
+
+
+def write_csv(columns: list[str], rows: list, *, limit: int = 0, safe: bool = False) -> None:
+    """A header and the rows (at most `limit`, 0 = all) as CSV on stdout (`safe`: formula-like text guarded)."""
     writer = csv.writer(sys.stdout)
-    writer.writerow(columns)
-    writer.writerows(rows[:limit] if limit else rows)
+    writer.writerows(_csv_rows([columns], safe))
+    writer.writerows(_csv_rows(rows[:limit] if limit else rows, safe))
 
 
 # Rows fetched from DuckDB at a time when a whole result is printed.
 FETCH_BATCH_ROWS = 10_000
 
 
-def print_result(result, *, limit: int = 50, as_csv: bool = False, title: str | None = None) -> None:
+def print_result(result, *, limit: int = 50, as_csv: bool = False, title: str | None = None, csv_safe: bool = False) -> None:
     """Print a DuckDB result (cursor after execute) as a table or CSV on stdout, streaming it: a table
-    fetches only the `limit` rows it shows (and one to tell whether more exist), CSV goes out in batches.
-    A statement without a result (empty SQL, a lone SET VARIABLE) prints nothing."""
+    fetches only the `limit` rows it shows (and one to tell whether more exist), CSV goes out in batches
+    (`csv_safe`: formula-like text guarded). A statement without a result (empty SQL, a lone SET
+    VARIABLE) prints nothing."""
     if result is None or result.description is None:
         return
     columns = [d[0] for d in result.description]
     if as_csv:
         writer = csv.writer(sys.stdout)
-        writer.writerow(columns)
+        writer.writerows(_csv_rows([columns], csv_safe))
         while batch := result.fetchmany(FETCH_BATCH_ROWS):
-            writer.writerows(batch)
+            writer.writerows(_csv_rows(batch, csv_safe))
         return
     if limit <= 0:
         rows = result.fetchall()

@@ -267,9 +267,10 @@ def _status(row: DiffRow) -> str:
     return "" if row.significant else "within noise"
 
 
-def print_diff(summary: Summary, rows: list[DiffRow], gate: Gate, fmt: str, limit: int) -> None:
+def print_diff(summary: Summary, rows: list[DiffRow], gate: Gate, fmt: str, limit: int, csv_safe: bool = False) -> None:
     """The summary line first, then the rows (at most `limit`, 0 = all; regressions always) as a
-    table, CSV (the summary on stderr) or JSON ({"summary": ..., "entries": [one object per entry]})."""
+    table, CSV (the summary on stderr; `csv_safe`: formula-like names guarded) or JSON ({"summary": ...,
+    "entries": [one object per entry]})."""
     shown = [r for i, r in enumerate(rows) if r.regression or limit <= 0 or i < limit]
     regressions = sum(r.regression for r in rows)
     footer = f"{regressions} regression(s) among {len(rows)} entries ({gate.rule(summary.per_step)})"
@@ -284,7 +285,7 @@ def print_diff(summary: Summary, rows: list[DiffRow], gate: Gate, fmt: str, limi
     if fmt == "csv":
         for line in summary.lines():
             print(line, file=sys.stderr)
-        write_csv(list(DiffRow.__dataclass_fields__), [list(asdict(r).values()) for r in shown])
+        write_csv(list(DiffRow.__dataclass_fields__), [list(asdict(r).values()) for r in shown], safe=csv_safe)
         print(footer, file=sys.stderr)
         return
     console = wide_console()

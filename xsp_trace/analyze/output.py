@@ -7,6 +7,7 @@ import sys
 from datetime import date, datetime
 from decimal import Decimal
 
+from ..printable import printable
 from ..table_layout import TableStyle, output_console, render
 from ..tables import write_csv
 from .empty import LAYER_ANALYSES, EmptyReasons
@@ -31,18 +32,18 @@ def print_tables(results: list[Result], limit: int, notes: list[str], style: Tab
         render(console, result.columns, result.rows, style, limit=limit, title=f"{result.title} [{result.name}]", empty_note=reason)
         if result.rows and reasons is not None and result.name in LAYER_ANALYSES and reasons.layer_problem:
             # The one row left is the work outside any layer.
-            console.print(f"  ({reasons.layer_problem})", markup=False, highlight=False)
+            console.print(f"  ({printable(reasons.layer_problem)})", markup=False, highlight=False)
     for note in notes:
-        console.print(note, markup=False, highlight=False)
+        console.print(printable(note), markup=False, highlight=False)
 
 
-def print_csv(results: list[Result], limit: int = 0) -> None:
+def print_csv(results: list[Result], limit: int = 0, safe: bool = False) -> None:
     for i, result in enumerate(results):
         if len(results) > 1:
             if i:
                 sys.stdout.write("\n")
             sys.stdout.write(f"# {result.name}\n")
-        write_csv(result.columns, result.rows, limit=limit)
+        write_csv(result.columns, result.rows, limit=limit, safe=safe)
 
 
 def print_json(results: list[Result], limit: int = 0) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 import duckdb
 
 from ..errors import InputError, did_you_mean
+from ..printable import printable
 from ..table_layout import TableStyle, display_name, output_console, parse_sort, resolve_column, select_columns, sort_rows
 from .catalog import ANALYSES, BY_NAME
 from .empty import EmptyReasons
@@ -21,13 +22,14 @@ from .session import AnalysisOptions, Result, run_analysis
 
 @dataclass(frozen=True)
 class View:
-    """How to print: format (table, csv, json), rows per table, the table style, --sort, --columns."""
+    """How to print: format (table, csv, json), rows per table, the table style, --sort, --columns, --csv-safe."""
 
     fmt: str = "table"
     limit: int = 30
     style: TableStyle = TableStyle()
     sort: str | None = None
     columns: tuple[str, ...] = ()
+    csv_safe: bool = False
 
 
 def _known_columns(results: list[Result]) -> list[str]:
@@ -67,7 +69,7 @@ def present(con: duckdb.DuckDBPyConnection, results: list[Result], options: Anal
     """Print `results` of the session `con` as `view` says."""
     results = arrange(results, view)
     if view.fmt == "csv":
-        print_csv(results, view.limit)
+        print_csv(results, view.limit, view.csv_safe)
     elif view.fmt == "json":
         print_json(results, view.limit)
     else:
@@ -84,7 +86,7 @@ def present_summary(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, vi
     console = output_console(view.style)
     print_summary(console, summary, view.style, EmptyReasons.of(con, options))
     for note in [*notes, *scope_notes(con, options.scope, list(ANALYSES))]:
-        console.print(note, markup=False, highlight=False)
+        console.print(printable(note), markup=False, highlight=False)
 
 
 def list_all() -> None:

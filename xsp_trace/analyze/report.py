@@ -7,7 +7,6 @@ analysis tables. No scripts, no network: open it anywhere. Written atomically.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from html import escape
 from pathlib import Path
 
 from .. import __version__
@@ -16,7 +15,7 @@ from ..timebase import format_time
 from . import svg
 from .catalog import ANALYSES
 from .findings import Finding
-from .report_text import cell_html, distinct_names, header_html, is_name_column, per_basis, step_basis
+from .report_text import cell_html, distinct_names, escape, header_html, is_name_column, per_basis, step_basis
 from .session import Result
 
 TABLE_ROWS = 200  # rows per table in the report; the CLI/CSV/JSON give all

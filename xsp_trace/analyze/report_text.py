@@ -6,13 +6,20 @@ Rendering only: the values come from the analyses' rows.
 
 from __future__ import annotations
 
-from html import escape
+import html
 
 from ..naming import readable_kernel_name
+from ..printable import printable
 
 ELLIPSIS = "\u2026"
 NAME_CHARS = 48  # a name cell or label longer than this is shortened (the full name on hover)
 _TEXT_COLUMNS_SHORTENED = ("name", "kernel", "op", "kernel_name", "op_name", "layer_name")
+
+
+def escape(text: str) -> str:
+    """Text as the report writes it: HTML-escaped, and what a terminal would act on (a NUL, an ESC, a
+    bidirectional override in a name from the trace) shown escaped as in the terminal (printable.py)."""
+    return html.escape(printable(str(text)))
 
 
 def short_name(name: str) -> str:

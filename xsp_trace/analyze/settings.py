@@ -15,6 +15,11 @@ import duckdb
 from ..errors import InputError
 from ..formats import nsys_rules
 from ..sql import set_variables
+from ..timebase import LIMIT_NS
+
+# Every integer setting has both bounds: a value past them would overflow the SQL's BIGINT arithmetic.
+_ROWS_MAX = 2**31 - 1
+_TIME_NS = LIMIT_NS - 1  # the time base's range (timebase.py)
 
 
 @dataclass(frozen=True)
@@ -24,19 +29,33 @@ class Setting:
     kind: type  # int or str
     default: int | str | None  # None: unset (the SQL's own default applies)
     help: str
-    minimum: int | None = None
+    minimum: int | None = None  # both set for an int setting
     maximum: int | None = None
 
 
 SETTINGS: dict[str, Setting] = {
     s.name: s
     for s in (
-        Setting("rows", "xsp_rule_rows", int, nsys_rules.DEFAULT_ROWS, "expert rules: at most this many rows per rule and run", 1),
-        Setting("start", "xsp_rule_start_ns", int, None, "expert rules: only work ending at or after this time (ns after the run's origin)"),
-        Setting("end", "xsp_rule_end_ns", int, None, "expert rules: only work starting before this time (ns after the run's origin)"),
+        Setting("rows", "xsp_rule_rows", int, nsys_rules.DEFAULT_ROWS, "expert rules: at most this many rows per rule and run", 1, _ROWS_MAX),
+        Setting(
+            "start",
+            "xsp_rule_start_ns",
+            int,
+            None,
+            "expert rules: only work ending at or after this time (ns after the run's origin)",
+            -_TIME_NS,
+            _TIME_NS,
+        ),
+        Setting(
+            "end", "xsp_rule_end_ns", int, None, "expert rules: only work starting before this time (ns after the run's origin)", -_TIME_NS, _TIME_NS
+        ),
         Setting("nvtx", "xsp_rule_nvtx", str, None, "expert rules: only the window (and process) of the first range named TEXT[@DOMAIN]"),
-        Setting("gap", "xsp_rule_gap_ms", int, nsys_rules.DEFAULT_GAP_MS, "gpu_starvation: GPU idle gaps longer than this, ms", 0),
-        Setting("threshold", "xsp_rule_threshold_pct", int, nsys_rules.DEFAULT_THRESHOLD_PCT, "gpu_low_utilization: regions used below this, %", 0),
+        Setting(
+            "gap", "xsp_rule_gap_ms", int, nsys_rules.DEFAULT_GAP_MS, "gpu_starvation: GPU idle gaps longer than this, ms", 0, _TIME_NS // 1_000_000
+        ),
+        Setting(
+            "threshold", "xsp_rule_threshold_pct", int, nsys_rules.DEFAULT_THRESHOLD_PCT, "gpu_low_utilization: regions used below this, %", 0, 100
+        ),
         Setting(
             "chunks", "xsp_rule_chunks", int, nsys_rules.DEFAULT_CHUNKS, "gpu_low_utilization: chunks per process and GPU", 1, nsys_rules.MAX_CHUNKS
         ),

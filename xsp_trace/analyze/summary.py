@@ -18,6 +18,7 @@ import duckdb
 from rich.console import Console
 from rich.text import Text
 
+from ..printable import printable
 from ..table_layout import TableStyle, render
 from .empty import EmptyReasons
 from .findings import Finding, find
@@ -113,7 +114,7 @@ def print_summary(console: Console, summary: Summary, style: TableStyle, reasons
     console.print()
     console.print(Text("Findings, most severe first", style="bold"))
     for i, f in enumerate(summary.findings, 1):
-        console.print(Text(f"{i}. {f.text} [{f.analysis}]"), width=style.width or None, soft_wrap=style.width is None)
+        console.print(Text(printable(f"{i}. {f.text} [{f.analysis}]")), width=style.width or None, soft_wrap=style.width is None)
     if not summary.findings:
         console.print("  (nothing found)")
     console.print()

@@ -6,9 +6,8 @@ Rendering only: the numbers come from the analyses; nothing here computes an ana
 from __future__ import annotations
 
 import math
-from html import escape
 
-from .report_text import shorten_middle
+from .report_text import escape, shorten_middle
 
 ROOF_COLOR = "#d62728"  # the device roof line (the report test looks for this colour)
 POINT_COLOR = "#1f77b4"

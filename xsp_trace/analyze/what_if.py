@@ -6,6 +6,9 @@ Rules (`analyze --what-if RULE`, repeatable; the first rule that matches a span 
     KIND:REGEX*FACTOR    scale the matching spans' time by FACTOR (0.5: twice as fast, 0: gone)
     KIND:REGEX=DURATION  set their time to DURATION (a number of ns, or with a unit: 3us, 1.5ms, 0)
 
+A FACTOR is a finite number of 0 or more, a DURATION below 2^62 ns (timebase.LIMIT_NS); a rule
+that moves a replayed time past 2^62 ns stops the analysis with one line.
+
 KIND is kernel, memcpy, memset, communication, gpu (any GPU work), op (CPU ops and annotations:
 their own time, not their children's), api (runtime calls) or sync (calls that block on the GPU:
 `sync:cudaStreamSynchronize=0` also removes the wait, so the call no longer waits for the GPU).
@@ -24,6 +27,7 @@ launched before the step keeps its times. The new critical path is walked over t
 
 from __future__ import annotations
 
+import math
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, replace
@@ -34,12 +38,12 @@ import pyarrow as pa
 
 from ..errors import InputError
 from ..sql import registered
+from ..timebase import LIMIT_NS, parse_time
 from .critical_path import _binding, _cross, merged, units, walk
 from .critical_path_run import _flatten, _Run, _waited_for, load_run
 
 KINDS = ("kernel", "memcpy", "memset", "communication", "gpu", "op", "api", "sync")
 _RULE = re.compile(r"^(?P<kind>[a-z]+):(?P<pattern>.+)(?P<op>[*=])(?P<value>[0-9.]+(?:[eE][+-]?[0-9]+)?)(?P<unit>ns|us|ms|s)?$")
-_UNIT_NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000, None: 1}
 GRAMMAR = "KIND:REGEX*FACTOR or KIND:REGEX=DURATION (e.g. kernel:gemm*0.5, sync:cudaStreamSynchronize=0, op:aten::to*0)"
 
 
@@ -53,9 +57,16 @@ class Rule:
     def duration(self, measured: int, total: int) -> int:
         """The new duration of a piece of `measured` ns of a span whose time is `total` ns."""
         if self.scale is not None:
-            return round(measured * self.scale)
+            scaled = measured * self.scale
+            if scaled >= LIMIT_NS:  # a float past the clock, or inf: round() would fail or overflow int64 later
+                raise past_the_clock()
+            return round(scaled)
         assert self.set_ns is not None
         return round(self.set_ns * measured / total) if total > 0 else 0
+
+
+def past_the_clock() -> InputError:
+    return InputError(None, "--what-if: the rules move replayed times past 2^62 ns, beyond any trace's clock", "use a smaller FACTOR or DURATION")
 
 
 def parse_rule(text: str) -> Rule:
@@ -66,12 +77,21 @@ def parse_rule(text: str) -> Rule:
         pattern = re.compile(match["pattern"])
     except re.error as exc:
         raise InputError(None, f"--what-if {text!r}: the regular expression does not compile ({exc})", "fix the REGEX part") from exc
-    value = float(match["value"])
     if match["op"] == "*":
         if match["unit"]:
             raise InputError(None, f"--what-if {text!r}: a factor has no unit", f"write {GRAMMAR}")
-        return Rule(match["kind"], pattern, value, None)
-    return Rule(match["kind"], pattern, None, round(value * _UNIT_NS[match["unit"]]))
+        try:
+            factor = float(match["value"])
+        except ValueError:  # 1.2.3
+            factor = math.nan
+        if not math.isfinite(factor):
+            raise InputError(None, f"--what-if {text!r}: the factor is not a finite number", f"write {GRAMMAR}")
+        return Rule(match["kind"], pattern, factor, None)
+    try:
+        duration = parse_time(match["value"] + (match["unit"] or ""))
+    except ValueError:
+        raise InputError(None, f"--what-if {text!r}: the duration is not a time below 2^62 ns", f"write {GRAMMAR}") from None
+    return Rule(match["kind"], pattern, None, duration)
 
 
 def _kinds_of(run: _Run, row: int) -> tuple[str, ...]:
@@ -270,6 +290,8 @@ def replay(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[di
 def replayed_run(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[_Run, dict[tuple[int, int], int]]:
     """A copy of `run` on replayed times (to walk the new critical path), and each thread's new end of the window."""
     gpu_new, threads = replay(run, start_ns, end_ns, rules)
+    if max([e for _, e in gpu_new.values()] + [p.new_end for pieces in threads.values() for p in pieces], default=0) >= LIMIT_NS:
+        raise past_the_clock()  # the int64 arrays below would overflow
     new_start = run.spans["start_ns"].copy()
     new_end = run.spans["end_ns"].copy()
     for row, (s, e) in gpu_new.items():

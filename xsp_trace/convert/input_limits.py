@@ -19,6 +19,7 @@ too); 0 turns a limit off.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -40,9 +41,10 @@ _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 def parse_size(text: str, where: str) -> int:
     """Bytes of a size such as `64GB`, `500MiB`, `1.5G` or `123456` (units of 1024); InputError otherwise."""
     match = _SIZE.fullmatch(text)
-    if match is None:
+    size = float(match.group(1)) * _UNITS[match.group(2).lower()] if match else math.nan
+    if not 0 <= size < 2**63:  # not a size, or 400 digits (inf)
         raise InputError(None, f"{where} {text!r} is not a size", "write e.g. 64GB, 500MB or 0 for no limit")
-    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    return int(size)
 
 
 def _parse_ratio(text: str, where: str) -> float:
@@ -50,7 +52,7 @@ def _parse_ratio(text: str, where: str) -> float:
         ratio = float(text)
     except ValueError:
         ratio = -1.0
-    if not ratio >= 0:
+    if not 0 <= ratio < math.inf:
         raise InputError(None, f"{where} {text!r} is not a ratio", "write a number such as 100, or 0 for no limit")
     return ratio
 
@@ -74,7 +76,7 @@ class InputLimits:
         ratio, size = max_gzip_ratio, None
         if ratio is None and os.environ.get(RATIO_ENV, "").strip():
             ratio = _parse_ratio(os.environ[RATIO_ENV], RATIO_ENV)
-        if ratio is not None and not ratio >= 0:
+        if ratio is not None and not 0 <= ratio < math.inf:  # nan, inf, negative
             raise InputError(None, f"--max-gzip-ratio {ratio} is not a ratio", "pass a number such as 100, or 0 for no limit")
         if max_input_size is not None:
             size = parse_size(max_input_size, "--max-input-size")
