@@ -122,19 +122,25 @@ _WINDOW = 128
 # written, the streaming reader as one stand-in, so such a file goes to the streaming reader, which
 # alone decides what it holds. Found on the lower-cased bytes: a word not glued to a letter, digit,
 # '_' or '.' before it and followed by `,` `}` or `]` (a word inside a string may send a file over too).
-_WORD_END = re.compile(rb"\s*[,}\]]")
+# Searched by the words' first three letters (nan, inf), each followed by the rest of one of its words.
+_WORD_ENDS = {
+    stem.encode(): re.compile(
+        b"(?:" + b"|".join(sorted((re.escape(w[3:].encode()) for w in kf.NON_FINITE_WORDS if w[:3] == stem), key=len, reverse=True)) + rb")\s*[,}\]]"
+    )
+    for stem in {w[:3] for w in kf.NON_FINITE_WORDS}
+}
 _GLUED = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_.")
 
 
 def _has_non_finite(data: bytes) -> bool:
     low = data.lower()
-    for word in sorted(w.encode() for w in kf.NON_FINITE_WORDS):
-        pos = low.find(word)
+    for stem, word_end in _WORD_ENDS.items():
+        pos = low.find(stem)
         while pos >= 0:
             before = pos - 1 if pos and low[pos - 1] == 0x2D else pos  # a minus sign
-            if (before == 0 or low[before - 1] not in _GLUED) and _WORD_END.match(low, pos + len(word)):
+            if (before == 0 or low[before - 1] not in _GLUED) and word_end.match(low, pos + 3):
                 return True
-            pos = low.find(word, pos + 1)
+            pos = low.find(stem, pos + 1)
     return False
 
 
