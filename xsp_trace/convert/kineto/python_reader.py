@@ -87,7 +87,7 @@ _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _NONCE = secrets.randbelow(9 * 10**17) + 10**17
 _NAN, _INFINITY = f"{_NONCE}1e999999", f"{_NONCE}2e999999"
 NON_FINITE_TEXT = {Decimal(_NAN): "NaN", Decimal(_INFINITY): "Infinity", Decimal("-" + _INFINITY): "-Infinity"}
-_STAND_INS = {
+_STAND_INS = {  # word as written (lower-cased) -> its stand-in; -nan is NaN, as DuckDB reads it
     sign + word.encode(): f" {'-' if sign and word != 'nan' else ''}{_NAN if word == 'nan' else _INFINITY} ".encode()
     for word in kf.NON_FINITE_WORDS
     for sign in (b"", b"-")
