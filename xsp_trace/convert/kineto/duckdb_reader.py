@@ -125,7 +125,9 @@ _WINDOW = 128
 # Searched by the words' first three letters (nan, inf), each followed by the rest of one of its words.
 _WORD_ENDS = {
     stem.encode(): re.compile(
-        b"(?:" + b"|".join(sorted((re.escape(w[3:].encode()) for w in kf.NON_FINITE_WORDS if w[:3] == stem), key=len, reverse=True)) + rb")\s*[,}\]]"
+        b"(?:"
+        + b"|".join(re.escape(rest.encode()) for rest in sorted((w[3:] for w in kf.NON_FINITE_WORDS if w[:3] == stem), key=len, reverse=True))
+        + rb")\s*[,}\]]"
     )
     for stem in {w[:3] for w in kf.NON_FINITE_WORDS}
 }
