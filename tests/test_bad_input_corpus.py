@@ -151,8 +151,8 @@ KINETO_REJECTED.update(
         "ts_list": (set_field("triton", "ts", [1]), "non-numeric 'ts'"),
         "ts_object": (set_field("cpu", "ts", {"a": 1}), "non-numeric 'ts'"),
         "ts_exponent_400": (set_field("triton", "ts", None, raw_value="1e400"), "out-of-range 'ts'"),
-        "ts_nan_literal": (set_field("cpu", "ts", None, raw_value="NaN"), "not valid JSON"),
-        "ts_infinity_literal": (set_field("rocm", "ts", None, raw_value="Infinity"), "not valid JSON"),
+        "ts_nan_literal": (set_field("cpu", "ts", None, raw_value="NaN"), "out-of-range 'ts' (NaN: a time must be a finite number)"),
+        "ts_infinity_literal": (set_field("rocm", "ts", None, raw_value="Infinity"), "out-of-range 'ts' (Infinity: a time must be a finite number)"),
         "dur_int64_max_us": (set_field("rocm", "dur", 2**63 - 1), "out-of-range 'dur'"),
         "ts_string_gz": (set_field("rocm", "ts", "5", gz=True), "non-numeric 'ts'"),
     }

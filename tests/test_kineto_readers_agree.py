@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
+from decimal import Decimal
 from pathlib import Path
 
 import duckdb
@@ -35,6 +37,21 @@ ORDER_REJECTED = {
     "non_object_before_bad_time": (
         bytes_case(lambda: json.dumps({"traceEvents": [CPU_OP, [1], dict(CPU_OP, dur="7")]}).encode()),
         "event #2 is not a JSON object",
+    ),
+    # Non-finite times (NaN, Infinity in any spelling DuckDB reads) are out of range, as 1e25 is; so
+    # is a number past Decimal's exponent range (abs() of it once raised an Overflow traceback).
+    **{
+        f"non_finite_{key}_{word}": (
+            bytes_case(
+                lambda key=key, word=word: json.dumps({"traceEvents": [CPU_OP, dict(CPU_OP, **{key: "__T__"})]}).replace('"__T__"', word).encode()
+            ),
+            f"event #2 ('aten::add') has an out-of-range '{key}' ({shown}: a time must be a finite number)",
+        )
+        for key, word, shown in [("ts", "NaN", "NaN"), ("dur", "-Infinity", "-Infinity"), ("ts", "inf", "Infinity"), ("dur", "-nan", "NaN")]
+    },
+    "time_past_decimal_exponents": (
+        bytes_case(lambda: json.dumps({"traceEvents": [dict(CPU_OP, ts="__T__")]}).replace('"__T__"', "12e999999").encode()),
+        "event #1 ('aten::add') has an out-of-range 'ts' (1.2E+1000000;",
     ),
     "end_out_of_range_exact_text": (
         bytes_case(lambda: json.dumps({"traceEvents": [dict(CPU_OP, ts=4 * 10**15, dur=9 * 10**14)]}).encode()),
@@ -210,3 +227,79 @@ def test_a_repeated_arg_key_hands_the_file_over_only_where_the_args_are_mapped(c
     source.write_text(json.dumps(doc).replace('"__REPEATED__": 1', '"seq": 1, "seq": 2'))
     options = ConvertOptions(include_python_functions=include_python)
     assert _converted_by_the_streaming_reader(source, tmp_path / "out.duckdb", monkeypatch, options) is handed_over
+
+
+# Non-finite numbers in args, as DuckDB reads them (any case, optional minus) and where they may
+# hide: a top-level value, inside a list, a counter sample; a string holding the words stays a string.
+NON_FINITE_SPELLINGS = [("NaN", "-Infinity", "Infinity"), ("nan", "-inf", "INF"), ("-NaN", "Infinity", "inf")]
+NON_FINITE_STORED = {"nan": "NaN", "-nan": "NaN", "inf": "Infinity", "infinity": "Infinity", "-inf": "-Infinity", "-infinity": "-Infinity"}
+
+
+@pytest.mark.parametrize("spelling", NON_FINITE_SPELLINGS, ids="/".join)
+def test_non_finite_numbers_in_args_are_stored_alike_by_both_readers(spelling, tmp_path, monkeypatch):
+    """The rule (docs/robustness.md, "Inputs"): a non-finite number in args is kept, stored in span_args
+    as NaN, Infinity or -Infinity whatever its spelling; a counter sample that is not finite is left out.
+    DuckDB's reader hands such a file to the streaming reader, so both store the same rows."""
+    value, in_list, counter = spelling
+    doc = kineto_doc("triton")
+    op = complete_events(doc, "cpu_op")[0]
+    op["args"] = {"bandwidth": "__VALUE__", "dims": ["__IN_LIST__", 2], "note": "nan, inf]", "kept": 1}
+    doc["traceEvents"].append({"ph": "C", "name": "load", "pid": 1, "tid": 1, "ts": op["ts"], "args": {"a": "__COUNTER__", "b": 7}})
+    text = json.dumps(doc).replace('"__VALUE__"', value).replace('"__IN_LIST__"', in_list).replace('"__COUNTER__"', counter)
+    source = tmp_path / "trace.json"
+    source.write_text(text)
+    fast, slow = both(source, tmp_path)
+    assert fast[0] == slow[0] == "ok" and fast[1] == slow[1]
+    stored = {}
+    for reader in ("auto", "python"):
+        with duckdb.connect(str(tmp_path / f"{reader}.duckdb"), read_only=True) as con:
+            args = con.execute(
+                "SELECT a.key, a.value FROM span_args a JOIN spans s USING (run_id, span_id) WHERE s.name = ? AND s.start_ns = ? ORDER BY a.key",
+                [op["name"], round(op["ts"] * 1000)],
+            ).fetchall()
+            samples = con.execute("SELECT name, value FROM counters WHERE name LIKE 'load.%' ORDER BY name").fetchall()
+        stored[reader] = (args, samples)
+    assert stored["auto"] == stored["python"]
+    assert stored["auto"][0] == [
+        ("bandwidth", NON_FINITE_STORED[value.lower()]),
+        ("dims", f"[{NON_FINITE_STORED[in_list.lower()]},2]"),
+        ("kept", "1"),
+        ("note", "nan, inf]"),
+    ]
+    assert stored["auto"][1] == [("load.b", 7.0)]  # load.a: not a finite number
+    assert _converted_by_the_streaming_reader(source, tmp_path / "again.duckdb", monkeypatch)
+
+
+def test_non_finite_numbers_in_the_metadata_are_read_alike(tmp_path):
+    """Top-level keys before and after traceEvents with non-finite values: both readers read the
+    key after them too (baseTimeNanoseconds, the run's clock origin), and store the same spans."""
+    doc = kineto_doc("cpu")
+    base = 1_700_000_000_000_000_000
+    events = json.dumps(doc["traceEvents"])
+    text = f'{{"before": NaN, "baseTimeNanoseconds": {base}, "traceEvents": {events}, "after": [-inf, 1]}}'
+    source = tmp_path / "trace.json"
+    source.write_text(text)
+    fast, slow = both(source, tmp_path)
+    assert fast[0] == slow[0] == "ok" and fast[1] == slow[1]
+    origins = []
+    for reader in ("auto", "python"):
+        with duckdb.connect(str(tmp_path / f"{reader}.duckdb"), read_only=True) as con:
+            origins.append(con.execute("SELECT clock_origin_utc_ns FROM runs").fetchall())
+    assert origins == [[(base,)], [(base,)]]
+
+
+def test_rewriting_non_finite_words_does_not_depend_on_where_chunks_end():
+    """The streaming reader's rewrite sees the file in chunks: fed one byte at a time or whole, the
+    same bytes come out; words inside strings (escaped quotes, backslashes) and glued to numbers stay."""
+    from xsp_trace.convert.kineto.python_reader import NON_FINITE_TEXT, _NonFiniteAsNumbers
+
+    text = rb'{"a": NaN, "s": "x\\\" nan, inf]", "b": [-Infinity,inf], "c": 1e5, "d": -inf, "e": null, "f": 1inf, "g": nanx}'
+    whole = _NonFiniteAsNumbers()
+    expected = whole.feed(text) + whole.feed(b"")
+    split = _NonFiniteAsNumbers()
+    assert b"".join(split.feed(text[i : i + 1]) for i in range(len(text))) + split.feed(b"") == expected
+    string = text[text.index(b'"s": ') + 5 : text.index(b', "b"')]  # x, an escaped backslash, an escaped quote, then the words
+    assert string in expected and b"1e5" in expected and b"null" in expected and b"nanx" in expected
+    assert b'"f": 1 ' in expected  # 1inf stays invalid: the stand-in is not glued to the 1
+    names = [NON_FINITE_TEXT[Decimal(word.decode())] for word in re.findall(rb"-?[0-9]+e999999", expected)]
+    assert names == ["NaN", "-Infinity", "Infinity", "-Infinity", "Infinity"]

@@ -574,10 +574,15 @@ def metrics(
 @app.command("install-analyses")
 def install_analyses_command(
     database: Path = typer.Argument(..., help="An xsp-trace DuckDB database (written by convert; rewritten atomically)."),
+    bind_views: bool = typer.Option(
+        False,
+        "--bind-views",
+        help="Create the views bound (their column types stored), as DuckDB 1.x clients need to read them; takes seconds more.",
+    ),
 ) -> None:
     """Install (or update) the analyses in a database as views and macros in its schema xsp, so any DuckDB
     client runs them without xsp-trace; convert does this itself, so it is for databases converted by
-    an older xsp-trace.
+    an older xsp-trace, or (--bind-views) for DuckDB 1.x clients: convert's views are read by DuckDB 2.0 only.
 
     Example:
 
@@ -587,7 +592,7 @@ def install_analyses_command(
 
     if not database.is_file():
         raise InputError(database, "is not a database file", "pass a .duckdb file written by xsp-trace convert")
-    with atomic_database(database, append=True):
+    with atomic_database(database, append=True, bind_views=bind_views):
         pass  # the analyses are installed as the database is written
     typer.echo(f"installed the analyses in {database} (schema xsp: SELECT * FROM xsp.xsp_analyses lists them)")
 

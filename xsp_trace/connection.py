@@ -45,6 +45,12 @@ def _refuse_sqlite(path: Path | str) -> None:
         )
 
 
+# The storage format of the database files xsp-trace writes: the oldest that holds its schema, so
+# DuckDB clients from 1.0 on open them (DuckDB 2.0 writes its own newer format by default, which no
+# 1.x client reads). README, "Opening a database in other DuckDB clients"; BENCHMARKS.md, "Storage version".
+STORAGE_VERSION = "v1.0.0"
+
+
 def duckdb_connect(path: Path | str = ":memory:", read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """The one way xsp-trace opens DuckDB: its threads = the usable cores (DuckDB alone counts every
     core of the machine, so under taskset or a cpuset it would run more threads than it has cores),
@@ -52,7 +58,10 @@ def duckdb_connect(path: Path | str = ":memory:", read_only: bool = False) -> du
     _refuse_sqlite(path)
     # Set after connecting, not as connect(config=...): DuckDB refuses a second connection to a file
     # already open in this process (a caller's own duckdb.connect) with a different configuration.
-    con = duckdb.connect(str(path), read_only=read_only)
+    # The one exception: a new file gets its storage version here, the only moment it can be chosen.
+    new_file = not read_only and str(path) != ":memory:" and not Path(path).exists()
+    config: dict[str, str | bool | int | float | list[str]] = {"storage_compatibility_version": STORAGE_VERSION} if new_file else {}
+    con = duckdb.connect(str(path), read_only=read_only, config=config)
     # Never reach the network: DuckDB would otherwise download an extension a query names.
     con.execute("SET autoinstall_known_extensions = false")
     con.execute("SET autoload_known_extensions = false")

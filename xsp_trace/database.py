@@ -80,7 +80,13 @@ def check_schema(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool = F
 
 @contextmanager
 def atomic_database(
-    output: Path, *, append: bool = False, overwrite: bool = False, inputs: Iterable[Path] = (), analyses: bool = True
+    output: Path,
+    *,
+    append: bool = False,
+    overwrite: bool = False,
+    inputs: Iterable[Path] = (),
+    analyses: bool = True,
+    bind_views: bool = False,
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """A connection to a temporary copy of `output` that replaces it only if the block succeeds, with
     the analyses installed in its schema xsp at the end (`analyses`; not for the parts of a parallel
@@ -111,7 +117,7 @@ def atomic_database(
                 # Imported here: the installer reads the analysis package, which opens databases through this module.
                 from .analyze.install import install_analyses
 
-                install_analyses(con)
+                install_analyses(con, bind_views=bind_views)
             con.execute("CHECKPOINT")
         finally:
             con.close()

@@ -120,18 +120,19 @@ def defers_binding() -> bool:
         con.close()
 
 
-def deferred(text: str) -> str:
+def deferred(text: str, bind: bool = False) -> str:
     """`text` with its CREATE OR REPLACE [TEMP] VIEW statements bound when read, not when created
-    (unchanged on a DuckDB without DEFER_BINDING)."""
-    return _VIEW.sub(r"\1 WITH (DEFER_BINDING) AS", text) if defers_binding() else text
+    (unchanged on a DuckDB without DEFER_BINDING, or with `bind`: a view bound at creation stores
+    its column types, without which DuckDB 1.x clients refuse to read it)."""
+    return _VIEW.sub(r"\1 WITH (DEFER_BINDING) AS", text) if defers_binding() and not bind else text
 
 
-def installed_text(text: str, defaults: Mapping[str, object]) -> str:
+def installed_text(text: str, defaults: Mapping[str, object], bind: bool = False) -> str:
     """A module's text as persistent objects (views for its TEMP tables: they follow the data) with
-    the variables' defaults written in."""
+    the variables' defaults written in (`bind`: as deferred)."""
 
     def persistent(match: re.Match) -> str:
         kind = match.group(1).upper()
         return f"CREATE OR REPLACE {'VIEW' if kind == 'TABLE' else kind}"
 
-    return deferred(with_defaults(_TEMP.sub(persistent, text), defaults))
+    return deferred(with_defaults(_TEMP.sub(persistent, text), defaults), bind)

@@ -5,7 +5,7 @@ its path (pyproject.toml) for the tests.
 
 `make_input(seed, folder)` writes one mutated input, drawn from the real small fixtures: byte
 flips, truncation (of the JSON text or of the gzip stream), JSON field deletion and type change,
-numbers out of range, SQLite table and column drops, NULL/text/blob/huge values in numeric
+numbers out of range, non-finite numbers (NaN, Infinity, -inf) in times and args, SQLite table and column drops, NULL/text/blob/huge values in numeric
 columns, duplicated string ids. `run_one` converts it in a forked child (the parent imported
 xsp-trace once, so an input costs the conversion, not the interpreter start) under a time limit
 and checks what the user would see: exit 0 or 2, no traceback, one error line, nothing left in
@@ -18,6 +18,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import math
 import os
 import random
 import shutil
@@ -100,6 +101,13 @@ def _mutate_events(rng: random.Random, doc, how: str):
             event["args"][rng.choice(list(event["args"]))] = rng.choice(ODD_VALUES)
         elif how == "range":
             event[rng.choice(["ts", "dur"])] = rng.choice([10**25, -(10**25), 9223372036854775, 2**64, 1e19])
+        elif how == "nonfinite":  # json.dumps writes NaN, Infinity, -Infinity; _kineto_input respells some
+            key = rng.choice(["ts", "dur", "pid", "name", "args", "args"])
+            value = rng.choice([math.nan, math.inf, -math.inf, [1, math.nan]])
+            if key == "args" and isinstance(event.get("args"), dict) and event["args"]:
+                event["args"][rng.choice(list(event["args"]))] = value
+            else:
+                event[key] = value
     if how == "meta" and isinstance(doc, dict):
         doc[rng.choice(["baseTimeNanoseconds", "deviceProperties", "distributedInfo", "schemaVersion", "traceEvents"])] = rng.choice(ODD_VALUES)
     return doc
@@ -108,7 +116,7 @@ def _mutate_events(rng: random.Random, doc, how: str):
 def _kineto_input(rng: random.Random, folder: Path) -> Path:
     source = rng.choice(KINETO_SOURCES)
     text = _text(source)
-    how = rng.choice(["flip", "truncate", "gz_flip", "gz_truncate", "delete", "type", "args", "range", "meta", "utf8"])
+    how = rng.choice(["flip", "truncate", "gz_flip", "gz_truncate", "delete", "type", "args", "range", "meta", "utf8", "nonfinite"])
     if how == "flip":
         data = _flip_bytes(rng, text, rng.randint(1, 8))
     elif how == "truncate":
@@ -125,6 +133,8 @@ def _kineto_input(rng: random.Random, folder: Path) -> Path:
     else:
         doc = _mutate_events(rng, json.loads(text), how)
         data = json.dumps(doc).encode()
+        if how == "nonfinite":  # other spellings DuckDB's JSON reader takes (Kineto once wrote inf)
+            data = data.replace(b"-Infinity", rng.choice([b"-Infinity", b"-inf"])).replace(b"NaN", rng.choice([b"NaN", b"nan", b"-NaN"]))
     gz = rng.random() < 0.5
     path = folder / f"k_{how}.json{'.gz' if gz else ''}"
     path.write_bytes(gzip.compress(data, mtime=0) if gz else data)

@@ -54,7 +54,8 @@ END);
 CREATE OR REPLACE TEMP MACRO _kineto_int_text(v) AS coalesce(_kineto_plain_int(v), CASE
     WHEN regexp_full_match(v, '-?[0-9]+') THEN TRY_CAST(v AS BIGINT)
     WHEN regexp_full_match(v, '-?[0-9]+\.0*') THEN TRY_CAST(split_part(v, '.', 1) AS BIGINT) END);
-CREATE OR REPLACE TEMP MACRO _kineto_float(j) AS CASE WHEN json_type(j) IN ('BIGINT', 'UBIGINT', 'DOUBLE') THEN TRY_CAST(j AS DOUBLE) END;
+-- A counter sample that is not a finite number (NaN, Infinity, 1e999) is left out, as one that is no number.
+CREATE OR REPLACE TEMP MACRO _kineto_float(j) AS CASE WHEN json_type(j) IN ('BIGINT', 'UBIGINT', 'DOUBLE') AND isfinite(TRY_CAST(j AS DOUBLE)) THEN TRY_CAST(j AS DOUBLE) END;
 CREATE OR REPLACE TEMP MACRO _kineto_str(j) AS CASE WHEN json_type(j) = 'VARCHAR' THEN j ->> '$' END;
 CREATE OR REPLACE TEMP MACRO _kineto_ns(us) AS CAST(round(us * 1000) AS BIGINT);
 CREATE OR REPLACE TEMP MACRO _kineto_dim(j, i) AS CASE

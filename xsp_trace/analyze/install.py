@@ -50,14 +50,16 @@ def library_digest() -> str:
     return hashlib.sha256("\0".join(texts).encode()).hexdigest()[:16]
 
 
-def install_analyses(con: duckdb.DuckDBPyConnection, catalog: str | None = None, schema: str | None = SCHEMA) -> None:
+def install_analyses(con: duckdb.DuckDBPyConnection, catalog: str | None = None, schema: str | None = SCHEMA, bind_views: bool = False) -> None:
     """(Re)create schema `schema` of `catalog` (default: the current database) with the library and
-    the analyses over that database's tables; schema None: TEMP objects of this connection instead."""
+    the analyses over that database's tables; schema None: TEMP objects of this connection instead.
+    `bind_views`: views bound at creation, which DuckDB 1.x clients need (deferred ones install in
+    a second instead of ~10: BENCHMARKS.md, "Storage version")."""
     with one_transaction(con):
-        _install(con, catalog, schema)
+        _install(con, catalog, schema, bind_views)
 
 
-def _install(con: duckdb.DuckDBPyConnection, catalog: str | None, schema: str | None) -> None:
+def _install(con: duckdb.DuckDBPyConnection, catalog: str | None, schema: str | None, bind: bool) -> None:
     data = scalar(con, "SELECT current_database()")
     catalog = catalog or data
     temp = schema is None
@@ -70,14 +72,14 @@ def _install(con: duckdb.DuckDBPyConnection, catalog: str | None, schema: str | 
     load_format_tables(con, create, target)
     fill_device_peaks(con, f"{quote_identifier(data)}.main.devices", create, target)
     if not temp:
-        _narrowing_views(con, target)
+        _narrowing_views(con, target, bind)
     # Unqualified names below are created in the target schema; the views bind their inputs when
     # they run: their own schema first (xsp.devices), then the database's main schema (spans, ...).
     if not temp:
         con.execute(f"SET search_path = '{target[:-1]},{quote_identifier(data)}.main'")
     try:
         defaults = variable_defaults()
-        made = (lambda text: deferred(with_defaults(text, defaults))) if temp else (lambda text: installed_text(text, defaults))
+        made = (lambda text: deferred(with_defaults(text, defaults), bind)) if temp else (lambda text: installed_text(text, defaults, bind))
         for statement in name_macro_statements():
             con.execute(made(statement))
         for module in load_order(module_names()):
@@ -87,7 +89,7 @@ def _install(con: duckdb.DuckDBPyConnection, catalog: str | None, schema: str | 
             reason = not_installed_reason(analysis)
             if reason is None:
                 body = with_defaults(query_text(analysis.query), defaults).strip().rstrip(";")
-                con.execute(deferred(f"CREATE OR REPLACE {'TEMP ' if temp else ''}VIEW {quote_identifier(analysis.name)} AS\n{body}"))
+                con.execute(deferred(f"CREATE OR REPLACE {'TEMP ' if temp else ''}VIEW {quote_identifier(analysis.name)} AS\n{body}", bind))
             rows.append((analysis.name, analysis.title, analysis.group, reason is None, reason))
         # Every analysis: its name (the view), title, group, whether it is a view here, and why not.
         con.execute(f"{create} {CATALOG_TABLE} (name VARCHAR, title VARCHAR, grp VARCHAR, installed BOOLEAN, note VARCHAR)")
@@ -115,7 +117,7 @@ _IN_WINDOW = (
 _NARROWED = "(getvariable('xsp_iterations') IS NOT NULL OR getvariable('xsp_window_ns') IS NOT NULL)"
 
 
-def _narrowing_views(con: duckdb.DuckDBPyConnection, target: str) -> None:
+def _narrowing_views(con: duckdb.DuckDBPyConnection, target: str, bind: bool) -> None:
     """Views named like the data tables in the installed schema, which the installed views read
     before the database's own (a view binds its own schema first): the rows of the runs,
     iterations and time window the variables NARROWING_VARIABLES select, as analyze's options do."""
@@ -139,7 +141,8 @@ def _narrowing_views(con: duckdb.DuckDBPyConnection, target: str) -> None:
                     f"CREATE OR REPLACE VIEW {target}spans AS "
                     f"SELECT * FROM {source} AS t WHERE getvariable('xsp_iterations') IS NULL AND {common} "
                     f"UNION ALL SELECT * FROM {source} AS t WHERE getvariable('xsp_iterations') IS NOT NULL AND {common} "
-                    f"AND list_contains(getvariable('xsp_iterations'), coalesce(iteration, {steps}))"
+                    f"AND list_contains(getvariable('xsp_iterations'), coalesce(iteration, {steps}))",
+                    bind,
                 )
             )
             continue
@@ -153,11 +156,16 @@ def _narrowing_views(con: duckdb.DuckDBPyConnection, target: str) -> None:
                 deferred(
                     f"CREATE OR REPLACE VIEW {target}memops AS "
                     f"SELECT * FROM {source} AS t WHERE NOT {_NARROWED} AND {_IN_RUNS} "
-                    f"UNION ALL SELECT * FROM {source} AS t WHERE {_NARROWED} AND {_IN_RUNS} AND (run_id, span_id) IN (SELECT run_id, span_id FROM spans)"
+                    # EXISTS, not (run_id, span_id) IN (SELECT ...): DuckDB 1.1 has no row-valued IN.
+                    f"UNION ALL SELECT * FROM {source} AS t WHERE {_NARROWED} AND {_IN_RUNS} "
+                    "AND EXISTS (SELECT 1 FROM spans AS s WHERE s.run_id = t.run_id AND s.span_id = t.span_id)",
+                    bind,
                 )
             )
             continue
-        con.execute(deferred(f"CREATE OR REPLACE VIEW {target}{quote_identifier(table)} AS SELECT * FROM {source} AS t WHERE {' AND '.join(where)}"))
+        con.execute(
+            deferred(f"CREATE OR REPLACE VIEW {target}{quote_identifier(table)} AS SELECT * FROM {source} AS t WHERE {' AND '.join(where)}", bind)
+        )
 
 
 def installed_digest(con: duckdb.DuckDBPyConnection, catalog: str, schema: str = SCHEMA) -> str | None:

@@ -21,6 +21,12 @@ BASE_TIME_NS_KEY = "baseTimeNanoseconds"  # 2024+: UTC epoch ns of ts = 0
 HOST_NAME_KEYS = ("host_name", "hostname")
 TOOL_VERSION_KEYS = ("pytorch_version", "torch_version")
 
+# Non-finite numbers. JSON has none, but Python's json module writes NaN, Infinity and -Infinity,
+# and Kineto wrote `inf` for the bandwidth of a memcpy of 0 us (pytorch/kineto#105, 2021). Read as
+# DuckDB's JSON reader reads them: one of these words in any case, with an optional minus sign
+# (`+inf` is no number). docs/robustness.md, "Inputs", says what becomes of them.
+NON_FINITE_WORDS = ("nan", "inf", "infinity")
+
 # Event phases (Chrome trace format).
 PHASE_COMPLETE = "X"
 PHASE_INSTANT = ("i", "I")

@@ -15,8 +15,8 @@ not the `traceEvents` array inside Kineto's top-level object (BENCHMARKS.md, "Ki
    args as JSON (the mapping parses each object once); the caller maps it (kineto_map.sql) and
    drops it before the next, so the raw events of the whole trace are never held (held whole, they spilled under the memory cap).
 
-Anything unusual (not a trace object, a `ts`/`dur` that is not a JSON number, a `null` event, a
-value the column types do not take, a reader error, no events, an args object repeating a key)
+Anything unusual (not a trace object, a `ts`/`dur` that is not a JSON number, a non-finite number
+(NaN, Infinity), a `null` event, a value the column types do not take, a reader error, no events, an args object repeating a key)
 makes `read_events` return None;
 the caller undoes the pieces mapped so far and runs the streaming ijson reader into the same
 relation, which also reports the exact problem. So both readers accept and reject the same
@@ -118,9 +118,38 @@ _CARRY = 32
 _WINDOW = 128
 
 
+# A non-finite number (NaN, -inf...: kf.NON_FINITE_WORDS) anywhere: DuckDB reads each spelling as
+# written, the streaming reader as one stand-in, so such a file goes to the streaming reader, which
+# alone decides what it holds. Found on the lower-cased bytes: a word not glued to a letter, digit,
+# '_' or '.' before it and followed by `,` `}` or `]` (a word inside a string may send a file over too).
+# Searched by the words' first three letters (nan, inf), each followed by the rest of one of its words.
+_WORD_ENDS = {
+    stem.encode(): re.compile(
+        b"(?:"
+        + b"|".join(re.escape(rest.encode()) for rest in sorted((w[3:] for w in kf.NON_FINITE_WORDS if w[:3] == stem), key=len, reverse=True))
+        + rb")\s*[,}\]]"
+    )
+    for stem in {w[:3] for w in kf.NON_FINITE_WORDS}
+}
+_GLUED = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_.")
+
+
+def _has_non_finite(data: bytes) -> bool:
+    low = data.lower()
+    for stem, word_end in _WORD_ENDS.items():
+        pos = low.find(stem)
+        while pos >= 0:
+            before = pos - 1 if pos and low[pos - 1] == 0x2D else pos  # a minus sign
+            if (before == 0 or low[before - 1] not in _GLUED) and word_end.match(low, pos + 3):
+                return True
+            pos = low.find(stem, pos + 1)
+    return False
+
+
 def _check_times(carry: bytes, chunk: bytes) -> bytes:
-    """Raise _NotSimple on a non-numeric time in carry + chunk; returns the carry for the next chunk."""
-    if _NON_NUMERIC_TIME.search(carry + chunk):
+    """Raise _NotSimple on a non-numeric time or a non-finite number in carry + chunk; returns the carry for the next chunk."""
+    data = carry + chunk
+    if _NON_NUMERIC_TIME.search(data) or _has_non_finite(data):
         raise _NotSimple
     end = len(chunk.rstrip(b" \t\r\n\f\v"))  # at C speed: a byte loop took 0.66 s per MiB of whitespace
     return (carry + _WHITESPACE.sub(b"", chunk[max(0, end - _WINDOW) : end]))[-_CARRY:]
@@ -153,6 +182,8 @@ def extract_events(path: Path, writer: PieceWriter, limits: InputLimits) -> dict
             if found is None and len(head) > MAX_HEAD_BYTES:
                 return None
         start, meta = found
+        if _has_non_finite(head[:start]):  # in the metadata before the events
+            return None
         source.mark()  # the events begin: past here, no limit on bytes before the first event
         tail = bytearray()
         first = head[start:]

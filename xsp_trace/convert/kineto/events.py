@@ -26,6 +26,7 @@ import pyarrow as pa
 from ...database import insert_relation
 from ...errors import InputError
 from ..validate import TIME_LIMIT_US
+from .python_reader import NON_FINITE_TEXT
 
 RAW_COLUMNS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "args")
 # read_json's column types (duckdb_reader): those of the table the Python reader fills. args stay
@@ -61,17 +62,30 @@ _ARROW = pa.schema(
     ]
 )
 _NANO = Decimal("1e-9")
-_ENCODE = json.JSONEncoder(default=lambda v: float(v) if isinstance(v, Decimal) else str(v), ensure_ascii=False, separators=(",", ":")).encode
+_INF = float("inf")
+_NON_FINITE_FLOAT = {"NaN": float("nan"), "Infinity": _INF, "-Infinity": -_INF}
+
+
+def _json_number(value: Decimal) -> float:
+    """A Decimal inside an args list or object, for json's encoder: its double (a non-finite
+    number's stand-in: NaN or +-Infinity, which the encoder writes so)."""
+    number = float(value)
+    if number in (_INF, -_INF) and value in NON_FINITE_TEXT:
+        return _NON_FINITE_FLOAT[NON_FINITE_TEXT[value]]
+    return number
+
+
+_ENCODE = json.JSONEncoder(default=lambda v: _json_number(v) if isinstance(v, Decimal) else str(v), ensure_ascii=False, separators=(",", ":")).encode
 
 
 def _number_text(value: Decimal) -> str:
     """A non-integer JSON number as DuckDB's JSON reader writes it into VARCHAR: the shortest text
-    of its double (1e3 -> '1000.0', 1.50 -> '1.5'); beyond a double, the decimal text."""
+    of its double (1e3 -> '1000.0', 1.50 -> '1.5'); beyond a double, the decimal text; a non-finite
+    number (its stand-in) NaN, Infinity or -Infinity."""
     number = float(value)
-    return repr(number) if number not in (_INF, -_INF) else str(value)
-
-
-_INF = float("inf")
+    if number not in (_INF, -_INF):
+        return repr(number)
+    return NON_FINITE_TEXT.get(value) or str(value)
 
 
 def _text(value) -> str | None:
@@ -134,9 +148,11 @@ class PythonEventLoader:
         if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
             self.unstored[(index, key)] = ("non-numeric", value)
             return None
-        magnitude: Any = abs(value)  # int or Decimal; typeshed cannot compare the union with an int
+        # int or Decimal (typeshed cannot compare the union with an int); copy_abs: abs() overflows past 1e999999
+        magnitude: Any = value.copy_abs() if isinstance(value, Decimal) else abs(value)
         if magnitude >= _STORABLE_CHECK and not _storable(value):
-            self.unstored[(index, key)] = ("non-finite" if isinstance(value, Decimal) and not value.is_finite() else "out-of-range", value)
+            name = NON_FINITE_TEXT.get(value) if isinstance(value, Decimal) else None
+            self.unstored[(index, key)] = ("non-finite", name) if name else ("out-of-range", value)
             return None
         return value
 
@@ -250,7 +266,7 @@ def check_events(con: duckdb.DuckDBPyConnection, path, loader: PythonEventLoader
     if why == "non-numeric":
         raise InputError(path, f"{what} has a non-numeric '{key}' ({str(raw)[:30]!r})", FIX_EVENT)
     if why == "non-finite":
-        raise InputError(path, f"{what} has a non-finite '{key}' ({raw})", FIX_EVENT)
+        raise InputError(path, f"{what} has an out-of-range '{key}' ({raw}: a time must be a finite number)", FIX_EVENT)
     if why == "out-of-range":
         raise InputError(path, f"{what} has an out-of-range '{key}' ({str(raw)[:30]}; more than {TIME_LIMIT_US} us)", FIX_EVENT)
     raise InputError(path, f"{what} has no '{key}'", FIX_EVENT)
@@ -260,12 +276,23 @@ BATCH_EVENTS = 50_000  # events per Arrow batch inserted
 
 
 def load_with_python(con: duckdb.DuckDBPyConnection, trace, progress: Callable[[float], None]) -> PythonEventLoader:
-    """Fill `_kineto_events` from the streaming ijson reader; trace.metadata is complete afterwards."""
+    """Fill `_kineto_events` from the streaming ijson reader; trace.metadata is complete afterwards.
+    A file with non-finite numbers is read again, with them rewritten (ijson stops at the first)."""
+    from .python_reader import NonFiniteNumbers
+
+    try:
+        return _load(con, trace, progress, non_finite=False)
+    except NonFiniteNumbers:
+        trace.event_count = 0
+        return _load(con, trace, progress, non_finite=True)
+
+
+def _load(con: duckdb.DuckDBPyConnection, trace, progress: Callable[[float], None], non_finite: bool) -> PythonEventLoader:
     from .python_reader import iter_event_batches
 
     loader = PythonEventLoader(con, trace.path)
     pending: list = []
-    for batch in iter_event_batches(trace, progress):
+    for batch in iter_event_batches(trace, progress, non_finite):
         pending.extend(batch)
         if len(pending) >= BATCH_EVENTS:
             loader.add(pending)

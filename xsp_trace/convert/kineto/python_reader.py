@@ -8,6 +8,8 @@ bytes before the first event and the bytes from the chunk that completed the las
 parses the metadata from those two pieces.
 
 Numbers come as int or Decimal (never float): microsecond timestamps with 3 decimals stay exact.
+Non-finite numbers (NaN, Infinity...), which ijson refuses, come as stand-in Decimals (NON_FINITE_TEXT):
+a file whose parse stops at one is read again with each such word outside strings rewritten.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import re
+import secrets
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -74,6 +78,75 @@ def _json_error_line(exc: Exception) -> str:
 MAX_NESTING = 5_000
 _OPENERS, _CLOSERS = (ord("["), ord("{")), (ord("]"), ord("}"))
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+# Non-finite numbers (kf.NON_FINITE_WORDS, any case, optional minus) outside strings are rewritten
+# into numbers that stand for them: beyond any time or double, around a nonce drawn per process, so
+# no number written in a file reads as one (odds 10^-18). Spaces around a stand-in keep a word
+# glued to a number (`1inf`, `inf5`) invalid JSON.
+_NONCE = secrets.randbelow(9 * 10**17) + 10**17
+_NAN, _INFINITY = f"{_NONCE}1e999999", f"{_NONCE}2e999999"
+NON_FINITE_TEXT = {Decimal(_NAN): "NaN", Decimal(_INFINITY): "Infinity", Decimal("-" + _INFINITY): "-Infinity"}
+_STAND_INS = {  # word as written (lower-cased) -> its stand-in; -nan is NaN, as DuckDB reads it
+    sign + word.encode(): f" {'-' if sign and word != 'nan' else ''}{_NAN if word == 'nan' else _INFINITY} ".encode()
+    for word in kf.NON_FINITE_WORDS
+    for sign in (b"", b"-")
+}
+_WORD_OR_QUOTE = re.compile(rb'"|-?[A-Za-z]+')
+_REST_OF_STRING = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)  # up to the closing quote, or a lone backslash at the end
+_MAY_BE_NON_FINITE = re.compile(r"(?i)nan|inf")  # in yajl's error text, which quotes the bytes around the error
+
+
+class NonFiniteNumbers(Exception):
+    """ijson stopped at what may be a non-finite number: the file is read again with them rewritten."""
+
+
+class _NonFiniteAsNumbers:
+    """Rewrites the bytes ijson reads, chunk after chunk: each non-finite word outside strings
+    becomes its stand-in; the bytes that may go on in the next chunk (a word, a minus sign, a
+    backslash inside a string) wait for it."""
+
+    def __init__(self) -> None:
+        self.in_string = False
+        self.held = b""
+
+    def feed(self, chunk: bytes) -> bytes:
+        """The rewritten bytes of `chunk` (b"" at the end of the input: the held bytes, once)."""
+        data, self.held = self.held + chunk, b""
+        final = not chunk
+        out: list[bytes] = []
+        pos, end = 0, len(data)
+        while pos < end:
+            if self.in_string:
+                stop = _REST_OF_STRING.match(data, pos).end()  # type: ignore[union-attr]  # matches the empty string
+                if stop < end and data[stop] == 0x22:  # the closing quote
+                    self.in_string = False
+                    stop += 1
+                elif stop < end and not final:  # a backslash ends the data: its escaped byte comes next
+                    self.held = data[stop:]
+                    end = stop
+                else:
+                    stop = end
+                out.append(data[pos:stop])
+                pos = stop
+                continue
+            match = _WORD_OR_QUOTE.search(data, pos)
+            if match is None:
+                if not final and data.endswith(b"-"):  # maybe the sign of a word in the next chunk
+                    self.held, end = b"-", end - 1
+                out.append(data[pos:end])
+                break
+            out.append(data[pos : match.start()])
+            pos = match.end()
+            word = match.group()
+            if word == b'"':
+                self.in_string = True
+                out.append(word)
+            elif pos == end and not final:
+                self.held = word
+            else:
+                out.append(_STAND_INS.get(word.lower(), word))
+        return b"".join(out)
 
 
 class _Source:
@@ -176,13 +249,19 @@ def _head_metadata(head: bytes) -> dict:
     return meta
 
 
-def _tail_metadata(tail: bytes) -> dict | None:
+def _tail_metadata(tail: bytes, non_finite: bool = False) -> dict | None:
     """Top-level keys after `traceEvents`, from bytes that start inside the last event (see closing_bracket)."""
-    found = closing_bracket(tail)
+    found = closing_bracket(tail, non_finite)
     return None if found is None else found[1]
 
 
-def closing_bracket(tail: bytes) -> tuple[int, dict] | None:
+def _rewritten(data: bytes) -> bytes:
+    """`data` (starting outside a string) with its non-finite numbers as their stand-ins."""
+    rewrite = _NonFiniteAsNumbers()
+    return rewrite.feed(data) + rewrite.feed(b"")
+
+
+def closing_bracket(tail: bytes, non_finite: bool = False) -> tuple[int, dict] | None:
     """(offset of the `]` closing traceEvents, top-level keys after it) in bytes that start inside
     the last event.
 
@@ -199,7 +278,7 @@ def closing_bracket(tail: bytes) -> tuple[int, dict] | None:
             return pos, {}
         if rest.startswith(b","):
             try:
-                value = json.loads(b"{" + rest[1:], parse_float=Decimal)
+                value = json.loads(_rewritten(b"{" + rest[1:]) if non_finite else b"{" + rest[1:], parse_float=Decimal)
             except ValueError:
                 value = None
             if isinstance(value, dict):
@@ -208,8 +287,9 @@ def closing_bracket(tail: bytes) -> tuple[int, dict] | None:
     return None
 
 
-def iter_event_batches(trace: KinetoTrace, progress: Callable[[float], None] | None = None) -> Iterator[list]:
-    """Yield the trace's events in batches of up to BATCH_EVENTS; fill trace.metadata at the end."""
+def iter_event_batches(trace: KinetoTrace, progress: Callable[[float], None] | None = None, non_finite: bool = False) -> Iterator[list]:
+    """Yield the trace's events in batches of up to BATCH_EVENTS; fill trace.metadata at the end.
+    `non_finite`: rewrite non-finite numbers into their stand-ins (NonFiniteNumbers asks for it)."""
     require_c_backend()
     path = trace.path
     source = _Source(path, trace.limits, check_nesting=True)
@@ -224,7 +304,8 @@ def iter_event_batches(trace: KinetoTrace, progress: Callable[[float], None] | N
         batch: list = []
         last_reads = -1
         try:
-            for event in ijson.items(_Replay(source), prefix, use_float=False, buf_size=CHUNK_BYTES):
+            replay = _Replay(source, _NonFiniteAsNumbers() if non_finite else None)
+            for event in ijson.items(replay, prefix, use_float=False, buf_size=CHUNK_BYTES):
                 if source.reads != last_reads:  # the first event completed in a newly read chunk
                     if not seen_event:
                         head = b"".join(source.recent)
@@ -239,6 +320,8 @@ def iter_event_batches(trace: KinetoTrace, progress: Callable[[float], None] | N
                     if progress is not None:
                         progress(source.fraction())
         except ijson.JSONError as exc:
+            if not non_finite and _MAY_BE_NON_FINITE.search(str(exc)):
+                raise NonFiniteNumbers from exc
             raise InputError(path, f"{_json_error_line(exc)} near byte {source.bytes_read}", _FIX_DAMAGED) from exc
         if batch:
             trace.event_count += len(batch)
@@ -250,8 +333,8 @@ def iter_event_batches(trace: KinetoTrace, progress: Callable[[float], None] | N
     if not seen_event:
         _check_empty_document(path, rest)
     if top_is_object:
-        meta = _head_metadata(head)
-        tail_meta = _tail_metadata(rest)
+        meta = _head_metadata(_NonFiniteAsNumbers().feed(head) if non_finite else head)
+        tail_meta = _tail_metadata(rest, non_finite)
         if tail_meta is None:
             raise InputError(path, "has traceEvents whose end could not be located", _FIX_DAMAGED)
         meta.update(tail_meta)
@@ -264,19 +347,27 @@ def _peek(source: _Source) -> bytes:
 
 
 class _Replay:
-    """File-like view of the source that first returns the chunk already peeked at."""
+    """File-like view of the source that first returns the chunk already peeked at (rewritten by
+    `rewrite`, if given)."""
 
-    def __init__(self, source: _Source):
+    def __init__(self, source: _Source, rewrite: _NonFiniteAsNumbers | None = None):
         self.source = source
         self.pending: bytes | None = source.first
+        self.rewrite = rewrite
 
     def read(self, size: int) -> bytes:
         if size == 0:  # ijson probes bytes vs str with read(0)
             return b""
-        if self.pending is not None:
-            chunk, self.pending = self.pending, None
-            return chunk
-        return self.source.read(size)
+        while True:
+            if self.pending is not None:
+                chunk, self.pending = self.pending, None
+            else:
+                chunk = self.source.read(size)
+            if self.rewrite is None:
+                return chunk
+            out = self.rewrite.feed(chunk)
+            if out or not chunk:  # b"" only at the end: bytes held back come with the next chunk
+                return out
 
 
 def _check_empty_document(path: Path, data: bytes) -> None:
