@@ -323,7 +323,7 @@ def query(
             err_console.print(note, markup=False, highlight=False, soft_wrap=True)
         if not allow_external_access:
             check_statements(con, sql, database)
-        with interrupt_after(con, timeout, database):
+        with interrupt_after(con, timeout, database, exit_when_stuck=state["console_script"]):
             try:
                 result = con.execute(sql)
                 print_result(result, limit=limit, as_csv=csv_out)
@@ -554,6 +554,7 @@ def install_analyses_command(
 def main() -> None:
     """The console script: SIGINT/SIGTERM unwind (temporary outputs removed) and exit 130/143."""
     install_signal_handlers()
+    state["console_script"] = True  # this process is the CLI's own: a stuck --timeout may end it
     try:
         app()
     except SystemExit as exc:

@@ -19,13 +19,17 @@ By default the connection is locked down before the user's SQL runs:
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
+import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 import duckdb
 
@@ -224,25 +228,45 @@ def query_connection(
             shutil.rmtree(temp_folder, ignore_errors=True)
 
 
+# How long a stopped query may take to unwind before the console script exits without it: DuckDB
+# checks its interrupt between tasks, and a sort's merge runs as long tasks (13-18 s late measured).
+STUCK_GRACE_S = 1.0
+_REINTERRUPT_S = 0.1  # the interrupt is repeated, so one that lands between statements or fetches is not lost
+
+
 @contextmanager
-def interrupt_after(con: duckdb.DuckDBPyConnection, seconds: float, path: Path) -> Iterator[None]:
+def interrupt_after(con: duckdb.DuckDBPyConnection, seconds: float, path: Path, exit_when_stuck: bool = False) -> Iterator[None]:
     """Stop what runs in the block once `seconds` have passed (0 = never), with one InputError line:
-    DuckDB's query is interrupted from a timer thread, and Python work (the critical path's walk) by
-    an alarm signal in the main thread."""
+    DuckDB's query is interrupted from a watchdog thread, and Python work (the critical path's walk,
+    printing) by an alarm signal in the main thread. With `exit_when_stuck` (the console script,
+    which owns its process), a block still running STUCK_GRACE_S after the deadline -- DuckDB deep in
+    a sort, or stdout blocked -- ends the process: the one line, this process's private temporary
+    folders removed, exit code 2."""
     if seconds <= 0:
         yield
         return
     fired = threading.Event()
+    left = threading.Event()  # the block has ended
 
     def stopped() -> InputError:
         return InputError(path, f"stopped after {seconds:g} s (--timeout)", "narrow it (a WHERE, a LIMIT, --run, --iteration), or raise --timeout")
 
-    def stop() -> None:
+    def watchdog() -> None:
+        if left.wait(seconds):
+            return
         fired.set()
-        con.interrupt()
+        deadline = time.monotonic()
+        while True:
+            try:
+                con.interrupt()
+            except duckdb.Error:  # pragma: no cover - the connection is closed only after the block
+                return
+            if left.wait(_REINTERRUPT_S):
+                return
+            if exit_when_stuck and time.monotonic() - deadline >= STUCK_GRACE_S:
+                _exit_stopped(stopped())
 
-    timer = threading.Timer(seconds, stop)
-    timer.daemon = True
+    thread = threading.Thread(target=watchdog, name="xsp-timeout", daemon=True)
     in_main = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
     previous = None
     if in_main:
@@ -254,7 +278,7 @@ def interrupt_after(con: duckdb.DuckDBPyConnection, seconds: float, path: Path) 
 
         previous = signal.signal(signal.SIGALRM, alarm)
         signal.setitimer(signal.ITIMER_REAL, seconds)
-    timer.start()
+    thread.start()
     try:
         yield
     except Exception as exc:  # DuckDB's interrupt, the alarm, or the caller's InputError wrapping either
@@ -262,8 +286,22 @@ def interrupt_after(con: duckdb.DuckDBPyConnection, seconds: float, path: Path) 
             raise stopped() from exc
         raise
     finally:
-        timer.cancel()
-        timer.join()  # no thread of ours may outlive the block: DuckDB aborts if one is alive when it is torn down at exit
+        left.set()
+        thread.join()  # no thread of ours may outlive the block: DuckDB aborts if one is alive when it is torn down at exit
         if in_main:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
+
+
+def _exit_stopped(error: InputError) -> NoReturn:
+    """End the process now, from the watchdog thread (the main thread is inside DuckDB): what was
+    printed is flushed, the one line written, and the spill folder removed, as a kill would leave it
+    for the next query to remove (output_files.remove_stale_temp) but without the wait."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    print(f"xsp-trace: error: {error.line()}", file=sys.stderr, flush=True)
+    for folder in Path(tempfile.gettempdir()).glob(private_temp_prefix("query") + "*"):
+        shutil.rmtree(folder, ignore_errors=True)
+    os._exit(2)
