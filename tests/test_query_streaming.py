@@ -98,13 +98,14 @@ def _empty_database(folder: Path) -> Path:
     return path
 
 
-# A console-script process that reports its peak memory (or when its --timeout started) at exit.
-_RSS = (
-    "import atexit, resource, sys\n"
-    "atexit.register(lambda: open(sys.argv.pop(1), 'w').write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)))\n"
-    "from xsp_trace.cli import main\n"
-    "main()\n"
-)
+# A console-script process that writes its peak memory (KiB) at exit into the file named first.
+_RSS = """
+import atexit, resource, sys
+report = sys.argv.pop(1)
+atexit.register(lambda: open(report, "w").write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)))
+from xsp_trace.cli import main
+main()
+"""
 
 
 def _peak_rss_kib(database: Path, rows: int, fmt: list[str], tmp_path: Path) -> tuple[int, str]:
