@@ -240,8 +240,7 @@ def interrupt_after(con: duckdb.DuckDBPyConnection, seconds: float, path: Path, 
     DuckDB's query is interrupted from a watchdog thread, and Python work (the critical path's walk,
     printing) by an alarm signal in the main thread. With `exit_when_stuck` (the console script,
     which owns its process), a block still running STUCK_GRACE_S after the deadline -- DuckDB deep in
-    a sort, or stdout blocked -- ends the process: the one line, this process's private temporary
-    folders removed, exit code 2."""
+    a sort, or stdout blocked -- ends the process: the one line, its spill folder removed, exit code 2."""
     if seconds <= 0:
         yield
         return
@@ -294,14 +293,20 @@ def interrupt_after(con: duckdb.DuckDBPyConnection, seconds: float, path: Path, 
 
 
 def _exit_stopped(error: InputError) -> NoReturn:
-    """End the process now, from the watchdog thread (the main thread is inside DuckDB): what was
-    printed is flushed, the one line written, and the spill folder removed, as a kill would leave it
-    for the next query to remove (output_files.remove_stale_temp) but without the wait."""
-    try:
-        sys.stdout.flush()
-    except (OSError, ValueError):
-        pass
-    print(f"xsp-trace: error: {error.line()}", file=sys.stderr, flush=True)
+    """End the process now, from the watchdog thread (the main thread is inside DuckDB, or blocked
+    writing): what was printed is flushed unless stdout is blocked, the one line written, the spill
+    folder removed (a kill would leave it for the next query's remove_stale_temp), exit code 2."""
+    flusher = threading.Thread(target=_flush_stdout, daemon=True)
+    flusher.start()
+    flusher.join(0.5)  # a full pipe holds stdout's lock in the main thread: do not wait for it
+    os.write(2, f"xsp-trace: error: {error.line()}\n".encode())  # not sys.stderr: its lock may be held too
     for folder in Path(tempfile.gettempdir()).glob(private_temp_prefix("query") + "*"):
         shutil.rmtree(folder, ignore_errors=True)
     os._exit(2)
+
+
+def _flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):  # a closed pipe: nothing more can reach the reader
+        pass
