@@ -352,7 +352,7 @@ def query(
             say(note)
         if not allow_external_access:
             check_statements(con, sql, database)
-        with interrupt_after(con, timeout, database):
+        with interrupt_after(con, timeout, database, exit_when_stuck=state["console_script"]):
             try:
                 result = con.execute(sql)
                 print_result(result, limit=limit, as_csv=csv_out, csv_safe=csv_safe)
@@ -600,6 +600,7 @@ def install_analyses_command(
 def main() -> None:
     """The console script: SIGINT/SIGTERM unwind (temporary outputs removed) and exit 130/143."""
     install_signal_handlers()
+    state["console_script"] = True  # this process is the CLI's own: a stuck --timeout may end it
     try:
         app()
     except SystemExit as exc:

@@ -54,7 +54,7 @@ class OutputFormat(str, Enum):
 # DuckDB's memory cap for `query` (its default is 80 % of the machine); beyond it, sorts and joins spill.
 QUERY_MEMORY_LIMIT = "4GB"
 
-state = {"debug": False}  # set by the --debug callback of the CLI
+state = {"debug": False, "console_script": False}  # --debug (its callback); console_script: run by cli.main, not in-process
 err_console = Console(stderr=True)
 
 INT64_MAX = 2**63 - 1

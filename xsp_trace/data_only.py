@@ -121,3 +121,9 @@ def _spill_folder() -> Path:
         folder = _PROCESS_FOLDERS[base] = Path(tempfile.mkdtemp(prefix=private_temp_prefix("read")))
         atexit.register(shutil.rmtree, folder, True)
     return folder / str(next(_SPILLS))
+
+
+def remove_spill_folders() -> None:
+    """Remove this process's spill folders now, for a process about to end without its atexit handlers."""
+    for folder in _PROCESS_FOLDERS.values():
+        shutil.rmtree(folder, ignore_errors=True)

@@ -82,10 +82,10 @@ FETCH_BATCH_ROWS = 10_000
 
 
 def print_result(result, *, limit: int = 50, as_csv: bool = False, title: str | None = None, csv_safe: bool = False) -> None:
-    """Print a DuckDB result (cursor after execute) as a table or CSV on stdout, streaming it: a table
-    fetches only the `limit` rows it shows (and one to tell whether more exist), CSV goes out in batches
-    (`csv_safe`: formula-like text guarded). A statement without a result (empty SQL, a lone SET
-    VARIABLE) prints nothing."""
+    """Print a DuckDB result (cursor after execute) as a table or CSV on stdout, streaming it in
+    batches of FETCH_BATCH_ROWS (memory does not grow with the rows): a table fetches only the `limit`
+    rows it shows (0 = all; and one to tell whether more exist), CSV every row (`csv_safe`: formula-like
+    text guarded). A statement without a result (empty SQL, a lone SET VARIABLE) prints nothing."""
     if result is None or result.description is None:
         return
     columns = [d[0] for d in result.description]
@@ -95,12 +95,17 @@ def print_result(result, *, limit: int = 50, as_csv: bool = False, title: str | 
         while batch := result.fetchmany(FETCH_BATCH_ROWS):
             writer.writerows(_csv_rows(batch, csv_safe))
         return
-    if limit <= 0:
-        rows = result.fetchall()
-        print_table(wide_console(), columns, rows, title=title)
-        return
-    rows = result.fetchmany(limit + 1)
+    from .table_stream import StreamedTable
+
     console = wide_console()
-    print_table(console, columns, rows[:limit], title=title)
-    if len(rows) > limit:
+    table = StreamedTable(console, columns, title=title)
+    shown = 0
+    while limit <= 0 or shown < limit:
+        batch = result.fetchmany(FETCH_BATCH_ROWS if limit <= 0 else min(FETCH_BATCH_ROWS, limit - shown))
+        if not batch:
+            break
+        table.add(batch)
+        shown += len(batch)
+    table.finish()
+    if limit > 0 and shown == limit and result.fetchmany(1):
         console.print("  (more rows; --limit 0 shows all, --csv streams them all)")
