@@ -39,6 +39,7 @@ from .cli_options import (
     time_window,
     write_perfetto,
 )
+from .data_only import remove_spill_folders
 from .errors import InputError
 from .output_files import Interrupted, check_output_path, install_signal_handlers, received_signal, refuse_inputs
 from .printable import printable
@@ -68,10 +69,13 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(
+    ctx: typer.Context,
     debug: bool = typer.Option(False, "--debug", help="Show the full traceback on errors."),
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
 ) -> None:
     state["debug"] = debug
+    # A command's DuckDB connections are closed when it returns: their spill folder goes with it.
+    ctx.call_on_close(remove_spill_folders)
 
 
 @app.command()

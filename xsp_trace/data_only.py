@@ -21,7 +21,6 @@ So, on open (database.check_schema):
 
 from __future__ import annotations
 
-import atexit
 import itertools
 import shlex
 import shutil
@@ -107,23 +106,23 @@ def lock_reading(con: duckdb.DuckDBPyConnection, readable_files: Sequence[Path] 
 
 
 _SPILLS = itertools.count()
-_PROCESS_FOLDERS: dict[str, Path] = {}  # $TMPDIR -> this process's private folder there
+_STALE_REMOVED: set[str] = set()  # the $TMPDIRs this process has cleared of killed processes' folders
 
 
 def _spill_folder() -> Path:
-    """A folder for one connection's spills, not yet made: DuckDB makes it when it first spills and
-    removes it when the connection closes. It lies in this process's private folder in $TMPDIR,
-    removed at exit, or by the next process if this one is killed (remove_stale_temp)."""
+    """A private folder for one connection's spills, `$TMPDIR/xsp-read-<pid>-<n>`, not yet made: DuckDB
+    makes it when it first spills and removes it when the connection closes. One left by a killed
+    process is removed by the next reader (remove_stale_temp), one left by this process when its
+    command ends (remove_spill_folders)."""
     base = tempfile.gettempdir()
-    folder = _PROCESS_FOLDERS.get(base)
-    if folder is None or not folder.is_dir():
+    if base not in _STALE_REMOVED:
         remove_stale_temp()
-        folder = _PROCESS_FOLDERS[base] = Path(tempfile.mkdtemp(prefix=private_temp_prefix("read")))
-        atexit.register(shutil.rmtree, folder, True)
-    return folder / str(next(_SPILLS))
+        _STALE_REMOVED.add(base)
+    return Path(base) / f"{private_temp_prefix('read')}{next(_SPILLS)}"
 
 
 def remove_spill_folders() -> None:
-    """Remove this process's spill folders now, for a process about to end without its atexit handlers."""
-    for folder in _PROCESS_FOLDERS.values():
+    """Remove what is left of this process's spill folders (its connections are closed, or the process
+    ends without its atexit handlers)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{private_temp_prefix('read')}*"):
         shutil.rmtree(folder, ignore_errors=True)
