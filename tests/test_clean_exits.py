@@ -280,6 +280,26 @@ def test_ray_failure_prints_one_line_slow(tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == ["bad.json"] and list(tmpdir.iterdir()) == []
 
 
+def test_ray_data_logs_nothing_on_the_terminal_while_it_runs(capsys):
+    """No cluster needed: Ray Data's and Ray's loggers print on stderr through handlers of their
+    own; inside _quiet_ray_data even their warnings (Ray Data's "Progress bars disabled") and errors
+    stay off it, and the handlers print again afterwards."""
+    import logging
+
+    pytest.importorskip("ray.data")
+    from xsp_trace.convert.ray_engine import _quiet_ray_data, _ray
+
+    ray = _ray()
+    capsys.readouterr()
+    with _quiet_ray_data(ray):
+        logging.getLogger("ray.data._internal.progress").warning("Progress bars disabled.")
+        logging.getLogger("ray.data").error("a task failed")
+        logging.getLogger("ray._private.worker").warning("a worker died")
+    assert capsys.readouterr().err == ""
+    logging.getLogger("ray.data").warning("after the run")
+    assert "after the run" in capsys.readouterr().err
+
+
 FAKE_DRIVER = """
 import os, subprocess, sys, time
 from pathlib import Path
