@@ -147,11 +147,8 @@ def test_idle_workers_print_no_traceback(tmp_path):
     assert process.returncode == 2
     assert one_line(stderr).startswith(f"xsp-trace: error: {bad}: ends in the middle of the JSON")
     # A worker still converting is stopped with SIGTERM, then SIGKILL after a grace period that a
-    # loaded machine can exceed: its $TMPDIR pieces are then the next writer's to remove.
-    assert all(p.name == "bad.json" or p.name.startswith("xsp-kineto-") for p in tmp_path.iterdir())
-    again = start(["convert", SMALL, "-o", "again.duckdb", "-q"], tmp_path, tmp_path)
-    assert again.wait(timeout=120) == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["again.duckdb", "bad.json"]
+    # loaded machine can exceed: the parent then removes its $TMPDIR pieces.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json"]
 
 
 def test_perfetto_into_a_read_only_folder_writes_nothing(tmp_path):
@@ -276,7 +273,10 @@ def test_ray_failure_prints_one_line_slow(tmp_path):
     process = start(["convert", SMALL, bad, "-o", "ds", "--engine", "ray"], folder, tmpdir)
     _, stderr = process.communicate(timeout=300)
     assert process.returncode == 2, stderr
-    assert one_line(stderr).startswith(f"xsp-trace: error: {bad}: ends in the middle of the JSON"), stderr
+    line = one_line(stderr)
+    if line.startswith("xsp-trace: error: Ray did not start"):  # its raylet must register within 30 s
+        pytest.skip(f"Ray did not start on this machine: {line}")
+    assert line.startswith(f"xsp-trace: error: {bad}: ends in the middle of the JSON"), stderr
     assert sorted(p.name for p in folder.iterdir()) == ["bad.json"] and list(tmpdir.iterdir()) == []
 
 
