@@ -105,6 +105,29 @@ def run_interruptibly(work: Callable[[], _T], poll_s: float = 0.1) -> _T:
     return result[0]
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """SIGINT/SIGTERM held off the block, then raised as Interrupted when it ends: for work that
+    must not be cut in the middle, such as starting worker processes (a signal between a worker's
+    spawn and the hand-over of its data printed multiprocessing's traceback). They are also blocked,
+    so processes started in the block begin with them blocked: until a worker installs its handlers
+    (and unblocks them), a Ctrl-C waits instead of printing a KeyboardInterrupt traceback."""
+    handlers = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _record_signal)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # runs the recorder for a signal that waited
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    check_interrupted()
+
+
 def received_signal() -> int | None:
     """The first SIGINT/SIGTERM received (DuckDB turns it into 'Query interrupted' inside a query)."""
     return _received[0] if _received else None
@@ -261,24 +284,38 @@ def private_temp_prefix(kind: str) -> str:
     return f"xsp-{kind}-{os.getpid()}-"
 
 
-def remove_stale_temp(folders: Iterable[Path] = ()) -> None:
-    """Remove this user's `xsp-<kind>-<pid>-*` folders in $TMPDIR (and `folders`) whose process is gone."""
+def _private_temp_folders(base: Path) -> Iterator[tuple[int, str]]:
+    """(pid, path) of this user's `xsp-<kind>-<pid>-*` folders in `base`."""
     uid = os.getuid()
-    for base in {Path(tempfile.gettempdir()), *map(Path, folders)}:
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return
+    for entry in entries:
+        parts = entry.name.split("-")
+        if len(parts) < 4 or parts[0] != "xsp" or not parts[2].isdigit():
+            continue
         try:
-            entries = list(os.scandir(base))
+            if entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid == uid:
+                yield int(parts[2]), entry.path
         except OSError:
             continue
-        for entry in entries:
-            parts = entry.name.split("-")
-            if len(parts) < 4 or parts[0] != "xsp" or not parts[2].isdigit() or int(parts[2]) == os.getpid():
-                continue
-            try:
-                mine = entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid == uid
-            except OSError:
-                continue
-            if mine and not _alive(int(parts[2])):
-                shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def remove_stale_temp(folders: Iterable[Path] = ()) -> None:
+    """Remove this user's `xsp-<kind>-<pid>-*` folders in $TMPDIR (and `folders`) whose process is gone."""
+    for base in {Path(tempfile.gettempdir()), *map(Path, folders)}:
+        for pid, path in _private_temp_folders(base):
+            if pid != os.getpid() and not _alive(pid):
+                shutil.rmtree(path, ignore_errors=True)
+
+
+def remove_own_temp() -> None:
+    """Remove this process's `xsp-<kind>-<pid>-*` folders in $TMPDIR: a `-j` worker's after each
+    input, and before it ends itself, whatever a clean-up cut short by a signal left."""
+    for pid, path in _private_temp_folders(Path(tempfile.gettempdir())):
+        if pid == os.getpid():
+            shutil.rmtree(path, ignore_errors=True)
 
 
 def _lock_path(output: Path) -> Path:

@@ -25,7 +25,17 @@ import duckdb
 
 from ..connection import usable_cores
 from ..database import atomic_database, next_run_id
-from ..output_files import install_signal_handlers, on_signal, parts_path, remove_temp
+from ..output_files import (
+    STOP_SIGNALS,
+    install_signal_handlers,
+    on_signal,
+    parts_path,
+    received_signal,
+    remove_own_temp,
+    remove_stale_temp,
+    remove_temp,
+    signals_held,
+)
 from ..sql import quote_identifier
 from .common import ConvertOptions, Progress, detect_source, no_progress
 from .local import convert_into, restore_stream_names, spooled
@@ -44,10 +54,14 @@ _converting = threading.Event()  # set in a worker while it converts a part
 
 
 def _worker_signal(signum, frame) -> None:
-    """A worker converting unwinds (its part file is removed); an idle one, waiting for work in
-    concurrent.futures' loop, exits at once -- unwinding there prints multiprocessing's traceback."""
+    """A worker converting unwinds (its part file and $TMPDIR folders are removed); an idle one,
+    waiting for work in concurrent.futures' loop, exits at once -- unwinding there prints
+    multiprocessing's traceback. A second signal while unwinding is ignored: a Ctrl-C reaches the
+    worker and then the parent's SIGTERM does, and raising again would stop the clean-up half-way."""
     if _converting.is_set():
-        on_signal(signum, frame)
+        if received_signal() is None:
+            on_signal(signum, frame)
+        return
     os._exit(128 + signum)
 
 
@@ -65,6 +79,7 @@ def _worker_start(parent_pid: int) -> None:
     if os.getppid() != parent_pid:  # the parent died before prctl took effect
         os._exit(128 + signal.SIGTERM)
     threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True, name="xsp-parent-watch").start()
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # blocked since the spawn (output_files.signals_held)
 
 
 def _watch_parent(parent_pid: int) -> None:
@@ -72,8 +87,12 @@ def _watch_parent(parent_pid: int) -> None:
         time.sleep(PARENT_POLL_S)
     os.kill(os.getpid(), signal.SIGTERM)  # unwind: the part file is removed
     # A worker inside native code (a DuckDB or ADBC call that does not check for signals) may not
-    # unwind soon; without its parent nobody waits for it, so it ends itself after the grace period.
-    time.sleep(WORKER_STOP_S)
+    # unwind soon; without its parent nobody waits for it, so it ends itself after the grace period,
+    # removing its $TMPDIR folders first (the next writer would otherwise have to).
+    deadline = time.monotonic() + WORKER_STOP_S
+    while _converting.is_set() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    remove_own_temp()
     os._exit(128 + signal.SIGTERM)
 
 
@@ -89,6 +108,8 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
         process.join(max(0.0, deadline - time.monotonic()))
         if process.is_alive():
             process.kill()
+            process.join(WORKER_STOP_S)  # reaped: a zombie would still count as alive below
+    remove_stale_temp()  # the $TMPDIR folders of a worker killed before it could remove them
 
 
 def _convert_part(path: str, part: str, options: ConvertOptions, threads: int) -> list[int]:
@@ -99,6 +120,7 @@ def _convert_part(path: str, part: str, options: ConvertOptions, threads: int) -
             con.execute(f"SET threads = {int(threads)}")
             return convert_into(con, Path(path), options)
     finally:
+        remove_own_temp()  # none is left by a finished input; one is if a signal cut its clean-up short
         _converting.clear()
 
 
@@ -174,9 +196,10 @@ def convert_files_parallel(
             )
             try:
                 parts = [parts_dir / f"part{i:05d}.duckdb" for i in range(len(inputs))]
-                futures: list[Future] = [
-                    pool.submit(_convert_part, str(path), str(part), options, threads) for path, part in zip(paths, parts, strict=True)
-                ]
+                with signals_held():  # submit spawns the workers
+                    futures: list[Future] = [
+                        pool.submit(_convert_part, str(path), str(part), options, threads) for path, part in zip(paths, parts, strict=True)
+                    ]
                 for i, (future, part) in enumerate(zip(futures, parts, strict=True)):
                     future.result()  # an InputError of the worker is raised here, unchanged
                     progress(f"merging {inputs[i].name} ({i + 1}/{len(inputs)})", (i + 1) / len(inputs))

@@ -34,6 +34,7 @@ from .common import ConvertOptions, Progress, detect_source, no_progress
 from .ray_lifetime import ray_session
 
 RUN_PARTITION = "run_id="
+RAY_LOGGERS = ("ray", "ray.data")  # each has its own handler on stderr and does not propagate
 
 
 def _ray():
@@ -47,22 +48,32 @@ def _ray():
 
 @contextmanager
 def _quiet_ray_data(ray) -> Iterator[None]:
-    """No progress bars, INFO lines or deprecation warnings from Ray Data: convert reports its own
-    progress and one-line errors (the per-task retry limit is only reachable through
-    ray_remote_args_fn, which newer Ray marks deprecated on stderr)."""
+    """Nothing from Ray on the terminal while the data runs: no progress bars, no log lines (the
+    console handlers of Ray's loggers are muted; Ray Data's printed the WARNING "Progress bars
+    disabled" that turning them off brings, before convert's one error line), no deprecation
+    warnings (the per-task retry limit is only reachable through ray_remote_args_fn, which newer
+    Ray marks deprecated). Ray Data's log file keeps its lines; convert reports its own progress
+    and errors."""
     context = ray.data.DataContext.get_current()
     saved = (context.enable_progress_bars, context.print_on_execution_start)
-    logger = logging.getLogger("ray.data")
-    level = logger.level
     context.enable_progress_bars, context.print_on_execution_start = False, False
-    logger.setLevel(logging.WARNING)
+    consoles = [
+        handler
+        for name in RAY_LOGGERS
+        for handler in logging.getLogger(name).handlers
+        if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler)
+    ]
+    levels = [h.level for h in consoles]
+    for handler in consoles:
+        handler.setLevel(logging.CRITICAL + 1)
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*ray_remote_args_fn.*")
             yield
     finally:
         context.enable_progress_bars, context.print_on_execution_start = saved
-        logger.setLevel(level)
+        for handler, level in zip(consoles, levels, strict=True):
+            handler.setLevel(level)
 
 
 def _convert_task(row: dict, options: ConvertOptions) -> dict:

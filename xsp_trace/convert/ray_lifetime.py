@@ -4,13 +4,14 @@ Ray starts its GCS, raylet, agents and workers as separate processes; if the dri
 SIGKILL nobody shuts them down, and its agents were seen living on for over a minute. So a
 command that starts its own cluster (no --ray-address, no $RAY_ADDRESS):
 
-- marks every Ray process it starts: the driver sets XSP_RAY_OWNER=<token> in its environment
-  before ray.init, and Ray's processes inherit it (their /proc/<pid>/environ keeps it, whatever
-  name setproctitle gives them);
-- starts a watchdog first, in its own session, holding the read end of a pipe whose write end only
-  the driver holds. When the pipe closes -- the driver finished, failed, or was killed -- the
-  watchdog SIGKILLs every process carrying the token, then removes Ray's temporary folder and the
-  driver's partial outputs (they are named by its pid: no other writer uses them);
+- starts a watchdog first (convert/ray_reaper.py), in its own session, holding the read end of a
+  pipe whose write end only the driver holds. While the driver lives, the watchdog records every
+  process of the cluster: those carrying XSP_RAY_OWNER=<token>, which the driver sets in its
+  environment before ray.init, and every process descended from one (Ray's agents and workers,
+  whose environment setproctitle may overwrite). When the pipe closes -- the driver finished,
+  failed, or was killed -- it SIGKILLs them all, then removes Ray's temporary folder, the killed
+  workers' $TMPDIR folders and the driver's partial outputs (they are named by its pid: no other
+  writer uses them);
 - gives Ray a temporary folder of its own, `$TMPDIR/xsp-ray-<pid>-*` (or /tmp when $TMPDIR is too
   long for Ray's socket paths), which the next writer also removes if its owner is dead
   (output_files.remove_stale_temp);
@@ -23,22 +24,18 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..output_files import check_interrupted, install_signal_handlers, private_temp_prefix, remove_lock_if_free, remove_temp
+from ..output_files import check_interrupted, install_signal_handlers, private_temp_prefix
+from .ray_reaper import OWNER_VARIABLE, start_watchdog
 
-OWNER_VARIABLE = "XSP_RAY_OWNER"
-REAP_QUIET_S = 1.0  # the watchdog stops once no marked process was seen for this long
-REAP_LIMIT_S = 30.0  # and gives up after this long in any case
 WATCHDOG_WAIT_S = 20.0  # the driver waits this long for the watchdog's clean-up after its own shutdown
 _SOCKET_ROOM = 60  # bytes Ray appends to its temp folder for a socket path (limit 107): session_<date>_<pid>/sockets/plasma_store
 
@@ -82,22 +79,13 @@ def ray_session(ray, address: str | None, leftovers: list[Path], output: Path) -
         yield
         return
     owned = owns_cluster(address)
-    watchdog = read_end = write_end = None
+    watchdog = write_end = None
     temp_folder = None
     token = f"{os.getpid()}-{secrets.token_hex(8)}"
     try:
         if owned:
             temp_folder = _ray_temp_folder()
-            read_end, write_end = os.pipe()
-            watchdog = subprocess.Popen(
-                [sys.executable, "-m", __name__, token, str(os.getpid()), str(output), str(temp_folder), *map(str, leftovers)],
-                stdin=read_end,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                start_new_session=True,
-                env={k: v for k, v in os.environ.items() if k != OWNER_VARIABLE},
-            )
-            os.close(read_end)
+            watchdog, write_end = start_watchdog(token, output, temp_folder, leftovers)
             os.environ[OWNER_VARIABLE] = token
         try:
             with _quiet_fds(), _keep_signal_handlers(ray):
@@ -141,66 +129,3 @@ def _keep_signal_handlers(ray) -> Iterator[None]:
         if setter is not None:
             utils.set_sigterm_handler = setter
         install_signal_handlers()
-
-
-def _marked(token: str, skip: set[int]) -> list[int]:
-    """Processes whose environment holds OWNER_VARIABLE=token (this user's, readable in /proc)."""
-    needle = f"\0{OWNER_VARIABLE}={token}\0".encode()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) in skip:
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                environ = b"\0" + f.read() + b"\0"
-        except OSError:
-            continue  # gone, or another user's
-        if needle in environ:
-            found.append(int(entry))
-    return found
-
-
-def reap(token: str, skip: set[int]) -> int:
-    """SIGKILL every marked process until none has been seen for REAP_QUIET_S; how many were killed."""
-    killed: set[int] = set()
-    quiet_since = time.monotonic()
-    deadline = quiet_since + REAP_LIMIT_S
-    while time.monotonic() < deadline:
-        pids = _marked(token, skip)
-        if pids:
-            quiet_since = time.monotonic()
-        elif time.monotonic() - quiet_since >= REAP_QUIET_S:
-            break
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed.add(pid)
-            except OSError:
-                pass
-        time.sleep(0.05)
-    return len(killed)
-
-
-def _watchdog(argv: list[str]) -> None:
-    """Wait for the driver's pipe to close, then reap its cluster and remove what it left."""
-    token, driver, output, temp_folder, *leftovers = argv
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C to the terminal is the driver's to handle
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    while sys.stdin.buffer.read(4096):
-        pass
-    reap(token, {os.getpid(), int(driver)})
-    shutil.rmtree(temp_folder, ignore_errors=True)
-    try:
-        os.kill(int(driver), 0)
-        return  # the driver lives on and removes its own outputs
-    except ProcessLookupError:
-        pass
-    except PermissionError:
-        return
-    for path in leftovers:
-        remove_temp(Path(path))
-    remove_lock_if_free(Path(output))
-
-
-if __name__ == "__main__":
-    _watchdog(sys.argv[1:])

@@ -255,7 +255,6 @@ def read_events(con: duckdb.DuckDBPyConnection, path: Path, map_piece: Callable[
     A second thread decompresses and cuts the trace (extract_events) while this one reads and
     maps the pieces before: DuckDB releases the GIL, so the Python work of the next piece runs
     beside the SQL of this one. The files written ahead are bounded (one piece's worth)."""
-    folder = Path(tempfile.mkdtemp(prefix=private_temp_prefix("kineto")))
     files = files_per_piece(con)
     written: queue.Queue[Path | None] = queue.Queue(maxsize=files)  # None: the writer is done
     stop = threading.Event()
@@ -298,6 +297,9 @@ def read_events(con: duckdb.DuckDBPyConnection, path: Path, map_piece: Callable[
             raise _NotSimple from exc
         events += count
 
+    # Made just before the `try` whose `finally` removes it: a signal during a query in between
+    # (files_per_piece's) left it behind.
+    folder = Path(tempfile.mkdtemp(prefix=private_temp_prefix("kineto")))
     writer = threading.Thread(target=write_pieces, name="xsp-kineto-pieces", daemon=True)
     writer.start()
     waiting: list[Path] = []  # files not read yet; a full piece is read when the next file comes
