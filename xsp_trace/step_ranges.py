@@ -47,6 +47,7 @@ def name_step_ranges(con: duckdb.DuckDBPyConnection, run_id: int, pattern: str |
         con,
         {
             "xsp_step_pattern": pattern if pattern is not None else kf.PROFILER_STEP_PATTERN,
+            "xsp_step_name_prefix": "" if pattern is not None else kf.PROFILER_STEP_PREFIX,
             "xsp_step_range_kinds": list(STEP_RANGE_KINDS),
             "xsp_model_ranges_are_steps": pattern is None,
         },

@@ -2,7 +2,8 @@
 --
 -- From: `spans` of run getvariable('xsp_run_id'), before correlate/hierarchy (no span has an
 -- iteration yet), and the variables set by xsp_trace.step_ranges: xsp_step_pattern (a regular
--- expression over range names: ProfilerStep#N, else `convert --step-ranges REGEX`) and
+-- expression over range names: ProfilerStep#N, else `convert --step-ranges REGEX`),
+-- xsp_step_name_prefix (what every name it matches starts with, '' if unknown) and
 -- xsp_step_range_kinds (the kinds that are ranges).
 -- Computes: `spans.iteration` of the ranges whose name matches, whatever their category (a Kineto
 -- annotation or operator, an NVTX range). A step is a matching CPU range that does not lie inside
@@ -12,12 +13,14 @@
 -- order in its process from 0. GPU copies of a range (tid NULL) take their name's number when
 -- numbers are used. xsp_step_ranges_found: the number of steps.
 
--- The names that match, each with its first integer (the pattern runs once per distinct name).
+-- The names that match, each with its first integer (the pattern runs once per distinct name; the
+-- prefix test first spares the DISTINCT the millions of other spans: 0.7 of 1 s over 5 M spans).
 CREATE OR REPLACE TEMP TABLE _xsp_step_names AS
 SELECT name, TRY_CAST(nullif(regexp_extract(name, '[0-9]+'), '') AS INTEGER) AS number
 FROM (
     SELECT DISTINCT name FROM spans
     WHERE run_id = getvariable('xsp_run_id') AND list_contains(getvariable('xsp_step_range_kinds'), kind)
+      AND starts_with(name, getvariable('xsp_step_name_prefix'))
 )
 WHERE regexp_matches(name, getvariable('xsp_step_pattern'));
 
@@ -25,7 +28,8 @@ CREATE OR REPLACE TEMP TABLE _xsp_step_matches AS
 SELECT s.span_id, s.pid, s.tid, s.start_ns, s.end_ns, n.number
 FROM spans AS s
 JOIN _xsp_step_names AS n ON n.name = s.name
-WHERE s.run_id = getvariable('xsp_run_id') AND list_contains(getvariable('xsp_step_range_kinds'), s.kind);
+WHERE s.run_id = getvariable('xsp_run_id') AND list_contains(getvariable('xsp_step_range_kinds'), s.kind)
+  AND starts_with(s.name, getvariable('xsp_step_name_prefix'));
 
 -- Each CPU match with its step (ordinal in its process) and that step's number. In start order,
 -- the longer first, a match starts a new step when it ends after every earlier match of its
