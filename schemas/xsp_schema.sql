@@ -158,7 +158,7 @@ COMMENT ON COLUMN spans.end_tid IS 'Thread a start/end range ended on when diffe
 COMMENT ON COLUMN spans.device_id IS 'CUDA device ordinal of GPU spans (devices.device_id); NULL for CPU spans.';
 COMMENT ON COLUMN spans.stream_id IS 'GPU stream of GPU spans; NULL for CPU spans.';
 COMMENT ON COLUMN spans.correlation_id IS 'Launch correlation id linking an API call and the GPU work it launched; unique per process only.';
-COMMENT ON COLUMN spans.iteration IS 'Inference/training iteration the span belongs to (ProfilerStep#N, or the ordinal of its model range), where known.';
+COMMENT ON COLUMN spans.iteration IS 'Inference/training iteration the span belongs to (ProfilerStep#N, a range named by convert --step-ranges, or the ordinal of its model range), where known.';
 COMMENT ON COLUMN spans.layer_index IS 'Layer spans: the index of the layer in the model (from the xsp layer range name); NULL otherwise.';
 COMMENT ON COLUMN spans.range_style IS 'NVTX ranges: push_pop (pushed and popped on one thread, they nest) or start_end (started and ended by handle, may cross threads), as nsys stats nvtxsum reports the style; NULL for spans that are not NVTX ranges.';
 
@@ -254,10 +254,10 @@ CREATE TABLE IF NOT EXISTS steps (
     end_ns BIGINT NOT NULL,
     source VARCHAR NOT NULL
 );
-COMMENT ON TABLE steps IS 'The steps (inferences, training iterations) of a run, one row each: its model ranges, else the outermost CPU ranges that carry an iteration (ProfilerStep#N). Only CPU ranges: a GPU-side copy of a range (Kineto gpu_user_annotation) is a view of its CPU range, never a step of its own.';
+COMMENT ON TABLE steps IS 'The steps (inferences, training iterations) of a run, one row each: its model ranges, else the outermost CPU ranges that carry an iteration (ProfilerStep#N in any category, or the ranges convert --step-ranges names, which then replace the model ranges), one per iteration and process. Only CPU ranges: a GPU-side copy of a range (Kineto gpu_user_annotation) is a view of its CPU range, never a step of its own.';
 COMMENT ON COLUMN steps.run_id IS 'Run of the step.';
 COMMENT ON COLUMN steps.step_span_id IS 'The CPU range that is the step (spans.span_id).';
-COMMENT ON COLUMN steps.iteration IS 'Its iteration number (N of ProfilerStep#N, or the ordinal of its model range).';
+COMMENT ON COLUMN steps.iteration IS 'Its iteration number (N of ProfilerStep#N; of a --step-ranges range, the first integer of its name, else its order from 0; of a model range, its ordinal).';
 COMMENT ON COLUMN steps.pid IS 'Process of the step: work of any thread of this process that starts (CPU) or is launched (GPU) inside the window belongs to the step.';
 COMMENT ON COLUMN steps.tid IS 'Thread the step range is on.';
 COMMENT ON COLUMN steps.start_ns IS 'Start of the step window, ns on the run clock.';

@@ -181,6 +181,7 @@ def test_runs_without_steps_compare_per_call_and_say_so(tmp_path):
     lines = result.output.splitlines()
     assert lines[0].startswith("op time (CPU) per call: ") and "op calls" in lines[0]
     assert lines[1] == "no per-step comparison (base has 0 steps, new has 0 steps; needs >= 2 on both): comparing calls and mean time per call"
+    assert lines[2] == "steps of a trace without ProfilerStep#N ranges: convert --step-ranges REGEX"
     assert "per step" not in lines[0]
     summary, rows = diff_databases(*dbs, Gate(fail_above_pct=5.0))
     assert not summary.per_step

@@ -94,6 +94,13 @@ def convert(
     perfetto: Path | None = typer.Option(
         None, "--perfetto", parser=output_path, help="Also write every run of the database as a Perfetto trace (.pftrace) for ui.perfetto.dev."
     ),
+    step_ranges: str | None = typer.Option(
+        None,
+        "--step-ranges",
+        metavar="REGEX",
+        help="The ranges (NVTX, annotations) whose name matches REGEX are the steps, for traces without ProfilerStep#N; "
+        "iteration: the first integer in the name, else the order (default: ProfilerStep#N in any category).",
+    ),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress bar."),
     jobs: int | None = typer.Option(None, "-j", "--jobs", callback=JOBS, help="Inputs converted at once, one process each (default: one per core)."),
     out_format: StoreFormat = typer.Option(
@@ -143,16 +150,23 @@ def convert(
     A trace that decompresses too far stops with one line (docs/robustness.md, Limits); a real one past them:
 
       xsp-trace convert huge.json.gz -o huge.duckdb --max-gzip-ratio 500 --max-input-size 200GB
+
+    A trace recorded without ProfilerStep#N ranges, its steps named by NVTX ranges "train_step 0", "train_step 1"...:
+
+      xsp-trace convert run.nsys-rep -o run.duckdb --step-ranges '^train_step'
     """
     from .convert import ConvertOptions, convert_inputs, default_output
     from .convert.input_limits import InputLimits
+    from .step_ranges import check_step_ranges
 
     if run_id_offset + len(inputs) > INT32_MAX:
         raise InputError(None, f"--run-id-offset {run_id_offset} numbers runs past {INT32_MAX}, the largest run id", "use a smaller offset")
     if output is None:
         output = default_output(inputs[0], dataset=out_format is StoreFormat.parquet or engine is Engine.ray)
     limits = InputLimits.from_env(max_gzip_ratio, max_input_size)
-    options = ConvertOptions(nsys=nsys, label=label, include_python_functions=python_functions, limits=limits)
+    options = ConvertOptions(
+        nsys=nsys, label=label, include_python_functions=python_functions, limits=limits, step_ranges=check_step_ranges(step_ranges)
+    )
     if perfetto is not None:  # refused before converting, not after
         check_output_path(perfetto)
         refuse_inputs(perfetto, [*inputs, output])

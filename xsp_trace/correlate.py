@@ -5,7 +5,9 @@ Converters insert a run's spans with parent_id/depth NULL; `correlate_run` then 
    (xsp_trace.nesting, vectorised over spans sorted by start; SQL range joins would be
    quadratic per thread), one window of start times at a time.
 2. queries/correlate/launches.sql links GPU spans to their API call by (pid, correlation_id).
-3. queries/correlate/hierarchy.sql makes each GPU span a child of its API call and numbers model
+3. queries/correlate/step_ranges.sql gives the step ranges (ProfilerStep#N in any category, or
+   those `convert --step-ranges` names) their iteration (xsp_trace.step_ranges);
+   queries/correlate/hierarchy.sql makes each GPU span a child of its API call and numbers model
    spans; `build_ancestors` fills span_ancestors and `inherit_down` passes iterations down the
    tree, both level by level from the roots.
 4. queries/correlate/attribution.sql finds the steps and each span's step and own marks;
@@ -33,6 +35,7 @@ from .nesting import nest, separate_threads, thread_starts
 from .read_ahead import read_ahead
 from .resources import query_text
 from .sql import one_row, scalar, set_variables
+from .step_ranges import name_step_ranges
 
 _RANK_CASE = "CASE kind " + " ".join(f"WHEN '{k}' THEN {r}" for k, r in KIND_NESTING_RANK.items()) + " ELSE 9 END"
 
@@ -158,9 +161,10 @@ def _store_nesting(con: duckdb.DuckDBPyConnection, run_id: int, nested: pa.Table
         con.unregister("_xsp_nested")
 
 
-def correlate_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
+def correlate_run(con: duckdb.DuckDBPyConnection, run_id: int, step_ranges: str | None = None) -> None:
+    """Correlate the run; `step_ranges`: the regular expression naming its steps (None: ProfilerStep#N)."""
     with memory_limit(con, CONVERT_MEMORY_LIMIT):  # the converters' cap; spills beyond it
-        _correlate_run(con, run_id)
+        _correlate_run(con, run_id, step_ranges)
 
 
 def inherit_down(con: duckdb.DuckDBPyConnection, source: str, columns: list[str], target: str) -> None:
@@ -236,10 +240,11 @@ def insert_attribution(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
         run_script(con, query_text("correlate/attribution_insert"), run_id)
 
 
-def _correlate_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
+def _correlate_run(con: duckdb.DuckDBPyConnection, run_id: int, step_ranges: str | None) -> None:
     run_script(con, query_text("correlate/origin"), run_id)
     nest_cpu_spans(con, run_id)
     run_script(con, query_text("correlate/launches"), run_id)
+    name_step_ranges(con, run_id, step_ranges)  # before hierarchy: model ranges are numbered only in runs without steps
     run_script(con, query_text("correlate/hierarchy"), run_id)
     build_ancestors(con, run_id)
     # Descendants take the iteration of their nearest ancestor that has one (written by correlate/attribution).

@@ -5,8 +5,10 @@
 -- else its nearest ancestor's; xsp_trace.correlate.inherit_down); the TEMP macro xsp_phase_of(name) over xsp_trace.naming PHASE_RULES; variables xsp_arg_sequence_number and xsp_arg_fwd_thread_id (the Kineto arg
 -- names, xsp_trace/formats/kineto_fields.py).
 -- Computes:
---   * `steps`: model ranges on CPU threads, else the outermost CPU ranges carrying an iteration
---     (ProfilerStep#N). GPU copies of a range (tid NULL) never become steps.
+--   * `steps`: model ranges on CPU threads (unless xsp_model_ranges_are_steps is false: `convert
+--     --step-ranges` names the steps), else the outermost CPU ranges carrying an iteration
+--     (correlate/step_ranges: ProfilerStep#N in any category, or the ranges --step-ranges names),
+--     one per iteration and process. GPU copies of a range (tid NULL) never become steps.
 --   * `spans.iteration` of spans without one: the nearest ancestor's; else a CPU span takes the
 --     iteration of the step whose window (same process, any thread) holds its start -- so the
 --     autograd thread's backward ops belong to the step that ran loss.backward(); a GPU span takes
@@ -19,6 +21,7 @@ WITH model_ranges AS (
     FROM spans AS s
     LEFT JOIN _xsp_span_iteration AS i ON i.span_id = s.span_id
     WHERE s.run_id = getvariable('xsp_run_id') AND s.kind = 'model' AND s.tid IS NOT NULL
+      AND getvariable('xsp_model_ranges_are_steps')
 ), iteration_ranges AS (
     SELECT s.span_id, i.iteration, s.pid, s.tid, s.start_ns, s.end_ns, 'iteration range' AS source
     FROM spans AS s
@@ -28,6 +31,8 @@ WITH model_ranges AS (
       AND s.kind IN ('annotation', 'op', 'layer')
       AND p.iteration IS DISTINCT FROM i.iteration
       AND NOT EXISTS (SELECT 1 FROM model_ranges)
+    -- One step per iteration and process: a copy of the range on another thread is not a second step.
+    QUALIFY row_number() OVER (PARTITION BY s.pid, i.iteration ORDER BY s.start_ns, s.end_ns DESC, s.span_id) = 1
 )
 SELECT getvariable('xsp_run_id'), span_id, iteration, pid, tid, start_ns, end_ns, source
 FROM (SELECT * FROM model_ranges UNION ALL SELECT * FROM iteration_ranges);

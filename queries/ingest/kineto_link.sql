@@ -85,7 +85,7 @@ FROM (
 WHERE _kineto_spans.span_id = m.span_id;
 
 INSERT INTO spans (run_id, span_id, kind, name, category, start_ns, end_ns, pid, tid,
-                   device_id, stream_id, correlation_id, iteration, layer_index)
+                   device_id, stream_id, correlation_id, layer_index)
 WITH
     host AS (
         SELECT pid FROM _kineto_spans WHERE tid IS NOT NULL
@@ -120,8 +120,6 @@ SELECT
     s.stream_id,
     -- Launch correlation id after the fallbacks above.
     s.correlation_id,
-    -- N of ProfilerStep#N annotations.
-    s.iteration,
     -- Layer index of xsp.layer annotations.
     s.layer_index
 FROM _kineto_spans AS s

@@ -102,7 +102,10 @@ SELECT
     CAST(NULL AS BIGINT) AS span_id,  -- numbered below, once the events not kept are gone
     kept, coalesce(_kineto_repeats_keys(args, a), false) AS repeats_keys,
     event_index, lower_cat, a, on_gpu, track_pid, track_tid, span_name AS name,
-    CASE WHEN NOT on_gpu AND list_contains(getvariable('kineto_user_annotation_categories'), lower_cat)
+    -- A ProfilerStep#N recorded as an operator (2021 `Operator`, `cpu_op`) is the profiler's range: an annotation.
+    CASE WHEN NOT on_gpu AND (list_contains(getvariable('kineto_user_annotation_categories'), lower_cat)
+                              OR (list_contains(getvariable('kineto_step_op_categories'), lower_cat)
+                                  AND starts_with(span_name, getvariable('kineto_step_prefix'))))
          THEN xsp_range_kind(span_name) ELSE kind0 END AS kind,
     CASE WHEN NOT on_gpu AND list_contains(getvariable('kineto_user_annotation_categories'), lower_cat)
          THEN xsp_layer_index(span_name) END AS layer_index,
@@ -116,11 +119,7 @@ SELECT
     CASE WHEN on_gpu OR kind0 = 'api' THEN _kineto_int(_kineto_arg(a, getvariable('kineto_arg_correlation'))) END AS correlation_id,
     nullif(_kineto_int(CASE WHEN (_kineto_arg(a, getvariable('kineto_arg_external_id')) IS NOT NULL)
                             THEN _kineto_arg(a, getvariable('kineto_arg_external_id'))
-                            ELSE _kineto_arg(a, getvariable('kineto_arg_external_id_old')) END), 0) AS external_id,
-    CASE WHEN (list_contains(getvariable('kineto_user_annotation_categories'), lower_cat)
-               OR list_contains(getvariable('kineto_gpu_annotation_categories'), lower_cat))
-              AND starts_with(span_name, getvariable('kineto_step_prefix'))
-         THEN _kineto_int(to_json(span_name[length(getvariable('kineto_step_prefix')) + 1:])) END AS iteration
+                            ELSE _kineto_arg(a, getvariable('kineto_arg_external_id_old')) END), 0) AS external_id
 FROM kept;
 
 CREATE OR REPLACE TEMP TABLE _kineto_skipped AS
@@ -156,8 +155,8 @@ SELECT
     device_id,
     CASE WHEN NOT list_contains(getvariable('kineto_no_stream_values'), raw_stream) THEN raw_stream END AS stream_id,
     CASE WHEN on_gpu OR kind = 'api' THEN correlation_id END AS correlation_id,
-    -- ProfilerStep#N, layer index, External id, raw track.
-    iteration, layer_index, external_id, track_pid, track_tid
+    -- Layer index, External id, raw track (iterations: correlate/step_ranges, for every format).
+    layer_index, external_id, track_pid, track_tid
 FROM _kineto_complete
 ORDER BY span_id;
 

@@ -139,6 +139,8 @@ class Summary:
                 f"{side} has {n} step{'s' if n != 1 else ''}" for side, n in (("base", self.base_steps), ("new", self.new_steps)) if n < MIN_STEPS
             ]
             out.append(f"no per-step comparison ({', '.join(sides)}; needs >= {MIN_STEPS} on both): comparing calls and mean time per call")
+            if 0 in (self.base_steps, self.new_steps):
+                out.append("steps of a trace without ProfilerStep#N ranges: convert --step-ranges REGEX")
         if self.level is None or self.base_ns is None or self.new_ns is None:
             return out + ["no kernel, op or layer is on both sides"]
         unit = "step" if self.per_step else "call"

@@ -137,7 +137,10 @@ class EmptyReasons:
     def reason(self, analysis: str) -> str:
         """Why `analysis` has no rows, in a sentence without a full stop."""
         if analysis in STEP_ANALYSES and not self.steps:
-            return "no steps: this trace has no model ranges or iteration ranges (ProfilerStep#N) to split it into steps"
+            return (
+                "no steps: this trace has no model ranges or iteration ranges (ProfilerStep#N) to split it into steps"
+                " (convert --step-ranges REGEX makes other ranges the steps)"
+            )
         if analysis in LAYER_ANALYSES and self.layer_problem:
             return self.layer_problem
         return NEEDS.get(analysis, "nothing in this trace for this analysis")

@@ -14,6 +14,7 @@ from ..connection import CONVERT_MEMORY_LIMIT, convert_block_memory, keep_block_
 from ..correlate import correlate_run
 from ..database import next_run_id
 from ..errors import InputError
+from ..sql import scalar
 from .common import ConvertOptions, Progress, detect_source
 from .validate import reading_errors
 
@@ -40,5 +41,11 @@ def convert_trace(con: duckdb.DuckDBPyConnection, path: Path, options: ConvertOp
 
             convert_kineto(con, path, run_id, options, progress)
     progress("correlating", None)
-    correlate_run(con, run_id)
+    correlate_run(con, run_id, options.step_ranges)
+    if options.step_ranges is not None and not scalar(con, "SELECT getvariable('xsp_step_ranges_found')"):
+        raise InputError(
+            path,
+            f"no range is named by --step-ranges {options.step_ranges!r}",
+            f"list the range names with: xsp-trace query {path} \"SELECT name, count(*) FROM spans WHERE kind IN ('annotation', 'model', 'layer') GROUP BY name\"",
+        )
     return [run_id]

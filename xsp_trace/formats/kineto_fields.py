@@ -89,8 +89,15 @@ MEMORY_DEVICE_TYPE_ARG = "Device Type"  # 0 CPU, 1 CUDA (c10::DeviceType)
 MEMORY_DEVICE_ID_ARG = "Device Id"
 MEMORY_DEVICE_TYPES_GPU = frozenset({1})
 
-# ProfilerStep#N annotations number the iterations.
+# torch.profiler's step() wraps each iteration in a range named ProfilerStep#N, N the step number.
+# Kineto has recorded it as a user_annotation (2022+), as an `Operator` (2021) or `cpu_op` (some
+# builds), sometimes twice (an annotation around an operator), with a gpu_user_annotation copy
+# on the GPU; under emit_nvtx it is an NVTX range of the same name. Whatever the category, a CPU
+# range of this name is a step (xsp_trace/step_ranges.py); it is the profiler's range, never an op.
 PROFILER_STEP_PREFIX = "ProfilerStep#"
+PROFILER_STEP_PATTERN = r"^ProfilerStep#[0-9]+$"  # a regular expression (RE2, as DuckDB's)
+# The CPU categories besides user annotations in which a ProfilerStep#N range has been recorded.
+PROFILER_STEP_OP_CATEGORIES = frozenset({"operator", "cpu_op"})
 
 # Event args. Several spellings across eras.
 ARG_CORRELATION = "correlation"

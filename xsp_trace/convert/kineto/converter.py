@@ -42,7 +42,7 @@ _STAGING_DDL = """
 CREATE OR REPLACE TEMP TABLE _kineto_spans (
     span_id BIGINT, kind VARCHAR, name VARCHAR, category VARCHAR, start_ns BIGINT, end_ns BIGINT,
     pid BIGINT, tid BIGINT, device_id INTEGER, stream_id BIGINT, correlation_id BIGINT,
-    iteration INTEGER, layer_index INTEGER, external_id BIGINT, track_pid BIGINT, track_tid BIGINT);
+    layer_index INTEGER, external_id BIGINT, track_pid BIGINT, track_tid BIGINT);
 CREATE OR REPLACE TEMP TABLE _kineto_flows (phase VARCHAR, flow_id BIGINT, pid BIGINT, tid BIGINT, ts_ns BIGINT);
 CREATE OR REPLACE TEMP TABLE _kineto_launch_config (
     correlation_id BIGINT, pid BIGINT, grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,
@@ -101,6 +101,7 @@ def _set_variables(con: duckdb.DuckDBPyConnection, run_id: int, include_python: 
         "kineto_memory_device_id_arg": kf.MEMORY_DEVICE_ID_ARG,
         "kineto_memory_gpu_types": sorted(kf.MEMORY_DEVICE_TYPES_GPU),
         "kineto_step_prefix": kf.PROFILER_STEP_PREFIX,
+        "kineto_step_op_categories": sorted(kf.PROFILER_STEP_OP_CATEGORIES),
         "kineto_arg_correlation": kf.ARG_CORRELATION,
         "kineto_arg_external_id": kf.ARG_EXTERNAL_ID[0],
         "kineto_arg_external_id_old": kf.ARG_EXTERNAL_ID[1],
