@@ -23,7 +23,7 @@ COLUMNS = ["id", "name", "x", "note"]
 ROWS = [
     (1, "a", 1.5, None),
     (22, "kernel [CUDA memset]", 1234.5678, "é wide"),  # markup-like text, a non-ASCII cell
-    (333, "x" * 30, float("nan"), "two\nlines"),  # a cell over two lines
+    (333, "x" * 30, float("nan"), "two\nlines"),  # a line break, shown escaped (printable.py)
     (4, "b", True, ""),
 ]
 
@@ -46,7 +46,9 @@ def test_one_batch_is_rich_own_table():
     console = _console()
     print_table(console, COLUMNS, ROWS)
     assert _streamed([ROWS]) == console.file.getvalue()  # type: ignore[attr-defined]
-    assert "│ 22  │ kernel [CUDA memset]           │ 1234.6 │ é wide │" in _streamed([ROWS]).splitlines()
+    lines = _streamed([ROWS]).splitlines()
+    assert "│ 22  │ kernel [CUDA memset]           │ 1234.6 │ é wide     │" in lines
+    assert "│ 333 │ xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx │ nan    │ two\\nlines │" in lines
 
 
 def test_no_rows_is_the_header_alone():
@@ -75,9 +77,9 @@ def test_wide_columns_are_capped_to_the_console_and_fold():
 
 def test_limit_counts_rows_over_batches(monkeypatch, tmp_path):
     """--limit N over several fetch batches prints N rows and says more exist."""
-    import xsp_trace.tables as tables
+    import xsp_trace.table_stream as table_stream
 
-    monkeypatch.setattr(tables, "FETCH_BATCH_ROWS", 7)
+    monkeypatch.setattr(table_stream, "FETCH_BATCH_ROWS", 7)
     database = _empty_database(tmp_path)
     result = runner.invoke(app, ["query", str(database), "SELECT range AS n FROM range(100)", "--limit", "20"])
     assert result.exit_code == 0, result.output

@@ -14,6 +14,8 @@ rich lays a table out over all of its rows at once and renders about a thousand 
 
 from __future__ import annotations
 
+import csv
+import sys
 from collections.abc import Sequence
 
 from rich.cells import cell_len
@@ -21,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .tables import format_cell
+from .tables import csv_rows, format_cell, wide_console
 
 _MIN_CAPPED = 8  # a capped column keeps at least this many characters (more columns widen the console)
 
@@ -144,3 +146,35 @@ class StreamedTable:
         for row in rows:
             table.add_row(*(Text(cell) for cell in row))  # Text: names like [CUDA memset] are not markup
         return self._lines(table)[1:-1]
+
+
+# Rows fetched from DuckDB at a time when a whole result is printed.
+FETCH_BATCH_ROWS = 10_000
+
+
+def print_result(result, *, limit: int = 50, as_csv: bool = False, title: str | None = None, csv_safe: bool = False) -> None:
+    """Print a DuckDB result (cursor after execute) as a table or CSV on stdout, streaming it in
+    batches of FETCH_BATCH_ROWS (memory does not grow with the rows): a table fetches only the `limit`
+    rows it shows (0 = all; and one to tell whether more exist), CSV every row (`csv_safe`: formula-like
+    text guarded). A statement without a result (empty SQL, a lone SET VARIABLE) prints nothing."""
+    if result is None or result.description is None:
+        return
+    columns = [d[0] for d in result.description]
+    if as_csv:
+        writer = csv.writer(sys.stdout)
+        writer.writerows(csv_rows([columns], csv_safe))
+        while batch := result.fetchmany(FETCH_BATCH_ROWS):
+            writer.writerows(csv_rows(batch, csv_safe))
+        return
+    console = wide_console()
+    table = StreamedTable(console, columns, title=title)
+    shown = 0
+    while limit <= 0 or shown < limit:
+        batch = result.fetchmany(FETCH_BATCH_ROWS if limit <= 0 else min(FETCH_BATCH_ROWS, limit - shown))
+        if not batch:
+            break
+        table.add(batch)
+        shown += len(batch)
+    table.finish()
+    if limit > 0 and shown == limit and result.fetchmany(1):
+        console.print("  (more rows; --limit 0 shows all, --csv streams them all)")

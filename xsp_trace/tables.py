@@ -66,46 +66,12 @@ def csv_safe_cell(value):
     return "'" + value if isinstance(value, str) and value.startswith(CSV_FORMULA_START) else value
 
 
-def _csv_rows(rows, safe: bool):
+def csv_rows(rows, safe: bool):
     return ([csv_safe_cell(v) for v in row] for row in rows) if safe else rows
 
 
 def write_csv(columns: list[str], rows: list, *, limit: int = 0, safe: bool = False) -> None:
     """A header and the rows (at most `limit`, 0 = all) as CSV on stdout (`safe`: formula-like text guarded)."""
     writer = csv.writer(sys.stdout)
-    writer.writerows(_csv_rows([columns], safe))
-    writer.writerows(_csv_rows(rows[:limit] if limit else rows, safe))
-
-
-# Rows fetched from DuckDB at a time when a whole result is printed.
-FETCH_BATCH_ROWS = 10_000
-
-
-def print_result(result, *, limit: int = 50, as_csv: bool = False, title: str | None = None, csv_safe: bool = False) -> None:
-    """Print a DuckDB result (cursor after execute) as a table or CSV on stdout, streaming it in
-    batches of FETCH_BATCH_ROWS (memory does not grow with the rows): a table fetches only the `limit`
-    rows it shows (0 = all; and one to tell whether more exist), CSV every row (`csv_safe`: formula-like
-    text guarded). A statement without a result (empty SQL, a lone SET VARIABLE) prints nothing."""
-    if result is None or result.description is None:
-        return
-    columns = [d[0] for d in result.description]
-    if as_csv:
-        writer = csv.writer(sys.stdout)
-        writer.writerows(_csv_rows([columns], csv_safe))
-        while batch := result.fetchmany(FETCH_BATCH_ROWS):
-            writer.writerows(_csv_rows(batch, csv_safe))
-        return
-    from .table_stream import StreamedTable
-
-    console = wide_console()
-    table = StreamedTable(console, columns, title=title)
-    shown = 0
-    while limit <= 0 or shown < limit:
-        batch = result.fetchmany(FETCH_BATCH_ROWS if limit <= 0 else min(FETCH_BATCH_ROWS, limit - shown))
-        if not batch:
-            break
-        table.add(batch)
-        shown += len(batch)
-    table.finish()
-    if limit > 0 and shown == limit and result.fetchmany(1):
-        console.print("  (more rows; --limit 0 shows all, --csv streams them all)")
+    writer.writerows(csv_rows([columns], safe))
+    writer.writerows(csv_rows(rows[:limit] if limit else rows, safe))
