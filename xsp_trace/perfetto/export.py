@@ -22,7 +22,7 @@ from ..errors import InputError
 from ..output_files import atomic_output, check_output_path, private_temp_prefix, refuse_inputs
 from ..read_ahead import read_ahead
 from ..resources import query_text
-from ..sql import set_variables
+from ..sql import set_variables, values_readable
 from ..store import open_store
 from .packets import PacketWriter
 from .slice_encoder import BatchExtras, SliceEncoder
@@ -278,7 +278,7 @@ def export_perfetto(database: Path, output: Path, options: PerfettoOptions | Non
         with atomic_output(output, inputs=[database]) as tmp, tempfile.TemporaryDirectory(prefix=private_temp_prefix("perfetto")) as spill:
             con.execute("SET memory_limit = ?", [options.duckdb_memory_limit])
             con.execute("SET temp_directory = ?", [spill])
-            with open(tmp, "wb", buffering=1 << 20) as out:
+            with open(tmp, "wb", buffering=1 << 20) as out, values_readable(database):
                 stats = write_trace(con, out, options, database)
     finally:
         con.close()
