@@ -193,17 +193,12 @@ def _check_window(con: duckdb.DuckDBPyConnection, spans: str, window_ns: tuple[i
         "JOIN runs AS r ON r.run_id = s.run_id GROUP BY s.run_id, r.origin_ns ORDER BY s.run_id"
     ).fetchall()
     lo, hi = window_ns
-    held = "; ".join(f"run {run}: spans from {_time_or_unknown(first)} to {_time_or_unknown(last)}" for run, first, last in ranges) or "no spans"
+    held = "; ".join(f"run {run}: spans from {format_time(first)} to {format_time(last)}" for run, first, last in ranges) or "no spans"
     raise InputError(
         None,
         f"--window {format_time(lo)}:{format_time(hi)} holds no span of the selected runs (times after each run's first event; {held})",
         "choose START:END inside a run's range, e.g. --window 0ms:10ms",
     )
-
-
-def _time_or_unknown(ns: int | None) -> str:
-    """A time after the run's origin, or why there is none (runs.origin_ns NULL: edited by hand)."""
-    return format_time(ns) if ns is not None else "? (runs.origin_ns is NULL)"
 
 
 def open_session(database: Path, options: AnalysisOptions | None = None) -> duckdb.DuckDBPyConnection:
