@@ -111,6 +111,22 @@ def test_run_without_origin_says_so(source, tmp_path):
     assert "busy % over time" not in report.read_text() and "Top kernels" in report.read_text()
 
 
+def test_infinite_and_nan_doubles_reach_the_report(source, tmp_path):
+    """Doubles set to NaN or infinity by hand (a GPU's peaks, a kernel's occupancy): the HTML report
+    prints them as nan / inf (int(inf) raised OverflowError in report_text.number before)."""
+    db = edited(
+        source,
+        tmp_path,
+        [
+            "UPDATE devices SET peak_flops = 'inf', peak_dram_bytes_per_s = 'nan', memory_bandwidth_bytes_per_s = '-inf'",
+            "UPDATE kernels SET occupancy_estimate = 'nan', blocks_per_sm = 'inf'",
+        ],
+    )
+    report = tmp_path / "r.html"
+    ok(["analyze", db, "-a", "top_kernels", "--format", "json", "--report", report])
+    assert ">inf<" in report.read_text()
+
+
 @pytest.mark.parametrize("case", ["spans without steps", "steps without kernels", "only CPU spans", "only GPU spans"])
 def test_partial_databases_answer_every_command(case, source, tmp_path):
     db = edited(source, tmp_path, EDITS[case])
