@@ -120,7 +120,7 @@ def _edit(con, rng: random.Random, how: str) -> str:
             raise LookupError(table)
         _, column, kind, _ = rng.choice(numeric)
         value = str(rng.choice(SMALL_INTS if kind == "INTEGER" else BIG_INTS if kind == "BIGINT" else DOUBLES))
-        con.execute(f"UPDATE {t} SET {_quoted(column)} = {value}::{kind} WHERE {some}")
+        con.execute(f"UPDATE {t} SET {_quoted(column)} = ({value})::{kind} WHERE {some}")
         return f"extreme {table}.{column} = {value} 1/{every}"
     text = [c for c in mine if c[2] == "VARCHAR"]
     if not text:
