@@ -127,6 +127,21 @@ def test_infinite_and_nan_doubles_reach_the_report(source, tmp_path):
     assert ">inf<" in report.read_text()
 
 
+def test_perfetto_of_times_before_the_origin(source, tmp_path):
+    """Perfetto's timestamps are unsigned. runs.origin_ns moved after the first event: one line (a
+    ValueError from protobuf before). A step moved before the origin: its critical path starts at
+    0 (the same ValueError with --critical-path before)."""
+    late = edited(source, tmp_path, ["UPDATE runs SET origin_ns = origin_ns + 1000000000"])
+    trace = tmp_path / "t.pftrace"
+    line = one_error(["perfetto", late, "-o", trace])
+    assert line.startswith(f"xsp-trace: error: {late}: run 1 has events before its runs.origin_ns ("), line
+    assert not trace.exists()
+    (tmp_path / "early").mkdir()
+    early = edited(source, tmp_path / "early", ["UPDATE steps SET start_ns = -1"])
+    assert "slices" in ok(["perfetto", early, "-o", trace, "--critical-path"])
+    assert trace.stat().st_size > 0
+
+
 @pytest.mark.parametrize("case", ["spans without steps", "steps without kernels", "only CPU spans", "only GPU spans"])
 def test_partial_databases_answer_every_command(case, source, tmp_path):
     db = edited(source, tmp_path, EDITS[case])
