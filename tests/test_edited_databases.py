@@ -156,9 +156,11 @@ def test_partial_databases_answer_every_command(case, source, tmp_path):
 
 def test_values_convert_never_writes_are_one_line(source, tmp_path):
     """A span starting at -2^63 ns (convert keeps times within +-2^62): DuckDB's overflow in the
-    analyses' `start_ns - origin_ns` is one line naming the database, for analyze, perfetto and diff."""
+    analyses' `start_ns - origin_ns` is one line naming the database, for analyze and diff."""
     db = edited(source, tmp_path, ["UPDATE spans SET start_ns = -9223372036854775808 WHERE kind = 'kernel'"])
-    for args in (["analyze", db, "-a", "top_kernels"], ["perfetto", db, "-o", tmp_path / "t.pftrace"], ["diff", db, source]):
+    for args in (["analyze", db, "-a", "top_kernels"], ["diff", db, source]):
         line = one_error(args)
         assert line.startswith(f"xsp-trace: error: {db}: holds values xsp-trace cannot compute with (Out of Range Error: Overflow"), line
+    # perfetto meets the span before the origin first (test_perfetto_of_times_before_the_origin)
+    assert "run 1 has events before its runs.origin_ns" in one_error(["perfetto", db, "-o", tmp_path / "t.pftrace"])
     assert not (tmp_path / "t.pftrace").exists()
