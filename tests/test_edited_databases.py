@@ -156,11 +156,27 @@ def test_partial_databases_answer_every_command(case, source, tmp_path):
 
 def test_values_convert_never_writes_are_one_line(source, tmp_path):
     """A span starting at -2^63 ns (convert keeps times within +-2^62): DuckDB's overflow in the
-    analyses' `start_ns - origin_ns` is one line naming the database, for analyze and diff."""
+    analyses' `start_ns - origin_ns` is one line naming the database, for analyze and diff; a span
+    ending at 2^63 - 1 overflows perfetto's shift to the origin, one line too."""
     db = edited(source, tmp_path, ["UPDATE spans SET start_ns = -9223372036854775808 WHERE kind = 'kernel'"])
     for args in (["analyze", db, "-a", "top_kernels"], ["diff", db, source]):
         line = one_error(args)
         assert line.startswith(f"xsp-trace: error: {db}: holds values xsp-trace cannot compute with (Out of Range Error: Overflow"), line
     # perfetto meets the span before the origin first (test_perfetto_of_times_before_the_origin)
     assert "run 1 has events before its runs.origin_ns" in one_error(["perfetto", db, "-o", tmp_path / "t.pftrace"])
+    assert not (tmp_path / "t.pftrace").exists()
+    # perfetto's own overflow: a span ending at 2^63 - 1 in a run whose origin is -2^62
+    (tmp_path / "p").mkdir()
+    first, last = "(SELECT min(span_id) FROM spans)", "(SELECT max(span_id) FROM spans)"
+    db = edited(
+        source,
+        tmp_path / "p",
+        [
+            f"UPDATE spans SET start_ns = -4611686018427387904 WHERE span_id = {first}",
+            "UPDATE runs SET origin_ns = -4611686018427387904",
+            f"UPDATE spans SET end_ns = 9223372036854775807 WHERE span_id = {last}",
+        ],
+    )
+    line = one_error(["perfetto", db, "-o", tmp_path / "t.pftrace"])
+    assert line.startswith(f"xsp-trace: error: {db}: holds values xsp-trace cannot compute with (Out of Range Error: Overflow"), line
     assert not (tmp_path / "t.pftrace").exists()
