@@ -142,6 +142,16 @@ def test_perfetto_of_times_before_the_origin(source, tmp_path):
     assert trace.stat().st_size > 0
 
 
+def test_stream_wait_without_its_stream(converted_path, tmp_path):
+    """A cudaStreamWaitEvent whose GPU span lost its stream_id (NULL): the critical path and what-if
+    leave that wait out (int(None) raised TypeError in critical_path_run._event_waits before)."""
+    source = converted_path(Path(__file__).parent / "data" / "critical_path_hta" / "cuda_event_sync_multi_stream.json.gz")
+    db = edited(source, tmp_path, ["UPDATE spans SET stream_id = NULL WHERE kind = 'sync'"])
+    out = json.loads(ok(["analyze", db, "-a", "critical_path_summary", "--what-if", "kernel:.*=0", "--format", "json"]))
+    assert len(out["critical_path_summary"]) == 1 and out["critical_path_summary"][0]["latency_ns"] > 0, out
+    assert len(out["what_if"]) == 1, out
+
+
 @pytest.mark.parametrize("case", ["spans without steps", "steps without kernels", "only CPU spans", "only GPU spans"])
 def test_partial_databases_answer_every_command(case, source, tmp_path):
     db = edited(source, tmp_path, EDITS[case])
