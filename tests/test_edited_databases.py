@@ -152,6 +152,21 @@ def test_stream_wait_without_its_stream(converted_path, tmp_path):
     assert len(out["what_if"]) == 1, out
 
 
+def test_perfetto_of_ids_past_int32(source, tmp_path):
+    """A pid or tid past 2^31 - 1 (a 64-bit thread id, or edited by hand): Perfetto's pid and tid
+    are int32, so the track gets a fresh id and names the recorded one (protobuf raised ValueError
+    before; found by the long fuzzing run, seed 1,900)."""
+    db = edited(
+        source,
+        tmp_path,
+        ["UPDATE spans SET pid = 4611686018427387904 WHERE tid IS NOT NULL", "UPDATE spans SET tid = 2147483648 WHERE tid IS NOT NULL"],
+    )
+    trace = tmp_path / "t.pftrace"
+    ok(["perfetto", db, "-o", trace])
+    data = trace.read_bytes()
+    assert b"(pid 4611686018427387904)" in data and b"(tid 2147483648)" in data
+
+
 @pytest.mark.parametrize("case", ["spans without steps", "steps without kernels", "only CPU spans", "only GPU spans"])
 def test_partial_databases_answer_every_command(case, source, tmp_path):
     db = edited(source, tmp_path, EDITS[case])
