@@ -1,7 +1,8 @@
 """The long fuzzing run: bench/fuzzing/ over N seeds (traces for convert, dataset markers, SQL for
-query), counts for docs/robustness.md.
+query, hand-edited databases for analyze/perfetto/diff), counts for docs/robustness.md.
 
     nice python3 bench/fuzz_long.py --inputs 10000 --start 0 --jobs 1 --work /tmp/xsp-fuzz --log fuzz.jsonl
+    nice python3 bench/fuzz_long.py --inputs 1000 --kinds database --log fuzz_db.jsonl  # only the database seeds of 0-999 (~200)
 
 Resumable: seeds already in --log are skipped, so a run can be split across time. Prints the
 counts (inputs, exit 0, exit 2, tracebacks, hangs, leaks, modified inputs, half-written outputs,
@@ -18,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # xsp_trace from this checkout
 
-from fuzzing import input_kind, preload, run_many  # noqa: E402  (bench/fuzzing/, beside this script)
+from fuzzing import INPUT_KINDS, input_kind, preload, run_many  # noqa: E402  (bench/fuzzing/, beside this script)
 
 
 def summarize(records: list[dict]) -> dict:
@@ -42,7 +43,7 @@ def summarize(records: list[dict]) -> dict:
         "seconds": round(sum(r["seconds"] for r in records), 1),
         "by_kind": {
             kind: {"inputs": len(rows), "exit_0": sum(r["exit_code"] == 0 for r in rows), "exit_2": sum(r["exit_code"] == 2 for r in rows)}
-            for kind in ("convert", "marker", "sql")
+            for kind in INPUT_KINDS
             for rows in [[r for r in records if input_kind(r["seed"]) == kind]]
         },
     }
@@ -55,11 +56,15 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--work", type=Path, default=Path("/tmp/xsp-fuzz"))
     parser.add_argument("--log", type=Path, default=Path("fuzz_long.jsonl"))
+    parser.add_argument("--kinds", default=",".join(INPUT_KINDS), help="comma-separated input kinds to run (the others' seeds are skipped)")
     args = parser.parse_args()
+    kinds = set(args.kinds.split(","))
+    if not kinds <= set(INPUT_KINDS):
+        parser.error(f"--kinds: choose from {', '.join(INPUT_KINDS)}")
     done = set()
     if args.log.exists():
         done = {json.loads(line)["seed"] for line in args.log.read_text().splitlines() if line.strip()}
-    seeds = [s for s in range(args.start, args.start + args.inputs) if s not in done]
+    seeds = [s for s in range(args.start, args.start + args.inputs) if s not in done and input_kind(s) in kinds]
     preload()
     started = time.monotonic()
     with open(args.log, "a") as log:

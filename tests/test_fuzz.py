@@ -1,4 +1,5 @@
-"""Seeded fuzzing of `xsp-trace convert` on mutated real fixtures, at a size CI affords.
+"""Seeded fuzzing of `xsp-trace convert` on mutated real fixtures, and of the reading commands on
+hand-edited databases, at a size CI affords.
 
 Every input (bench/fuzzing/: byte flips, truncation, JSON field deletion/type change, numbers out
 of range, SQLite table/column drops, NULL/text/blob in numeric columns, duplicate string ids, end
@@ -10,10 +11,11 @@ runs the same fuzzer over thousands of seeds (docs/robustness.md).
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
-from fuzzing import preload, run_many
+from fuzzing import input_kind, preload, run_many
 
 pytestmark = pytest.mark.slow  # Ray, worker processes and big inputs
 
@@ -24,12 +26,32 @@ SEED_BASE = 1_000_000  # CI seeds; the long run (bench/fuzz_long.py) starts at 0
 def test_fuzzed_inputs_fail_cleanly_or_convert(tmp_path):
     preload()
     jobs = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1))
-    outcomes = run_many(range(SEED_BASE, SEED_BASE + INPUTS), tmp_path, jobs=jobs)
+    seeds = [s for s in range(SEED_BASE, SEED_BASE + 2 * INPUTS) if input_kind(s) != "database"][:INPUTS]  # databases: below
+    outcomes = run_many(seeds, tmp_path, jobs=jobs)
     assert len(outcomes) == INPUTS
     bad = [(o.seed, o.input, o.exit_code, o.problems, o.stderr[-2000:]) for o in outcomes if o.problems]
     assert not bad, bad
     codes = {o.exit_code for o in outcomes}
     assert codes <= {0, 2} and codes == {0, 2}, codes  # the mutations both break and spare inputs
+
+
+DATABASE_SEEDS = 4  # each ~10-40 s on a loaded 2-core machine: three commands on a small database
+
+
+def test_hand_edited_databases_read_cleanly(tmp_path):
+    """Converted fixtures edited without changing their schema (rows deleted or duplicated, NULLs,
+    times swapped or shifted, numbers at 0, -1, 2^62 or the type's limit): analyze, perfetto and
+    diff answer (exit 0, diff 1) or refuse in one line naming the database (exit 2), never a
+    traceback, a hang, a changed input or a half-written output (bench/fuzzing/databases.py)."""
+    preload()
+    seeds = [s for s in range(SEED_BASE, SEED_BASE + 1000) if input_kind(s) == "database"][:DATABASE_SEEDS]
+    outcomes = run_many(seeds, tmp_path, jobs=1)
+    assert [o.seed for o in outcomes] == seeds
+    bad = [(o.seed, o.input, o.exit_code, o.problems, o.stderr[-3000:]) for o in outcomes if o.problems]
+    assert not bad, bad
+    for o in outcomes:  # every case ran its three commands, each to an answer
+        assert o.input.startswith("db_") and re.search(r"\[exits [0-2]/[0-2]/[0-2]\]$", o.input), o.input
+        assert o.exit_code in (0, 2), (o.seed, o.input)
 
 
 def _outcome(source, out, reader: str):

@@ -1,4 +1,5 @@
-"""The one place for SQL text helpers: quoting identifiers and literals, setting DuckDB variables, reading one value."""
+"""The one place for SQL text helpers: quoting identifiers and literals, setting DuckDB variables, reading one value,
+and the one line for a database whose values DuckDB cannot compute with."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import duckdb
+
+from .errors import InputError
 
 
 @contextmanager
@@ -84,3 +87,20 @@ def scalar(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] | Map
 def is_temp_view(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     """Whether `name` is a TEMP view of the connection (a staging relation may be a table or a view)."""
     return bool(scalar(con, "SELECT count(*) FROM duckdb_views() WHERE view_name = ? AND temporary", [name]))
+
+
+@contextmanager
+def values_readable(path: object) -> Iterator[None]:
+    """Turn a DuckDB error raised while reading the database at `path` into one line naming it.
+
+    A database that passes the schema check may still hold values convert never writes -- a time
+    past +-2^62 ns whose duration overflows BIGINT, a count no cast fits -- when it was edited by
+    hand; the query meeting such a value fails in DuckDB, and that is the user's data, not a bug to
+    show as a traceback (--debug still shows it). An interrupt (Ctrl-C, --timeout) passes through."""
+    try:
+        yield
+    except duckdb.InterruptException:
+        raise
+    except duckdb.Error as exc:
+        what = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(path, f"holds values xsp-trace cannot compute with ({what})", "edited by hand? convert the traces again") from exc

@@ -31,6 +31,7 @@ def parse_time(text: str) -> int:
     return int(value.to_integral_value())
 
 
-def format_time(ns: float) -> str:
-    """A time after a run's origin as printed in prose: ms with µs precision ("120.532 ms")."""
-    return f"{float(ns) / 1e6:.3f} ms"
+def format_time(ns: float | None) -> str:
+    """A time after a run's origin as printed in prose: ms with µs precision ("120.532 ms"); None
+    (the run has no origin: runs.origin_ns NULL, as only a hand edit leaves it beside spans) says so."""
+    return "? (runs.origin_ns is NULL)" if ns is None else f"{float(ns) / 1e6:.3f} ms"

@@ -219,8 +219,15 @@ def _without_primary_key(con: sqlite3.Connection) -> None:
     con.execute("ALTER TABLE _s RENAME TO StringIds")
 
 
+INPUT_KINDS = ("convert", "marker", "sql", "database")
+
+
 def input_kind(seed: int) -> str:
-    """What seed `seed` fuzzes: a trace for convert (60 %), a dataset marker or an SQL string (20 % each)."""
+    """What seed `seed` fuzzes: a hand-edited database read by analyze, perfetto and diff (20 %), else
+    a trace for convert (60 % of the rest), a dataset marker or an SQL string (20 % each). The
+    database draw is a second one, so every other seed fuzzes what it did before databases were added."""
+    if random.Random(f"database:{seed}").random() < 0.2:
+        return "database"
     draw = random.Random(f"kind:{seed}").random()
     return "convert" if draw < 0.6 else "marker" if draw < 0.8 else "sql"
 
@@ -289,6 +296,33 @@ def _child(args: list[str], folder: Path, tmpdir: Path, output: Path | None) -> 
     os._exit(code)
 
 
+def run_child(
+    args: list[str], folder: Path, tmpdir: Path, output: Path | None, timeout_s: float = TIMEOUT_S
+) -> tuple[int | None, float, str, str | None]:
+    """Run the CLI with `args` in a forked child killed after `timeout_s`: (exit code or None when
+    killed, seconds, its stderr, the verdict on `output`). Its stdout and stderr are files beside `folder`."""
+    start = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        _child(args, folder, tmpdir, output)
+    code = None
+    deadline = start + timeout_s
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            code = os.waitstatus_to_exitcode(status)
+            break
+        time.sleep(0.01)
+    if code is None:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    seconds = time.monotonic() - start
+    stderr = (folder.parent / f"{folder.name}.stderr").read_text(errors="replace")
+    verdict_file = folder.parent / f"{folder.name}.verdict"
+    verdict = verdict_file.read_text() if verdict_file.exists() else None
+    return code, seconds, stderr, verdict
+
+
 def run_one(seed: int, work: Path) -> Outcome:
     """Make input `seed` in a fresh folder under `work`, run its command in a forked child, check everything."""
     from .stores import base_stores, marker_input, run_cli_in_child, snapshot, sql_input
@@ -298,6 +332,10 @@ def run_one(seed: int, work: Path) -> Outcome:
     shutil.rmtree(folder, ignore_errors=True)
     shutil.rmtree(tmpdir, ignore_errors=True)
     kind = input_kind(seed)
+    if kind == "database":
+        from .databases import run_database
+
+        return run_database(seed, work, folder, tmpdir)
     if kind != "convert":
         db, ds = base_stores(work, run_cli_in_child)
     folder.mkdir(parents=True)
@@ -313,25 +351,7 @@ def run_one(seed: int, work: Path) -> Outcome:
     else:
         name, source, args = sql_input(random.Random(seed), folder, db, ds)
     before = _digest(source) if kind == "convert" else snapshot(folder)
-    start = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        _child(args, folder, tmpdir, output)
-    code = None
-    deadline = start + TIMEOUT_S
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            code = os.waitstatus_to_exitcode(status)
-            break
-        time.sleep(0.01)
-    if code is None:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    seconds = time.monotonic() - start
-    stderr = (work / f"{folder.name}.stderr").read_text(errors="replace")
-    verdict_file = work / f"{folder.name}.verdict"
-    verdict = verdict_file.read_text() if verdict_file.exists() else None
+    code, seconds, stderr, verdict = run_child(args, folder, tmpdir, output)
     outcome = Outcome(seed, name, code, seconds, stderr=stderr)
     problems = outcome.problems
     if code is None:

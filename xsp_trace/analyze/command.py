@@ -40,10 +40,12 @@ def run_analyze(database: Path, source: Path, options: AnalysisOptions, view: Vi
     """Analyse `database` (opened from `source`, the path the user gave) and print as `view` says;
     returns the report written, if one was asked for."""
     from ..sandbox import interrupt_after
+    from ..sql import values_readable
 
-    con = open_session(database, options)
+    with values_readable(source):
+        con = open_session(database, options)
     con.execute("SET memory_limit = ?", [request.memory_limit])
-    with interrupt_after(con, request.timeout, source):
+    with interrupt_after(con, request.timeout, source), values_readable(source):
         notes = check_selection(con, options, source)
         if request.findings:
             from .findings import find, findings_result

@@ -368,6 +368,8 @@ _COLUMNS = (
     "start_ns BIGINT, end_ns BIGINT, on_path_ns BIGINT"
 )
 
+_COLUMN_NAMES = tuple(part.split()[0] for part in _COLUMNS.split(", "))
+
 
 def units(con: duckdb.DuckDBPyConnection) -> list[tuple]:
     """(run_id, iteration, step_span_id, start_ns, end_ns, pid, tid) of every step; a run without
@@ -407,6 +409,8 @@ def _segment_table(unit_rows: list[tuple], paths: list[dict[str, np.ndarray]], r
     sizes = [len(p["start"]) for p in paths]
     total = sum(sizes)
     unit = np.repeat(np.arange(len(paths)), sizes)
+    if total == 0:  # no step, or steps without a span to walk (a database without spans): no rows
+        return {name: np.zeros(0, dtype=object if name in ("name", "kind") else np.int64) for name in _COLUMN_NAMES}
 
     def column(name: str, dtype) -> np.ndarray:
         return np.concatenate([p[name][::-1] for p in paths]).astype(dtype) if paths else np.zeros(0, dtype=dtype)

@@ -350,6 +350,8 @@ def _event_waits(con: duckdb.DuckDBPyConnection, run: _Run) -> dict[int, int]:
         JOIN spans AS record ON record.run_id = w.run_id AND record.kind = 'api' AND record.correlation_id = TRY_CAST(c.value AS BIGINT)
         JOIN spans AS wait_call ON wait_call.run_id = w.run_id AND wait_call.kind = 'api' AND wait_call.correlation_id = w.correlation_id
         WHERE w.run_id = $run AND w.kind = 'sync' AND w.name = $name
+          -- (a wait without its streams -- a NULL stream_id, an arg that is no number -- links nothing)
+          AND w.device_id IS NOT NULL AND w.stream_id IS NOT NULL AND TRY_CAST(o.value AS BIGINT) IS NOT NULL
         """,
         {
             "run": run.run_id,

@@ -25,6 +25,7 @@ from pathlib import Path
 from ..database import connect
 from ..naming import install_normalize_macro
 from ..resources import query_text
+from ..sql import values_readable
 from ..tables import print_table, wide_console, write_csv
 
 LEVELS = ("kernel", "op", "layer")
@@ -74,8 +75,9 @@ class Capture:
 def read_capture(path: Path) -> Capture:
     con = connect(path, read_only=True)
     try:
-        install_normalize_macro(con)
-        rows = con.execute(query_text("analyses/diff_totals")).fetchall()
+        with values_readable(path):
+            install_normalize_macro(con)
+            rows = con.execute(query_text("analyses/diff_totals")).fetchall()
     finally:
         con.close()
     steps = int(rows[0][-1]) if rows else 0

@@ -103,9 +103,14 @@ def _database_table(con: duckdb.DuckDBPyConnection, table: str, runs: list[int] 
 
 
 def check_selection(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path=None) -> list[str]:
-    """Notes for the part of --iteration that selects nothing; an InputError when no iteration asked
-    for exists. (A --window that holds nothing is refused as the session opens: session._check_window.)"""
+    """Notes for a selection without spans and for the part of --iteration that selects nothing; an
+    InputError when no iteration asked for exists. (A --window that holds nothing is refused as the session opens: session._check_window.)"""
     notes: list[str] = []
+    if not scalar(con, f"SELECT count(*) FROM (SELECT 1 FROM {_database_table(con, 'spans', options.runs)} LIMIT 1)"):
+        if scalar(con, f"SELECT count(*) FROM {_database_table(con, 'runs', options.runs)}"):
+            notes.append("note: the selected runs hold no spans (no CPU or GPU event), so every analysis is empty")
+        else:
+            notes.append("note: the database holds no runs (convert TRACE -o DATABASE --append adds one), so every analysis is empty")
     if options.iterations:
         have = con.execute(
             f"SELECT run_id, list(DISTINCT iteration) FROM {_database_table(con, 'steps', options.runs)} "

@@ -37,7 +37,7 @@ def idle_gaps(gaps: list[dict], windows: dict) -> list[Finding]:
             causes[_cause(g)][1] += 1
         top = sorted(causes.items(), key=lambda kv: (-kv[1][0], kv[0][0]))[:TOP_CAUSES]
         named = "; ".join(f"{label} ({duration(ns)}, {count(n, 'gap')})" for (label, _, _), (ns, n) in top)
-        longest = max(mine, key=lambda g: (g["gap_ns"], -g["gap_start_ns"]))
+        longest = max(mine, key=lambda g: (g["gap_ns"], -(g["gap_start_ns"] or 0)))  # (None: a run without origin_ns)
         text = (
             f"{gpu_label(run_id, device_id)} sat idle {duration(idle)} in {count(len(mine), 'gap')} of {duration(LONG_GAP_NS)} or longer, "
             f"{pct(idle / window)} of its {duration(window)} active window (the longest, {duration(longest['gap_ns'])}, "

@@ -151,6 +151,8 @@ def _gpu_plots(results: dict[str, Result]) -> str:
     plots = []
     bins: dict[tuple, list] = {}
     for r in results["gpu_utilization_bins"].records() if "gpu_utilization_bins" in results else []:
+        if r["bin_start_ns"] is None or r["bin_end_ns"] is None:  # a run without an origin (runs.origin_ns NULL)
+            continue
         bins.setdefault((r["run_id"], r["device_id"]), []).append(r)
     for (run, dev), rows in sorted(bins.items()):
         start_ms, end_ms = rows[0]["bin_start_ns"] / 1e6, rows[-1]["bin_end_ns"] / 1e6

@@ -99,6 +99,8 @@ def number(value: float) -> str:
     """A number as read in a table: integers as they are (ids and counts, no separators)."""
     if value != value:  # NaN
         return "nan"
+    if value in (float("inf"), float("-inf")):  # (a hand-edited peak: int() refuses infinity)
+        return "inf" if value > 0 else "-inf"
     if value == int(value) and abs(value) < 1e15:
         return str(int(value))
     if abs(value) >= 1000:

@@ -21,7 +21,7 @@ from ..errors import InputError
 from ..output_files import atomic_output, check_output_path, refuse_inputs
 from ..read_ahead import read_ahead
 from ..resources import query_text
-from ..sql import set_variables
+from ..sql import set_variables, values_readable
 from ..store import open_store
 from .packets import PacketWriter
 from .slice_encoder import BatchExtras, SliceEncoder
@@ -93,6 +93,27 @@ def _check_options(con: duckdb.DuckDBPyConnection, database: Path | None, option
         missing = sorted(set(options.run_ids) - known)
         if missing:
             raise InputError(database, f"has no run {', '.join(map(str, missing))}", f"pick from runs {', '.join(map(str, sorted(known)))}")
+
+
+def _check_origins(con: duckdb.DuckDBPyConnection, database: Path | None) -> None:
+    """One line for a run with an event before the time the export shifts to 0 (runs.origin_ns,
+    the run's first event, edited by hand to a later time): Perfetto's timestamps are unsigned."""
+    early = con.execute(
+        """
+        SELECT r.run_id, r.origin_ns FROM perfetto_runs AS r
+        WHERE EXISTS (SELECT 1 FROM spans AS s WHERE s.run_id = r.run_id AND s.start_ns < r.shift_ns)
+           OR EXISTS (SELECT 1 FROM marks AS m WHERE m.run_id = r.run_id AND m.ts_ns < r.shift_ns)
+           OR EXISTS (SELECT 1 FROM counters AS c WHERE c.run_id = r.run_id AND c.ts_ns < r.shift_ns)
+        ORDER BY r.run_id LIMIT 1
+        """
+    ).fetchall()
+    if early:
+        run_id, origin = early[0]
+        raise InputError(
+            database,
+            f"run {run_id} has events before its runs.origin_ns ({origin}), which convert sets to its first event: edited by hand?",
+            "convert the traces again",
+        )
 
 
 def _select(con: duckdb.DuckDBPyConnection, options: PerfettoOptions) -> SpanTracks:
@@ -218,7 +239,9 @@ def _write_critical_path(con, writer: PacketWriter, tracks: TrackRegistry, optio
     build_critical_path(con)
     rows = con.execute(
         f"""
-        SELECT p.run_id, p.on_run_id, p.iteration, p.kind, p.name, p.span_id, p.start_ns - r.shift_ns AS ts, p.end_ns - r.shift_ns AS end_ts
+        SELECT p.run_id, p.on_run_id, p.iteration, p.kind, p.name, p.span_id,
+            -- (not before 0: Perfetto's times are unsigned, and a step edited to start before the run's origin starts its path there)
+            greatest(p.start_ns - r.shift_ns, 0) AS ts, greatest(p.end_ns - r.shift_ns, 0) AS end_ts
         FROM {TABLE} AS p JOIN perfetto_runs AS r ON r.run_id = p.on_run_id
         WHERE p.end_ns > coalesce(r.window_start_ns, p.end_ns - 1) AND p.start_ns < coalesce(r.window_end_ns, p.start_ns + 1)
         ORDER BY p.run_id, p.iteration NULLS FIRST, p.step_span_id, p.seq
@@ -248,6 +271,7 @@ def write_trace(con: duckdb.DuckDBPyConnection, out, options: PerfettoOptions, d
     _check_options(con, database, options)
     con.execute("SET enable_progress_bar = false")  # the CLI prints its own summary
     span_tracks = _select(con, options)
+    _check_origins(con, database)
     stats = ExportStats(runs=[r[0] for r in con.execute("SELECT run_id FROM perfetto_runs ORDER BY run_id").fetchall()])
     writer = PacketWriter(out, max_interned=options.max_interned)
     tracks = TrackRegistry(writer, list(_rows(con, "perfetto/tracks", options.batch_rows)))
@@ -277,7 +301,7 @@ def export_perfetto(database: Path, output: Path, options: PerfettoOptions | Non
         with atomic_output(output, inputs=[database]) as tmp:
             # DuckDB spills into the reading connection's private folder (data_only.lock_reading).
             con.execute("SET memory_limit = ?", [options.duckdb_memory_limit])
-            with open(tmp, "wb", buffering=1 << 20) as out:
+            with open(tmp, "wb", buffering=1 << 20) as out, values_readable(database):
                 stats = write_trace(con, out, options, database)
     finally:
         con.close()

@@ -21,18 +21,24 @@ LANE_RANKS = 1000  # sibling_order_rank = stream ordinal * LANE_RANKS + lane
 COUNTER_RANK = 1 << 30  # device counters after every stream
 
 
+INT32_MAX = (1 << 31) - 1  # Perfetto's pid and tid fields are int32
+
+
 class IdAllocator:
-    """Perfetto pids/tids: the recorded id where no one else uses it, otherwise a fresh one."""
+    """Perfetto pids/tids: the recorded id where no one else uses it and int32 holds it (a 64-bit
+    thread id, or one edited by hand, does not), otherwise a fresh one."""
 
     def __init__(self, recorded_ids):
-        self._taken = {i for i in recorded_ids if i is not None and i > 0}
+        self._taken = {i for i in recorded_ids if i is not None and 0 < i <= INT32_MAX}
         self._next = max(self._taken, default=0) + 1
         self._given: set[int] = set()
 
     def assign(self, recorded: int | None) -> int:
-        if recorded is not None and recorded > 0 and recorded not in self._given:
+        if recorded is not None and 0 < recorded <= INT32_MAX and recorded not in self._given:
             self._given.add(recorded)
             return recorded
+        while self._next > INT32_MAX or self._next in self._taken or self._next in self._given:
+            self._next = 1 if self._next > INT32_MAX else self._next + 1
         fresh = self._next
         self._next += 1
         self._given.add(fresh)
