@@ -296,6 +296,22 @@ def _child(args: list[str], folder: Path, tmpdir: Path, output: Path | None) -> 
     os._exit(code)
 
 
+def exit_problems(code: int | None, stderr: str, named: Path, allowed: tuple[int, ...] = (0, 2), what: str = "input") -> list[str]:
+    """What is wrong with how a child ended: a hang (code None), an exit code not in `allowed`, a
+    traceback, or an error that is not one line naming `named`."""
+    problems = []
+    if code is None:
+        problems.append("hang")
+    elif code not in allowed:
+        problems.append(f"exit {code}")
+    if "Traceback" in stderr:
+        problems.append("traceback")
+    errors = [line for line in stderr.splitlines() if line.startswith("xsp-trace: error:")]
+    if code == 2 and (len(errors) != 1 or str(named) not in errors[0]):
+        problems.append(f"not one error line naming the {what}")
+    return problems
+
+
 def run_child(
     args: list[str], folder: Path, tmpdir: Path, output: Path | None, timeout_s: float = TIMEOUT_S
 ) -> tuple[int | None, float, str, str | None]:
@@ -354,15 +370,7 @@ def run_one(seed: int, work: Path) -> Outcome:
     code, seconds, stderr, verdict = run_child(args, folder, tmpdir, output)
     outcome = Outcome(seed, name, code, seconds, stderr=stderr)
     problems = outcome.problems
-    if code is None:
-        problems.append("hang")
-    elif code not in (0, 2):
-        problems.append(f"exit {code}")
-    if "Traceback" in stderr:
-        problems.append("traceback")
-    errors = [line for line in stderr.splitlines() if line.startswith("xsp-trace: error:")]
-    if code == 2 and (len(errors) != 1 or str(source) not in errors[0]):
-        problems.append("not one error line naming the input")
+    problems += exit_problems(code, stderr, source)
     if kind == "convert":
         if _digest(source) != before:
             problems.append("input modified")

@@ -198,7 +198,7 @@ def commands(rng: random.Random, db: Path, base: Path, folder: Path) -> list[tup
 
 def run_database(seed: int, work: Path, folder: Path, tmpdir: Path):
     """One hand-edited database case: edit a copy of a base database, run each command, check."""
-    from . import Outcome, run_child
+    from . import Outcome, exit_problems, run_child
     from .stores import run_cli_in_child, snapshot
 
     rng = random.Random(seed)
@@ -220,7 +220,7 @@ def run_database(seed: int, work: Path, folder: Path, tmpdir: Path):
         codes.append(code)
         outcome.seconds += seconds
         outcome.stderr += f"$ {' '.join(args)}\n{stderr}"
-        problems = _problems(args, code, stderr, db, allowed)
+        problems = exit_problems(code, stderr, db, allowed, what="database")
         if hashlib.sha256(db.read_bytes()).hexdigest() != digest:
             problems.append("input modified")
         if output is not None and output.exists() != (code == 0):
@@ -243,17 +243,3 @@ def run_database(seed: int, work: Path, folder: Path, tmpdir: Path):
         (work / f"{folder.name}.log").write_text(outcome.stderr)
     shutil.rmtree(tmpdir, ignore_errors=True)
     return outcome
-
-
-def _problems(args: list[str], code: int | None, stderr: str, db: Path, allowed: tuple[int, ...]) -> list[str]:
-    problems = []
-    if code is None:
-        problems.append("hang")
-    elif code not in allowed:
-        problems.append(f"exit {code}")
-    if "Traceback" in stderr:
-        problems.append("traceback")
-    errors = [line for line in stderr.splitlines() if line.startswith("xsp-trace: error:")]
-    if code == 2 and (len(errors) != 1 or str(db) not in errors[0]):
-        problems.append("not one error line naming the database")
-    return problems
