@@ -39,8 +39,9 @@ ANALYSES_SCHEMA = "xsp"
 SYSTEM = "system.main"
 
 # (what, schema, name, how to strip it) of every object in the file that holds code, first the worst.
-# The columns of schema xsp are left out: listing them binds its ~110 views (1.4 s per open), and an
-# expression there reads the file's own data at most (lock_reading); on write xsp is replaced.
+# The columns of schema xsp are left out: listing them binds every view of it (seconds per open:
+# docs/robustness.md), and an expression there reads the file's own data at most (lock_reading); on
+# write xsp is replaced.
 _CODE_QUERY = f"""
 SELECT 'macro', schema_name, function_name,
        'DROP MACRO ' || CASE WHEN function_type = 'table_macro' THEN 'TABLE ' ELSE '' END || schema_name || '.' || function_name
