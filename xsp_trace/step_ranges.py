@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import duckdb
 
+from .connection import duckdb_connect
 from .database import run_script
 from .errors import InputError, one_line
 from .formats import kineto_fields as kf
@@ -28,8 +29,9 @@ def check_step_ranges(pattern: str | None) -> str | None:
         return None
     if pattern == "":
         raise InputError(None, f"{OPTION} '' matches every range", "give a regular expression naming the step ranges, e.g. 'train_step'")
+    con = duckdb_connect()
     try:
-        duckdb.connect().execute("SELECT regexp_matches('', ?)", [pattern]).fetchone()
+        con.execute("SELECT regexp_matches('', ?)", [pattern]).fetchone()
     except duckdb.Error as exc:
         problem = str(exc).removeprefix("Invalid Input Error: ")
         raise InputError(
@@ -37,6 +39,8 @@ def check_step_ranges(pattern: str | None) -> str | None:
             f"{OPTION} {pattern!r} is not a regular expression ({one_line(problem)})",
             "write one in RE2 syntax (no lookaround or backreferences), e.g. '^train_step'",
         ) from None
+    finally:
+        con.close()
     return pattern
 
 
