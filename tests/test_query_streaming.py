@@ -141,14 +141,15 @@ def test_every_row_in_bounded_memory(fmt, tmp_path):
 _STUCK = """
 import signal, sys, time
 from pathlib import Path
-from xsp_trace.output_files import private_temp_prefix
+from xsp_trace.data_only import _spill_folder
 from xsp_trace.sandbox import interrupt_after
 
 class Ignored:  # DuckDB deep in a sort's merge: its interrupt is not looked at
     def interrupt(self): pass
 
-import tempfile
-Path(tempfile.mkdtemp(prefix=private_temp_prefix("query")), "spill.tmp").write_text("x")
+spill = _spill_folder()  # a reading connection's, as DuckDB makes it when it spills
+spill.mkdir()
+(spill / "spill.tmp").write_text("x")
 with interrupt_after(Ignored(), 1, Path("db.duckdb"), exit_when_stuck=True):
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})  # nor Python: the main thread is inside C++
     time.sleep(30)
