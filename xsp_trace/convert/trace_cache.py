@@ -25,6 +25,7 @@ import duckdb
 
 from .. import __version__
 from ..connection import duckdb_connect
+from ..data_only import code_in_file
 from ..database import SCHEMA_VERSION
 from ..schema import schema_difference
 from ..sql import scalar
@@ -69,14 +70,6 @@ class CraftedEntry(Exception):
     """The entry defines what no xsp-trace entry does: leave it alone."""
 
 
-# Views and macros an entry's `main` schema defines: none in what xsp-trace writes (its analyses sit in
-# schema xsp), while one there would shadow a system function (duckdb_tables()) for this connection.
-_SHADOWS = (
-    "SELECT (SELECT count(*) FROM system.main.duckdb_functions() WHERE database_name = $db AND schema_name = 'main' AND NOT internal)"
-    " + (SELECT count(*) FROM system.main.duckdb_views() WHERE database_name = $db AND schema_name = 'main' AND NOT internal)"
-)
-
-
 def _recorded_facts(entry: Path) -> dict[str, str]:
     """The schema_info rows of the entry, once its tables are checked. Nothing the entry defines is
     run: system functions are named in full until `main` is known to define no view or macro, and
@@ -90,9 +83,11 @@ def _recorded_facts(entry: Path) -> dict[str, str]:
     except duckdb.Error as exc:
         raise BrokenEntry(f"cannot be opened ({str(exc).splitlines()[0]})") from exc
     try:
+        code = code_in_file(con, xsp_replaced=False)  # the one check of what a file may define (data_only)
+        if code:
+            what, schema, name, _ = code[0]
+            raise CraftedEntry(f"defines views or macros ({what} {schema}.{name}), which no xsp-trace cache entry does")
         catalog = scalar(con, "SELECT system.main.current_database()")
-        if scalar(con, _SHADOWS, {"db": catalog}):
-            raise CraftedEntry("defines views or macros in its main schema, which no xsp-trace cache entry does")
         difference = schema_difference(con, catalog)
         if difference is not None:
             raise BrokenEntry(difference)
