@@ -121,6 +121,13 @@ PHASE_RULES: tuple[tuple[str, str], ...] = (
 )
 
 
+# Data loading as the frameworks name it: torch.utils.data's record_function range around each
+# batch ("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", also "..._MultiProcessing...")
+# and, recorded with with_stack / python functions, the DataLoader's own Python frames. A CPU span
+# inside such a range (or one itself) is data loading (analyses/step_causes.sql, findings).
+DATA_LOADING_PATTERN = r"^enumerate\(DataLoader\)#|DataLoaderIter\.__next__|torch/utils/data/dataloader\.py"
+
+
 def install_phase_rules(con) -> None:
     """TEMP macro xsp_phase_of(name): the phase the first matching PHASE_RULES pattern names, else
     NULL (constant patterns, so DuckDB compiles each once), for queries/correlate/attribution.sql."""

@@ -22,13 +22,21 @@ CAPTURE_TOOLS: tuple[CaptureTool, ...] = get_args(CaptureTool)
 
 # Finding.kind (xsp_trace/analyze/findings*.py): what `analyze --findings` can say.
 FindingKind = Literal[
-    "launch_bound",
-    "sync_bound_steps",
-    "host_bound_steps",
-    "idle_gaps",
-    "sync_in_loop",
-    "exposed_communication",
-    "pageable_memcpy",
+    # One per cause of analyses/step_causes.sql (xsp_trace/analyze/findings_causes.py KIND_OF_CAUSE).
+    "data_loading",
+    "cpu_before_gpu",
+    "cpu_bound",
+    "optimizer",
+    "launch_overhead",
+    "sync_gpu_idle",
+    "gpu_bound",
+    "gpu_copies",
+    "communication_on_path",
+    "stream_wait",
+    "gpu_idle_on_path",
+    "unrecorded_cpu_time",
+    "straggler_rank",
+    # Per experiment or GPU.
     "memory_bound_kernels",
     "non_gpu_layers",
     "profiling_overhead",

@@ -54,6 +54,7 @@ ANALYSES: tuple[Analysis, ...] = (
     Analysis("nvtx_gpu_projection", "NVTX ranges projected onto the GPU", "gpu"),
     Analysis("critical_path_summary", "Critical path of each step: what sets the step time", "gpu", builds=("xsp_critical_path",)),
     Analysis("critical_path", "Critical path of each step, segment by segment", "gpu", builds=("xsp_critical_path",)),
+    Analysis("step_causes", "Step time by cause: the critical path grouped by why the time went", "gpu", builds=("xsp_critical_path",)),
     Analysis("what_if", "Predicted step time under --what-if rules, and the new critical path", "gpu", builds=("xsp_what_if",)),
     Analysis("cuda_async_memcpy", "Async copies made synchronous by pageable memory (nsys analyze cuda-async-memcpy)", "rules"),
     Analysis("cuda_sync_memcpy", "Synchronous copies (nsys analyze cuda-sync-memcpy)", "rules"),

@@ -57,6 +57,7 @@ NEEDS: dict[str, str] = {
     "nvtx_gpu_projection": "no NVTX or annotation ranges with GPU work in this trace",
     "critical_path_summary": "no CPU or GPU work to follow in this trace",
     "critical_path": "no CPU or GPU work to follow in this trace",
+    "step_causes": "no CPU or GPU work to follow in this trace",
     "what_if": "no steps to replay (pass --what-if rules; the trace needs CPU and GPU work)",
     "cuda_async_memcpy": _RULE_CLEAN,
     "cuda_sync_memcpy": _RULE_CLEAN,

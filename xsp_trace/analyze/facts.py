@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import duckdb
 
+from .. import naming
 from ..formats import aten_perf_models, collectives, cuda_api, kineto_fields, ncu_metrics, nsys_export, nsys_stats, torch_dtypes
 from ..formats.device_peaks import lookup_peak
 from ..sql import insert_rows
@@ -75,6 +76,7 @@ def fact_variables() -> dict[str, object]:
         "xsp_async_copy_api": cuda_api.ASYNC_COPY_API,
         "xsp_pageable_kinds": sorted({k for kinds in cuda_api.PAGEABLE_KINDS.values() for k in kinds}),
         "xsp_osrt_category": nsys_export.OSRT_CATEGORY,
+        "xsp_data_loading_pattern": naming.DATA_LOADING_PATTERN,
         "xsp_sqlite_round_nudge": nsys_stats.SQLITE_ROUND_NUDGE,
         "xsp_sqlite_round_nudge_below": nsys_stats.SQLITE_ROUND_NUDGE_BELOW,
         "xsp_sqlite_round_whole_from": nsys_stats.SQLITE_ROUND_WHOLE_FROM,

@@ -4,67 +4,55 @@ analysis (and the rows of it) that shows it.
 Findings are read off the analyses' results (queries/analyses/*.sql through run_analysis), never
 computed on the side, so their numbers are the analyses' numbers -- leveled-corrected where the
 database holds leveled runs (model latency from M, layer latency from ML, kernel latency from
-MLG). A finding's severity is the share of the time it is measured against that is at stake, 0..1:
-the idle share of a GPU's active window, the exposed-communication share, the non-GPU share of the
-model latency, the overhead share of a profiled run. Findings are ranked by it.
+MLG). A finding's severity is the share of the time it is measured against that is at stake, 0..1,
+and findings are ranked by it.
 
-Each finding names its analysis and a WHERE condition on that analysis's columns that selects the
-rows showing it (`evidence_sql`, `evidence`).
+What sets a step's time is told once, from its critical path: analyses/step_causes.sql groups the
+path's segments by cause (data loading, CPU work before the step's first GPU work, framework ops,
+launches, waits with the GPU idle, GPU computation, communication, streams stalled on other
+streams, ...), and each cause holding at least CAUSE_MIN_SHARE of a run's steps gets one finding
+(findings_causes.py): its share of the path is its severity, its advice is for that cause only, and
+where a what-if rule takes the cause away the finding states the replay's prediction (what_if.py),
+never a subtraction of CPU time. A run without steps is one unit from its first to its last span.
 
-Severity per kind (what is at stake / what it is measured against):
-  idle_gaps              idle time in gaps >= LONG_GAP_NS / the GPU's active window (first to last operation)
-  sync_bound_steps       (step - GPU busy) of the sync-bound steps / all steps of the run
-  launch_bound           steps: (step - GPU busy) of the launch-bound steps / all steps of the run;
-                         runs without steps: (window - busy) / window of the run's GPUs
-  host_bound_steps       (step - GPU busy) of the host-bound steps / all steps of the run
-  sync_in_loop           CPU time blocked in waiting calls during the steps / the steps' time (runs
-                         whose steps are not sync-bound: there the sync-bound finding names the waits)
-  exposed_communication  communication time without computation beside it / the GPU's active window
-  pageable_memcpy        the longer of the CPU time the copies' calls held and their GPU time / the run's
-                         longest GPU active window
+Besides the steps' causes, per experiment or GPU:
   memory_bound_kernels   time memory-bound kernels would save at their roof / kernel time (with metrics)
-  non_gpu_layers         non-GPU time of those layers / model latency (both per inference, corrected)
+  non_gpu_layers         non-GPU time of those layers / model latency (both per inference, corrected;
+                         only for experiments with GPU work)
   profiling_overhead     overhead a level added / that level's model latency (only when its 95 % interval
                          excludes 0: otherwise the overhead is not measurable and no finding)
   program_changed        as profiling_overhead for the level whose hooks changed the program
+  unusable_capture       a capture whose model latencies spread too wide: nothing else is derived from it
   healthy                a run with GPU work and no finding gets one line per GPU saying so (severity 0)
 
-The CPU-time findings (idle gaps, steps, waits, pageable copies) are in findings_cpu.py; the record,
-thresholds and wording helpers in findings_base.py.
+The record, thresholds and wording helpers are in findings_base.py.
 """
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Collection, Mapping
-from dataclasses import replace
 
 import duckdb
 
 from ..resources import query_text
-from . import findings_cpu
+from . import findings_causes
 from .catalog import BY_NAME
 from .findings_base import (
-    DEVICE_BOUND_PCT,
-    LONG_GAP_NS,
     MIN_SEVERITY,
     NON_GPU_LAYER_PCT,
     PROFILING_OVERHEAD_PCT,
     SPREAD_FACTOR,
     Finding,
     duration,
-    gpu_label,
     ms_to_ns,
     pct,
     sql_text,
 )
 from .session import Result, run_analysis
-from .what_if import parse_rule, step_gain
+from .what_if import KINDS, parse_rule, step_gain
 
 __all__ = [
-    "DEVICE_BOUND_PCT",
-    "LONG_GAP_NS",
     "MIN_SEVERITY",
     "Finding",
     "evidence",
@@ -77,12 +65,7 @@ __all__ = [
 # Every analysis the findings read.
 ANALYSES = (
     "gpu_busy_idle",
-    "gpu_idle_gaps",
-    "step_bound",
-    "kernel_launch_stats",
-    "sync_calls",
-    "comm_compute_overlap",
-    "pageable_memcpy",
+    "step_causes",
     "kernel_roofline",
     "layer_gpu_vs_nongpu",
     "model_info",
@@ -118,36 +101,31 @@ def find(con: duckdb.DuckDBPyConnection, results: Mapping[str, Result] | None = 
             "OR run_id IN (SELECT DISTINCT run_id FROM spans WHERE kind IN ('op', 'annotation') AND starts_with(name, 'aten::'))"
         ).fetchall()
     }
-    return [_with_expected_gain(con, f) for f in findings_from_results(have, levels, pytorch)]
+    return findings_from_results(have, levels, pytorch, gain=_replay_gain(con))
 
 
-def _with_expected_gain(con: duckdb.DuckDBPyConnection, finding: Finding) -> Finding:
-    """A sync-bound finding with what removing its waits would save, from the what-if replay of its
-    steps over the critical path's dependencies (analyze --what-if with the rule it names)."""
-    waits = finding.facts.get("waits") if finding.kind == "sync_bound_steps" else None
-    if not waits:
-        return finding
-    names = sorted({name for _, name, *_ in waits})
-    rule = "sync:^(" + "|".join(re.escape(name) for name in names) + ")$=0"
-    measured, predicted = step_gain(con, finding.facts["run_id"], finding.facts["iterations"], [parse_rule(rule)])
-    saved = measured - predicted
-    text = f"{finding.text.rstrip('.')}; without these waits those steps would take ~{duration(saved)} ({pct(saved / measured)}) less (--what-if '{rule}')."
-    return replace(finding, text=text, facts={**finding.facts, "expected_gain_ns": saved, "what_if": rule})
+def _replay_gain(con: duckdb.DuckDBPyConnection) -> findings_causes.Gain:
+    """(measured, predicted) ns of a run's steps replayed under one what-if rule (what_if.py)."""
+
+    def gain(run_id: int, iterations: list, rule: str) -> tuple[int, int] | None:
+        if rule.split(":", 1)[0] not in KINDS:  # TEMPORARY until the region rule lands (branch i43-replay)
+            return None
+        return step_gain(con, run_id, iterations, [parse_rule(rule)])
+
+    return gain
 
 
 def findings_from_results(
-    results: Mapping[str, Result], run_levels: Mapping[int, str | None] | None = None, pytorch_runs: Collection[int] = ()
+    results: Mapping[str, Result],
+    run_levels: Mapping[int, str | None] | None = None,
+    pytorch_runs: Collection[int] = (),
+    gain: findings_causes.Gain | None = None,
 ) -> list[Finding]:
     recs = {name: results[name].records() for name in ANALYSES}
-    levels = dict(run_levels or {})
-    windows = {(r["run_id"], r["device_id"]): r for r in recs["gpu_busy_idle"]}
+    del run_levels  # every run's steps are told the same way, whatever its level
+    gpu_runs = {r["run_id"] for r in recs["gpu_busy_idle"] if r["window_ns"]}
     out: list[Finding] = []
-    out += findings_cpu.idle_gaps(recs["gpu_idle_gaps"], windows)
-    out += findings_cpu.steps(recs["step_bound"], windows, levels, recs["sync_calls"], pytorch_runs)
-    out += findings_cpu.run_launch_bound(recs["kernel_launch_stats"], recs["step_bound"], windows)
-    out += findings_cpu.sync_in_loop(recs["sync_calls"], recs["step_bound"])
-    out += _exposed_communication(recs["comm_compute_overlap"], windows)
-    out += findings_cpu.pageable(recs["pageable_memcpy"], windows, pytorch_runs)
+    out += findings_causes.cause_findings(recs["step_causes"], gpu_runs, pytorch_runs, gain)
     out += _memory_bound(recs["kernel_roofline"])
     out += _non_gpu_layers(recs["layer_gpu_vs_nongpu"], recs["model_info"], recs["level_overhead"])
     out += _profiling(recs["level_overhead"], recs["program_changes"])
@@ -181,39 +159,6 @@ def findings_result(findings: list[Finding]) -> Result:
 
 
 # -- the findings -------------------------------------------------------------------------------
-
-
-def _exposed_communication(rows: list[dict], windows: dict) -> list[Finding]:
-    """Communication kernels not overlapped by computation (comm_compute_overlap)."""
-    out = []
-    for r in rows:
-        window = windows.get((r["run_id"], r["device_id"]), {}).get("window_ns")
-        comm, exposed = r["communication_ns"], r["exposed_communication_ns"]
-        if not comm or not window:
-            continue
-        text = (
-            f"{gpu_label(r['run_id'], r['device_id'], r['rank'])}: {duration(exposed)} of its {duration(comm)} of communication "
-            f"runs with no computation beside it ({r['overlap_pct']:.1f} % overlapped), {pct(exposed / window)} of its "
-            f"{duration(window)} active window; overlapping it (bucketing, prefetch, async collectives) would hide it."
-        )
-        out.append(
-            Finding(
-                "exposed_communication",
-                exposed / window,
-                text,
-                "comm_compute_overlap",
-                f"run_id = {r['run_id']} AND device_id = {r['device_id']}",
-                {
-                    "run_id": r["run_id"],
-                    "device_id": r["device_id"],
-                    "communication_ns": comm,
-                    "overlap_ns": r["overlap_ns"],
-                    "exposed_ns": exposed,
-                    "window_ns": window,
-                },
-            )
-        )
-    return out
 
 
 def _memory_bound(rows: list[dict]) -> list[Finding]:
@@ -290,6 +235,8 @@ def _non_gpu_layers(layers: list[dict], models: list[dict], overheads: list[dict
         per_exp[r["experiment"]].append(r)
     out = []
     for exp, mine in per_exp.items():
+        if all(not float(r["gpu_pct"] or 0) for r in mine):  # no GPU work: a CPU run's layers are all CPU time
+            continue
         hit = [r for r in mine if r["gpu_pct"] is not None and float(r["gpu_pct"]) < NON_GPU_LAYER_PCT]
         model = model_ns.get(exp)
         if not hit or not model:

@@ -1,5 +1,5 @@
 """What every finding shares: the Finding record, the thresholds, and the wording helpers (durations,
-shares, sizes) -- read by findings.py and findings_cpu.py."""
+shares, sizes) -- read by findings.py and findings_causes.py."""
 
 from __future__ import annotations
 
@@ -9,17 +9,14 @@ from ..vocabulary import FindingKind
 
 # Thresholds. Each is a judgement; the reason is beside it.
 MIN_SEVERITY = 0.01  # below 1 % of the time it is measured against, fixing a finding cannot pay back noticeably
-LONG_GAP_NS = 100_000  # 100 µs: a kernel launch costs the CPU ~5-20 µs, so the GPU could have run several
-#                        launches' work in such a gap; shorter gaps are the usual latency between dependent launches
-DEVICE_BOUND_PCT = 80.0  # GPU busy share above which the GPU, not the host, sets a run's pace (analyses/step_bound's default)
+CAUSE_MIN_SHARE = 0.05  # a cause under 5 % of the steps' critical path: removing it entirely could not pay back
+#                         more than the step-to-step spread of a typical training loop, so it gets no finding
 NON_GPU_LAYER_PCT = 50.0  # a layer whose kernels cover less than half its latency is dominated by non-GPU time
 PROFILING_OVERHEAD_PCT = 25.0  # ranges cost microseconds per layer call; a level adding over a quarter of the model
 #                                latency has very short layers or made the model run another program (a hook turns
 #                                off nn.TransformerEncoderLayer's fused path: docs/design.md)
 SPREAD_FACTOR = 10.0  # a capture whose model-latency p90 is over 10x its median is dominated by outliers: its means
 #                      and bootstrap intervals describe the outliers, not the model
-TOP_CAUSES = 2  # CPU causes named per idle-gap finding
-TOP_WAITS = 2  # blocking calls named per sync-bound finding
 
 
 @dataclass(frozen=True)
