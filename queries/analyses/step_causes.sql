@@ -6,7 +6,8 @@
 --
 -- From: xsp_critical_path (xsp_trace/analyze/critical_path.py), spans, span_ancestors, attribution
 -- (training phase, step of GPU work), steps. The data-loading pattern is the variable
--- xsp_data_loading_pattern (xsp_trace/naming.py DATA_LOADING_PATTERN).
+-- xsp_data_loading_pattern (xsp_trace/naming.py DATA_LOADING_PATTERN), the stall threshold
+-- xsp_queue_stall_ns (xsp_trace/analyze/settings.py QUEUE_STALL_NS).
 --
 -- Causes, from the segment's kind and, for CPU work, from the span and the ranges enclosing it:
 --   data_loading     CPU work inside the data loader's ranges
@@ -19,7 +20,10 @@
 --   gpu_compute      kernels
 --   gpu_copy         copies and sets on the GPU
 --   communication    collective and point-to-point kernels
---   stream_wait      a stream stalled with work queued, waiting for another stream's work
+--   stream_wait      a stream stalled with work queued, waiting for another stream's work, or
+--                    work that started longer after its launch than the variable xsp_queue_stall_ns
+--                    (`--set stall=NS`) on a free stream: waiting on a dependency the trace does
+--                    not record (graph-internal work of a cudaGraphLaunch); named by its launch
 --   gpu_idle         a stream idle between its items with nothing else binding
 --   cpu_idle         the step's thread in no recorded span
 --   other_rank       time on another rank the step waited for in a collective
@@ -62,6 +66,7 @@ WITH path AS (
                  THEN 'cpu_before_gpu'
             WHEN p.kind = 'cpu_op' AND ph.phase = 'optimizer' THEN 'optimizer'
             WHEN p.kind = 'cpu_op' THEN 'cpu_ops'
+            WHEN p.kind = 'queue_delay' AND p.on_path_ns > getvariable('xsp_queue_stall_ns') THEN 'stream_wait'
             WHEN p.kind IN ('launch', 'queue_delay') THEN 'launch'
             WHEN p.kind = 'kernel' THEN 'gpu_compute'
             WHEN p.kind IN ('memcpy', 'memset') THEN 'gpu_copy'

@@ -17,6 +17,11 @@ from ..formats import nsys_rules
 from ..sql import set_variables
 from ..timebase import LIMIT_NS
 
+# A launch costs its GPU ~5-20 µs from call to start; GPU work that started over 100 µs after its
+# launch on a free stream waited for something else the trace does not record (another stream's work
+# inside a CUDA graph, an event): step_causes calls that time a stall, not launch latency.
+QUEUE_STALL_NS = 100_000
+
 # Every integer setting has both bounds: a value past them would overflow the SQL's BIGINT arithmetic.
 _ROWS_MAX = 2**31 - 1
 _TIME_NS = LIMIT_NS - 1  # the time base's range (timebase.py)
@@ -36,6 +41,15 @@ class Setting:
 SETTINGS: dict[str, Setting] = {
     s.name: s
     for s in (
+        Setting(
+            "stall",
+            "xsp_queue_stall_ns",
+            int,
+            QUEUE_STALL_NS,
+            "step_causes: a launch's queue delay on the critical path longer than this, ns, is a stall on a dependency (stream_wait), not launch latency",
+            0,
+            _TIME_NS,
+        ),
         Setting("rows", "xsp_rule_rows", int, nsys_rules.DEFAULT_ROWS, "expert rules: at most this many rows per rule and run", 1, _ROWS_MAX),
         Setting(
             "start",
