@@ -1,4 +1,4 @@
-"""Findings on hand-made traces: one case per kind, the expected numbers worked out by hand below;
+"""Findings on hand-made traces: the steps' causes (tests/test_step_causes.py works the paths out by hand), the leveled kinds, the expected numbers worked out by hand below;
 the CLI option; the HTML report in headless chromium with its findings first (screenshot kept in
 tests/artifacts/).
 
@@ -90,85 +90,52 @@ def leveled(tmp_path_factory):
     return path
 
 
-def test_launch_bound_step(plain_findings):
-    f = plain_findings[("launch_bound", 1)]
-    assert f.severity == pytest.approx((1000 - 50) / 2000)
+def test_findings_are_the_steps_causes_by_share_of_the_path(plain_findings):
+    """Run 1's two steps (2 ms; tests/test_step_causes.py works their paths out by hand): cpu_ops 840 µs,
+    launch 640 µs, gpu_compute 300 µs, sync_wait 140 µs, gpu_copy 80 µs (4 %: under CAUSE_MIN_SHARE).
+    Run 2 (no steps, 450 µs): no span 300 µs, launch 150 µs. The collective never binds a step's end,
+    so no communication finding, whatever its overlap."""
+    severities = {key: f.severity for key, f in plain_findings.items()}
+    assert severities == pytest.approx(
+        {
+            ("cpu_bound", 1): 840 / 2000,
+            ("launch_overhead", 1): 640 / 2000,
+            ("gpu_bound", 1): 300 / 2000,
+            ("sync_gpu_idle", 1): 140 / 2000,
+            ("unrecorded_cpu_time", 2): 300 / 450,
+            ("launch_overhead", 2): 150 / 450,
+        }
+    )
+
+
+def test_a_wait_counts_only_while_the_gpu_had_nothing_to_run(plain_findings):
+    """cudaDeviceSynchronize held the CPU 440 µs, but gemm ran for the first 310 µs of it: only the 130 µs
+    after gemm ended (and cudaMemcpy's 10 µs after its copy) are the wait's; the finding says what to
+    do about such waits, and its gain is the replay's."""
+    f = plain_findings[("sync_gpu_idle", 1)]
     assert f.text.startswith(
-        "1 of 2 steps of run 1 is launch-bound: the CPU spent 600 µs in launch calls that returned without waiting while the GPU "
-        "was busy only 50 µs of their 1 ms (5.0 %); fewer, larger kernels (fusion, CUDA graphs) would help"
+        "Waiting on the GPU after its work had ended: 7.0 % of the 2 ms that the 2 steps of run 1 spent on the critical path "
+        "(14.0 % of each step, in 1 of them); mostly cudaDeviceSynchronize, cudaMemcpy."
     )
-    assert f.evidence == "SELECT * FROM xsp.step_bound WHERE run_id = 1 AND bound = 'launch-bound'"
-
-
-def test_sync_bound_step_names_its_waits(plain_findings):
-    # Step 2: blocked 440 µs in cudaDeviceSynchronize + 100 µs in cudaMemcpy = 540 µs, 54 % of the step
-    # (>= 25 %): sync-bound before anything else; its waits are named, and no launch advice is given.
-    f = plain_findings[("sync_bound_steps", 1)]
-    assert f.severity == pytest.approx((1000 - 680) / 2000)
-    assert f.text.startswith(
-        "1 of 2 steps of run 1 is sync-bound: their threads sat 540 µs (54.0 %) blocked in calls that wait while the GPU "
-        "was busy only 680 µs of their 1 ms (68.0 %); the waits: cudaDeviceSynchronize, 1 call, 440 µs; "
-        "cudaMemcpy Pageable -> Device, 1 call, 100 µs: wait only where the result is needed"
-    )
-    assert "CUDA graphs" not in f.text and f.facts["iterations"] == [2]
-
-
-def test_no_separate_sync_in_loop_finding_where_the_steps_are_sync_bound(plain_findings):
-    assert ("sync_in_loop", 1) not in plain_findings and ("host_bound_steps", 1) not in plain_findings
-
-
-def test_long_idle_gap_and_its_cpu_cause(plain_findings):
-    f = plain_findings[("idle_gaps", 1)]
-    assert f.severity == pytest.approx(190 / 1830)
-    assert f.text == (
-        "GPU 0 of run 1 sat idle 190 µs in 1 gap of 100 µs or longer, 10.4 % of its 1.83 ms active window (the longest, "
-        "190 µs, at 1.320 ms); 1 of "  # run 1 starts at 0: the gap is at 1320 µs
-        "them ended only when the CPU launched the next operation late. Meanwhile the CPU was in: "
-        "cudaDeviceSynchronize (explicit synchronisation) (190 µs, 1 gap)."
-    )
-    two = plain_findings[("idle_gaps", 2)]
-    assert two.severity == pytest.approx(390 / 405)
-    assert "(the launching thread in no span, no other thread of the process in a span) (390 µs, 2 gaps)" in two.text
-
-
-def test_exposed_communication(plain_findings):
-    f = plain_findings[("exposed_communication", 1)]
-    assert f.severity == pytest.approx(200 / 1830)
-    assert f.text.startswith(
-        "GPU 0 of run 1: 200 µs of its 300 µs of communication runs with no computation beside it "
-        "(33.3 % overlapped), 10.9 % of its 1.83 ms active window"
+    assert "out of the loop" in f.text and "CUDA graphs" not in f.text
+    assert f.facts["what_if"] == "sync:^(cudaDeviceSynchronize|cudaMemcpy)$=0"
+    assert f.facts["measured_ns"] == 2000 * US and 0 < f.facts["expected_gain_ns"] <= 540 * US
+    assert f.text.endswith(
+        f"(--what-if '{f.facts['what_if']}') predicts {f.facts['predicted_ns'] / 1e6:.3g} ms instead of 2 ms: {100 * f.facts['expected_gain_ns'] / 2e6:.1f} % less."
     )
 
 
-def test_pageable_copy(plain_findings):
-    # The cudaMemcpy held the CPU 100 µs, longer than the copy's 80 µs on the GPU: 100 µs at stake.
-    f = plain_findings[("pageable_memcpy", 1)]
-    assert f.severity == pytest.approx(100 / 1830)
-    assert f.text.startswith(
-        "Run 1 copies 8 MB between the GPU and pageable host memory in 1 copy (1 HtoD by cudaMemcpy): the calls held "
-        "the CPU 100 µs and the copies took 80 µs of GPU time (100 GB/s); the longer is 5.5 % of its GPU's 1.83 ms active window"
-    )
+def test_launch_overhead_run_without_steps(plain_findings):
+    """Run 2: removing the three launch calls' 150 µs leaves the 300 µs of no span: 300 µs predicted."""
+    f = plain_findings[("launch_overhead", 2)]
+    assert f.analysis == "step_causes" and f.evidence == "SELECT * FROM xsp.step_causes WHERE run_id = 2 AND cause = 'launch'"
+    assert "(a run without steps, taken whole); mostly cudaLaunchKernel. Fewer, larger kernels" in f.text
+    assert (f.facts["measured_ns"], f.facts["predicted_ns"]) == (450 * US, 300 * US)
 
 
-def test_launch_bound_run_without_steps(plain_findings):
-    f = plain_findings[("launch_bound", 2)]
-    assert f.analysis == "kernel_launch_stats" and f.severity == pytest.approx(390 / 405)
-    assert f.text == (
-        "Run 2 is launch-bound: its 3 kernel launches took 150 µs of CPU time, more than the 15 µs its GPUs were "
-        "busy (3.7 % of their 405 µs active window); 3 of the kernels ran shorter than their own launch call."
-    )
-
-
-def test_nothing_else_in_the_plain_trace(plain_findings):
-    assert set(plain_findings) == {
-        ("launch_bound", 1),
-        ("sync_bound_steps", 1),
-        ("idle_gaps", 1),
-        ("exposed_communication", 1),
-        ("pageable_memcpy", 1),
-        ("launch_bound", 2),
-        ("idle_gaps", 2),
-    }
+def test_gpu_bound_names_its_kernels_and_no_cpu_advice(plain_findings):
+    f = plain_findings[("gpu_bound", 1)]
+    assert "mostly gemm. The GPU's own work sets the step" in f.text and "what_if" not in f.facts
 
 
 def test_leveled_findings_use_the_corrected_figures(leveled):
@@ -209,9 +176,9 @@ def test_cli_findings_json_and_table(plain):
     result = runner.invoke(app, ["analyze", str(plain), "--findings", "--format", "json", "-a", "step_bound"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.output)
-    assert [r["kind"] for r in payload["findings"]][:2] == ["idle_gaps", "launch_bound"]  # run 2: 96.3 % each
-    assert [r["rank"] for r in payload["findings"]] == list(range(1, 8)) and len(payload["step_bound"]) == 2
-    assert any(r["evidence"].startswith("SELECT * FROM xsp.kernel_launch_stats WHERE run_id = 2") for r in payload["findings"])
+    assert [r["kind"] for r in payload["findings"]][:2] == ["unrecorded_cpu_time", "cpu_bound"]  # 66.7 %, 42 %
+    assert [r["rank"] for r in payload["findings"]] == list(range(1, 7)) and len(payload["step_bound"]) == 2
+    assert any(r["evidence"].startswith("SELECT * FROM xsp.step_causes WHERE run_id = 2") for r in payload["findings"])
     table = runner.invoke(app, ["analyze", str(plain), "--findings"])
     assert table.exit_code == 0 and "Findings, most severe first" in table.output
     assert "[step_bound]" not in table.output  # without -a, no analysis table follows the findings
@@ -231,7 +198,7 @@ def test_report_shows_the_findings_first_in_headless_chromium(converted_path, tm
     assert result.exit_code == 0, result.output
     html = report.read_text()
     assert html.index('id="findings"') < html.index("<h2>Plots</h2>") < html.index('id="level_sources"')
-    assert "host_bound_steps" in html and "exposed_communication" in html
+    assert "cpu_bound" in html and "step_causes" in html
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "report_findings.png"
     subprocess.run(

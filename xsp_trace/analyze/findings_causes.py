@@ -98,11 +98,15 @@ def _finding(run_id, run: _Run, cause, kind, share, largest, has_gpu, pytorch, g
     shares = [int(r["on_path_ns"]) / run.steps[r["step_span_id"]] for r in cause_rows if run.steps[r["step_span_id"]]]
     names = _names(cause_rows, "top_names")
     regions = _names(cause_rows, "regions")
+    if cause == "cpu_ops" and regions:  # name the regions (preprocess, a module) before the ops in them
+        names = regions[:1] + [n for n in names if n != regions[0]]
     if stepped:
         each = ""
         if n_steps > 1:
             low, high = pct(min(shares)), pct(max(shares))
-            each = f" ({low if low == high else low[:-2] + '–' + high} of each step" + (f", in {len(shares)} of them)" if len(shares) < n_steps else ")")
+            each = f" ({low if low == high else low[:-2] + '–' + high} of each step" + (
+                f", in {len(shares)} of them)" if len(shares) < n_steps else ")"
+            )
         head = f"{_LABEL[cause]}: {pct(share)} of the {duration(run.total_ns)} that the {count(n_steps, 'step')} of run {run_id} spent on the critical path{each}"
     else:
         head = f"{_LABEL[cause]}: {pct(share)} of run {run_id}'s {duration(run.total_ns)} on the critical path (a run without steps, taken whole)"
@@ -172,16 +176,15 @@ def _iterations(run: _Run, step_ids: list) -> str:
 def _advice(cause: str, names: list[str], has_gpu: bool, pytorch: bool) -> str:
     torch_words = pytorch
     if cause == "data_loading":
-        return (
-            "Load batches in worker processes (DataLoader num_workers > 0, persistent_workers, prefetch_factor) and pin them (pin_memory=True) so the next batch is ready when the step starts."
-            if torch_words
-            else "Load the next batch ahead of the step (worker processes, prefetching) so the step does not wait for it."
-        )
+        if not torch_words:
+            return "Load the next batch ahead of the step (worker processes, prefetching) so the step does not wait for it."
+        pin = " and pin them (pin_memory=True) for the copy to the GPU" if has_gpu else ""
+        return f"Load batches in worker processes (DataLoader num_workers > 0, persistent_workers, prefetch_factor){pin} so the next batch is ready when the step starts."
     if cause == "cpu_before_gpu":
         return "Move this work out of the step or overlap it with the GPU's work (a data-loading worker, a prefetching queue)."
     if cause == "cpu_ops":
         if not has_gpu:
-            return "The run has no GPU work: its time is CPU computation."
+            return "A CPU-only run: its steps are this computation; the regions named hold most of it."
         return "The GPU waits for the CPU to issue work: fewer, larger ops (torch.compile, fused ops, CUDA graphs) shorten it."
     if cause == "optimizer":
         return (
@@ -221,6 +224,8 @@ def _rule(cause: str, names: list[str], regions: list[str]) -> str | None:
     """The what-if rule that takes the cause away, or None where no rule can."""
     if cause == "data_loading":
         return f"region:{DATA_LOADING_PATTERN}=0"
+    if cause == "cpu_ops" and regions:  # the largest region: what a user would move or speed up first
+        return "region:^" + re.escape(regions[0]) + "$=0"
     if cause == "cpu_before_gpu" and regions:
         return "region:^(" + "|".join(re.escape(r) for r in regions[:10]) + ")$=0"
     if cause == "sync_wait" and names:
