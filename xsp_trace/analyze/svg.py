@@ -29,6 +29,7 @@ PATH_COLORS = {
     "cpu_idle": "#c7c7c7",
     "thread_wait": "#e377c2",
     "gpu_idle": "#8c564b",
+    "stream_wait": "#f7b6d2",
 }
 
 
