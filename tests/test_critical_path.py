@@ -29,7 +29,7 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import DATA
-from support.handmade import Run, write
+from support.handmade import PID, TID, Run, write
 from support.steps import backward_step, event_step, pageable_step, sync_step
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.analyze.critical_path import load_run, prepare_chase, units, walk
@@ -112,6 +112,57 @@ def test_a_stream_waits_for_an_event_recorded_on_another(tmp_path):
         ("kernel", "B", 500, 100),
         ("sync_wait", "cudaDeviceSynchronize", 600, 50),
         ("cpu_op", "ProfilerStep#1", 650, 50),
+    ]
+
+
+def test_a_stream_held_by_an_event_is_a_stream_wait_naming_both_streams(tmp_path):
+    """As above, but B on stream 8 starts 40 ns after A on stream 7 ends (540): that gap is B's
+    stream waiting for stream 7 through the event -- stream_wait, charged to A (the work waited
+    for) -- not gpu_idle, in the chase and the step-by-step walk alike; the summary names it."""
+    run = event_step(step_end=700, b_start=540)
+    assert _path(tmp_path, run) == [
+        ("cpu_op", "ProfilerStep#1", 0, 10),
+        ("launch", "cudaLaunchKernel", 10, 10),
+        ("queue_delay", "cudaLaunchKernel", 20, 80),
+        ("kernel", "A", 100, 400),
+        ("stream_wait", "A", 500, 40),
+        ("kernel", "B", 540, 100),
+        ("sync_wait", "cudaDeviceSynchronize", 640, 10),
+        ("cpu_op", "ProfilerStep#1", 650, 50),
+    ]
+    con = open_session(tmp_path / "t.duckdb", AnalysisOptions())
+    waits = [r for r in run_analysis(con, "critical_path").records() if r["stream_wait"] is not None]
+    assert [(r["kind"], r["stream_wait"]) for r in waits] == [("stream_wait", "stream 8 waited for stream 7")]
+    (summary,) = run_analysis(con, "critical_path_summary").records()
+    assert summary["stream_waits"] == "stream 8 waited for stream 7 0.0 ms"
+    assert summary["top_on_path"].endswith("; stream 8 waited for stream 7 [stream_wait] 5.7 %")
+    assert summary["share_by_kind_pct"].startswith("kernel 71.4 %, ")
+    stepped, chased = load_run(con, 1), load_run(con, 1)
+    prepare_chase(chased)
+    assert walk(chased, 0, 700, (PID, TID)) == walk(stepped, 0, 700, (PID, TID))
+    (wait,) = [s for s in walk(chased, 0, 700, (PID, TID)) if s.kind == "stream_wait"]
+    assert [str(stepped.name(r)) for r in (wait.row, wait.waiter)] == ["A", "B"]
+
+
+def test_work_a_graph_launch_queued_is_charged_to_cudaGraphLaunch(tmp_path):
+    """One cudaGraphLaunch [100,150) queues G1 [300,400) and G2 [400,450) on stream 7 (both carry its
+    correlation id, as Kineto and nsys record graph work); cudaDeviceSynchronize [160,500) waits for
+    them: the 150 ns from the launch's return to G1 are its queue delay, charged to cudaGraphLaunch."""
+    run = Run(1)
+    run.span("annotation", "ProfilerStep#1", 0, 600, iteration=1)
+    run.span("api", "cudaGraphLaunch", 100, 150, correlation_id=77, category="cuda_runtime")
+    for name, start, end in (("G1", 300, 400), ("G2", 400, 450)):
+        kernel = run.span("kernel", name, start, end, device_id=0, stream_id=7, correlation_id=77)
+        run.side["kernels"].append({"run_id": 1, "span_id": kernel})
+    run.span("api", "cudaDeviceSynchronize", 160, 500, category="cuda_runtime")
+    assert _path(tmp_path, run) == [
+        ("cpu_op", "ProfilerStep#1", 0, 100),
+        ("launch", "cudaGraphLaunch", 100, 50),
+        ("queue_delay", "cudaGraphLaunch", 150, 150),
+        ("kernel", "G1", 300, 100),
+        ("kernel", "G2", 400, 50),
+        ("sync_wait", "cudaDeviceSynchronize", 450, 50),
+        ("cpu_op", "ProfilerStep#1", 500, 100),
     ]
 
 

@@ -8,8 +8,8 @@ raw trace names it (full name, start in us from HTA's origin, duration), with it
 HTA bound_by class. An HTA event is matched to our span by the identity both sides keep from the raw
 trace: its name and its start (within 1 us: HTA truncates to us), the duration breaking ties.
 Per step: `shared` is the on-path time both paths give the same event (the smaller of the two; the
-waits between items -- HTA's kernel-kernel and launch overhead, our GPU idle and queue delay -- as
-one total, since each side charges them to a different neighbour), in % of the longer path.
+waits between items -- HTA's kernel-kernel and launch overhead, our GPU idle, stream wait and queue delay --
+as one total, since each side charges them to a different neighbour), in % of the longer path.
 `hidden` is GPU work the raw trace records inside the gaps HTA's path books as kernel-kernel
 overhead on that stream: HTA wrong there (on cuda_graphs 37-39 % of the step, pageable_dtoh 5.5 %,
 resnet_mi300 4.6-4.8 %, ns_resolution 0.8-1 %): our path holds those kernels and memsets.
@@ -28,7 +28,7 @@ from conftest import DATA
 from support.hta_window import hta_origin_ns, hta_origins, rounding_loss_us, segments_from_hta_end, weighs_zero
 from xsp_trace.analyze import AnalysisOptions
 from xsp_trace.analyze.critical_path import load_run
-from xsp_trace.analyze.critical_path_chase import GPU_IDLE, QUEUE_DELAY
+from xsp_trace.analyze.critical_path_chase import GPU_IDLE, QUEUE_DELAY, STREAM_WAIT
 from xsp_trace.analyze.session import prepare
 
 STEPS = DATA / "critical_path_hta" / "hta_steps.csv"
@@ -36,7 +36,7 @@ EVENTS = DATA / "critical_path_hta" / "hta_step_events.csv.gz"
 # The waits between items, which each side charges to a neighbour of its choosing (HTA a kernel-kernel
 # gap to the earlier kernel, ours to no event): compared as one total per step, not per event.
 HTA_WAITS = ("gpu_kernel_kernel_overhead", "gpu_kernel_launch_overhead")
-OUR_WAITS = (GPU_IDLE, QUEUE_DELAY)
+OUR_WAITS = (GPU_IDLE, QUEUE_DELAY, STREAM_WAIT)
 # A step agrees when the time both paths give the same events (the waits as one total), plus the
 # GPU work HTA's path runs over and books as kernel-kernel overhead (hidden_ns), is >= AGREE_PCT of the
 # longer path, and HTA's events are on our path for >= HTA_ON_OURS_PCT of HTA's event time.

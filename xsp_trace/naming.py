@@ -280,6 +280,15 @@ def readable_kernel_name(name: str) -> str:
     return base
 
 
+def display_name(name: str) -> str:
+    """A name as a sentence (a finding, a summary) shows it: without torch's per-instance details
+    (normalize_name: "aten::mm, seq = 12, op_id = 345" -> "aten::mm"), a kernel by its readable base
+    name (readable_kernel_name: "void at::native::vectorized_elementwise_kernel<4, ...>(int, ...)"
+    -> "vectorized_elementwise_kernel"). Other names are returned unchanged. Where several kernels of
+    one table share a base name, short_names tells them apart."""
+    return readable_kernel_name(normalize_name(name))
+
+
 def short_names(names: list[str]) -> dict[str, str]:
     """Short names for the distinct `names` of one table: the base name where it is unique among them,
     the base name with its template arguments where several different kernels share a base name

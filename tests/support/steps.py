@@ -29,11 +29,11 @@ def pageable_step() -> Run:
     return run
 
 
-def event_step(step_end: int = 1000) -> Run:
+def event_step(step_end: int = 1000, b_start: int = 500) -> Run:
     """Kernel A on stream 7 [100,500) (launched [10,20)); cudaEventRecord [30,35) after its launch,
     cudaStreamWaitEvent [40,45) on stream 8 (Kineto's "Stream Wait Event" names the record call);
-    kernel B on stream 8, launched at [50,60), starts only when A ends (500) and runs to 600;
-    cudaDeviceSynchronize [70,650)."""
+    kernel B on stream 8, launched at [50,60), starts only once A has ended (at b_start) and runs
+    100 ns; cudaDeviceSynchronize [70,650)."""
     run = Run(1, source_kind="kineto")
     run.span("annotation", "ProfilerStep#1", 0, step_end, iteration=1)
     run.gpu("kernel", "A", (10, 20), (100, 500), stream=7)
@@ -41,7 +41,7 @@ def event_step(step_end: int = 1000) -> Run:
     run.span("api", "cudaStreamWaitEvent", 40, 45, correlation_id=901, category="cuda_runtime")
     wait = run.span("sync", "Stream Wait Event", 45, 46, device_id=0, stream_id=8, correlation_id=901)
     run.args(wait, {"wait_on_stream": 7, "wait_on_cuda_event_record_corr_id": 900})
-    run.gpu("kernel", "B", (50, 60), (500, 600), stream=8)
+    run.gpu("kernel", "B", (50, 60), (b_start, b_start + 100), stream=8)
     run.span("api", "cudaDeviceSynchronize", 70, 650, category="cuda_runtime")
     return run
 

@@ -9,9 +9,12 @@ whatever the work there had to wait for last --
   idle); inside a call that blocks on the GPU (the prelude's CPU-time taxonomy, xsp_cpu_calls'
   'sync' class: an explicit sync, a synchronous copy or set, an async copy to or from pageable
   memory), the GPU work that finished last before the call returned;
-- on a GPU stream, the work item itself, then the later of its two dependencies: the previous work
-  on the stream (GPU-bound: the gap between them is GPU idle) or the call that launched it
-  (CPU-bound: the time from the call to the start is queue delay);
+- on a GPU stream, the work item itself, then the latest of its dependencies: the previous work
+  on the stream (GPU-bound: the gap between them is GPU idle), the work of another stream it
+  waited for through an event the trace records (the gap is a stream wait, charged to that work,
+  the waiting item beside it: "stream S waited for stream T"), or the call that launched it
+  (CPU-bound: the time from the call to the start is queue delay, charged to the call as recorded:
+  cudaLaunchKernel, cudaGraphLaunch, ...);
 - across threads of a process (critical_path_threads.py): at the end of a wait -- an annotation's
   or Python function's own time while another thread worked -- the other thread's last op, and
   from that thread's first op after an idle stretch back to where the wait began (thread_wait:
@@ -41,7 +44,7 @@ import numpy as np
 from ..sql import registered
 from . import critical_path_chase as chase
 from . import critical_path_threads as threads
-from .critical_path_chase import CPU_IDLE, CPU_OP, GPU_IDLE, LAUNCH, QUEUE_DELAY, SYNC_WAIT, THREAD_WAIT
+from .critical_path_chase import CPU_IDLE, CPU_OP, GPU_IDLE, LAUNCH, QUEUE_DELAY, STREAM_WAIT, SYNC_WAIT, THREAD_WAIT
 from .critical_path_run import _flatten, _Run, _thread, _waited_for, load_run
 
 TABLE = "xsp_critical_path"
@@ -53,8 +56,9 @@ class Segment:
     start_ns: int
     end_ns: int
     kind: str
-    row: int  # the span the time is charged to (-1: none)
+    row: int  # the span the time is charged to (-1: none); of a stream wait, the other stream's item it waited for
     run_id: int = 0  # the run (rank) the segment lies on
+    waiter: int = -1  # of a stream wait, the GPU item that waited (-1: any other segment)
 
 
 def _gpu_kind(run: _Run, row: int) -> str:
@@ -104,13 +108,14 @@ class _Walker:
                     "kind": np.array([x.kind for x in s], dtype=object),
                     "row": np.array([x.row for x in s], dtype=np.int64),
                     "run_id": np.array([x.run_id for x in s], dtype=np.int64),
+                    "waiter": np.array([x.waiter for x in s], dtype=np.int64),
                 }
             )
             self.segments = []
 
     def columns(self) -> dict[str, np.ndarray]:
         self.flush()
-        names = (("start", np.int64), ("end", np.int64), ("kind", object), ("row", np.int64), ("run_id", np.int64))
+        names = (("start", np.int64), ("end", np.int64), ("kind", object), ("row", np.int64), ("run_id", np.int64), ("waiter", np.int64))
         return {name: np.concatenate([p[name] for p in self.parts]) if self.parts else np.zeros(0, dtype=dtype) for name, dtype in names}
 
     def step(self) -> None:
@@ -218,7 +223,7 @@ class _Walker:
         elif binding == "event" and waited is not None and waited_end is not None:  # waited for another stream's work
             low = max(waited_end, start_ns)
             if low < t:
-                self.segments.append(Segment(low, t, GPU_IDLE, -1, run.run_id))
+                self.segments.append(Segment(low, t, STREAM_WAIT, waited, run.run_id, row))
             self.t, self.lane = low, ("gpu", waited)
         elif binding == "launch" and launched_at is not None and launcher is not None:
             low = max(launched_at, start_ns)
@@ -234,7 +239,7 @@ def walk_columns(
 ) -> dict[str, np.ndarray]:
     """The critical path of [start_ns, end_ns] ending on `thread` (or, with `gpu_row`, at the end of
     that GPU item), as contiguous segments, latest first, in columns start, end, kind, row (the span
-    the time is charged to, -1: none), run_id. With `ranks`, a collective that waited for a later
+    the time is charged to, -1: none), run_id, waiter (of a stream wait, the item that waited). With `ranks`, a collective that waited for a later
     rank continues the path on that rank. Where the run has precomputed hops (prepare_chase) the
     walk chases them."""
     w = _Walker(run, start_ns, end_ns, thread, ranks)
@@ -254,7 +259,9 @@ def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: 
     c = walk_columns(run, start_ns, end_ns, thread, ranks, gpu_row)
     return [
         Segment(*values)
-        for values in zip(c["start"].tolist(), c["end"].tolist(), c["kind"].tolist(), c["row"].tolist(), c["run_id"].tolist(), strict=True)
+        for values in zip(
+            c["start"].tolist(), c["end"].tolist(), c["kind"].tolist(), c["row"].tolist(), c["run_id"].tolist(), c["waiter"].tolist(), strict=True
+        )
     ]
 
 
@@ -365,7 +372,7 @@ class Ranks:
 
 _COLUMNS = (
     "run_id INTEGER, iteration INTEGER, step_span_id BIGINT, seq INTEGER, on_run_id INTEGER, span_id BIGINT, name VARCHAR, kind VARCHAR, "
-    "start_ns BIGINT, end_ns BIGINT, on_path_ns BIGINT"
+    "start_ns BIGINT, end_ns BIGINT, on_path_ns BIGINT, waiter_span_id BIGINT"
 )
 
 _COLUMN_NAMES = tuple(part.split()[0] for part in _COLUMNS.split(", "))
@@ -415,20 +422,23 @@ def _segment_table(unit_rows: list[tuple], paths: list[dict[str, np.ndarray]], r
     def column(name: str, dtype) -> np.ndarray:
         return np.concatenate([p[name][::-1] for p in paths]).astype(dtype) if paths else np.zeros(0, dtype=dtype)
 
-    start, end, row, on_run = (column(name, np.int64) for name in ("start", "end", "row", "run_id"))
+    start, end, row, on_run, waiter = (column(name, np.int64) for name in ("start", "end", "row", "run_id", "waiter"))
     kind = column("kind", object)
     same = (unit[1:] == unit[:-1]) & (row[1:] == row[:-1]) & (kind[1:] == kind[:-1]) & (on_run[1:] == on_run[:-1]) & (start[1:] == end[:-1])
+    same &= waiter[1:] == waiter[:-1]
     first = np.flatnonzero(np.concatenate(([True], ~same)))
     last = np.concatenate((first[1:], [total])) - 1
-    unit, kind, row, on_run, start, end = unit[first], kind[first], row[first], on_run[first], start[first], end[last]
+    unit, kind, row, on_run, start, end, waiter = unit[first], kind[first], row[first], on_run[first], start[first], end[last], waiter[first]
     unit_first = np.flatnonzero(np.concatenate(([True], unit[1:] != unit[:-1]))) if len(unit) else np.zeros(0, dtype=np.int64)
     seq = np.arange(len(unit)) - np.repeat(unit_first, np.diff(np.concatenate((unit_first, [len(unit)]))))
-    span_id = np.zeros(len(unit), dtype=np.int64)
+    span_id, waiter_span_id = np.zeros(len(unit), dtype=np.int64), np.zeros(len(unit), dtype=np.int64)
     name = np.full(len(unit), None, dtype=object)
     for run_id, run in runs.items():
         mine = np.flatnonzero((on_run == run_id) & (row >= 0))
         span_id[mine] = run.spans["span_id"][row[mine]]
         name[mine] = run.names(row[mine])
+        waited = np.flatnonzero((on_run == run_id) & (waiter >= 0))
+        waiter_span_id[waited] = run.spans["span_id"][waiter[waited]]
     unit_columns = [np.asarray([u[i] for u in unit_rows], dtype=object) for i in range(3)]
     no_unit = [np.zeros(len(unit_rows), dtype=bool)] * 3
     masks = [np.asarray([u[i] is None for u in unit_rows], dtype=bool) if unit_rows else no_unit[i] for i in range(3)]
@@ -445,6 +455,7 @@ def _segment_table(unit_rows: list[tuple], paths: list[dict[str, np.ndarray]], r
         "start_ns": start,
         "end_ns": end,
         "on_path_ns": end - start,
+        "waiter_span_id": np.ma.masked_array(waiter_span_id, mask=waiter < 0),
     }
 
 
@@ -452,8 +463,9 @@ def merged(segments: list[Segment]) -> list[Segment]:
     """Adjacent segments of the same span and kind as one (a parent op split by its children's time is not)."""
     out: list[Segment] = []
     for s in segments:
-        if out and out[-1].row == s.row and out[-1].kind == s.kind and out[-1].run_id == s.run_id and out[-1].end_ns == s.start_ns:
-            out[-1] = Segment(out[-1].start_ns, s.end_ns, s.kind, s.row, s.run_id)
+        last = out[-1] if out else None
+        if last and last.row == s.row and last.kind == s.kind and last.run_id == s.run_id and last.waiter == s.waiter and last.end_ns == s.start_ns:
+            out[-1] = Segment(last.start_ns, s.end_ns, s.kind, s.row, s.run_id, s.waiter)
         else:
             out.append(s)
     return out

@@ -17,8 +17,8 @@ The rules are those of critical_path.walk, written over arrays:
   gap back to the previous segment when the two do not touch;
 - a GPU item is its own time (when it starts before the time the walk arrived at), then the
   latest of its dependencies: the previous item of its stream (GPU idle between), the item of
-  another stream it waited for (an event), or its launch call (queue delay, then the CPU position
-  at the launch);
+  another stream it waited for (an event: a stream wait, charged to that item, the waiting item
+  beside it), or its launch call (queue delay, then the CPU position at the launch);
 - the end of a segment with a cross-thread edge (critical_path_threads.py) hands off to the other
   thread: a wait to the worker's last op, an idle segment before work to the wait that started it.
 """
@@ -38,10 +38,13 @@ LAUNCH = "launch"
 QUEUE_DELAY = "queue_delay"
 SYNC_WAIT = "sync_wait"
 CPU_IDLE = "cpu_idle"
+# A stream idle between an item and its next one, which was launched already and waited for no
+# recorded event: the device's own delay, or a dependency the trace does not record.
 GPU_IDLE = "gpu_idle"
+STREAM_WAIT = "stream_wait"  # a stream whose next item waited for another stream's work (an event): charged to that work
 THREAD_WAIT = "thread_wait"  # a thread waiting for another thread of its process (critical_path_threads.py)
-FIXED_KINDS = (CPU_OP, LAUNCH, QUEUE_DELAY, SYNC_WAIT, CPU_IDLE, GPU_IDLE, THREAD_WAIT)
-_OP, _LAUNCH, _QUEUE, _SYNC, _CPU_IDLE, _GPU_IDLE, _THREAD = range(len(FIXED_KINDS))
+FIXED_KINDS = (CPU_OP, LAUNCH, QUEUE_DELAY, SYNC_WAIT, CPU_IDLE, GPU_IDLE, THREAD_WAIT, STREAM_WAIT)
+_OP, _LAUNCH, _QUEUE, _SYNC, _CPU_IDLE, _GPU_IDLE, _THREAD, _STREAM_WAIT = range(len(FIXED_KINDS))
 
 NO_EXIT = np.iinfo(np.int64).min  # the exit time of a node the step-by-step walk takes (below every window start)
 _CHUNK = 1 << 19  # nodes per numpy pass while preparing (bounds the temporary arrays)
@@ -193,11 +196,11 @@ def _gpu_hops(ch: Chase, cols: Columns, rows: np.ndarray) -> dict[str, np.ndarra
     binding[take], best = 1, np.where(take, event_end, best)
     take = (launcher >= 0) & ((binding < 0) | (launched > best))
     binding[take], best = 2, np.where(take, launched, best)
-    is_launch = binding == 2
+    is_launch, is_event = binding == 2, binding == 1
     out = {
-        "r1_kind": np.where(is_launch, _QUEUE, _GPU_IDLE),
+        "r1_kind": np.where(is_launch, _QUEUE, np.where(is_event, _STREAM_WAIT, _GPU_IDLE)),
         "r1_start": best,
-        "r1_row": np.where(is_launch, launcher, -1),
+        "r1_row": np.where(is_launch, launcher, np.where(is_event, event, -1)),
         "r1_valid": (binding >= 0) & (best < start),
         "next": np.where(binding == 0, prev, event),
         "exit": best.copy(),
@@ -246,13 +249,14 @@ def prepare(cols: Columns, keys: list[tuple[int, int]], threads: list[tuple[np.n
 
 def segments(ch: Chase, passed: list[int], t: int) -> dict[str, np.ndarray]:
     """The segments recorded at the nodes `passed` (arrived at time t first), latest first, as
-    columns start, end, kind (name), row."""
+    columns start, end, kind (name), row, waiter (the GPU item a stream wait held, else -1)."""
     cols = ch.cols
     nodes = np.array(passed, dtype=np.int64)
     m = len(nodes)
     start, end = np.zeros((m, _SLOTS), dtype=np.int64), np.zeros((m, _SLOTS), dtype=np.int64)
     kind, row = np.zeros((m, _SLOTS), dtype=np.int64), np.full((m, _SLOTS), -1, dtype=np.int64)
     valid = np.zeros((m, _SLOTS), dtype=bool)
+    waiter = np.full((m, _SLOTS), -1, dtype=np.int64)
     arrived = np.concatenate(([t], ch.exit_t[nodes[:-1]])) if m else np.zeros(0, dtype=np.int64)
     on_gpu = nodes < ch.n
     g, c = np.flatnonzero(on_gpu), np.flatnonzero(~on_gpu)
@@ -261,6 +265,7 @@ def segments(ch: Chase, passed: list[int], t: int) -> dict[str, np.ndarray]:
     start[g, 0], end[g, 0], kind[g, 0], row[g, 0], valid[g, 0] = own_start, arrived[g], cols.kind_code[rows], rows, own_start < arrived[g]
     hop = _gpu_hops(ch, cols, rows)
     start[g, 1], end[g, 1], kind[g, 1], row[g, 1], valid[g, 1] = hop["r1_start"], own_start, hop["r1_kind"], hop["r1_row"], hop["r1_valid"]
+    waiter[g, 1] = np.where(hop["r1_kind"] == _STREAM_WAIT, rows, -1)
     a_end = hop["r1_start"]
     a_valid = hop["a_valid"]
     _put_cpu(start, end, kind, row, valid, g, hop, a_end, a_valid)
@@ -269,7 +274,13 @@ def segments(ch: Chase, passed: list[int], t: int) -> dict[str, np.ndarray]:
     hop = _resolve(ch, cols, thread, ch.seg_end[seg], seg)
     _put_cpu(start, end, kind, row, valid, c, hop, ch.seg_end[seg], np.ones(len(c), dtype=bool))
     keep = valid.ravel()
-    return {"start": start.ravel()[keep], "end": end.ravel()[keep], "kind": ch.kinds[kind.ravel()[keep]], "row": row.ravel()[keep]}
+    return {
+        "start": start.ravel()[keep],
+        "end": end.ravel()[keep],
+        "kind": ch.kinds[kind.ravel()[keep]],
+        "row": row.ravel()[keep],
+        "waiter": waiter.ravel()[keep],
+    }
 
 
 def _put_cpu(start, end, kind, row, valid, at: np.ndarray, hop: dict[str, np.ndarray], a_end: np.ndarray, a_valid: np.ndarray) -> None:

@@ -29,6 +29,7 @@ PATH_COLORS = {
     "cpu_idle": "#c7c7c7",
     "thread_wait": "#e377c2",
     "gpu_idle": "#8c564b",
+    "stream_wait": "#f7b6d2",
 }
 
 
@@ -210,12 +211,17 @@ def stacked_bars(items: list[tuple[str, float, float]], title: str, unit: str, w
 
 
 def strip(values: list[float], title: str, start_ms: float, end_ms: float, note: str = "", width: int = 720, height: int = 120) -> str:
-    """A strip of equal time bins from start_ms to end_ms, each a column as tall as its value in
-    percent (0..100): where in the run a GPU was busy and where it sat idle. Axes: busy % and time."""
+    """A strip of equal time bins from start_ms to end_ms (ms after the run's first event, the time
+    base of every other time shown), each a column as tall as its value in percent (0..100): where in
+    the run a GPU was busy and where it sat idle. The time axis starts at the run's first event, so
+    the bins start where the GPU's first work does. Axes: busy % and time."""
     left, top, right = 40, 30, 20
     ph = height - top - 48
     pw = width - left - right
     n = max(len(values), 1)
+    ticks = nice_ticks(max(end_ms, 0.0))
+    scale = pw / (ticks[-1] or 1.0)  # px per ms
+    bin_ms = (end_ms - start_ms) / n
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" class="plot strip">',
         f'<text x="4" y="15" {FONT} font-weight="bold">{escape(title)}</text>',
@@ -232,12 +238,10 @@ def strip(values: list[float], title: str, start_ms: float, end_ms: float, note:
     for i, value in enumerate(values):
         h = ph * max(min(float(value or 0), 100.0), 0.0) / 100
         out.append(
-            f'<rect class="bin" x="{left + pw * i / n:.1f}" y="{top + ph - h:.1f}" width="{pw / n:.1f}" height="{h:.1f}" '
+            f'<rect class="bin" x="{left + scale * (start_ms + bin_ms * i):.1f}" y="{top + ph - h:.1f}" width="{scale * bin_ms:.1f}" height="{h:.1f}" '
             f'fill="{UTIL_COLOR}"><title>bin {i}: {float(value or 0):.1f} % busy</title></rect>'
         )
-    ticks = [t for t in nice_ticks(end_ms - start_ms) if t <= end_ms - start_ms + 1e-9]
-    span = (end_ms - start_ms) or 1.0
-    out += _x_axis(left, pw * (ticks[-1] / span if ticks[-1] else 1), top + ph, ticks, "ms since the first bin" + (f"; {note}" if note else ""))
+    out += _x_axis(left, pw, top + ph, ticks, "ms since the run's first event" + (f"; {note}" if note else ""))
     out.append("</svg>")
     return "".join(out)
 
