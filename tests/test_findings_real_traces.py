@@ -84,7 +84,7 @@ def test_the_fixtures_give_findings(converted_path):
     for case in GPU_FIXTURES:
         for f in _findings(case, converted_path)[0]:
             kinds[f.kind].add(case)
-    assert {"gpu_bound", "cpu_bound", "launch_overhead", "stream_wait", "data_loading", "communication_on_path", "healthy"} <= set(kinds)
+    assert {"gpu_bound", "cpu_bound", "cpu_before_gpu", "optimizer", "launch_overhead", "gpu_copies", "stream_wait"} <= set(kinds)
 
 
 @pytest.mark.parametrize("case", list(GPU_FIXTURES))

@@ -5,13 +5,14 @@
 -- time is the GPU's).
 --
 -- From: xsp_critical_path (xsp_trace/analyze/critical_path.py), spans, span_ancestors, attribution
--- (training phase, step of GPU work), steps. The data-loading pattern is the variable
+-- (training phase, step of GPU work), launches, steps. The data-loading pattern is the variable
 -- xsp_data_loading_pattern (xsp_trace/naming.py DATA_LOADING_PATTERN), the stall threshold
 -- xsp_queue_stall_ns (xsp_trace/analyze/settings.py QUEUE_STALL_NS).
 --
 -- Causes, from the segment's kind and, for CPU work, from the span and the ranges enclosing it:
 --   data_loading     CPU work inside the data loader's ranges
---   cpu_before_gpu   other CPU work of the step before the step's first GPU work (preprocessing)
+--   cpu_before_gpu   other CPU work of the step before its first call that launched GPU work
+--                    (preprocessing; of a run without steps: before the run's first launch)
 --   optimizer        CPU work of the optimizer (attribution.phase)
 --   cpu_ops          any other CPU work: framework ops, Python, annotations
 --   thread_wait      a thread's hand-off to or from another thread of its process
@@ -34,13 +35,17 @@ WITH path AS (
 ), gpu_runs AS (
     SELECT DISTINCT run_id FROM spans WHERE stream_id IS NOT NULL
 ), first_gpu AS (
-    -- The first GPU work launched in each step (steps of runs without steps: the run's first).
-    SELECT a.run_id, a.step_span_id, min(s.start_ns) AS first_gpu_ns
-    FROM attribution AS a JOIN spans AS s ON s.run_id = a.run_id AND s.span_id = a.span_id
-    WHERE s.stream_id IS NOT NULL
+    -- When each step first gave the GPU work: its first call that launched GPU work (the GPU may
+    -- still run an earlier step's work then; what counts is when this step had work to give).
+    SELECT a.run_id, a.step_span_id, min(c.start_ns) AS first_gpu_ns
+    FROM launches AS l
+    JOIN attribution AS a ON a.run_id = l.run_id AND a.span_id = l.gpu_span_id
+    JOIN spans AS c ON c.run_id = l.run_id AND c.span_id = l.api_span_id
     GROUP BY a.run_id, a.step_span_id
 ), run_first_gpu AS (
-    SELECT run_id, min(start_ns) AS first_gpu_ns FROM spans WHERE stream_id IS NOT NULL GROUP BY run_id
+    SELECT l.run_id, min(c.start_ns) AS first_gpu_ns
+    FROM launches AS l JOIN spans AS c ON c.run_id = l.run_id AND c.span_id = l.api_span_id
+    GROUP BY l.run_id
 ), cpu_segments AS (
     SELECT DISTINCT run_id, span_id FROM path
     WHERE kind IN ('cpu_op', 'thread_wait') AND span_id IS NOT NULL AND on_run_id = run_id

@@ -123,9 +123,12 @@ def findings_from_results(
 ) -> list[Finding]:
     recs = {name: results[name].records() for name in ANALYSES}
     del run_levels  # every run's steps are told the same way, whatever its level
-    gpu_runs = {r["run_id"] for r in recs["gpu_busy_idle"] if r["window_ns"]}
+    gpu_busy: dict[int, float] = {}
+    for r in recs["gpu_busy_idle"]:
+        if r["window_ns"]:
+            gpu_busy[r["run_id"]] = max(gpu_busy.get(r["run_id"], 0.0), float(r["busy_pct"]) / 100)
     out: list[Finding] = []
-    out += findings_causes.cause_findings(recs["step_causes"], gpu_runs, pytorch_runs, gain)
+    out += findings_causes.cause_findings(recs["step_causes"], gpu_busy, pytorch_runs, gain)
     out += _memory_bound(recs["kernel_roofline"])
     out += _non_gpu_layers(recs["layer_gpu_vs_nongpu"], recs["model_info"], recs["level_overhead"])
     out += _profiling(recs["level_overhead"], recs["program_changes"])

@@ -9,6 +9,8 @@ from ..vocabulary import FindingKind
 
 # Thresholds. Each is a judgement; the reason is beside it.
 MIN_SEVERITY = 0.01  # below 1 % of the time it is measured against, fixing a finding cannot pay back noticeably
+BUSY_GPU_SHARE = 0.8  # a GPU busy this much of its active window runs close behind the CPU: CPU work on the
+#                       critical path then has little slack, and removing it gains far less than its share
 CAUSE_MIN_SHARE = 0.05  # a cause under 5 % of the steps' critical path: removing it entirely could not pay back
 #                         more than the step-to-step spread of a typical training loop, so it gets no finding
 NON_GPU_LAYER_PCT = 50.0  # a layer whose kernels cover less than half its latency is dominated by non-GPU time

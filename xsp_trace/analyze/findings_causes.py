@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 
 from ..naming import DATA_LOADING_PATTERN, short_kernel_name
 from ..vocabulary import FindingKind
-from .findings_base import CAUSE_MIN_SHARE, Finding, count, duration, pct, sql_text
+from .findings_base import BUSY_GPU_SHARE, CAUSE_MIN_SHARE, Finding, count, duration, pct, sql_text
 
 # The finding kind each cause of analyses/step_causes.sql is told as (causes without one: no advice).
 KIND_OF_CAUSE: dict[str, FindingKind] = {
@@ -36,6 +36,7 @@ KIND_OF_CAUSE: dict[str, FindingKind] = {
     "other_rank": "straggler_rank",
 }
 _TOP = 3  # names quoted per finding
+_CPU_CAUSES = ("data_loading", "cpu_before_gpu", "cpu_ops", "optimizer", "launch")
 _NO_SPAN = "(no span)"  # analyses/step_causes.sql's name for time charged to no span
 
 
@@ -68,9 +69,10 @@ class _Run:
 Gain = Callable[[int, list, str], "tuple[int, int] | None"]
 
 
-def cause_findings(rows: list[dict], gpu_runs: Collection[int], pytorch_runs: Collection[int], gain: Gain | None = None) -> list[Finding]:
-    """The findings of every run's step causes; `gain(run_id, iterations, rule)` replays the steps
-    under a rule and returns (measured, predicted) ns, or None where it cannot."""
+def cause_findings(rows: list[dict], gpu_busy: Mapping[int, float], pytorch_runs: Collection[int], gain: Gain | None = None) -> list[Finding]:
+    """The findings of every run's step causes; `gpu_busy` is each run's busiest GPU's busy share
+    of its active window (runs without GPU work absent); `gain(run_id, iterations, rule)` replays
+    the steps under a rule and returns (measured, predicted) ns, or None where it cannot."""
     runs: dict[int, list[dict]] = defaultdict(list)
     for r in rows:
         runs[int(r["run_id"])].append(r)
@@ -86,11 +88,12 @@ def cause_findings(rows: list[dict], gpu_runs: Collection[int], pytorch_runs: Co
             share = sum(int(r["on_path_ns"]) for r in cause_rows) / total
             if kind is None or share < CAUSE_MIN_SHARE:
                 continue
-            out.append(_finding(run_id, run, cause, kind, share, largest, run_id in gpu_runs, run_id in pytorch_runs, gain))
+            out.append(_finding(run_id, run, cause, kind, share, largest, gpu_busy.get(run_id), run_id in pytorch_runs, gain))
     return out
 
 
-def _finding(run_id, run: _Run, cause, kind, share, largest, has_gpu, pytorch, gain) -> Finding:
+def _finding(run_id, run: _Run, cause, kind, share, largest, busy, pytorch, gain) -> Finding:
+    has_gpu = busy is not None
     cause_rows = sorted(run.by_cause[cause], key=lambda r: -int(r["on_path_ns"]))
     on_path = sum(int(r["on_path_ns"]) for r in cause_rows)
     n_steps = len(run.steps)
@@ -111,6 +114,8 @@ def _finding(run_id, run: _Run, cause, kind, share, largest, has_gpu, pytorch, g
     else:
         head = f"{_LABEL[cause]}: {pct(share)} of run {run_id}'s {duration(run.total_ns)} on the critical path (a run without steps, taken whole)"
     text = f"{head}; {_quote(names, cause)}. {_advice(cause, names, has_gpu, pytorch)}"
+    if cause in _CPU_CAUSES and busy is not None and busy >= BUSY_GPU_SHARE:
+        text += f" Its GPU was busy {pct(busy)} of its active window, close behind the CPU: shortening the CPU side alone gains only until the GPU's own work sets the pace."
     differ = [sid for sid, c in largest.items() if c != cause]
     if stepped and 0 < len(differ) < n_steps / 2:  # the largest cause in most steps: say where it is not
         others = sorted({largest[sid] for sid in differ})
