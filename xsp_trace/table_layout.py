@@ -43,7 +43,21 @@ NAME_LIST_COLUMNS = frozenset({"top_on_path", "new_top_on_path"})
 PROSE_COLUMNS = frozenset({"finding", "note", "evidence", "not_modelled_reason", "share_by_kind_pct", "top_on_path", "new_top_on_path"})
 # Columns kept when the table is too wide for the terminal: what a row is about.
 KEY_COLUMNS = frozenset(
-    {"run_id", "iteration", "device_id", "experiment", "name", "kernel_name", "item", "layer_name", "api_name", "operation", "range_name", "finding"}
+    {
+        "run_id",
+        "iteration",
+        "device_id",
+        "experiment",
+        "name",
+        "kernel_name",
+        "item",
+        "layer_name",
+        "api_name",
+        "operation",
+        "range_name",
+        "finding",
+        "gate",
+    }
 )
 _GAP = 3  # characters between two columns (rich's SIMPLE_HEAD box: padding, rule, padding)
 _MIN_TEXT = 16  # a text column is not shortened below this many characters

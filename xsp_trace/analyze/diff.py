@@ -243,7 +243,7 @@ def cost_ns(row: DiffRow) -> float:
     return abs((row.compared_new or 0.0) - (row.compared_base or 0.0))
 
 
-ORDER = "regressions first, then by the size of the change (time per step; per call: times the new side's calls; per s of window), largest first"
+ORDER = "regressions first, then the largest change first (per step; per call: times the new calls; per s of window)"
 
 
 def diff_captures(base: Capture, new: Capture, gate: Gate | None = None, levels: tuple[str, ...] = LEVELS) -> DiffResult:

@@ -30,6 +30,10 @@ def _pct(pct: float | None) -> str:
     return "-" if pct is None else f"{pct:+.1f} %"
 
 
+def _round(pct: float | None) -> float | None:
+    return None if pct is None else round(pct, 1)
+
+
 def _value(value: float | None, unit: str) -> str:
     if value is None:
         return "-"
@@ -43,7 +47,9 @@ def _value(value: float | None, unit: str) -> str:
 def _step_line(h: Headline, fail_above_pct: float) -> list[str]:
     if not h.step_base or not h.step_new:
         return ["step time: no steps or spans on a side"]
-    what = "step time" if h.per_step else "window (first to last span)"
+    if not h.per_step:
+        return [f"window (each run first to last span, summed): {_ms(sum(h.step_base))} -> {_ms(sum(h.step_new))} ms"]
+    what = "step time"
     lines = [
         f"{what}: median {_ms(median(h.step_base))} -> {_ms(median(h.step_new))} ms ({_pct(h.step_change_pct)}); "
         f"spread (min..max) {_ms(min(h.step_base))}..{_ms(max(h.step_base))} -> {_ms(min(h.step_new))}..{_ms(max(h.step_new))} ms"
@@ -114,9 +120,13 @@ def _status(row: DiffRow) -> str:
 
 
 def footer(result: DiffResult) -> str:
-    regressions = sum(r.regression for r in result.rows)
+    """The verdict in one line; the rule in full is in the JSON and `xsp-trace diff --help`."""
+    gate, regressions = result.gate, sum(r.regression for r in result.rows)
     step = "step time regression; " if result.step_regression else ""
-    return f"{step}{regressions} entry regression(s) among {len(result.rows)} entries ({result.gate.rule(result.headline.per_step)})"
+    return (
+        f"{step}{regressions} entry regression(s) among {len(result.rows)} entries (gate: > {gate.fail_above_pct:g} % and beyond noise, "
+        f">= {gate.min_calls} calls, >= {gate.min_share_pct:g} % of the level; entries only while the steps did not get faster; see --help)"
+    )
 
 
 def print_diff(result: DiffResult, fmt: str, limit: int | None, full_names: bool = False, wide: bool = False, csv_safe: bool = False) -> None:
@@ -161,15 +171,15 @@ def print_diff(result: DiffResult, fmt: str, limit: int | None, full_names: bool
     console = output_console(style)
     for line in lines:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
-    columns = ["level", "calls", "per", "base_ms", "new_ms", "change", "gate", "name"]
+    columns = ["level", "per", "calls", "base_ms", "new_ms", "change_pct", "gate", "name"]
     table = [
         [
             r.level,
-            f"{r.calls_base:,} -> {r.calls_new:,}",
             BASIS_TEXT[r.basis],
+            f"{r.calls_base:,} -> {r.calls_new:,}",
             _ms(r.compared_base),
             _ms(r.compared_new),
-            _pct(r.change_pct),
+            _round(r.change_pct),
             _status(r),
             r.name,
         ]
@@ -180,7 +190,7 @@ def print_diff(result: DiffResult, fmt: str, limit: int | None, full_names: bool
         columns,
         table,
         style,
-        title=f"Entries ({ORDER}; base_ms / new_ms: ms per the 'per' column)",
+        title=f"Entries, {ORDER} (base_ms, new_ms: ms per the 'per' column)",
         empty_note="no kernel, op or layer in either database",
     )
     if len(shown) < len(rows):
