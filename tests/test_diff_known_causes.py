@@ -120,8 +120,16 @@ def test_faster_steps_with_batched_copies_do_not_fail_the_gate(converted_path):
     grew = [r for r in result.rows if r.significant and (r.change_pct or 0) > 5 and r.calls_base >= 10]
     assert grew and not any(r.regression for r in result.rows)  # ops that grew inside faster steps
     assert cli.exit_code == 0, cli.output
-    table = CliRunner().invoke(app, ["diff", str(converted_path(base)), str(converted_path(new))])
+    table = CliRunner().invoke(
+        app, ["diff", str(converted_path(base)), str(converted_path(new)), "--level", "kernel", "--limit", "0"], env={"COLUMNS": "120"}
+    )
     assert table.output.splitlines()[1].startswith("step time: median 176.27 -> 126.55 ms (-28.2 %)")
+    rows = table.output[table.output.index("Entries") :].splitlines()
+    assert "dgrad_engine" in table.output and "(int, int" not in table.output  # names as analyze shortens them
+    kernel_rows = [line for line in rows if line.startswith("kernel ")]
+    assert len(kernel_rows) == 68 and all(len(line) <= 120 for line in kernel_rows)  # one line per row
+    full = CliRunner().invoke(app, ["diff", str(converted_path(base)), str(converted_path(new)), "--level", "kernel", "--full-names", "--wide"])
+    assert "void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int" in full.output
 
 
 def test_rank_sum_counts_equal_counting_every_ordering():
