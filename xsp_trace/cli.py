@@ -535,7 +535,7 @@ def diff(
 ) -> None:
     """Compare two runs: the step-level story first, then each kernel, op and layer; fail on a regression (CI gate).
 
-    Headline: step time (median, spread, and a 95 % interval of the shift from the steps: Hodges-Lehmann with its Mann-Whitney interval), GPU busy / idle, kernel calls and GPU time, communication, each with its change; then the critical path per step by cause and by level (layer, op, kernel), biggest change first. Per step when both sides have >= 2 steps (ProfilerStep#N in any category, or convert --step-ranges REGEX); else per second of each run's window.
+    Headline: step time (median, spread, and a 95 % interval of the shift from the steps: Hodges-Lehmann with its Mann-Whitney interval), GPU busy / idle, kernel calls and GPU time, communication, each with its change; then the critical path per step by cause and by level (layer, range, op, kernel), biggest change first. Per step when both sides have >= 2 steps (ProfilerStep#N in any category, or convert --step-ranges REGEX); else per second of each run's window.
 
     Rows compare like with like: time per step; without steps, mean time per call, or time per second of window where the calls changed more than 2x (batched work is never compared per call). Names are compared without per-instance details (normalize_name in xsp_trace/naming.py).
 

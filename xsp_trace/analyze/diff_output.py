@@ -85,6 +85,8 @@ def headline_lines(result: DiffResult, full_names: bool = False) -> list[str]:
         total_a, total_b = sum(e.base_ns for e in h.causes), sum(e.new_ns for e in h.causes)
         lines.append(f"critical path {per} by cause, mean {_ms(total_a)} -> {_ms(total_b)} ms ({_ms(total_b - total_a)} ms), biggest change first:")
         lines += [_explained(e, full_names, {}) for e in h.causes]
+    if not h.causes:
+        lines.append(f"critical path {per}: no change by cause")
     if h.by_level:
         names = _shown([e.name for e in h.by_level if e.level == "kernel"], full_names)
         lines.append(f"critical path {per} by level, the biggest changes:")
