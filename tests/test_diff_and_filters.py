@@ -46,10 +46,13 @@ def pair(tmp_path_factory):
 
 
 def test_diff_library_rows(pair):
-    summary, found = diff_databases(*pair, Gate(fail_above_pct=5.0))
+    result = diff_databases(*pair, Gate(fail_above_pct=5.0))
+    found, story = result.rows, result.headline
     rows = {(r.level, r.name): r for r in found}
-    assert summary.per_step and (summary.base_steps, summary.new_steps) == (STEPS, STEPS)
-    assert (summary.level, summary.base_ns, summary.new_ns) == ("kernel", 200.0, 218.0)
+    assert story.per_step and (story.base_steps, story.new_steps) == (STEPS, STEPS)
+    measures = {m.what: (m.base, m.new) for m in story.measures}
+    assert measures["GPU kernel time per step"] == (200.0, 218.0) and measures["kernel calls per step"] == (2.0, 3.0)
+    assert story.step_verdict(5.0) == "within noise" and not result.step_regression  # every step 10 us on both sides
     k, j, mm, z = rows[("kernel", "k")], rows[("kernel", "j")], rows[("op", "aten::mm")], rows[("kernel", "z")]
     assert (k.calls_base, k.calls_new, k.per_call_change_pct, k.per_step_change_pct, k.regression) == (STEPS, STEPS, 10.0, 10.0, True)
     assert (j.per_step_change_pct, j.significant, j.regression) == (3.0, True, False)
@@ -63,8 +66,9 @@ def test_diff_cli_exit_codes_and_formats(pair):
     runner = CliRunner()
     failing = runner.invoke(app, ["diff", str(pair[0]), str(pair[1]), "--fail-above", "5%"])
     assert failing.exit_code == 1, failing.output
-    assert failing.output.startswith("GPU kernel time per step: 0.000200 ms -> 0.000218 ms (+9.00 %), 12 -> 12 steps")
-    assert "1 regression(s)" in failing.output and "REGRESSION" in failing.output
+    assert failing.output.splitlines()[0] == "diff base.duckdb -> new.duckdb: compared per step (12 and 12 steps)"
+    assert "GPU kernel time per step: 0.0002 ms -> 0.000218 ms (+9.0 %)" in failing.output
+    assert "1 entry regression(s)" in failing.output and "REGRESSION" in failing.output
     assert runner.invoke(app, ["diff", str(pair[0]), str(pair[1]), "--fail-above", "15%"]).exit_code == 0
     assert runner.invoke(app, ["diff", str(pair[0]), str(pair[1]), "--min-calls", str(STEPS + 1)]).exit_code == 0
     assert runner.invoke(app, ["diff", str(pair[0]), str(pair[1]), "--min-share", "60%"]).exit_code == 0
@@ -73,7 +77,8 @@ def test_diff_cli_exit_codes_and_formats(pair):
     entries = {(e["level"], e["name"]): e for e in payload["entries"]}
     assert {"name", "level", "calls_base", "calls_new", "per_call_change_pct", "per_step_change_pct"} <= set(entries[("kernel", "k")])
     assert (entries[("kernel", "k")]["per_call_change_pct"], entries[("kernel", "z")]["per_call_change_pct"]) == (10.0, None)
-    assert payload["summary"]["per_step"] is True and payload["summary"]["regressions"] == 1
+    assert payload["headline"]["per_step"] is True and payload["gate"]["regressions"] == 1
+    assert payload["rows_total"] == payload["rows_shown"] == len(payload["entries"]) == 4
     as_csv = runner.invoke(app, ["diff", str(pair[0]), str(pair[1]), "--format", "csv", "--level", "op"])
     (mm,) = list(csv.DictReader(io.StringIO(as_csv.stdout)))
     assert (mm["name"], mm["calls_base"], mm["per_step_change_pct"]) == ("aten::mm", str(STEPS), "0.0")
@@ -85,7 +90,7 @@ def test_diff_cli_exit_codes_and_formats(pair):
 
 def test_diff_of_a_real_trace_with_itself_and_with_the_other_rank(converted_path):
     dbs = [converted_path(path) for path in TWO_RANKS]
-    _, same = diff_databases(dbs[0], dbs[0])
+    same = diff_databases(dbs[0], dbs[0]).rows
     assert same and not any(r.regression or r.significant or r.per_call_change_pct for r in same)
     # Rank 1 against rank 0: NCCL kernel calls, time per call and per step from the JSON, 2 steps each.
     raw = []
@@ -94,15 +99,15 @@ def test_diff_of_a_real_trace_with_itself_and_with_the_other_rank(converted_path
             events = json.load(f)["traceEvents"]
         durations = [e["dur"] * 1000 for e in events if e.get("cat") == "kernel" and e["name"].startswith("ncclKernel")]
         raw.append((len(durations), sum(durations) / len(durations), sum(durations) / 2))
-    summary, found = diff_databases(dbs[0], dbs[1])
-    (nccl,) = [r for r in found if r.level == "kernel" and r.name.startswith("ncclKernel")]
-    assert summary.per_step and (summary.base_steps, summary.new_steps) == (2, 2)
+    result = diff_databases(dbs[0], dbs[1])
+    (nccl,) = [r for r in result.rows if r.level == "kernel" and r.name.startswith("ncclKernel")]
+    assert result.headline.per_step and (result.headline.base_steps, result.headline.new_steps) == (2, 2)
     assert (nccl.calls_base, nccl.mean_ns_base, nccl.per_step_ns_base) == raw[0]
     assert (nccl.calls_new, nccl.mean_ns_new, nccl.per_step_ns_new) == raw[1]
     result = CliRunner().invoke(app, ["diff", str(dbs[0]), str(dbs[1]), "--level", "kernel", "--fail-above", "1000%"])
-    _, gate = diff_databases(dbs[0], dbs[1], Gate(fail_above_pct=1000.0), levels=("kernel",))
-    assert result.exit_code == (1 if any(r.regression for r in gate) else 0)
-    assert result.output.count("REGRESSION") == sum(r.regression for r in gate)
+    gated = diff_databases(dbs[0], dbs[1], Gate(fail_above_pct=1000.0), levels=("kernel",))
+    assert result.exit_code == (1 if gated.failed else 0)
+    assert result.output.count("REGRESSION") == sum(r.regression for r in gated.rows) + gated.step_regression
 
 
 def test_iteration_and_window_filters(converted_path):

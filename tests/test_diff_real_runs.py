@@ -18,6 +18,7 @@ import json
 import math
 import shutil
 import sqlite3
+import statistics
 import subprocess
 from collections import defaultdict
 from pathlib import Path
@@ -84,8 +85,11 @@ def test_recorded_runs_of_different_lengths_per_call_and_per_step_equal_nvidias_
     dbs, raw = nsys_pair
     steps = [sum(len(v) for k, v in r.items() if k.startswith("xsp.model:")) for r in raw]
     assert steps == [40, 64]
-    summary, rows = diff_databases(*dbs)
-    assert summary.per_step and (summary.base_steps, summary.new_steps) == (40, 64)
+    result = diff_databases(*dbs)
+    rows, story = result.rows, result.headline
+    assert story.per_step and (story.base_steps, story.new_steps) == (40, 64)
+    models = [[d for k, v in r.items() if k.startswith("xsp.model:") for d in v] for r in raw]
+    assert story.step_change_pct == pytest.approx(_pct(statistics.median(models[0]), statistics.median(models[1])), abs=1e-9)
     layers = {r.name: r for r in rows if r.level == "layer"}
     assert sorted(layers) == sorted(k for k in raw[0] if k.startswith("xsp.layer:"))
     for name, row in layers.items():
@@ -104,15 +108,16 @@ def test_recorded_runs_json_and_gate_follow_the_rule(nsys_pair):
     dbs, raw = nsys_pair
     result = CliRunner().invoke(app, ["diff", str(dbs[0]), str(dbs[1]), "--format", "json", "--limit", "0", "--fail-above", "10%"])
     payload = json.loads(result.stdout)
-    assert payload["summary"]["lines"][0].startswith("layer time (CPU) per step: ")
+    assert payload["headline"]["lines"][0].endswith("compared per step (40 and 64 steps)")
+    faster = payload["headline"]["step_change_pct"] < -10  # what grew inside faster steps does not gate
     expected_regressions = set()
     for entry in payload["entries"]:
         a, b = raw[0][entry["name"]], raw[1][entry["name"]]
         t = stats.ttest_ind(b, a, equal_var=False).statistic
-        if t > NOISE_STANDARD_ERRORS and _pct(sum(a) / 40, sum(b) / 64) > 10 and entry["base_share_pct"] >= 1:
+        if t > NOISE_STANDARD_ERRORS and _pct(sum(a) / 40, sum(b) / 64) > 10 and entry["base_share_pct"] >= 1 and not faster:
             expected_regressions.add(entry["name"])
     assert {e["name"] for e in payload["entries"] if e["regression"]} == expected_regressions
-    assert result.exit_code == (1 if expected_regressions else 0)
+    assert result.exit_code == (1 if expected_regressions or payload["gate"]["step_regression"] else 0)
 
 
 def _cut_capture(source: Path, out: Path, share: float) -> int:
@@ -146,7 +151,7 @@ def test_a_longer_capture_alone_does_not_fire_the_gate(tmp_path):
     result = CliRunner().invoke(app, ["diff", str(dbs[0]), str(dbs[1]), "--fail-above", "5%", "--format", "json", "--limit", "0"])
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
-    assert payload["summary"]["per_step"] is False and payload["summary"]["lines"][1].startswith("no per-step comparison")
+    assert payload["headline"]["per_step"] is False and "compared per window" in payload["headline"]["lines"][0]
     kernels = {e["name"]: e for e in payload["entries"] if e["level"] == "kernel"}
     grown = 0
     for name, entry in kernels.items():
@@ -179,12 +184,15 @@ def test_runs_without_steps_compare_per_call_and_say_so(tmp_path):
         raw.append(ops)
     result = CliRunner().invoke(app, ["diff", str(dbs[0]), str(dbs[1]), "--limit", "0"])
     lines = result.output.splitlines()
-    assert lines[0].startswith("op time (CPU) per call: ") and "op calls" in lines[0]
-    assert lines[1] == "no per-step comparison (base has 0 steps, new has 0 steps; needs >= 2 on both): comparing calls and mean time per call"
-    assert lines[2] == "steps of a trace without ProfilerStep#N ranges: convert --step-ranges REGEX"
-    assert "per step" not in lines[0]
-    summary, rows = diff_databases(*dbs, Gate(fail_above_pct=5.0))
-    assert not summary.per_step
+    assert (
+        lines[0]
+        == "diff tiny_cnn_30_inferences.json.duckdb -> tiny_cnn_50_inferences.json.duckdb: compared per window: without >= 2 steps on both sides, each run first to last span"
+    )
+    assert lines[1] == "  steps of a trace without ProfilerStep#N ranges: convert --step-ranges REGEX"
+    result_rows = diff_databases(*dbs, Gate(fail_above_pct=5.0))
+    rows = result_rows.rows
+    assert not result_rows.headline.per_step
+    assert {r.basis for r in rows} == {"call"}  # 50 against 30 calls: within the factor of 2
     assert {r.name for r in rows} == set(raw[0]) | set(raw[1])
     for row in rows:
         a, b = raw[0][row.name], raw[1][row.name]
@@ -194,7 +202,7 @@ def test_runs_without_steps_compare_per_call_and_say_so(tmp_path):
         assert row.per_call_change_pct == pytest.approx(_pct(sum(a) / len(a), sum(b) / len(b)), abs=1e-6)
         if len(a) >= 2 and len(b) >= 2 and (math.fsum(a) and row.per_call_change_pct):
             assert row.significant == (abs(stats.ttest_ind(b, a, equal_var=False).statistic) > NOISE_STANDARD_ERRORS), row.name
-    assert result.exit_code == (1 if any(r.regression for r in rows) else 0)
+    assert result.exit_code == (1 if result_rows.failed else 0)
 
 
 def test_normalize_name_strips_the_per_instance_details_torch_appends():

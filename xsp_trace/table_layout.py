@@ -43,7 +43,21 @@ NAME_LIST_COLUMNS = frozenset({"top_on_path", "new_top_on_path"})
 PROSE_COLUMNS = frozenset({"finding", "note", "evidence", "not_modelled_reason", "share_by_kind_pct", "top_on_path", "new_top_on_path"})
 # Columns kept when the table is too wide for the terminal: what a row is about.
 KEY_COLUMNS = frozenset(
-    {"run_id", "iteration", "device_id", "experiment", "name", "kernel_name", "item", "layer_name", "api_name", "operation", "range_name", "finding"}
+    {
+        "run_id",
+        "iteration",
+        "device_id",
+        "experiment",
+        "name",
+        "kernel_name",
+        "item",
+        "layer_name",
+        "api_name",
+        "operation",
+        "range_name",
+        "finding",
+        "gate",
+    }
 )
 _GAP = 3  # characters between two columns (rich's SIMPLE_HEAD box: padding, rule, padding)
 _MIN_TEXT = 16  # a text column is not shortened below this many characters
@@ -150,20 +164,27 @@ def _around(text: str, at: int, width: int) -> str:
 
 
 def shorten_distinct(values: list[str], width: int) -> list[str]:
-    """Each value shortened in the middle to `width`; values that would then read the same (cuBLAS
-    GEMMs that differ past the cut) show their start, where they first part from the others, and
-    their end instead."""
-    shown = [shorten_middle(v, width) for v in values]
-    groups: dict[str, set[str]] = {}
-    for value, short in zip(values, shown, strict=True):
-        groups.setdefault(short, set()).add(value)
-    parts = {
-        v: _around(v, min(len(os.path.commonprefix([v, other])) for other in members if other != v), width)
-        for members in groups.values()
-        if len(members) > 1
-        for v in members
-    }
-    return [parts.get(v, short) for v, short in zip(values, shown, strict=True)]
+    """Each value shortened in the middle to `width`, different values never shown alike: values
+    that would read the same (cuBLAS GEMMs that differ past the cut) show their start, the part
+    where each parts from its nearest look-alike (the longest prefix it shares with one), and their
+    end; what still reads alike is numbered (`#1`, `#2`). Equal values stay equal."""
+    shown = {v: shorten_middle(v, width) for v in dict.fromkeys(values)}
+    for group in _alike(shown):
+        for v in group:
+            shown[v] = _around(v, max(len(os.path.commonprefix([v, other])) for other in group if other != v), width)
+    for group in _alike(shown):
+        for i, v in enumerate(sorted(group), 1):
+            mark = f" #{i}"
+            shown[v] = shorten_middle(shown[v], max(1, width - len(mark))) + mark
+    return [shown[v] for v in values]
+
+
+def _alike(shown: dict[str, str]) -> list[list[str]]:
+    """Groups of different values that are shown the same."""
+    groups: dict[str, list[str]] = {}
+    for value, short in shown.items():
+        groups.setdefault(short, []).append(value)
+    return [g for g in groups.values() if len(g) > 1]
 
 
 def _short_name_map(columns: list[str], rows: list) -> dict[str, str]:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import html
 
-from ..naming import readable_kernel_name
+from ..naming import readable_kernel_name, short_names
 from ..printable import printable
+from ..table_layout import shorten_distinct
 
 ELLIPSIS = "\u2026"
 NAME_CHARS = 48  # a name cell or label longer than this is shortened (the full name on hover)
@@ -41,44 +42,18 @@ def display_name(name: str, limit: int = NAME_CHARS) -> str:
 
 
 def distinct_names(names: list[str], limit: int = NAME_CHARS) -> dict[str, str]:
-    """Full name -> shown name, such that different names never show the same: names that would
-    are shown around where they differ (cutlass tiles, cuBLAS variants), else numbered."""
-    shown = {n: display_name(n, limit) for n in dict.fromkeys(names)}
-    for group in _clashes(shown):
-        bases = [short_name(n) for n in group]
-        differ = min(_common_prefix(a, b) for a in bases for b in bases if a != b) if len(set(bases)) > 1 else 0
-        for n, base in zip(group, bases, strict=True):
-            shown[n] = _around(base, differ, limit)
-    for group in _clashes(shown):
-        for i, n in enumerate(sorted(group), 1):
-            shown[n] = f"{shown[n]} #{i}"
-    return shown
-
-
-def _clashes(shown: dict[str, str]) -> list[list[str]]:
-    groups: dict[str, list[str]] = {}
-    for n, v in shown.items():
-        groups.setdefault(v, []).append(n)
-    return [g for g in groups.values() if len(g) > 1]
-
-
-def _common_prefix(a: str, b: str) -> int:
-    i = 0
-    while i < min(len(a), len(b)) and a[i] == b[i]:
-        i += 1
-    return i
-
-
-def _around(text: str, at: int, limit: int) -> str:
-    """Text cut to `limit` characters keeping its start and the characters around index `at`."""
-    if len(text) <= limit:
-        return text
-    head = limit // 3
-    start = max(at - 8, head)
-    if start <= head:
-        return text[: limit - 1] + ELLIPSIS
-    window = text[start : start + limit - head - 2]
-    return text[:head] + ELLIPSIS + window + (ELLIPSIS if start + len(window) < len(text) else "")
+    """Full name -> shown name, such that different names never show the same: kernels that share
+    a short name show their template arguments (naming.short_names, as the terminal tables do), and
+    the cut to `limit` is the terminal tables' own (table_layout.shorten_distinct: where each parts
+    from its nearest look-alike, else numbered)."""
+    unique = list(dict.fromkeys(names))
+    readable = {n: short_name(n) for n in unique}
+    by_short: dict[str, list[str]] = {}
+    for n in unique:
+        by_short.setdefault(readable[n], []).append(n)
+    templated = short_names([n for group in by_short.values() if len(group) > 1 for n in group])
+    texts = [templated.get(n, readable[n]) for n in unique]
+    return dict(zip(unique, shorten_distinct(texts, limit), strict=True))
 
 
 def is_name_column(column: str) -> bool:
