@@ -79,7 +79,7 @@ def test_dataloader_sleep_improves_one_way_and_regresses_the_other(converted_pat
     assert sign * result.headline.step_shift.estimate / 1e6 > 12
     assert result.headline.step_verdict(5.0) == ("improvement" if after_sleep else "regression")
     assert result.headline.by_level[0].name == DATALOADER and sign * _on_path(result, "range", DATALOADER) > 12
-    assert result.headline.causes[0].name == "cpu_op"
+    assert result.headline.causes[0].name == "data_loading"  # analyses/step_causes: the loader's range
     assert cli.exit_code == (0 if after_sleep else 1), cli.output
     payload = json.loads(cli.stdout)
     assert payload["gate"]["step_regression"] is (not after_sleep)

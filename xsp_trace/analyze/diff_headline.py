@@ -17,7 +17,7 @@ from statistics import median
 import duckdb
 
 from ..resources import query_text
-from .session import BUILDERS
+from .session import run_analysis
 from .shift import Shift, shift
 
 # Steps each database needs for a per-step comparison (one step shows no spread).
@@ -30,11 +30,10 @@ Unit = tuple[int, int | None]  # (run_id, iteration): a step, or a run without s
 
 
 def step_causes(con: duckdb.DuckDBPyConnection) -> list[tuple[int, int | None, str, float]]:
-    """(run_id, iteration, cause, on_path_ns) of every step: its critical-path time by cause. The
-    causes are the critical path's segment kinds (cpu_op, launch, kernel, sync_wait, ...); the one
-    place to read another decomposition from."""
-    BUILDERS["xsp_critical_path"](con)
-    return con.execute("SELECT run_id, iteration, kind, sum(on_path_ns)::DOUBLE FROM xsp_critical_path GROUP BY ALL").fetchall()
+    """(run_id, iteration, cause, on_path_ns) of every step: its critical-path time by cause, the
+    causes the findings tell (analyses/step_causes.sql)."""
+    rows = run_analysis(con, "step_causes").records()
+    return [(r["run_id"], r["iteration"], r["cause"], float(r["on_path_ns"])) for r in rows]
 
 
 @dataclass
