@@ -8,6 +8,7 @@ new critical path adds up to the predicted latency.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -191,6 +192,13 @@ def test_analyze_what_if_prints_the_prediction():
     (row,) = json.loads(result.stdout)["what_if"]
     # aten::empty held 2,187 us of the 3,154 us step on the CPU, nothing waited for it elsewhere.
     assert row["latency_ns"] == 3154000 and row["predicted_ns"] == 3154000 - 2187000
+    # every time with its unit: the path's spans in ms, the latencies under *_ms headers in a table
+    items = row["new_top_on_path"].split("; ")
+    assert items and all(re.fullmatch(r".+ \[\w+\] \d+\.\d{3} ms", item) for item in items), items
+    shown = sum(float(item.rsplit(" ", 2)[1]) for item in items)
+    assert 0 < shown <= row["predicted_ns"] / 1e6 + 0.001 * len(items)
+    table = runner.invoke(app, ["analyze", str(DATA / "critical_path_hta" / "cuda_event_sync.json.gz"), "--what-if", "op:aten::empty*0"])
+    assert table.exit_code == 0 and "latency_ms" in table.stdout and "predicted_ms" in table.stdout and " ms" in table.stdout
 
 
 def test_a_sync_bound_finding_states_the_expected_gain(tmp_path):

@@ -34,7 +34,7 @@ FIXTURES = [
     (("kineto_cpu_conv_variants/conv_variants.json.gz",), False),
     (("kineto_hip_graphs_mi300x_vllm/tracelens_mi300x_vllm_full_graph_decode.json.gz",), False),
     (("kineto_conv_vit_h100/tracelens_h100_falconsai_vit.json.gz",), False),
-    (("kineto_two_ranks_sendrecv/sampled_rank-0.json.gz", "kineto_two_ranks_sendrecv/sampled_rank-1.json.gz"), False),
+    (("kineto_two_ranks_sendrecv/sampled_rank-0.json.gz", "kineto_two_ranks_sendrecv/sampled_rank-1.json.gz"), True),
     (("kineto_cpu_tiny_cnn_30_vs_50_calls/tiny_cnn_30_inferences.json.gz",), False),
     (("kineto_cpu_tiny_cnn_30_vs_50_calls/tiny_cnn_50_inferences.json.gz",), True),
     (("kineto_cuda_graphs_v100_2022/hta_v100_cuda_graphs_rank1_2022.json.gz",), False),

@@ -155,9 +155,24 @@ class _Lengths:
         return rule.duration(measured, total) if rule else measured
 
 
+_REGIONS: dict[tuple[int, re.Pattern], tuple[_Run, np.ndarray]] = {}  # the last runs' regions (every step of a run asks)
+
+
 def _region_instances(run: _Run, pattern: re.Pattern) -> np.ndarray:
     """Each CPU row's outermost enclosing span on its thread (itself included) whose name the pattern
     matches (-1: none): the region the row's time belongs to."""
+    found = _REGIONS.get((id(run), pattern))
+    if found is not None and found[0] is run:
+        return found[1]
+    if len(_REGIONS) >= 8:
+        _REGIONS.clear()
+    out = _regions(run, pattern)
+    _REGIONS[(id(run), pattern)] = (run, out)
+    return out
+
+
+def _regions(run: _Run, pattern: re.Pattern) -> np.ndarray:
+    """_region_instances, computed."""
     out = np.full(len(run.spans["span_id"]), -1, dtype=np.int64)
     if len(out) == 0:
         return out
