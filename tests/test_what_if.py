@@ -8,6 +8,7 @@ new critical path adds up to the predicted latency.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -42,8 +43,9 @@ def _predicted(tmp_path, run: Run, *rules: str) -> int:
         (sync_step, ("kernel:^B$*0.5",), 900),
         # A 400 -> 100 ns: B keeps its 100 ns behind A on the stream (300 + 100 .. 600), sync 650, end 700.
         (sync_step, ("kernel:^A$=100ns",), 700),
-        # The sync no longer waits and takes 0 ns: 180 + 50 ns of the step's own time.
-        (sync_step, ("sync:cudaDeviceSynchronize=0",), 230),
+        # The sync no longer waits and takes 0 ns: the thread is done at 180 + 50 ns, but the stream
+        # still runs A and B (B 100 ns after A, as measured) until 900: the step ends with its GPU work.
+        (sync_step, ("sync:cudaDeviceSynchronize=0",), 900),
         # aten::to's own 20 ns go; the blocking copy still waits for K and the copy: 990.
         (pageable_step, ("op:aten::to*0",), 990),
         # K twice as fast (390 -> 195 ns): the copy runs [505,555), the call returns at 605.
@@ -190,16 +192,110 @@ def test_analyze_what_if_prints_the_prediction():
     (row,) = json.loads(result.stdout)["what_if"]
     # aten::empty held 2,187 us of the 3,154 us step on the CPU, nothing waited for it elsewhere.
     assert row["latency_ns"] == 3154000 and row["predicted_ns"] == 3154000 - 2187000
+    # every time with its unit: the path's spans in ms, the latencies under *_ms headers in a table
+    items = row["new_top_on_path"].split("; ")
+    assert items and all(re.fullmatch(r".+ \[\w+\] \d+\.\d{3} ms", item) for item in items), items
+    shown = sum(float(item.rsplit(" ", 2)[1]) for item in items)
+    assert 0 < shown <= row["predicted_ns"] / 1e6 + 0.001 * len(items)
+    table = runner.invoke(app, ["analyze", str(DATA / "critical_path_hta" / "cuda_event_sync.json.gz"), "--what-if", "op:aten::empty*0"])
+    assert table.exit_code == 0 and "latency_ms" in table.stdout and "predicted_ms" in table.stdout and " ms" in table.stdout
 
 
 def test_a_wait_finding_states_the_replays_gain(tmp_path):
     """The hand-made pageable step (1000 ns): cudaMemcpyAsync returns 50 ns after its copy ended --
     the only part of its 500 ns that is the wait's (5 %: kernel K and the copy run before that).
-    Without the wait the call takes 0 ns and the step 200 + 50 + 40 + 10 + 10 + 190 = 500 ns."""
+    Without the wait the call takes 0 ns and the thread is done at 200 + 50 + 40 + 10 + 10 + 190 =
+    500 ns, but the GPU still runs K until 700 and the copy after it until 750: 250 ns saved."""
     from xsp_trace.analyze.findings import find
 
     db = write(tmp_path / "t.duckdb", [pageable_step()])
     (finding,) = [f for f in find(open_session(db, AnalysisOptions())) if f.kind == "sync_gpu_idle"]
     assert finding.severity == pytest.approx(50 / 1000)
-    assert finding.facts["expected_gain_ns"] == 500
-    assert "(--what-if 'sync:^(cudaMemcpyAsync)$=0') predicts 500 ns instead of 1 µs: 50.0 % less." in finding.text
+    assert finding.facts["expected_gain_ns"] == 250
+    assert "(--what-if 'sync:^(cudaMemcpyAsync)$=0') predicts 750 ns instead of 1 µs: 25.0 % less." in finding.text
+
+
+def _unrecorded_wait_step(first: str) -> Run:
+    """event_step without the recorded event wait (as CUDA graphs' nodes and pre-2023 Kineto traces
+    show it): `first` on stream 7 [100,500) (launched [10,20)); B on stream 8, launched [50,60),
+    starts only when `first` ends (500) and runs to 600; cudaDeviceSynchronize [70,650)."""
+    run = Run(1, source_kind="kineto")
+    run.span("annotation", "ProfilerStep#1", 0, 1000, iteration=1)
+    run.gpu("kernel", first, (10, 20), (100, 500), stream=7)
+    run.gpu("kernel", "B", (50, 60), (500, 600), stream=8)
+    run.span("api", "cudaDeviceSynchronize", 70, 650, category="cuda_runtime")
+    return run
+
+
+@pytest.mark.parametrize(
+    "first,rule,expected",
+    [
+        # A twice as fast [100,300): B, which waited for it without a record, runs [300,400); the sync
+        # returns 50 ns later (450) and the step ends 200 ns early (a replay keeping B's 440 ns queue
+        # after its launch kept 1000).
+        ("A", "kernel:^A$*0.5", 800),
+        # The collective gone: B runs at its launch's pace behind it [100,200); sync 250; end 600.
+        ("ncclDevKernel_AllReduce_Sum_f32_RING_LL", "communication:.*=0", 600),
+    ],
+    ids=["kernel", "communication"],
+)
+def test_work_that_waited_for_another_stream_unrecorded_follows_it(first, rule, expected, tmp_path):
+    assert _predicted(tmp_path, _unrecorded_wait_step(first), rule) == expected
+
+
+def _data_loader_step() -> Run:
+    """DataLoader [100,400) holds aten::copy_ [150,250), which launches K ([200,210) -> [300,700),
+    90 ns queued); aten::mm [450,550); cudaDeviceSynchronize [600,900) returns 200 ns after K; the
+    step [0,1000) on one thread."""
+    run = Run(1)
+    run.span("annotation", "ProfilerStep#1", 0, 1000, iteration=1)
+    run.span("user_annotation", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 100, 400)
+    run.span("op", "aten::copy_", 150, 250)
+    run.gpu("kernel", "K", (200, 210), (300, 700))
+    run.span("op", "aten::mm", 450, 550)
+    run.span("api", "cudaDeviceSynchronize", 600, 900, category="cuda_runtime")
+    return run
+
+
+@pytest.mark.parametrize(
+    "rule,expected",
+    [
+        # The region and all in it gone (300 ns): the launch at 100, K [190,590); aten::mm [150,250);
+        # the sync from 300 returns 200 ns after K (790); 100 ns more: 890.
+        ("region:DataLoader=0", 890),
+        # Every piece of it at half its time: the launch ends at 155, K [245,645), the sync from 450
+        # returns at 845: 945.
+        ("region:DataLoader*0.5", 945),
+        # 100 ns for the whole region, spread over its pieces (50, 50, 10, 40, 150 ns -> 17, 17, 3, 13,
+        # 50): the launch ends at 137, K [227,627), the sync from 400 returns at 827: 927.
+        ("region:DataLoader=100ns", 927),
+        # An op rule takes the DataLoader's own time only (200 of its 300 ns): aten::copy_ keeps its
+        # 100 ns [100,200), the launch ends at 160 (K [250,650)); aten::mm [250,350); the sync from 400
+        # returns at 850: 950.
+        ("op:DataLoader=0", 950),
+    ],
+    ids=["region_gone", "region_halved", "region_set", "own_time_only"],
+)
+def test_a_region_rule_changes_the_region_and_all_nested_in_it(rule, expected, tmp_path):
+    assert _predicted(tmp_path, _data_loader_step(), rule) == expected
+
+
+def test_removing_communication_shortens_the_v100_steps_it_delays(converted):
+    """The V100 CUDA-graphs trace (rank 1 of 2) runs 36-63 ms of NCCL kernels on stream 15 in steps
+    1009-1011, 1013 and 1014 (xsp_gpu_work), and its compute stream waits for them with no recorded
+    event (a 2022 trace): without the collectives those steps are shorter (the replay predicted 0.0 %
+    change before it tied such work to what it waited for), yet never shorter than their busiest
+    stream's remaining work; step 1012 (16 ms of NCCL) may keep its time."""
+    from xsp_trace.analyze.session import prepare
+    from xsp_trace.analyze.what_if import replay_gain
+
+    con = converted(DATA / "kineto_cuda_graphs_v100_2022" / "hta_v100_cuda_graphs_rank1_2022.json.gz")
+    prepare(con, AnalysisOptions())
+    gains = {
+        it: (measured, predicted) for it, measured, predicted in replay_gain(con, 1, list(range(1009, 1015)), [parse_rule("communication:.*=0")])
+    }
+    assert sorted(gains) == list(range(1009, 1015))
+    for iteration in (1009, 1010, 1011, 1013, 1014):
+        measured, predicted = gains[iteration]
+        assert predicted < measured, iteration
+    assert gains[1012][1] <= gains[1012][0]

@@ -413,7 +413,7 @@ def analyze(
     what_if: list[str] | None = typer.Option(
         None,
         "--what-if",
-        help="Predict the step time with some work changed (repeat): KIND:REGEX*FACTOR or KIND:REGEX=DURATION, KIND one of kernel, memcpy, memset, communication, gpu, op, api, sync; e.g. 'kernel:gemm*0.5', 'sync:cudaStreamSynchronize=0', 'op:aten::to*0'. Prints the what_if analysis.",
+        help="Predict the step time with some work changed (repeat): KIND:REGEX*FACTOR or KIND:REGEX=DURATION, KIND one of kernel, memcpy, memset, communication, gpu, op, api, sync, region (a CPU span and everything nested in it); e.g. 'kernel:gemm*0.5', 'sync:cudaStreamSynchronize=0', 'op:aten::to*0', 'region:DataLoader=0'. Prints the what_if analysis.",
     ),
     scope: Scope = typer.Option(
         Scope.all,

@@ -12,13 +12,14 @@ SELECT
     iteration,
     -- The rules applied (space-separated, as given).
     rules,
-    -- The step's measured latency (ns).
+    -- The step's measured latency (ns; tables show it in ms).
     latency_ns,
-    -- Its predicted latency under the rules (ns).
+    -- Its predicted latency under the rules (ns; tables show it in ms): never below the GPU work its
+    -- busiest stream still has to run in the step.
     predicted_ns,
     -- Predicted change of the step time (%): negative is faster.
     round(100.0 * (predicted_ns - latency_ns) / nullif(latency_ns, 0), 2) AS change_pct,
-    -- The five spans with the most time on the new critical path: name [kind] ns.
+    -- The five spans with the most time on the new critical path: name [kind] time on it (ms).
     new_top_on_path
 FROM xsp_what_if
 ORDER BY run_id, iteration NULLS FIRST

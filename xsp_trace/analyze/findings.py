@@ -50,7 +50,7 @@ from .findings_base import (
     sql_text,
 )
 from .session import Result, run_analysis
-from .what_if import KINDS, parse_rule, step_gain
+from .what_if import parse_rule, step_gain
 
 __all__ = [
     "MIN_SEVERITY",
@@ -108,8 +108,6 @@ def _replay_gain(con: duckdb.DuckDBPyConnection) -> findings_causes.Gain:
     """(measured, predicted) ns of a run's steps replayed under one what-if rule (what_if.py)."""
 
     def gain(run_id: int, iterations: list, rule: str) -> tuple[int, int] | None:
-        if rule.split(":", 1)[0] not in KINDS:  # TEMPORARY until the region rule lands (branch i43-replay)
-            return None
         return step_gain(con, run_id, iterations, [parse_rule(rule)])
 
     return gain

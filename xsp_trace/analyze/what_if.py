@@ -10,19 +10,28 @@ A FACTOR is a finite number of 0 or more, a DURATION below 2^62 ns (timebase.LIM
 that moves a replayed time past 2^62 ns stops the analysis with one line.
 
 KIND is kernel, memcpy, memset, communication, gpu (any GPU work), op (CPU ops and annotations:
-their own time, not their children's), api (runtime calls) or sync (calls that block on the GPU:
-`sync:cudaStreamSynchronize=0` also removes the wait, so the call no longer waits for the GPU).
+their own time, not their children's), api (runtime calls), sync (calls that block on the GPU:
+`sync:cudaStreamSynchronize=0` also removes the wait, so the call no longer waits for the GPU) or
+region (a CPU span with everything nested in it on its thread: `region:DataLoader=0` removes the
+DataLoader's whole time, its children's own time too; a DURATION is the whole region's new time;
+GPU work launched inside still runs, launched earlier, and blocking calls inside still wait for it).
 REGEX is a Python regular expression searched in the span's name.
 
 The replay keeps what the trace shows about each dependency: a thread runs its spans in order and
-keeps its idle gaps; a GPU item starts after the previous item of its stream, or after its launch
-plus the queue delay it had, whichever bound it in the trace; a blocking call returns as long after
-the GPU work it waited for as it did; a thread waiting for another thread of its process (the
-critical path's cross-thread edges, critical_path_threads.py: PyTorch's backward on the autograd
-engine's thread) resumes as long after the worker's last op as it did (an earlier stretch of the
-same wait that ended while the worker still ran, at that point of the worker's work), and the
-worker's first op after its idle stretch starts as long after the wait began as it did. Work
-launched before the step keeps its times. The new critical path is walked over the replayed times.
+keeps its idle gaps; a GPU item starts after the previous item of its stream, the item of another
+stream it waited for (a recorded event wait; or, where the item started after all of those and its
+launch, the item of another stream of its device that ended last before it: an unrecorded wait --
+a CUDA graph's node, a collective, an event an older trace leaves out, _implied_wait), or its launch
+plus the queue delay it had, each with the gap it had where it bound the item in the trace; a
+blocking call returns as long after the GPU work it waited for as it did; a thread waiting for
+another thread of its process (the critical path's cross-thread edges, critical_path_threads.py:
+PyTorch's backward on the autograd engine's thread) resumes as long after the worker's last op as
+it did (an earlier stretch of the same wait that ended while the worker still ran, at that point
+of the worker's work), and the worker's first op after its idle stretch starts as long after the
+wait began as it did. Work launched before the step keeps its times. A step ends when its thread
+does or when the GPU work that ran in it does (what ran past the step's end in the trace still
+may), whichever is later: a prediction is never below what the busiest stream must still run.
+The new critical path is walked over the replayed times.
 """
 
 from __future__ import annotations
@@ -42,9 +51,9 @@ from ..timebase import LIMIT_NS, parse_time
 from .critical_path import _binding, _cross, merged, units, walk
 from .critical_path_run import _flatten, _Run, _waited_for, load_run
 
-KINDS = ("kernel", "memcpy", "memset", "communication", "gpu", "op", "api", "sync")
+KINDS = ("kernel", "memcpy", "memset", "communication", "gpu", "op", "api", "sync", "region")
 _RULE = re.compile(r"^(?P<kind>[a-z]+):(?P<pattern>.+)(?P<op>[*=])(?P<value>[0-9.]+(?:[eE][+-]?[0-9]+)?)(?P<unit>ns|us|ms|s)?$")
-GRAMMAR = "KIND:REGEX*FACTOR or KIND:REGEX=DURATION (e.g. kernel:gemm*0.5, sync:cudaStreamSynchronize=0, op:aten::to*0)"
+GRAMMAR = "KIND:REGEX*FACTOR or KIND:REGEX=DURATION (e.g. kernel:gemm*0.5, sync:cudaStreamSynchronize=0, op:aten::to*0, region:DataLoader=0)"
 
 
 @dataclass(frozen=True)
@@ -107,10 +116,85 @@ def _kinds_of(run: _Run, row: int) -> tuple[str, ...]:
     return ("api",) if str(spans["kind"][row]) == "api" else ("op",)
 
 
-def _rule_for(run: _Run, row: int, rules: list[Rule]) -> Rule | None:
-    name = run.name(row)
-    kinds = _kinds_of(run, row)
-    return next((r for r in rules if r.kind in kinds and r.pattern.search(name)), None)
+class _Lengths:
+    """The replayed length of each piece of work under the rules (the first rule that matches applies)."""
+
+    def __init__(self, run: _Run, rules: list[Rule], start_ns: int, end_ns: int, self_time: dict[int, int]):
+        self.run, self.rules, self.self_time = run, rules, self_time
+        self.window = (start_ns, end_ns)
+        self.regions = {i: _region_instances(run, rule.pattern) for i, rule in enumerate(rules) if rule.kind == "region"}
+        self.found: dict[int, tuple[Rule | None, int]] = {}
+
+    def rule(self, row: int) -> tuple[Rule | None, int]:
+        """The rule for a span and the time a DURATION spreads over: a region's whole (clipped) time,
+        else the span's own time in the window (a GPU item's duration)."""
+        if row not in self.found:
+            self.found[row] = self._rule(row)
+        return self.found[row]
+
+    def _rule(self, row: int) -> tuple[Rule | None, int]:
+        run = self.run
+        kinds = _kinds_of(run, row)
+        name = run.name(row) if any(r.kind != "region" for r in self.rules) else ""
+        for i, rule in enumerate(self.rules):
+            if rule.kind == "region":
+                instance = int(self.regions[i][row]) if kinds[-1] in ("op", "api") else -1
+                if instance >= 0:
+                    spans = run.spans
+                    low, high = max(int(spans["start_ns"][instance]), self.window[0]), min(int(spans["end_ns"][instance]), self.window[1])
+                    return rule, max(high - low, 0)
+            elif rule.kind in kinds and rule.pattern.search(name):
+                return rule, self.self_time.get(row, int(run.spans["end_ns"][row]) - int(run.spans["start_ns"][row]))
+        return None, 0
+
+    def length(self, row: int, measured: int) -> int:
+        """The replayed length of `measured` ns of the span's time (row -1: idle, kept)."""
+        if row < 0:
+            return measured
+        rule, total = self.rule(row)
+        return rule.duration(measured, total) if rule else measured
+
+
+_REGIONS: dict[tuple[int, re.Pattern], tuple[_Run, np.ndarray]] = {}  # the last runs' regions (every step of a run asks)
+
+
+def _region_instances(run: _Run, pattern: re.Pattern) -> np.ndarray:
+    """Each CPU row's outermost enclosing span on its thread (itself included) whose name the pattern
+    matches (-1: none): the region the row's time belongs to."""
+    found = _REGIONS.get((id(run), pattern))
+    if found is not None and found[0] is run:
+        return found[1]
+    if len(_REGIONS) >= 8:
+        _REGIONS.clear()
+    out = _regions(run, pattern)
+    _REGIONS[(id(run), pattern)] = (run, out)
+    return out
+
+
+def _regions(run: _Run, pattern: re.Pattern) -> np.ndarray:
+    """_region_instances, computed."""
+    out = np.full(len(run.spans["span_id"]), -1, dtype=np.int64)
+    if len(out) == 0:
+        return out
+    run.name(0)  # reads every row's name once
+    assert run.name_column is not None
+    start, end = run.spans["start_ns"], run.spans["end_ns"]
+    for rows in run.threads.values():
+        names = run.name_column[rows]
+        distinct = {str(n) for n in set(names.tolist())}
+        hits = {n for n in distinct if pattern.search(n)}
+        if not hits:
+            continue
+        matches = np.isin(names.astype(str), list(hits))
+        instance, until = -1, -1
+        # rows come in time order (start, end descending): an enclosing span before what it holds
+        for row, begin, finish, hit in zip(rows.tolist(), start[rows].tolist(), end[rows].tolist(), matches.tolist(), strict=True):
+            if instance >= 0 and begin < until and finish <= until:
+                out[row] = instance
+            elif hit:
+                instance, until = row, finish
+                out[row] = row
+    return out
 
 
 @dataclass
@@ -185,6 +269,30 @@ def _thread_waits(run: _Run, threads: dict[tuple[int, int], list[_Piece]]) -> tu
     return resumes, starts
 
 
+IMPLIED_LOOKBACK = 64  # GPU items, latest ending first, searched for an unrecorded cross-stream wait
+
+
+def _implied_wait(run: _Run, row: int, bound_at: int) -> int | None:
+    """The item of another stream of the same device that ended last before GPU item `row` started,
+    if it ended after every dependency the trace records for `row` (its stream, event and launch)
+    was met: `row` waited for something the trace does not record -- a CUDA graph's node on another
+    stream, an event wait older traces leave out, a collective -- and this is the likeliest."""
+    spans = run.spans
+    begin = int(spans["start_ns"][row])
+    if begin <= bound_at:
+        return None
+    device, stream = spans["device_id"][row], spans["stream_id"][row]
+    i = int(np.searchsorted(run.gpu_ends, begin, side="right")) - 1
+    for _ in range(IMPLIED_LOOKBACK):
+        if i < 0 or int(run.gpu_ends[i]) <= bound_at:
+            return None
+        other = int(run.gpu_end_rows[i])
+        if spans["device_id"][other] == device and spans["stream_id"][other] != stream and int(spans["start_ns"][other]) < begin:
+            return other
+        i -= 1
+    return None
+
+
 def _working(run: _Run, key: tuple[int, int], t: int) -> bool:
     """Whether the thread runs one of its spans at t."""
     flat = _flatten(run, key)
@@ -202,6 +310,7 @@ def replay(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[di
         for p in pieces:
             if p.owner >= 0:
                 self_time[p.owner] = self_time.get(p.owner, 0) + p.end - p.start
+    lengths = _Lengths(run, rules, start_ns, end_ns, self_time)
     last_piece = {p.owner: p for pieces in threads.values() for p in pieces if p.owner >= 0}  # pieces are in time order
     # (time, 0 = CPU piece / 1 = GPU item, thread, piece index or GPU row): replayed in this order,
     # a CPU piece at its end, a GPU item at its start -- every dependency is replayed before its user.
@@ -229,8 +338,7 @@ def replay(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[di
         if i < done[key]:
             replayed = p.new_end - p.new_start
         else:  # a piece still running there: at its rule's pace
-            rule = _rule_for(run, p.owner, rules) if p.owner >= 0 else None
-            replayed = rule.duration(measured, self_time[p.owner]) if rule else measured
+            replayed = lengths.length(p.owner, measured)
         return begin + (round((at - p.start) * replayed / measured) if measured else 0)
 
     for _, order, key, item in events:
@@ -250,27 +358,32 @@ def replay(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[di
             other_end = int(end[other]) if other is not None else None
             other_new = gpu_new[other][1] if other in gpu_new else other_end
             binding = _binding(prev_end, other_end, launched_at if launcher is not None else None)
+            bound_at = max((t for t in (prev_end, other_end, launched_at if launcher is not None else None) if t is not None), default=start_ns)
+            implied = _implied_wait(run, row, bound_at)
+            implied_end = int(end[implied]) if implied is not None else None
+            implied_new = gpu_new[implied][1] if implied in gpu_new else implied_end
+            if implied is not None:
+                binding = "implied"
             # Each dependency keeps the gap it had when it was the one that bound the item, else none.
             candidates = []
             for kind, measured_at, replayed_at in (
                 ("stream", prev_end, prev_new),
                 ("event", other_end, other_new),
                 ("launch", launched_at, launch_new),
+                ("implied", implied_end, implied_new),
             ):
                 if measured_at is None or replayed_at is None or (kind == "launch" and launcher is None):
                     continue
                 candidates.append(replayed_at + (int(start[row]) - measured_at if binding == kind else 0))
             new_start = max(candidates) if candidates else int(start[row])
-            measured = int(end[row]) - int(start[row])
-            rule = _rule_for(run, row, rules)
-            gpu_new[row] = (new_start, new_start + (rule.duration(measured, measured) if rule else measured))
+            gpu_new[row] = (new_start, new_start + lengths.length(row, int(end[row]) - int(start[row])))
             continue
         i = item
         p = threads[key][i]
         p.new_start = cursor[key]
         measured = p.end - p.start
-        rule = _rule_for(run, p.owner, rules) if p.owner >= 0 else None
-        p.new_end = p.new_start + (rule.duration(measured, self_time[p.owner]) if rule else measured)
+        rule = lengths.rule(p.owner)[0] if p.owner >= 0 else None
+        p.new_end = p.new_start + lengths.length(p.owner, measured)
         if p.owner >= 0 and run.blocking[p.owner] and last_piece.get(p.owner) is p and not (rule and rule.kind == "sync" and rule.set_ns is not None):
             waited = _waited_for(run, p.owner, int(end[p.owner]))
             if waited is not None and int(end[waited]) > p.start and waited in gpu_new:
@@ -287,8 +400,27 @@ def replay(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[di
     return gpu_new, threads
 
 
-def replayed_run(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[_Run, dict[tuple[int, int], int]]:
-    """A copy of `run` on replayed times (to walk the new critical path), and each thread's new end of the window."""
+def _gpu_end(run: _Run, start_ns: int, end_ns: int, gpu_new: dict[int, tuple[int, int]]) -> tuple[int, int]:
+    """(when, row) the GPU work of the window ends in the replay, each item keeping what it ran past
+    the window's end in the trace: a step ends no earlier than the work its streams had to run in it
+    (-1 row: none). Work begun before the window keeps its times."""
+    spans = run.spans
+    start, end = spans["start_ns"], spans["end_ns"]
+    best, best_row = start_ns, -1
+    for row, (_, new_end) in gpu_new.items():
+        at = new_end - max(int(end[row]) - end_ns, 0)
+        if at > best:
+            best, best_row = at, row
+    for rows in run.streams.values():  # the item running as the window opens
+        i = int(np.searchsorted(start[rows], start_ns, side="left")) - 1
+        if i >= 0 and int(end[rows[i]]) > start_ns and min(int(end[rows[i]]), end_ns) > best:
+            best, best_row = min(int(end[rows[i]]), end_ns), int(rows[i])
+    return best, best_row
+
+
+def replayed_run(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[_Run, dict[tuple[int, int], int], tuple[int, int]]:
+    """A copy of `run` on replayed times (to walk the new critical path), each thread's new end of
+    the window, and (when, row) its GPU work ends (_gpu_end)."""
     gpu_new, threads = replay(run, start_ns, end_ns, rules)
     if max([e for _, e in gpu_new.values()] + [p.new_end for pieces in threads.values() for p in pieces], default=0) >= LIMIT_NS:
         raise past_the_clock()  # the int64 arrays below would overflow
@@ -316,27 +448,38 @@ def replayed_run(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tu
     order = np.argsort(new_end[run.gpu_end_rows], kind="stable")
     copy.gpu_end_rows = run.gpu_end_rows[order]
     copy.gpu_ends = new_end[copy.gpu_end_rows]
-    return copy, {key: pieces[-1].new_end for key, pieces in threads.items() if pieces}
+    return copy, {key: pieces[-1].new_end for key, pieces in threads.items() if pieces}, _gpu_end(run, start_ns, end_ns, gpu_new)
 
 
 def predict(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], rules: list[Rule]) -> tuple[int, list]:
-    """(predicted latency ns, the new critical path's segments latest first) of the step [start_ns, end_ns] ending on `thread`."""
-    copy, new_ends = replayed_run(run, start_ns, end_ns, rules)
+    """(predicted latency ns, the new critical path's segments latest first) of the step [start_ns,
+    end_ns] ending on `thread`: it ends when its thread does, or when the GPU work of the step does
+    if that is later (without its waits the thread would run ahead, and the next step's work queue
+    behind this one's: the hardware sets the step time)."""
+    copy, new_ends, (gpu_end, gpu_row) = replayed_run(run, start_ns, end_ns, rules)
     new_end = new_ends.get(thread, end_ns)
+    if gpu_end > new_end:
+        return gpu_end - start_ns, walk(copy, start_ns, gpu_end, thread, gpu_row=gpu_row)
     return new_end - start_ns, walk(copy, start_ns, new_end, thread)
+
+
+def replay_gain(con: duckdb.DuckDBPyConnection, run_id: int, iterations: list, rules: list[Rule]) -> list[tuple[int | None, int, int]]:
+    """(iteration, measured ns, predicted ns) of each of a run's steps of these iterations under the
+    rules, in time order; a run without steps is one unit of iteration None (ask for [None])."""
+    run = load_run(con, run_id)
+    wanted = set(iterations)
+    out = []
+    for unit_run, iteration, _, start_ns, end_ns, pid, tid in units(con):
+        if unit_run == run_id and iteration in wanted:
+            latency, _ = predict(run, int(start_ns), int(end_ns), (int(pid), int(tid)), rules)
+            out.append((iteration, int(end_ns) - int(start_ns), latency))
+    return out
 
 
 def step_gain(con: duckdb.DuckDBPyConnection, run_id: int, iterations: list, rules: list[Rule]) -> tuple[int, int]:
     """(measured, predicted) total latency of a run's steps of these iterations under the rules."""
-    run = load_run(con, run_id)
-    wanted = set(iterations)
-    measured = predicted = 0
-    for unit_run, iteration, _, start_ns, end_ns, pid, tid in units(con):
-        if unit_run == run_id and iteration in wanted:
-            latency, _ = predict(run, int(start_ns), int(end_ns), (int(pid), int(tid)), rules)
-            measured += int(end_ns) - int(start_ns)
-            predicted += latency
-    return measured, predicted
+    gains = replay_gain(con, run_id, iterations, rules)
+    return sum(g[1] for g in gains), sum(g[2] for g in gains)
 
 
 TABLE = "xsp_what_if"
@@ -344,14 +487,14 @@ TOP_ITEMS = 5
 
 
 def _top(run: _Run, segments: list) -> str:
-    """The spans with the most time on a path, 'name [kind] ns; ...'."""
+    """The spans with the most time on a path, 'name [kind] 1.234 ms; ...'."""
     totals: dict[tuple[str, str], int] = {}
     for seg in segments:
         if seg.row >= 0:
             key = (run.name(seg.row), seg.kind)
             totals[key] = totals.get(key, 0) + seg.end_ns - seg.start_ns
     ranked = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_ITEMS]
-    return "; ".join(f"{name} [{kind}] {ns}" for (name, kind), ns in ranked)
+    return "; ".join(f"{name} [{kind}] {ns / 1e6:.3f} ms" for (name, kind), ns in ranked)
 
 
 def build_what_if(con: duckdb.DuckDBPyConnection) -> None:
