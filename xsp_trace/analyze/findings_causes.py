@@ -128,14 +128,15 @@ def _finding(run_id, run: _Run, cause, kind, share, largest, busy, pytorch, gain
         "iterations": sorted((run.iterations[sid] for sid in run.steps), key=lambda i: (i is None, i)),
         "names": names,
     }
-    rule = _rule(cause, names, regions)
+    rule = _rule(cause, names, regions if stepped else [])  # a run taken whole: its outermost spans can hold all of it
     if rule is not None and gain is not None:
         measured_predicted = gain(run_id, facts["iterations"], rule)
         if measured_predicted is not None:
             measured, predicted = measured_predicted
             saved = measured - predicted
             facts.update({"what_if": rule, "expected_gain_ns": saved, "measured_ns": measured, "predicted_ns": predicted})
-            text += f" The replay without it (--what-if '{rule}') predicts {duration(predicted)} instead of {duration(measured)}: {pct(saved / measured if measured else 0)} less."
+            what = f"its largest region, {regions[0]}," if cause == "cpu_ops" else "it"
+            text += f" The replay without {what} (--what-if '{rule}') predicts {duration(predicted)} instead of {duration(measured)}: {pct(saved / measured if measured else 0)} less."
     return Finding(kind, share, text, "step_causes", f"run_id = {run_id} AND cause = '{sql_text(cause)}'", facts)
 
 
