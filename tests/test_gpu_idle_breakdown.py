@@ -133,8 +133,13 @@ def _hta_idle(path: Path, workdir: Path, include_last_profiler_step: bool = True
 
 
 def _ours(con) -> dict[int, tuple[float, ...]]:
-    rows = [r for r in run_analysis(con, "gpu_idle_breakdown").records() if r["per"] == "stream"]
+    every = run_analysis(con, "gpu_idle_breakdown").records()
+    rows = [r for r in every if r["per"] == "stream"]
     assert len({r["stream_id"] for r in rows}) == len(rows)  # HTA tells streams apart, not GPUs: one GPU each here
+    steps = [r for r in every if r["per"] == "step"]
+    for r in rows if steps else []:  # the steps' rows split the stream's gaps
+        mine = [s for s in steps if s["stream_id"] == r["stream_id"]]
+        assert [sum(s[c] for s in mine) for c in ("gaps", "idle_ns", "host_wait_ns")] == [r["gaps"], r["idle_ns"], r["host_wait_ns"]]
     return {r["stream_id"]: tuple(r[f"{c}_ns"] / 1000 for c in CATEGORIES) for r in rows}
 
 
