@@ -112,3 +112,23 @@ def hta_rounded_duration_us(start_ns: int, end_ns: int, rounds: bool) -> float:
     ts = start_ns / 1000  # == float(ts text): both are the correctly rounded float64
     dur = (end_ns - start_ns) / 1000
     return float(math.floor(ts + dur) - math.ceil(ts))
+
+
+def as_hta_reads_it(path: Path, workdir: Path) -> Path:
+    """The trace as HTA 0.5 reads it: float µs timestamps rounded inward to whole µs (ts -> ceil,
+    end -> floor; hta.common.trace_parser.round_down_time_stamps); an integer-µs trace unchanged."""
+    raw = load_raw(path)
+    if not any(isinstance(e.get("ts"), Decimal) for e in raw["traceEvents"]):
+        return path
+    for e in raw["traceEvents"]:
+        if "ts" not in e:
+            continue
+        start = float(e["ts"])
+        e["ts"] = math.ceil(start)
+        if "dur" in e:  # an event rounded to nothing (end before start in HTA) keeps no time
+            e["dur"] = max(0, math.floor(start + float(e["dur"])) - e["ts"])
+    copy = workdir / "as_hta" / path.name
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(copy, "wt", encoding="utf-8") as f:
+        json.dump(raw, f, default=_decimal_text)
+    return copy

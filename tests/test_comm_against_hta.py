@@ -18,16 +18,14 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-import math
 import shutil
 from collections import defaultdict
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from kineto_cases import KINETO_TRACES, _decimal_text, load_raw
+from kineto_cases import KINETO_TRACES, as_hta_reads_it, load_raw
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.cli import app
 
@@ -174,26 +172,6 @@ def _hta_scope(paths, workdir):
     }
 
 
-def _as_hta_reads_it(path, workdir):
-    """The trace as HTA 0.5 reads it: float µs timestamps rounded inward to whole µs (ts -> ceil,
-    end -> floor; hta.common.trace_parser.round_down_time_stamps); an integer-µs trace unchanged."""
-    raw = load_raw(path)
-    if not any(isinstance(e.get("ts"), Decimal) for e in raw["traceEvents"]):
-        return path
-    for e in raw["traceEvents"]:
-        if "ts" not in e:
-            continue
-        start = float(e["ts"])
-        e["ts"] = math.ceil(start)
-        if "dur" in e:  # an event rounded to nothing (end before start in HTA) keeps no time
-            e["dur"] = max(0, math.floor(start + float(e["dur"])) - e["ts"])
-    copy = workdir / "as_hta" / path.name
-    copy.parent.mkdir(exist_ok=True)
-    with gzip.open(copy, "wt", encoding="utf-8") as f:
-        json.dump(raw, f, default=_decimal_text)
-    return copy
-
-
 def _scope_figures(con):
     """Per rank: (overlap %, idle share of the GPU window %) as the analyses report them."""
     rank_of = dict(con.execute("SELECT run_id, rank FROM runs").fetchall())
@@ -207,7 +185,7 @@ def _scope_figures(con):
 def test_profiled_scope_within_a_tenth_of_a_point_of_hta(case, converted_path, tmp_path):
     paths = MULTI_GPU[case]
     hta = _hta_scope(paths, tmp_path)
-    con = open_session(converted_path(*(_as_hta_reads_it(p, tmp_path) for p in paths)), AnalysisOptions(scope="profiled"))
+    con = open_session(converted_path(*(as_hta_reads_it(p, tmp_path) for p in paths)), AnalysisOptions(scope="profiled"))
     ours = _scope_figures(con)
     assert ours.keys() == hta.keys()
     for rank, (overlap_pct, idle_us, window_us) in hta.items():
@@ -244,7 +222,11 @@ def test_analyze_prints_what_the_scope_counted(converted_path):
     assert "note: run 1: 614 GPU operations (56.517 ms) were launched before the trace or after its last step" in default.output
     profiled = CliRunner().invoke(app, ["analyze", db, "--scope", "profiled", "-a", "gpu_idle_gaps"])
     assert profiled.exit_code == 0, profiled.output
-    assert "note: scope profiled: gpu_idle_gaps count only GPU work launched in each run's profiled steps (as HTA 0.5)" in profiled.output
+    notes = " ".join(profiled.output.split())  # a note longer than the terminal wraps
+    assert (
+        "note: scope profiled: gpu_idle_gaps count only GPU work launched in each run's profiled steps (as HTA 0.5 with include_last_profiler_step=True)"
+        in notes
+    )
     assert "note: run 1: left out 614 GPU operations (56.517 ms)" in profiled.output
     other = CliRunner().invoke(app, ["analyze", db, "-a", "top_kernels"])
     assert "scope" not in other.output

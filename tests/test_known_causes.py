@@ -161,7 +161,6 @@ FINDING_CASES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="issue 43: findings from step causes (lead)")
 @pytest.mark.parametrize("case", FINDING_CASES)
 def test_the_top_finding_names_the_cause_and_states_the_replays_gain(case, converted_path):
     """The gain a finding states is the what-if replay's of its own rule over its steps; for these

@@ -419,7 +419,8 @@ def analyze(
         Scope.all,
         "--scope",
         help="GPU work counted: all (default: every kernel, copy and set of the trace, whenever launched) or profiled "
-        "(as HTA 0.5: in a run with 2+ steps, only work whose launch is in the trace and started by the end of the last step).",
+        "(as HTA 0.5 with include_last_profiler_step=True: in a run with 2+ steps, only work whose launch is in the trace and "
+        "started by the end of the last step).",
     ),
     timeout: float = typer.Option(600, "--timeout", callback=SECONDS, help="Stop after this many seconds (0 = no limit; at most a week)."),
     memory_limit: str = typer.Option(

@@ -9,7 +9,8 @@
 -- Counts: every kernel, copy and set the session holds -- under `analyze --scope all` (the
 -- default) all of the trace's, also work launched before the trace started (no launching call in
 -- it) or after its last step; under --scope profiled only work launched in the profiled steps, as
--- Holistic Trace Analysis 0.5 counts (analyses/prelude_scope.sql says which work that leaves out).
+-- Holistic Trace Analysis 0.5 counts with include_last_profiler_step=True (its default also drops
+-- the work launched in the last step; lib/scope.sql says which work is left out).
 WITH per_gpu AS (
     SELECT run_id, device_id,
            sum(end_ns - start_ns) AS busy_ns,

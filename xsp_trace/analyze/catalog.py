@@ -46,6 +46,7 @@ ANALYSES: tuple[Analysis, ...] = (
     Analysis("gpu_busy_idle", "GPU busy and idle time", "gpu"),
     Analysis("launch_queue_delay", "Launch queue delay (kernel start - launch end)", "gpu"),
     Analysis("gpu_idle_gaps", "GPU idle gaps and what the CPU was doing meanwhile", "gpu"),
+    Analysis("gpu_idle_breakdown", "GPU idle time per stream and step: host wait, kernel wait, other (HTA)", "gpu"),
     Analysis("gpu_utilization_bins", "GPU utilisation over time", "gpu"),
     Analysis("step_bound", "Host-bound or device-bound, per step", "gpu"),
     Analysis("sync_calls", "Synchronising calls (CPU waits for the GPU)", "gpu"),

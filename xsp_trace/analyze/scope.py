@@ -1,5 +1,6 @@
 """Which GPU work the analyses count: the whole trace (`--scope all`, the default) or only the work
-launched inside the profiled steps (`--scope profiled`, as Holistic Trace Analysis 0.5 counts it).
+launched inside the profiled steps (`--scope profiled`, as Holistic Trace Analysis 0.5 counts it with
+include_last_profiler_step=True; HTA's default also drops the work launched in the last step).
 
 The set left out under `profiled` is queries/lib/scope.sql (xsp_unprofiled_gpu_work);
 applying the scope shadows `spans` and `memops` with TEMP views without those rows, so every
@@ -19,7 +20,7 @@ SCOPES = ("all", "profiled")
 DEFAULT_SCOPE = "all"
 # The analyses whose figures depend on the scope most (GPU busy, idle and communication time):
 # their printed tables get a note saying what they counted.
-SCOPE_NOTED_ANALYSES = ("gpu_busy_idle", "gpu_idle_gaps", "gpu_utilization_bins", "comm_compute_split", "comm_compute_overlap")
+SCOPE_NOTED_ANALYSES = ("gpu_busy_idle", "gpu_idle_gaps", "gpu_idle_breakdown", "gpu_utilization_bins", "comm_compute_split", "comm_compute_overlap")
 _UNPROFILED = "xsp_unprofiled_gpu_work"
 
 
@@ -58,7 +59,7 @@ def scope_notes(con: duckdb.DuckDBPyConnection, scope: str, analyses: list[str])
             return []
         lines = [
             f"note: scope all: {which} count every GPU kernel, copy and set of the trace, whenever launched "
-            "(--scope profiled counts only work launched in the profiled steps, as HTA 0.5)"
+            "(--scope profiled counts only work launched in the profiled steps, as HTA 0.5 with include_last_profiler_step=True)"
         ]
         lines += [
             f"note: run {run}: {n} GPU operations ({total / 1e6:.3f} ms) were launched before the trace or after its last step; "
@@ -66,7 +67,9 @@ def scope_notes(con: duckdb.DuckDBPyConnection, scope: str, analyses: list[str])
             for run, n, total in rows
         ]
     else:
-        lines = [f"note: scope profiled: {which} count only GPU work launched in each run's profiled steps (as HTA 0.5)"]
+        lines = [
+            f"note: scope profiled: {which} count only GPU work launched in each run's profiled steps (as HTA 0.5 with include_last_profiler_step=True)"
+        ]
         lines += [
             f"note: run {run}: left out {n} GPU operations ({total / 1e6:.3f} ms) launched before the trace or after its last step"
             for run, n, total in rows

@@ -45,7 +45,7 @@ class AnalysisOptions:
     window_ns: tuple[int, int] | None = None  # only spans starting in [start, end) on the run clock
     settings: dict[str, int | str] | None = None  # --set NAME=VALUE (xsp_trace/analyze/settings.py)
     what_if: tuple[str, ...] = ()  # rules of analyze --what-if (xsp_trace.analyze.what_if), checked before use
-    scope: str = DEFAULT_SCOPE  # "all": every GPU operation; "profiled": as HTA 0.5 (analyze/scope.py)
+    scope: str = DEFAULT_SCOPE  # "all": every GPU operation; "profiled": as HTA 0.5 with include_last_profiler_step=True (analyze/scope.py)
 
 
 @dataclass
