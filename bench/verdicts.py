@@ -1,7 +1,9 @@
 """The verdicts table of docs/verdicts.md: for every Kineto and nsys trace in tests/data, the top
 finding, the gain it states, the what-if replay's prediction for the same rule (recomputed here),
-HTA 0.5's idle-time breakdown (Kineto traces; `include_last_profiler_step=True`, per-stream idle
-summed over streams) and whether they agree.
+HTA 0.5's idle-time breakdown (Kineto traces HTA reads; `include_last_profiler_step=True`,
+per-stream idle summed over streams; for nsys exports and traces HTA cannot read, HTA's definition
+as analyses/gpu_idle_breakdown.sql computes it -- equal to HTA where HTA reads the trace,
+tests/test_gpu_idle_breakdown.py) and whether they agree.
 
 Agreement, per trace: the stated gain equals the replay's; and the top finding's cause fits HTA's
 breakdown of the idle time -- a host-side cause (CPU work, launches, waits with the GPU idle) where
@@ -65,7 +67,13 @@ def verdict(trace: Path, work: Path) -> dict:
     found = [f for f in find(con) if f.kind != "healthy"]
     busy = run_analysis(con, "gpu_busy_idle").records()
     idle_share = max((1 - float(r["busy_pct"]) / 100 for r in busy if r["window_ns"]), default=None)
+    ours = {"host wait": 0.0, "kernel wait": 0.0, "other": 0.0}
+    for r in run_analysis(con, "gpu_idle_breakdown").records():
+        if r["per"] == "stream":
+            for key, column in (("host wait", "host_wait_ns"), ("kernel wait", "kernel_wait_ns"), ("other", "other_ns")):
+                ours[key] += float(r[column])
     row = {"trace": f"{trace.parent.name}/{trace.name}", "top": "-", "severity": "", "stated": "-", "replay": "-", "idle_share": idle_share}
+    row["ours"] = ours if sum(ours.values()) > 0 else None
     if found:
         top = found[0]
         row.update(top=top.kind, severity=f"{100 * top.severity:.1f} %")
@@ -106,9 +114,12 @@ def main() -> None:
         for trace in traces():
             row = verdict(trace, Path(folder))
             idle = hta_idle(trace) if trace.name.endswith(".json.gz") else None
+            source = "HTA"
+            if idle is None:
+                idle, source = row["ours"], "definition"
             if idle:
                 total = sum(idle.values()) or 1
-                hta = " / ".join(f"{100 * idle.get(k, 0) / total:.0f} %" for k in ("host wait", "kernel wait", "other"))
+                hta = " / ".join(f"{100 * idle.get(k, 0) / total:.0f} %" for k in ("host wait", "kernel wait", "other")) + f" ({source})"
             else:
                 hta = "-"
             print(f"| {row['trace']} | {row['top']} | {row['severity']} | {row['stated']} | {row['replay']} | {hta} | {agrees(row, idle)} |")
