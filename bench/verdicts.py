@@ -67,10 +67,10 @@ def verdict(trace: Path, work: Path) -> dict:
     found = [f for f in find(con) if f.kind != "healthy"]
     busy = run_analysis(con, "gpu_busy_idle").records()
     idle_share = max((1 - float(r["busy_pct"]) / 100 for r in busy if r["window_ns"]), default=None)
-    ours = {"host wait": 0.0, "kernel wait": 0.0, "other": 0.0}
+    ours = {"host_wait": 0.0, "kernel_wait": 0.0, "other": 0.0}
     for r in run_analysis(con, "gpu_idle_breakdown").records():
         if r["per"] == "stream":
-            for key, column in (("host wait", "host_wait_ns"), ("kernel wait", "kernel_wait_ns"), ("other", "other_ns")):
+            for key, column in (("host_wait", "host_wait_ns"), ("kernel_wait", "kernel_wait_ns"), ("other", "other_ns")):
                 ours[key] += float(r[column])
     row = {"trace": f"{trace.parent.name}/{trace.name}", "top": "-", "severity": "", "stated": "-", "replay": "-", "idle_share": idle_share}
     row["ours"] = ours if sum(ours.values()) > 0 else None
@@ -96,7 +96,7 @@ def agrees(row: dict, idle: dict[str, float] | None) -> str:
     largest = max(idle, key=lambda k: idle[k]) if idle else None
     low = row["idle_share"] < IDLE_LOW
     if row["top"] in HOST_CAUSES:
-        ok = largest == "host wait" or low
+        ok = largest == "host_wait" or low
     elif row["top"] == "gpu_bound":
         ok = low
     elif row["top"] == "stream_wait":
@@ -119,7 +119,7 @@ def main() -> None:
                 idle, source = row["ours"], "definition"
             if idle:
                 total = sum(idle.values()) or 1
-                hta = " / ".join(f"{100 * idle.get(k, 0) / total:.0f} %" for k in ("host wait", "kernel wait", "other")) + f" ({source})"
+                hta = " / ".join(f"{100 * idle.get(k, 0) / total:.0f} %" for k in ("host_wait", "kernel_wait", "other")) + f" ({source})"
             else:
                 hta = "-"
             print(f"| {row['trace']} | {row['top']} | {row['severity']} | {row['stated']} | {row['replay']} | {hta} | {agrees(row, idle)} |")
