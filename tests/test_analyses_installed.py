@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from kineto_cases import KINETO_TRACES
 from xsp_trace.analyze import ANALYSES, AnalysisOptions, open_session, run_analysis
-from xsp_trace.analyze.findings import evidence, find
+from xsp_trace.analyze.findings import Finding, evidence, find
 from xsp_trace.cli import app
 
 # A real trace converted, and every analysis run again in plain DuckDB subprocesses (minutes).
@@ -116,9 +116,16 @@ def test_set_variable_changes_a_parameter(database, tmp_path):
 
 
 def test_a_findings_evidence_runs_as_written(database, tmp_path):
+    """SQL evidence runs in plain DuckDB; evidence from an analysis computed in Python (the step
+    causes, from the critical path) names the analyze command, which shows those rows."""
     con = open_session(database)
     try:
         found = [f for f in find(con) if f.kind != "healthy"] or find(con)
+        for f in found:
+            if f.evidence.startswith("xsp-trace analyze DB -a "):
+                assert f.evidence == f"xsp-trace analyze DB -a {f.analysis} (rows where {f.where})" and evidence(con, f).rows
+        # The SQL kind (a healthy line's, over gpu_busy_idle, where this trace has no other).
+        found = [f for f in found if f.evidence.startswith("SELECT")] or [Finding("healthy", 0.0, "", "gpu_busy_idle", "run_id = 1")]
         expected = {f.evidence: len(evidence(con, f).rows) for f in found}
     finally:
         con.close()

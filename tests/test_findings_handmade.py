@@ -128,7 +128,7 @@ def test_a_wait_counts_only_while_the_gpu_had_nothing_to_run(plain_findings):
 def test_launch_overhead_run_without_steps(plain_findings):
     """Run 2: removing the three launch calls' 150 µs leaves the 300 µs of no span: 300 µs predicted."""
     f = plain_findings[("launch_overhead", 2)]
-    assert f.analysis == "step_causes" and f.evidence == "SELECT * FROM xsp.step_causes WHERE run_id = 2 AND cause = 'launch'"
+    assert f.analysis == "step_causes" and f.evidence == "xsp-trace analyze DB -a step_causes (rows where run_id = 2 AND cause = 'launch')"
     assert "(a run without steps, taken whole); mostly cudaLaunchKernel. Fewer, larger kernels" in f.text
     assert (f.facts["measured_ns"], f.facts["predicted_ns"]) == (450 * US, 300 * US)
 
@@ -178,7 +178,7 @@ def test_cli_findings_json_and_table(plain):
     payload = json.loads(result.output)
     assert [r["kind"] for r in payload["findings"]][:2] == ["unrecorded_cpu_time", "cpu_bound"]  # 66.7 %, 42 %
     assert [r["rank"] for r in payload["findings"]] == list(range(1, 7)) and len(payload["step_bound"]) == 2
-    assert any(r["evidence"].startswith("SELECT * FROM xsp.step_causes WHERE run_id = 2") for r in payload["findings"])
+    assert any(r["evidence"].startswith("xsp-trace analyze DB -a step_causes (rows where run_id = 2") for r in payload["findings"])
     table = runner.invoke(app, ["analyze", str(plain), "--findings"])
     assert table.exit_code == 0 and "Findings, most severe first" in table.output
     assert "[step_bound]" not in table.output  # without -a, no analysis table follows the findings

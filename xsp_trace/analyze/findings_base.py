@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..vocabulary import FindingKind
+from .catalog import BY_NAME
 
 # Thresholds. Each is a judgement; the reason is beside it.
 MIN_SEVERITY = 0.01  # below 1 % of the time it is measured against, fixing a finding cannot pay back noticeably
@@ -32,8 +33,11 @@ class Finding:
 
     @property
     def evidence(self) -> str:
-        """SQL that shows the finding's rows, runnable as written: the analysis is a view in the
-        database's schema xsp (xsp_trace/analyze/install.py), in any DuckDB client or `xsp-trace query`."""
+        """What shows the finding's rows, runnable as written: SQL where the analysis is a view in the
+        database's schema xsp (xsp_trace/analyze/install.py), in any DuckDB client or `xsp-trace
+        query`; the analyze command where it is computed in Python (the critical path's analyses)."""
+        if BY_NAME[self.analysis].builds:
+            return f"xsp-trace analyze DB -a {self.analysis} (rows where {self.where})"
         return f"SELECT * FROM xsp.{self.analysis} WHERE {self.where}"
 
 
