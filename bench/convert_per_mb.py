@@ -5,12 +5,13 @@ Each trace is converted in a fresh child process (bench/children.py), timed insi
 around `convert_inputs` (imports and interpreter start-up left out); MB of input is the JSON
 decompressed for Kineto, the file for nsys (an .nsys-rep's time includes `nsys export`). A convert
 has a fixed cost (the database, its schema, the analyses installed), measured in the same run on a
-one-event Kineto trace. Verdicts (issue 48), the slowest within MAX_OVER_MEDIAN x the median:
-seconds per MB over the traces of at least --min-mb (smaller ones are mostly the fixed cost), and
-seconds over what the size predicts (the fixed cost + the median rate past it) over every trace.
+one-event Kineto trace, once before each trace (the load of a shared machine drifts).
+Verdicts (issue 48), the slowest within MAX_OVER_MEDIAN x the median: seconds per MB over the
+traces of at least --min-mb (smaller ones are mostly the fixed cost), and seconds over what the
+size predicts (the fixed cost + the median rate past it) over every trace.
 
-    python bench/convert_per_mb.py                         # every trace; ~5 min on 2 cores
-    python bench/convert_per_mb.py --only sampled_rank --before /work/main   # before/after, same run
+    python bench/convert_per_mb.py                         # every trace; ~3 min on 2 cores
+    python bench/convert_per_mb.py --only sampled_rank --before ../main   # before/after, same run
 
 bench/run.py runs it too (its generated block in BENCHMARKS.md carries the table).
 """
@@ -35,7 +36,6 @@ from children import log, measure, python_script  # noqa: E402
 
 MAX_OVER_MEDIAN = 3.0
 MIN_MB = 5.0  # inputs past which the fixed cost is under half a convert
-FIXED_RUNS = 3
 KINETO_SUFFIXES = (".json", ".json.gz")
 NSYS_SUFFIXES = (".sqlite", ".nsys-rep")
 
@@ -92,10 +92,11 @@ def rows(only: str = "", before: Path | None = None) -> dict:
         folder = Path(tmp)
         tiny = folder / "one_event.json"
         tiny.write_bytes(ONE_EVENT)
-        result["fixed"] = statistics.median(convert_seconds(ROOT, tiny, folder)["seconds"] for _ in range(FIXED_RUNS))
+        fixed = []  # one before each trace: the load on a shared machine drifts over a run
         for trace in traces(only):
             name = str(trace.relative_to(ROOT / "tests" / "data"))
             log(f"per MB: {name}")
+            fixed.append(convert_seconds(ROOT, tiny, folder)["seconds"])
             row = {"trace": name, "format": "kineto" if trace.name.endswith(KINETO_SUFFIXES) else "nsys"}
             row["file_bytes"], row["input_bytes"] = trace.stat().st_size, input_bytes(trace)
             row["xsp"] = convert_seconds(ROOT, trace, folder)
@@ -105,6 +106,7 @@ def rows(only: str = "", before: Path | None = None) -> dict:
             if before:
                 row["before"] = convert_seconds(before, trace, folder)
             result["rows"].append(row)
+    result["fixed"] = statistics.median(fixed) if fixed else 0.0
     return result
 
 
@@ -157,8 +159,8 @@ def markdown(result: dict, min_mb: float = MIN_MB) -> list[str]:
         "### Convert seconds per MB of input, every trace in tests/data (bench/convert_per_mb.py)",
         "",
         "Each a fresh process, timed around the convert inside it; input MB: decompressed JSON (Kineto), the file (nsys; "
-        f"an .nsys-rep's export cached beside it). A one-event Kineto convert took {fixed:.2f} s (the fixed cost, median of "
-        f"{FIXED_RUNS}); past it, {per_mb_rate:.3f} s per MB (the median over traces of {min_mb:g} MB and more). "
+        f"an .nsys-rep's export cached beside it). A one-event Kineto convert took {fixed:.2f} s (the fixed cost, the median of one run "
+        f"before each trace); past it, {per_mb_rate:.3f} s per MB (the median over traces of {min_mb:g} MB and more). "
         "s over predicted: the convert's seconds / (the fixed cost + that rate x its MB)."
         + (f" 'before': the same convert by {before}, run right after." if before else ""),
         "",
@@ -183,11 +185,15 @@ def main() -> None:
     parser.add_argument("--only", default="", help="only the traces whose path under tests/data contains this")
     parser.add_argument("--before", type=Path, help="another checkout to convert each trace with too (before/after in one run)")
     parser.add_argument("--min-mb", type=float, default=MIN_MB, help="the smallest input judged")
+    parser.add_argument("--from-json", type=Path, help="only render a saved bench/results/per_mb-*.json")
     args = parser.parse_args()
-    (BENCH / "data").mkdir(exist_ok=True)
-    (BENCH / "results").mkdir(exist_ok=True)
-    result = rows(args.only, args.before)
-    (BENCH / "results" / f"per_mb-{time.strftime('%Y%m%d-%H%M%S')}.json").write_text(json.dumps(result, indent=1))
+    if args.from_json:
+        result = json.loads(args.from_json.read_text())
+    else:
+        (BENCH / "data").mkdir(exist_ok=True)
+        (BENCH / "results").mkdir(exist_ok=True)
+        result = rows(args.only, args.before)
+        (BENCH / "results" / f"per_mb-{time.strftime('%Y%m%d-%H%M%S')}.json").write_text(json.dumps(result, indent=1))
     print("\n".join(markdown(result, args.min_mb)))
 
 
