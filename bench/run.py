@@ -32,6 +32,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
+import convert_per_mb  # noqa: E402
 import floors  # noqa: E402
 import peers  # noqa: E402
 from children import PRELUDE, log, measure, python_script  # noqa: E402
@@ -404,6 +405,8 @@ def markdown(result: dict) -> str:
         ]
         out += [f"| {t} | {m} | {v} |" for t, m, v in issue27] + [""]
     out += floors.markdown(result.get("floors", []))
+    if result.get("per_mb"):
+        out += convert_per_mb.markdown(result["per_mb"])
     p = result["perfetto"]
     if p:
         out += [
@@ -547,6 +550,7 @@ def main() -> None:
     parser.add_argument("--skip-hta", action="store_true")
     parser.add_argument("--no-write", action="store_true", help="do not update BENCHMARKS.md")
     parser.add_argument("--no-many", action="store_true", help="skip the many-traces table")
+    parser.add_argument("--no-per-mb", action="store_true", help="skip seconds per MB over every trace in tests/data")
     parser.add_argument("--from-json", type=Path, help="only render (and write) the section of a saved bench/results/run-*.json")
     args = parser.parse_args()
     if args.from_json:
@@ -578,6 +582,7 @@ def main() -> None:
     for r in result["nsys"] + result["kineto"]:
         Path(r.pop("database")).unlink(missing_ok=True)
     cores_kineto = parse_size(args.cores_kineto_size) if args.cores_kineto_size else None
+    result["per_mb"] = None if args.no_per_mb else convert_per_mb.rows()
     result["cores"] = cores_rows(args.cores_nsys_copies or None, cores_kineto) if len(os.sched_getaffinity(0)) > 1 else []
     result["total_seconds"] = round(time.perf_counter() - t0, 1)
     result["load_after"] = os.getloadavg()

@@ -261,29 +261,59 @@ def _rewritten(data: bytes) -> bytes:
     return rewrite.feed(data) + rewrite.feed(b"")
 
 
+# Tokens of JSON read right to left, on the reversed bytes: a whole string (from its closing quote
+# to its opening one, the first quote not escaped: in reversed bytes, not followed by an odd run of
+# backslashes), a lone quote (a string opened before these bytes), or a bracket.
+_REVERSED_TOKEN = re.compile(rb'"[^"]*(?:"\\(?:\\\\)*(?!\\)[^"]*)*"(?=(?:\\\\)*(?!\\))|"|[\[\]{}]')
+_QUOTE, _CLOSE_ARRAY = ord('"'), ord("]")
+
+
+def _leftmost_member_array_end(tail: bytes) -> int | None:
+    """Offset of the leftmost `]` that closes an array directly inside the object that ends
+    `tail`, found in one pass from the right (where the state is known: outside any string)."""
+    reversed_tail = tail[::-1]
+    depth = 0  # containers open at this point, counted from the right
+    found = None
+    for token in _REVERSED_TOKEN.finditer(reversed_tail):
+        byte = reversed_tail[token.start()]
+        if byte == _QUOTE:
+            if token.end() - token.start() == 1:  # the rest to the left is inside one string
+                break
+        elif byte in _CLOSERS:
+            if depth == 1 and byte == _CLOSE_ARRAY:
+                found = token.start()
+            depth += 1
+        else:
+            depth -= 1
+            if depth <= 0:  # the object's own `{`: nothing further left belongs to it
+                break
+    return None if found is None else len(tail) - 1 - found
+
+
 def closing_bracket(tail: bytes, non_finite: bool = False) -> tuple[int, dict] | None:
     """(offset of the `]` closing traceEvents, top-level keys after it) in bytes that start inside
     the last event.
 
     The `]` closing traceEvents is the leftmost `]` after which the rest of the file reads as
-    the end of one object: `}` alone, or `, "key": value, ... }`. A `]` inside an event cannot
-    qualify (the rest would close more objects than it opens) and one inside a string fails to
-    parse; the `]`s of arrays in the trailing metadata also qualify but lie further right.
-    Returns None when no `]` qualifies.
+    the end of one object: `}` alone, or `, "key": value, ... }`. In JSON that is the leftmost `]`
+    closing an array directly inside the top-level object (a `]` inside an event leaves the rest
+    closing more objects than it opens; the `]`s of arrays in the trailing metadata lie further
+    right), which one pass from the right finds; the rest after it is then parsed once.
+    Returns None when that rest does not read as the end of one object.
     """
-    pos = tail.find(b"]")
-    while pos >= 0:
-        rest = tail[pos + 1 :].lstrip()
-        if rest.startswith(b"}") and not rest[1:].strip():
-            return pos, {}
-        if rest.startswith(b","):
-            try:
-                value = json.loads(_rewritten(b"{" + rest[1:]) if non_finite else b"{" + rest[1:], parse_float=Decimal)
-            except ValueError:
-                value = None
-            if isinstance(value, dict):
-                return pos, value
-        pos = tail.find(b"]", pos + 1)
+    pos = _leftmost_member_array_end(tail)
+    if pos is None:
+        return None
+    rest = tail[pos + 1 :].lstrip()
+    if rest.startswith(b"}") and not rest[1:].strip():
+        return pos, {}
+    if rest.startswith(b","):
+        try:
+            value = json.loads(_rewritten(b"{" + rest[1:]) if non_finite else b"{" + rest[1:], parse_float=Decimal)
+        except ValueError:
+            return None
+        if isinstance(value, dict):
+            return pos, value
     return None
 
 
