@@ -107,8 +107,10 @@ def find(con: duckdb.DuckDBPyConnection, results: Mapping[str, Result] | None = 
 def _replay_gain(con: duckdb.DuckDBPyConnection) -> findings_causes.Gain:
     """(measured, predicted) ns of a run's steps replayed under one what-if rule (what_if.py)."""
 
+    loaded: dict = {}  # each run loaded once for all its findings' replays
+
     def gain(run_id: int, iterations: list, rule: str) -> tuple[int, int] | None:
-        return step_gain(con, run_id, iterations, [parse_rule(rule)])
+        return step_gain(con, run_id, iterations, [parse_rule(rule)], loaded)
 
     return gain
 

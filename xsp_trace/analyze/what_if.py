@@ -451,6 +451,12 @@ def replayed_run(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tu
     return copy, {key: pieces[-1].new_end for key, pieces in threads.items() if pieces}, _gpu_end(run, start_ns, end_ns, gpu_new)
 
 
+def predicted_latency(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], rules: list[Rule]) -> int:
+    """predict's latency alone, without walking the new critical path (what a gain needs)."""
+    _, new_ends, (gpu_end, _) = replayed_run(run, start_ns, end_ns, rules)
+    return max(new_ends.get(thread, end_ns), gpu_end) - start_ns
+
+
 def predict(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], rules: list[Rule]) -> tuple[int, list]:
     """(predicted latency ns, the new critical path's segments latest first) of the step [start_ns,
     end_ns] ending on `thread`: it ends when its thread does, or when the GPU work of the step does
@@ -463,22 +469,28 @@ def predict(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], rule
     return new_end - start_ns, walk(copy, start_ns, new_end, thread)
 
 
-def replay_gain(con: duckdb.DuckDBPyConnection, run_id: int, iterations: list, rules: list[Rule]) -> list[tuple[int | None, int, int]]:
+def replay_gain(
+    con: duckdb.DuckDBPyConnection, run_id: int, iterations: list, rules: list[Rule], loaded: dict | None = None
+) -> list[tuple[int | None, int, int]]:
     """(iteration, measured ns, predicted ns) of each of a run's steps of these iterations under the
-    rules, in time order; a run without steps is one unit of iteration None (ask for [None])."""
-    run = load_run(con, run_id)
+    rules, in time order; a run without steps is one unit of iteration None (ask for [None]).
+    `loaded`: a dict that keeps each run loaded between calls (several replays of one run)."""
+    loaded = {} if loaded is None else loaded
+    if run_id not in loaded:
+        loaded[run_id] = load_run(con, run_id)
+    run = loaded[run_id]
     wanted = set(iterations)
     out = []
     for unit_run, iteration, _, start_ns, end_ns, pid, tid in units(con):
         if unit_run == run_id and iteration in wanted:
-            latency, _ = predict(run, int(start_ns), int(end_ns), (int(pid), int(tid)), rules)
+            latency = predicted_latency(run, int(start_ns), int(end_ns), (int(pid), int(tid)), rules)
             out.append((iteration, int(end_ns) - int(start_ns), latency))
     return out
 
 
-def step_gain(con: duckdb.DuckDBPyConnection, run_id: int, iterations: list, rules: list[Rule]) -> tuple[int, int]:
+def step_gain(con: duckdb.DuckDBPyConnection, run_id: int, iterations: list, rules: list[Rule], loaded: dict | None = None) -> tuple[int, int]:
     """(measured, predicted) total latency of a run's steps of these iterations under the rules."""
-    gains = replay_gain(con, run_id, iterations, rules)
+    gains = replay_gain(con, run_id, iterations, rules, loaded)
     return sum(g[1] for g in gains), sum(g[2] for g in gains)
 
 
