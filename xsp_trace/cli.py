@@ -441,7 +441,8 @@ def analyze(
         "--set",
         help="NAME=VALUE, a setting of the expert rules (repeat), named as nsys analyze names its rule options: rows (per rule and run, "
         "default 50), start / end (ns after the run's first event), nvtx (TEXT[@DOMAIN]: the first such range's window and process), gap "
-        "(gpu_starvation, ms, default 500), threshold (gpu_low_utilization, %, default 50), chunks (gpu_low_utilization, default 30).",
+        "(gpu_starvation, ms, default 500), threshold (gpu_low_utilization, %, default 50), chunks (gpu_low_utilization, default 30); "
+        "and stall (step_causes: a queue delay over this many ns is a stall on a dependency, default 100000).",
     ),
 ) -> None:
     """The XSP analyses, leveled-corrected: model, layer and kernel latency, rooflines, GPU time.
