@@ -91,7 +91,6 @@ def find(con: duckdb.DuckDBPyConnection, results: Mapping[str, Result] | None = 
     for name in ANALYSES:
         if name not in have:
             have[name] = run_analysis(con, name)
-    levels = dict(con.execute("SELECT run_id, level FROM runs").fetchall())
     # Recorded from PyTorch: a Kineto trace, a torch capture, or an export whose ops are aten:: ranges
     # (nsys --pytorch, emit_nvtx). Only these get advice in PyTorch's words.
     pytorch = {
@@ -101,7 +100,7 @@ def find(con: duckdb.DuckDBPyConnection, results: Mapping[str, Result] | None = 
             "OR run_id IN (SELECT DISTINCT run_id FROM spans WHERE kind IN ('op', 'annotation') AND starts_with(name, 'aten::'))"
         ).fetchall()
     }
-    return findings_from_results(have, levels, pytorch, gain=_replay_gain(con))
+    return findings_from_results(have, pytorch, gain=_replay_gain(con))
 
 
 def _replay_gain(con: duckdb.DuckDBPyConnection) -> findings_causes.Gain:
@@ -116,13 +115,9 @@ def _replay_gain(con: duckdb.DuckDBPyConnection) -> findings_causes.Gain:
 
 
 def findings_from_results(
-    results: Mapping[str, Result],
-    run_levels: Mapping[int, str | None] | None = None,
-    pytorch_runs: Collection[int] = (),
-    gain: findings_causes.Gain | None = None,
+    results: Mapping[str, Result], pytorch_runs: Collection[int] = (), gain: findings_causes.Gain | None = None
 ) -> list[Finding]:
     recs = {name: results[name].records() for name in ANALYSES}
-    del run_levels  # every run's steps are told the same way, whatever its level
     gpu_busy: dict[int, float] = {}
     for r in recs["gpu_busy_idle"]:
         if r["window_ns"]:

@@ -163,7 +163,7 @@ def _names(rows: list[dict], column: str) -> list[str]:
     seen: dict[str, int] = {}
     for r in rows:
         for i, name in enumerate(r.get(column) or []):
-            seen[name] = min(seen.get(name, i), i) if name in seen else i
+            seen[name] = min(seen.get(name, i), i)
     return sorted(seen, key=lambda n: (seen[n], n))
 
 
@@ -233,11 +233,16 @@ def _rule(cause: str, names: list[str], regions: list[str]) -> str | None:
     if cause == "cpu_ops" and regions:  # the largest region: what a user would move or speed up first
         return "region:^" + re.escape(regions[0]) + "$=0"
     if cause == "cpu_before_gpu" and regions:
-        return "region:^(" + "|".join(re.escape(r) for r in regions[:10]) + ")$=0"
+        return f"region:{_any_of(regions)}=0"
     if cause == "sync_wait" and names:
-        return "sync:^(" + "|".join(re.escape(n) for n in names[:10]) + ")$=0"
+        return f"sync:{_any_of(names)}=0"
     if cause == "communication":
         return "communication:.*=0"
     if cause == "launch" and names:
-        return "api:^(" + "|".join(re.escape(n) for n in names[:10]) + ")$=0"
+        return f"api:{_any_of(names)}=0"
     return None
+
+
+def _any_of(names: list[str]) -> str:
+    """A regular expression matching exactly one of the first ten names."""
+    return "^(" + "|".join(re.escape(n) for n in names[:10]) + ")$"
