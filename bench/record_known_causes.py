@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -148,6 +149,22 @@ CASES: dict[str, Callable[[], Callable[[profile], None]]] = {
     "layer_baseline": lambda: _inference(0.0),
     "layer_slower": lambda: _inference(SLOWER_LAYER_SLEEP_S),
 }
+
+
+# The files of each test-data folder and the case each records (tests/data/FOLDER/record.py).
+FOLDERS: dict[str, dict[str, str]] = {
+    "known_cause_dataloader_sleep": {"with_sleep.json.gz": "dataloader_sleep", "without_sleep.json.gz": "dataloader_no_sleep"},
+    "known_cause_cpu_preprocessing": {"cpu_preprocessing.json.gz": "cpu_preprocessing"},
+    "known_cause_item_per_step": {"item_per_step.json.gz": "item_per_step"},
+    "diff_pair_slower_layer": {"baseline.json.gz": "layer_baseline", "slower_layer.json.gz": "layer_slower"},
+    "diff_pair_same_run_twice": {"run_1.json.gz": "layer_baseline", "run_2.json.gz": "layer_baseline"},
+}
+
+
+def record_folder(folder: Path) -> None:
+    """Every file of a test-data folder, each recorded by a process of its own, one after the other."""
+    for file, case in FOLDERS[folder.name].items():
+        subprocess.run([sys.executable, __file__, case, str(folder / file)], check=True)
 
 
 def record(case: str, out: Path) -> None:

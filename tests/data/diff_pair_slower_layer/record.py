@@ -1,19 +1,14 @@
 """The same tiny CNN inference twice: baseline, and slower_layer where features.3 (inside its
 record_function range) sleeps before running: the diff's cause is that one layer.
 
-Recorded with bench/record_known_causes.py (the recording facts live there), each file by a process of
-its own, one after the other:
+Recorded with bench/record_known_causes.py (the recording facts and this folder's files live there),
+each file by a process of its own, one after the other:
 
     PYTHONPATH=. taskset -c 1 python3 tests/data/diff_pair_slower_layer/record.py
 """
 
-import subprocess
-import sys
+import runpy
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-RECORDER = HERE.parents[2] / "bench" / "record_known_causes.py"
-FILES = {"baseline.json.gz": "layer_baseline", "slower_layer.json.gz": "layer_slower"}
-
-for file, case in FILES.items():
-    subprocess.run([sys.executable, str(RECORDER), case, str(HERE / file)], check=True)
+runpy.run_path(str(HERE.parents[2] / "bench" / "record_known_causes.py"))["record_folder"](HERE)

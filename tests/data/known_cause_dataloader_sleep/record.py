@@ -1,19 +1,14 @@
 """A tiny CNN trained from a single-process DataLoader whose __getitem__ sleeps (with_sleep), and the
 same training without the sleep (without_sleep): data loading is the cause of the first's steps.
 
-Recorded with bench/record_known_causes.py (the recording facts live there), each file by a process of
-its own, one after the other:
+Recorded with bench/record_known_causes.py (the recording facts and this folder's files live there),
+each file by a process of its own, one after the other:
 
     PYTHONPATH=. taskset -c 1 python3 tests/data/known_cause_dataloader_sleep/record.py
 """
 
-import subprocess
-import sys
+import runpy
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-RECORDER = HERE.parents[2] / "bench" / "record_known_causes.py"
-FILES = {"with_sleep.json.gz": "dataloader_sleep", "without_sleep.json.gz": "dataloader_no_sleep"}
-
-for file, case in FILES.items():
-    subprocess.run([sys.executable, str(RECORDER), case, str(HERE / file)], check=True)
+runpy.run_path(str(HERE.parents[2] / "bench" / "record_known_causes.py"))["record_folder"](HERE)
