@@ -151,7 +151,7 @@ CASES: dict[str, Callable[[], Callable[[profile], None]]] = {
 }
 
 
-# The files of each test-data folder and the case each records (tests/data/FOLDER/record.py).
+# The files of each test-data folder and the case each records (the record.py in that folder).
 FOLDERS: dict[str, dict[str, str]] = {
     "known_cause_dataloader_sleep": {"with_sleep.json.gz": "dataloader_sleep", "without_sleep.json.gz": "dataloader_no_sleep"},
     "known_cause_cpu_preprocessing": {"cpu_preprocessing.json.gz": "cpu_preprocessing"},
