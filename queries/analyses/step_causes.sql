@@ -49,16 +49,16 @@ WITH path AS (
 ), cpu_segments AS (
     SELECT DISTINCT run_id, span_id FROM path
     WHERE kind IN ('cpu_op', 'thread_wait') AND span_id IS NOT NULL AND on_run_id = run_id
+), lineage AS (
+    -- Each CPU span on a path with itself (distance 0) and every span enclosing it on its thread.
+    SELECT run_id, span_id, span_id AS ancestor_id, 0 AS distance FROM cpu_segments
+    UNION ALL
+    SELECT a.run_id, a.span_id, a.ancestor_id, a.distance
+    FROM span_ancestors AS a JOIN cpu_segments AS c ON c.run_id = a.run_id AND c.span_id = a.span_id
 ), in_loader AS (
     -- CPU spans on a path that are, or lie inside, a data-loading range.
-    SELECT DISTINCT c.run_id, c.span_id
-    FROM cpu_segments AS c
-    JOIN (SELECT run_id, span_id, span_id AS ancestor_id FROM cpu_segments
-          UNION ALL
-          SELECT a.run_id, a.span_id, a.ancestor_id FROM span_ancestors AS a
-          JOIN cpu_segments AS c ON c.run_id = a.run_id AND c.span_id = a.span_id) AS up
-      ON up.run_id = c.run_id AND up.span_id = c.span_id
-    JOIN spans AS s ON s.run_id = up.run_id AND s.span_id = up.ancestor_id
+    SELECT DISTINCT up.run_id, up.span_id
+    FROM lineage AS up JOIN spans AS s ON s.run_id = up.run_id AND s.span_id = up.ancestor_id
     WHERE regexp_matches(s.name, getvariable('xsp_data_loading_pattern'))
 ), caused AS (
     SELECT p.run_id, p.iteration, p.step_span_id, p.latency_ns, p.on_path_ns, p.name, p.kind,
@@ -92,30 +92,27 @@ WITH path AS (
 ), outer_of AS (
     -- For each CPU span on a path: the outermost span enclosing it (itself included) inside its
     -- step's window -- the region a rule removes to take the span's time out of the step.
-    SELECT up.run_id, up.step_span_id, up.span_id, arg_max(s.name, up.distance) AS outer_name
-    FROM (SELECT c.run_id, p.step_span_id, c.span_id, c.span_id AS ancestor_id, 0 AS distance
-          FROM cpu_segments AS c JOIN (SELECT DISTINCT run_id, step_span_id, span_id FROM path) AS p USING (run_id, span_id)
-          UNION ALL
-          SELECT a.run_id, p.step_span_id, a.span_id, a.ancestor_id, a.distance
-          FROM span_ancestors AS a JOIN (SELECT DISTINCT run_id, step_span_id, span_id FROM path) AS p USING (run_id, span_id)
-          JOIN cpu_segments AS c ON c.run_id = a.run_id AND c.span_id = a.span_id) AS up
+    SELECT p.run_id, p.step_span_id, p.span_id, arg_max(s.name, up.distance) AS outer_name
+    FROM (SELECT DISTINCT run_id, step_span_id, span_id FROM path) AS p
+    JOIN lineage AS up ON up.run_id = p.run_id AND up.span_id = p.span_id
     JOIN spans AS s ON s.run_id = up.run_id AND s.span_id = up.ancestor_id
     WHERE NOT EXISTS (SELECT 1 FROM frame AS f
-                      WHERE f.run_id = up.run_id AND f.step_span_id IS NOT DISTINCT FROM up.step_span_id AND f.span_id = up.ancestor_id)
-    GROUP BY up.run_id, up.step_span_id, up.span_id
+                      WHERE f.run_id = p.run_id AND f.step_span_id IS NOT DISTINCT FROM p.step_span_id AND f.span_id = up.ancestor_id)
+    GROUP BY p.run_id, p.step_span_id, p.span_id
 ), by_region AS (
     SELECT c.run_id, c.step_span_id, c.cause, xsp_normalized_name(o.outer_name) AS name, sum(c.on_path_ns) AS ns
     FROM caused AS c
     JOIN outer_of AS o ON o.run_id = c.run_id AND o.step_span_id IS NOT DISTINCT FROM c.step_span_id AND o.span_id = c.span_id
     GROUP BY c.run_id, c.step_span_id, c.cause, 4
 ), by_name AS (
-    SELECT run_id, step_span_id, cause,
-           CASE WHEN span_id IS NULL THEN '(no span)'
-                WHEN span_id = step_span_id THEN '(the step range''s own time)'
-                ELSE xsp_normalized_name(name) END AS name,
-           sum(on_path_ns) AS ns,
-           row_number() OVER (PARTITION BY run_id, step_span_id, cause ORDER BY sum(on_path_ns) DESC, 4) AS rank
-    FROM caused GROUP BY run_id, step_span_id, cause, 4
+    -- Time per span name of each cause, ranked (ties by name, so the lists are the same every run).
+    SELECT *, row_number() OVER (PARTITION BY run_id, step_span_id, cause ORDER BY ns DESC, name) AS rank
+    FROM (SELECT run_id, step_span_id, cause,
+                 CASE WHEN span_id IS NULL THEN '(no span)'
+                      WHEN span_id = step_span_id THEN '(the step range''s own time)'
+                      ELSE xsp_normalized_name(name) END AS name,
+                 sum(on_path_ns) AS ns
+          FROM caused GROUP BY run_id, step_span_id, cause, 4)
 ), by_cause AS (
     SELECT run_id, step_span_id, cause, any_value(iteration) AS iteration, any_value(latency_ns) AS latency_ns,
            sum(on_path_ns) AS on_path_ns, count(*) AS segments
