@@ -5,7 +5,7 @@
 - Layer ranges ("xsp.layer:<index>:<qualified name>:<type>") enclose each call of a selected
   module: its `forward` is replaced, on the instance, by one that runs the original inside the
   range (try/finally, so an exception inside a layer still closes it). Not module hooks: a
-  module with hooks leaves torch's fast call path (about 2.5 µs more per call, BENCHMARKS.md)
+  module with hooks leaves torch's fast call path (BENCHMARKS.md, "Capture overhead")
   and some modules check for hooks (nn.TransformerEncoderLayer then leaves its fused fast path).
 - Layers are the leaf modules by default; `depth=d` takes the modules d levels below the root
   (plus leaves above that depth) for coarser layers. Given the modules one forward called

@@ -56,9 +56,10 @@ class NvtxDomain:
 def _torch_annotation_functions():
     """(enter(name) -> handle, exit(handle)) of a user-scope profiler annotation.
 
-    torch's private _record_function_with_args_enter/exit cost ~1.5 us per range here; the
-    public record_function goes through the op dispatcher (~20 us), and _RecordFunctionFast is
-    cheaper but recorded in the FUNCTION scope, which a user-scope-only profile leaves out.
+    torch's private _record_function_with_args_enter/exit are the cheapest that a user-scope profile
+    records: the public record_function goes through the op dispatcher, and _RecordFunctionFast is
+    recorded in the FUNCTION scope, which a user-scope-only profile leaves out (BENCHMARKS.md,
+    "Capture overhead").
     """
     from torch._C import _autograd
 
@@ -97,7 +98,7 @@ class RangeRecorder:
         self.names: list[str] = []
         self.starts = array("q")  # perf_counter_ns
         self.ends = array("q")
-        self.threads = array("Q")  # threading.get_ident() (a syscall-free call; gettid costs ~1 µs in a VM)
+        self.threads = array("Q")  # threading.get_ident(): no syscall inside the timed region, unlike gettid
         self.origin_ns = time.perf_counter_ns()  # ts = 0 of the trace
         self.epoch_ns = time.time_ns()  # the wall-clock time of that instant (baseTimeNanoseconds)
 

@@ -45,7 +45,7 @@ from .manifest import (
 from .session import LAYER_SYNC_CHOICES
 
 # glibc malloc settings that keep short profiled processes from page-faulting on every large
-# allocation (docs/design.md "Leveled measurement": +20-31 % noise without them, +5 % with); set unless the user set them.
+# allocation (docs/design.md, "Leveled measurement"); set unless the user set them.
 MALLOC_TUNING = {"MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TRIM_THRESHOLD_": "268435456"}
 RUNNER_TOOLS = ("torch", "nsys")
 NSYS_2022_NVTX = "0.2.11"  # the last nvtx release whose ranges nsys 2022.4 records
@@ -60,7 +60,7 @@ class CaptureRequest:
     out: Path
     levels: list[str] = field(default_factory=lambda: list(LEVELS))
     batch_sizes: list[int] = field(default_factory=lambda: [1])
-    iterations: int = 100  # interleaved pairs; the bootstrap interval narrows as 1/sqrt(n) (BENCHMARKS.md)
+    iterations: int = 100  # interleaved pairs; the bootstrap interval narrows as 1/sqrt(n) (BENCHMARKS.md, "One torch-tool capture")
     warmup: int = 10
     tools: list[str] = field(default_factory=lambda: ["torch"])
     depth: int | None = None

@@ -1,6 +1,6 @@
 """The converting database keeps DuckDB's block allocator memory (connection.convert_block_memory):
 buffer blocks reused instead of faulted in again, no more than the trace's size (BENCHMARKS.md,
-"Convert: ... DuckDB's block allocator")."""
+"Convert: nsys")."""
 
 from __future__ import annotations
 

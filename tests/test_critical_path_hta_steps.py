@@ -1,7 +1,7 @@
 """Our critical path against HTA 0.5's on every ProfilerStep of our Kineto GPU fixtures
 (tests/data/critical_path_hta/hta_steps.csv, written by bench/hta_critical_path_steps.py with
-HolisticTraceAnalysis 0.5.0 and pandas 2.3.3; BENCHMARKS.md, "Critical path per step against HTA on our Kineto fixtures",
-lists the cases).
+HolisticTraceAnalysis 0.5.0 and pandas 2.3.3; BENCHMARKS.md, "Critical path",
+sums them up).
 
 Over the window HTA analyses (its first and last path node, us from HTA's origin: the first event it keeps, recorded in
 hta_step_events.csv.gz), our
@@ -39,7 +39,7 @@ EVENTS = DATA / "critical_path_hta" / "hta_step_events.csv.gz"  # its hta_origin
 AGREE_PCT = 1.0
 # (trace, HTA instance) -> our adjusted path minus HTA's, in % of HTA's: the differences over 1 %,
 # each with its cause as far as it is established (pinned so that a change in either side shows).
-# Measured 2026-12-03; BENCHMARKS.md ("Critical path: chased hops ...") and docs/design.md say more.
+# Measured 2026-12-03; BENCHMARKS.md ("Critical path") and docs/design.md say more.
 RANK3 = "kineto_2022_integer_us_rank3/hta_a100_rank3_of_8_2022.json.gz"
 DIFFERENT: dict[tuple[str, int], float] = {
     # Cross-thread wait (our thread_wait edges, critical_path_threads.py; HTA's graph has none):

@@ -1,5 +1,5 @@
 """The docs cannot drift from the code (as sqlite-utils checks its docs): every repository path that
-README.md and docs/*.md name exists, every `xsp-trace` command and option they show is one the CLI
+README.md, CONTRIBUTING.md and docs/*.md name exists, every `xsp-trace` command and option they show is one the CLI
 has, every analysis of the catalog is described somewhere, and the schema version is stated only
 in the code (xsp_trace.database.SCHEMA_VERSION), which the docs and the DDL refer to by name.
 """
@@ -14,7 +14,7 @@ import pytest
 import typer
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
 # Where a relative path in the docs may start: the checkout, and the folders docs name files in.
 BASES = [ROOT, ROOT / "xsp_trace", ROOT / "queries"]
 _COMMANDS = {"convert", "perfetto", "capture", "query", "analyze", "diff", "metrics"}

@@ -251,7 +251,7 @@ def many_threads_trace(path: Path, threads: int) -> Path:
 
 
 def test_many_threads_convert_without_a_loop_per_thread(tmp_path, private_tmp, monkeypatch):
-    """Scaled to 20,000 threads (BENCHMARKS.md has 10^6); every thread nested in one vectorised pass:
+    """Scaled to 20,000 threads (docs/robustness.md has 10^6); every thread nested in one vectorised pass:
     the per-thread functions must not run for a single laminar thread."""
     calls = {"laminar": 0, "stack": 0}
     for name, key in (("_nest_laminar", "laminar"), ("_nest_stack", "stack")):

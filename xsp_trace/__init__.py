@@ -6,4 +6,4 @@ The capture side, the SQL modules and the schema live at the top of a checkout (
 editable install sees them in place (docs/design.md, "Package layout").
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

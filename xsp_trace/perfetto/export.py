@@ -47,14 +47,14 @@ class PerfettoOptions:
     batch_rows: int = 25_000  # rows per Arrow batch read from DuckDB, and per batch the slice encoder writes
     # Rows (spans and their args) per part of the slices query (perfetto/slice_parts.sql): one part at a time is held
     # and sorted (slice_order.py), so memory follows this, not the trace size; fewer, larger parts pay each
-    # part's fixed costs fewer times (BENCHMARKS.md, "Perfetto export: 75 k-row parts").
+    # part's fixed costs fewer times (BENCHMARKS.md, "Perfetto export").
     part_rows: int = 75_000
     max_interned: int = 200_000  # intern table entries before the incremental state is reset
     # DuckDB's memory for the joins and sorts of the export (tracks, marks, counters, critical path);
     # beyond it they spill to a temporary folder. The slices are sorted outside DuckDB.
     duckdb_memory_limit: str = "512MB"
     # DuckDB's memory while the details the slices join (perfetto/slice_args.sql, slice_parts.sql)
-    # are built once; beyond it they spill (below ~128 MB a 1 GB Kineto trace's args join fails).
+    # are built once; beyond it they spill. Lower, a large Kineto trace's args join runs out of memory.
     slice_details_memory_limit: str = "128MB"
     # DuckDB's memory while the parts are read (each part reads only its own rows of the details
     # back): the export's peak is set while streaming, so lower than the build's.

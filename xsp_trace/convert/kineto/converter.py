@@ -164,7 +164,7 @@ class _PieceMapper:
 
 
 # The processes and threads that own CPU spans, named by the metadata events (kineto_link.sql's
-# _kineto_names): one join, not a Python loop (a trace of 10^6 threads spent ~30 s in one).
+# _kineto_names): one join, not a Python loop per thread, so a trace of many threads costs its rows.
 _INSERT_PROCESSES_AND_THREADS = """
 INSERT INTO processes BY NAME
 SELECT getvariable('kineto_run_id') AS run_id, p.pid, n.value AS name

@@ -2,7 +2,7 @@
 (kineto/events.py) without one Python object per event.
 
 DuckDB reads a top-level JSON *array* of objects in bounded memory (one thread per file), but
-not the `traceEvents` array inside Kineto's top-level object (BENCHMARKS.md, "Kineto: bounded memory"). So:
+not the `traceEvents` array inside Kineto's top-level object (BENCHMARKS.md, "Convert: Kineto"). So:
 1. `extract_events`: the decompressed trace is streamed once; the bytes of the `traceEvents`
    array (and only those) go to a temporary file, the top-level metadata keys before and after
    it are parsed in Python (the same tail rule as python_reader).
@@ -151,7 +151,7 @@ def _check_times(carry: bytes, chunk: bytes) -> bytes:
     data = carry + chunk
     if _NON_NUMERIC_TIME.search(data) or _has_non_finite(data):
         raise _NotSimple
-    end = len(chunk.rstrip(b" \t\r\n\f\v"))  # at C speed: a byte loop took 0.66 s per MiB of whitespace
+    end = len(chunk.rstrip(b" \t\r\n\f\v"))  # at C speed: no Python step per byte of whitespace
     return (carry + _WHITESPACE.sub(b"", chunk[max(0, end - _WINDOW) : end]))[-_CARRY:]
 
 
@@ -228,14 +228,13 @@ FROM _kineto_events
 
 # JSON bytes per piece: each piece runs the whole mapping script once (a fixed cost), larger pieces
 # bring little past 128 MB and hold more raw events at once, and a small trace is one piece
-# (BENCHMARKS.md, "Kineto: mapping in pieces").
+# (BENCHMARKS.md, "Convert: Kineto").
 PIECE_BYTES = 128 << 20
 
 
 def files_per_piece(con: duckdb.DuckDBPyConnection) -> int:
     """Files a piece is written as: one per DuckDB thread. read_json parses one file on one thread;
-    several files of one call are read in parallel and their rows kept in file order (BENCHMARKS.md,
-    "Kineto: a piece as one file per DuckDB thread")."""
+    several files of one call are read in parallel and their rows kept in file order."""
     return duckdb_threads(con)
 
 

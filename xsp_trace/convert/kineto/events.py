@@ -30,8 +30,8 @@ from .python_reader import NON_FINITE_TEXT
 
 RAW_COLUMNS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id", "args")
 # read_json's column types (duckdb_reader): those of the table the Python reader fills. args stay
-# one JSON value, parsed by the mapping once per event (reading them into a MAP(VARCHAR, JSON) cost
-# 3-4x the read: BENCHMARKS.md, "Kineto: args read as JSON", "Kineto: the mapping on args as JSON").
+# one JSON value, parsed by the mapping once per event (a MAP(VARCHAR, JSON) would parse every object
+# whole at read time, keys the mapping never uses included: BENCHMARKS.md, "Convert: Kineto").
 ARGS_TYPE = "JSON"
 READ_JSON_COLUMNS = (
     "{ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', "

@@ -2,7 +2,8 @@
 
 Memory stays bounded whatever the trace size: the decompressed bytes are fed chunk by chunk
 to ijson's C (yajl2_c) push parser, which builds one dict per event of `traceEvents` and
-nothing else (bench/kineto_parser_choice.py measured it against orjson and DuckDB read_json).
+nothing else (the only parser compared whose memory does not grow with the trace: BENCHMARKS.md,
+"Kineto parser choice").
 The top-level metadata keys may sit before or after `traceEvents`; the reader keeps only the
 bytes before the first event and the bytes from the chunk that completed the last event, and
 parses the metadata from those two pieces.
@@ -33,14 +34,14 @@ from ...formats.file_magic import GZIP_MAGIC
 from ..input_limits import MAX_VALUE_BYTES, InputLimits, value_too_large
 
 CHUNK_BYTES = 64 << 10  # ijson's own default buffer; larger ones were slower
-BATCH_EVENTS = 1_000  # small batches stay in cache; 10k-event batches parsed 1.5x slower
+BATCH_EVENTS = 1_000  # small batches stay in the CPU cache; larger ones parse slower
 # Bytes a file may hold before its first event; past this it is not a trace we can stream.
 MAX_BYTES_BEFORE_FIRST_EVENT = 64 << 20
 _FIX_DAMAGED = "re-copy the file, or export the trace again with torch.profiler"
 
 
 def require_c_backend() -> None:
-    """The pure-Python ijson backends are 20x slower; say so instead of silently crawling."""
+    """The pure-Python ijson backends are far slower; say so instead of silently crawling."""
     if ijson.backend != "yajl2_c":  # pragma: no cover - depends on the installation
         raise InputError(
             None,
@@ -176,7 +177,7 @@ class _Source:
         if self.keep_chunks:
             # No event ended for a while: read more at once. yajl lexes an unfinished token again
             # from its start with every chunk, so a long string in fixed chunks costs the square of
-            # its length (64 MiB: 60 s); chunks that grow with it cost twice its length.
+            # its length; chunks that grow with it cost twice its length.
             size = max(size, self.since_mark)
         try:
             chunk = self.stream.read(size)

@@ -4,7 +4,7 @@ Two steps: the export's tables are projected into DuckDB staging tables (`_nsys_
 query each, run by ADBC's native SQLite driver and streamed as Arrow batches straight into
 DuckDB -- no Python rows; pid/tid decoded, strings kept as ids), then queries/ingest/nsys.sql
 turns the staging tables into spans, kernels, memops, devices, threads. Why ADBC and not
-DuckDB's sqlite extension: BENCHMARKS.md (nsys ingest).
+DuckDB's sqlite extension (built only for DuckDB 1.5.5): BENCHMARKS.md, "Convert: nsys".
 Everything version-specific is resolved here from the export's own tables and columns, using
 the facts in xsp_trace.formats.nsys_export.
 """
@@ -149,7 +149,7 @@ class _Export:
         """The lowest and highest rowid of a table; None for an empty table or one without rowids.
 
         Two subqueries: SQLite answers a lone min(rowid) or max(rowid) from the b-tree's ends, but
-        scans the whole table for both in one SELECT (0.75 s for 4.9 M NVTX rows)."""
+        scans the whole table for both in one SELECT."""
         try:
             low, high = self.con.execute(f'SELECT (SELECT min(rowid) FROM "{table}"), (SELECT max(rowid) FROM "{table}")').fetchone()
         except sqlite3.DatabaseError:
