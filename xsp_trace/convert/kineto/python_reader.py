@@ -2,7 +2,7 @@
 
 Memory stays bounded whatever the trace size: the decompressed bytes are fed chunk by chunk
 to ijson's C (yajl2_c) push parser, which builds one dict per event of `traceEvents` and
-nothing else (bench/kineto_parser_choice.py measured it against orjson and DuckDB read_json).
+nothing else (BENCHMARKS.md, "Kineto parser choice", measured it against orjson and DuckDB read_json).
 The top-level metadata keys may sit before or after `traceEvents`; the reader keeps only the
 bytes before the first event and the bytes from the chunk that completed the last event, and
 parses the metadata from those two pieces.
