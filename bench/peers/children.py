@@ -71,7 +71,7 @@ def measure(argv: list[str], stdout=subprocess.DEVNULL, timeout: float | None = 
             return {"seconds": round(seconds, 3), "peak_mib": None, "timed_out": True}
     err = proc.stderr.read().decode(errors="replace")
     if len(measured) != 3 or proc.returncode:
-        raise SystemExit(f"failed: {' '.join(map(str, argv[:3]))}...\n{err[-3000:]}")
+        raise SystemExit(f"failed: {' '.join(map(str, argv[:5]))}...\n{err[-3000:]}")
     result = {"seconds": round(float(measured[0]), 3), "peak_mib": round(int(measured[1]) / 1024, 1), "cpu_seconds": round(float(measured[2]), 3)}
     if stdout == subprocess.PIPE:  # a child that reports one short line (read after it ended: it cannot fill the pipe)
         result["stdout"] = proc.stdout.read().decode(errors="replace")
