@@ -6,10 +6,10 @@ run one statement at a time (DuckDB's own statement split) and the named phases 
 prints per statement (summed over pieces and ranges) and per phase the wall seconds and the
 process's CPU seconds (user + system, all threads: more than the wall where DuckDB or a reader
 thread works beside). Phases are in [brackets] and include the statements they run. Input: a
-Kineto size (`100M`, `1G`), nsys copies (`x30`, `x290`: bench/scaled_inputs.py builds both), or a
-path. The checkout measured is the one first on sys.path (`--checkout`, default this one):
+Kineto size (`100M`, `1G`), nsys copies (`x30`, `x290`: bench/peers/scaled_inputs.py builds both), or a
+path. The checkout measured is the one `--checkout` names (default this one; its xsp_trace is imported in place of this one's):
 
-    python bench/convert_statements.py x290 [--checkout /work/main] [--rounds 2] [--top 20]
+    python -m bench.convert_statements x290 [--checkout /work/main] [--rounds 2] [--top 20]
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ import argparse
 import importlib
 import re
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench.peers.children import import_checkout
+from bench.peers.scaled_inputs import parse_size, scaled_kineto, scaled_nsys
 
 BENCH = Path(__file__).resolve().parent
 
@@ -99,8 +101,6 @@ def time_phases(timings: Timings) -> None:
 
 
 def input_path(spec: str) -> Path:
-    from scaled_inputs import parse_size, scaled_kineto, scaled_nsys
-
     if spec.startswith("x") and spec[1:].isdigit():
         return scaled_nsys(int(spec[1:]))
     if Path(spec).exists():
@@ -115,8 +115,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--top", type=int, default=20, help="rows shown, slowest first")
     args = parser.parse_args()
-    sys.path.insert(0, str(BENCH))
-    sys.path.insert(0, str(args.checkout))
+    import_checkout(args.checkout)
     from xsp_trace.convert import ConvertOptions, convert_inputs
 
     path = input_path(args.input)

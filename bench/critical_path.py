@@ -2,21 +2,21 @@
 critical_path_analysis (one step per call, networkx) on the same real trace, in the same run; and
 xsp-trace alone on a 1 M-kernel run.
 
-    python3 bench/critical_path.py --hta-python /tmp/hta/bin/python --copies 1 2 --nsys 290 \
+    python -m bench.critical_path --hta-python /tmp/hta/bin/python --copies 1 2 --nsys 290 \
         --before-checkout /tmp/cp_before   # git worktree add --detach /tmp/cp_before REV
 
 --before-checkout: a checkout of an earlier revision, whose xsp-trace computes the same path on the
 same database in the same run (before/after of a change).
 
---copies K: the real A100 rank-3 trace repeated K times (bench/scaled_inputs.py: shifted times,
+--copies K: the real A100 rank-3 trace repeated K times (bench/peers/scaled_inputs.py: shifted times,
 fresh ids, ProfilerStep numbers continued), each side on every step of it. --nsys N: the H100
 nsys export grown N-fold (290: 1 M kernels, one run without steps: one path over the whole run),
 xsp-trace only (HTA reads Kineto traces only).
 
 HTA runs in its own virtual environment (HolisticTraceAnalysis 0.5.0, pandas < 3: see
-bench/hta_critical_path_reference.py). Each side is a fresh process timed with its peak RSS by
-bench/children.py's launcher; xsp-trace reads a database converted beforehand (the conversion is
-measured in bench/run.py), HTA parses the JSON itself (its load is part of what a user waits for,
+tests/references/hta_critical_path_reference.py). Each side is a fresh process timed with its peak RSS by
+bench/peers/children.py's launcher; xsp-trace reads a database converted beforehand (the conversion is
+measured in bench/peers/__main__.py), HTA parses the JSON itself (its load is part of what a user waits for,
 and is shown apart). The xsp-trace side prints build_critical_path's steps timed apart (loading the
 run, flattening the threads' call stacks, precomputing the hops, the walks, writing the table) and
 the summary query after them, with its peak RSS.
@@ -30,8 +30,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from children import measure
-from scaled_inputs import DATA, kineto_copies, scaled_nsys
+from bench.peers.children import measure, python_script
+from bench.peers.scaled_inputs import DATA, kineto_copies, scaled_nsys
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACE = ROOT / "tests" / "data" / "kineto_2022_integer_us_rank3" / "hta_a100_rank3_of_8_2022.json.gz"
@@ -59,8 +59,6 @@ print(f"hta load {t1 - t0:.2f} s, critical path of {steps} steps {t2 - t1:.2f} s
 
 XSP_SCRIPT = """
 import resource, sys, time
-if len(sys.argv) > 2:
-    sys.path.insert(0, sys.argv[2])  # an earlier checkout's xsp_trace
 from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.analyze import critical_path as cp
 t0 = time.perf_counter()
@@ -105,7 +103,7 @@ def _before(checkout: str | None, name: str, database: Path) -> None:
     if checkout:
         _row(
             f"{name} | xsp-trace before: session + critical path",
-            measure([sys.executable, "-c", XSP_SCRIPT, str(database), checkout], stdout=subprocess.PIPE),
+            measure(python_script(XSP_SCRIPT, database, checkout=Path(checkout)), stdout=subprocess.PIPE),
         )
 
 
@@ -125,7 +123,7 @@ def main() -> None:
             convert = measure([*convert_cmd, str(trace), "-o", str(database), "-q"])
             _row(f"Kineto x{copies} | xsp-trace convert", convert)
             _before(args.before_checkout, f"Kineto x{copies}", database)
-            xsp = measure([sys.executable, "-c", XSP_SCRIPT, str(database)], stdout=subprocess.PIPE)
+            xsp = measure(python_script(XSP_SCRIPT, database), stdout=subprocess.PIPE)
             _row(f"Kineto x{copies} | xsp-trace: session + critical path", xsp)
             if args.hta_python:
                 steps = str(STEPS_PER_COPY * copies)
@@ -142,7 +140,7 @@ def main() -> None:
             _before(args.before_checkout, f"nsys x{copies}", database)
             _row(
                 f"nsys x{copies} | xsp-trace: session + critical path",
-                measure([sys.executable, "-c", XSP_SCRIPT, str(database)], stdout=subprocess.PIPE),
+                measure(python_script(XSP_SCRIPT, database), stdout=subprocess.PIPE),
             )
 
 

@@ -2,7 +2,7 @@
 `xsp-trace convert` as a fresh process with a private $TMPDIR; prints wall seconds, exit code,
 the stderr line, the peak bytes under $TMPDIR (sampled every 20 ms) and the child's peak RSS.
 
-    python3 bench/input_limits.py [--scratch DIR] [CASE ...]
+    python -m bench.input_limits [--scratch DIR] [CASE ...]
 
 Cases: threads_1e6 (10^6 threads, two nested ops each), string_1g (a 1 GiB string, plain JSON),
 string_3g_gz (3 GiB string, gzip), whitespace_5g_gz (5 GiB of whitespace in the events, gzip),

@@ -7,7 +7,7 @@
 
 median of --repeat runs each, in this process. Prints markdown for BENCHMARKS.md.
 
-    python bench/installed_analyses.py tests/data/kineto_rocm_mi250/*.json.gz tests/data/kineto_2025_all_options_h100/*.json.gz
+    python -m bench.installed_analyses tests/data/kineto_rocm_mi250/*.json.gz tests/data/kineto_2025_all_options_h100/*.json.gz
 """
 
 from __future__ import annotations

@@ -4,18 +4,21 @@ Runs the ordinary convert of the trace (DuckDB reader, pieces) with the mapping 
 statement at a time (DuckDB's own statement split), and prints each statement's total over all
 pieces, slowest first (statements alike in bench/convert_statements.py's label summed, their count
 beside), under the convert's and the mapping's totals: that script's timing, kept to the mapping. The checkout to measure is the
-one first on sys.path (`--checkout`, default this one), so a second checkout runs the same harness:
+one `--checkout` names (default this one; its xsp_trace imported in place of this one's), so a second checkout runs the same harness:
 
-    python bench/kineto_map_statements.py 100M [--checkout /work/main] [--rounds 2]
+    python -m bench.kineto_map_statements 100M [--checkout /work/main] [--rounds 2]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench.convert_statements import Timings, time_statements
+from bench.peers.children import import_checkout
+from bench.peers.scaled_inputs import parse_size, scaled_kineto
 
 BENCH = Path(__file__).resolve().parent
 
@@ -26,10 +29,7 @@ def main() -> None:
     parser.add_argument("--checkout", type=Path, default=BENCH.parent)
     parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
-    sys.path.insert(0, str(BENCH))
-    sys.path.insert(0, str(args.checkout))
-    from convert_statements import Timings, time_statements
-    from scaled_inputs import parse_size, scaled_kineto
+    import_checkout(args.checkout)
     from xsp_trace.convert import ConvertOptions, convert_inputs
     from xsp_trace.resources import query_text
 

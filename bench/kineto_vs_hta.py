@@ -1,10 +1,10 @@
 """Kineto convert vs HTA, back to back on a shared machine: the convert + kernel breakdown of this
 checkout (and of a second checkout, "before"), HTA's load + kernel breakdown, and the floor (the
 events alone read by DuckDB's read_json with explicit columns), each a fresh child process
-(`measure` in bench/children.py: wall, peak RSS), in rounds that alternate the order, so a change of load
+(`measure` in bench/peers/children.py: wall, peak RSS), in rounds that alternate the order, so a change of load
 hits every side alike. Prints one Markdown row per run and the ratios per round.
 
-    python bench/kineto_vs_hta.py 1G --before /work/main --rounds 2
+    python -m bench.kineto_vs_hta 1G --before /work/main --rounds 2
 """
 
 from __future__ import annotations
@@ -13,15 +13,11 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH))
-
-from children import PRELUDE, measure, python_script  # noqa: E402
-from run import HTA, XSP_KINETO  # noqa: E402
-from scaled_inputs import DATA, parse_size, scaled_kineto, size_label  # noqa: E402
+from bench.peers.__main__ import HTA, XSP_KINETO
+from bench.peers.children import PRELUDE, measure, python_script
+from bench.peers.scaled_inputs import DATA, parse_size, scaled_kineto, size_label
 
 # The floor: the trace's events cut into pieces as the convert cuts them (extract_events), then
 # every piece read by read_json with the convert's column types (args as JSON) into a temp table
@@ -60,12 +56,6 @@ print(json.dumps({"cut_seconds": round(cut - start, 2), "read_seconds": round(do
 )
 
 
-def xsp_script(checkout: Path | None) -> str:
-    if checkout is None:
-        return XSP_KINETO
-    return f"import sys; sys.path.insert(0, {str(checkout)!r})\n" + XSP_KINETO[len(PRELUDE) :]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("size", nargs="?", default="1G")
@@ -75,9 +65,9 @@ def main() -> None:
     args = parser.parse_args()
     path = scaled_kineto(parse_size(args.size))
     out = DATA / f"_vs_hta_{size_label(parse_size(args.size))}.duckdb"
-    sides = {"xsp-trace (this checkout)": python_script(xsp_script(None), path, out)}
+    sides = {"xsp-trace (this checkout)": python_script(XSP_KINETO, path, out)}
     if args.before:
-        sides[f"xsp-trace ({args.before})"] = python_script(xsp_script(args.before), path, out)
+        sides[f"xsp-trace ({args.before})"] = python_script(XSP_KINETO, path, out, checkout=args.before)
     sides["HTA load + kernel breakdown"] = python_script(HTA, path)
     if not args.no_floor:
         sides["floor: cut + read_json of the events"] = python_script(FLOOR, path)

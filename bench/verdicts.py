@@ -11,14 +11,13 @@ host wait is HTA's largest idle category or the GPU is idle under 20 % of the ti
 where the GPU is idle under 20 %; a stream stalled on another stream where HTA's "other" is the
 largest idle category.
 
-    python bench/verdicts.py > /tmp/verdicts.md
+    python -m bench.verdicts > /tmp/verdicts.md
 """
 
 from __future__ import annotations
 
 import logging
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -107,7 +106,6 @@ def agrees(row: dict, idle: dict[str, float] | None) -> str:
 
 
 def main() -> None:
-    sys.path.insert(0, str(ROOT))
     print("| trace | top finding | severity | stated: predicted step time | replay (same rule) | HTA idle: host / kernel / other | agree |")
     print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as folder:

@@ -9,7 +9,7 @@ critical_path_summary).
    ProfilerStep events).
 3. HTA: on HTA's own critical-path test traces (tests/data/critical_path_hta, and the AlexNet trace of
    kineto_cuda_sync_alexnet), over the window HTA analyses, the path's length equals HTA 0.5's
-   (tests/data/critical_path_hta/hta_reference.csv, written by bench/hta_critical_path_reference.py,
+   (tests/data/critical_path_hta/hta_reference.csv, written by tests/references/hta_critical_path_reference.py,
    times in us from HTA's origin)
    once the time HTA's graph weighs zero is taken out -- its edges between top-level CPU ops
    (our cpu_idle), the time inside user annotations (ProfilerStep#N), a blocking call's own time and

@@ -2,7 +2,7 @@
 GPU fixtures: the steps tests/test_critical_path_hta_steps.py compares by length, over the same
 window (HTA's, our path walked back from where HTA's ends, less the time HTA's graph weighs zero).
 
-HTA's side is tests/data/critical_path_hta/hta_step_events.csv.gz (bench/hta_critical_path_events.py,
+HTA's side is tests/data/critical_path_hta/hta_step_events.csv.gz (tests/references/hta_critical_path_events.py,
 HolisticTraceAnalysis 0.5.0, pandas 2.3.3): every event HTA attributes critical-path edges to, as the
 raw trace names it (full name, start in us from HTA's origin, duration), with its on-path time per
 HTA bound_by class. An HTA event is matched to our span by the identity both sides keep from the raw

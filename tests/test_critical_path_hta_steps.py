@@ -1,5 +1,5 @@
 """Our critical path against HTA 0.5's on every ProfilerStep of our Kineto GPU fixtures
-(tests/data/critical_path_hta/hta_steps.csv, written by bench/hta_critical_path_steps.py with
+(tests/data/critical_path_hta/hta_steps.csv, written by tests/references/hta_critical_path_steps.py with
 HolisticTraceAnalysis 0.5.0 and pandas 2.3.3; BENCHMARKS.md, "Critical path",
 sums them up).
 

@@ -149,7 +149,7 @@ def test_the_schema_version_is_stated_only_in_the_code():
 
 
 # Paths the code's comments and docstrings name: from the checkout's top (what a reader would open).
-_CODE_PATH = re.compile(r"(?<![\w./-])((?:xsp_trace|tests|queries|docs|bench|schemas|capture|\.ci)/(?:[\w.-]+/)*[\w.*-]*)")
+_CODE_PATH = re.compile(r"(?<![\w./-])((?:xsp_trace|tests|queries|docs|bench|tools|schemas|capture|\.ci)/(?:[\w.-]+/)*[\w.*-]*)")
 
 
 def _generated_folders() -> list[str]:
@@ -162,7 +162,7 @@ def test_every_path_the_code_names_exists():
     generated = _generated_folders()
     sources = [
         path
-        for folder in ("xsp_trace", "capture", "bench", "queries", "schemas", "tests")
+        for folder in ("xsp_trace", "capture", "bench", "tools", "queries", "schemas", "tests")
         for path in sorted((ROOT / folder).rglob("*"))
         if path.suffix in (".py", ".sql") and "data" not in path.relative_to(ROOT).parts and not (ROOT / folder).is_symlink()
     ]

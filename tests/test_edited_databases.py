@@ -1,7 +1,7 @@
 """Databases the schema check accepts but convert never writes -- made by hand from a converted trace
 by deleting rows or setting NULLs -- are read by analyze (every analysis, the critical path, what-if,
 the report), perfetto and diff: each answers (empty tables, a note) or refuses with one line naming
-the database, never a traceback. bench/fuzzing/databases.py fuzzes the same promise with random edits.
+the database, never a traceback. tests/support/fuzzing/databases.py fuzzes the same promise with random edits.
 """
 
 from __future__ import annotations

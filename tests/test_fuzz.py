@@ -1,10 +1,10 @@
 """Seeded fuzzing of `xsp-trace convert` on mutated real fixtures, and of the reading commands on
 hand-edited databases, at a size CI affords.
 
-Every input (bench/fuzzing/: byte flips, truncation, JSON field deletion/type change, numbers out
+Every input (tests/support/fuzzing/: byte flips, truncation, JSON field deletion/type change, numbers out
 of range, SQLite table/column drops, NULL/text/blob in numeric columns, duplicate string ids, end
 before start) must give exit 0 or 2 within 30 s, no traceback, one error line naming the input,
-no leaked temporary file, the input unchanged and no half-written output. bench/fuzz_long.py
+no leaked temporary file, the input unchanged and no half-written output. tests/support/fuzz_long.py
 runs the same fuzzer over thousands of seeds (docs/robustness.md).
 """
 
@@ -15,12 +15,12 @@ import re
 
 import pytest
 
-from fuzzing import input_kind, preload, run_many
+from support.fuzzing import input_kind, preload, run_many
 
 pytestmark = pytest.mark.slow  # Ray, worker processes and big inputs
 
 INPUTS = int(os.environ.get("XSP_FUZZ_INPUTS", "60"))
-SEED_BASE = 1_000_000  # CI seeds; the long run (bench/fuzz_long.py) starts at 0
+SEED_BASE = 1_000_000  # CI seeds; the long run (tests/support/fuzz_long.py) starts at 0
 
 
 def test_fuzzed_inputs_fail_cleanly_or_convert(tmp_path):
@@ -42,7 +42,7 @@ def test_hand_edited_databases_read_cleanly(tmp_path):
     """Converted fixtures edited without changing their schema (rows deleted or duplicated, NULLs,
     times swapped or shifted, numbers at 0, -1, 2^62 or the type's limit): analyze, perfetto and
     diff answer (exit 0, diff 1) or refuse in one line naming the database (exit 2), never a
-    traceback, a hang, a changed input or a half-written output (bench/fuzzing/databases.py)."""
+    traceback, a hang, a changed input or a half-written output (tests/support/fuzzing/databases.py)."""
     preload()
     seeds = [s for s in range(SEED_BASE, SEED_BASE + 1000) if input_kind(s) == "database"][:DATABASE_SEEDS]
     outcomes = run_many(seeds, tmp_path, jobs=1)
@@ -73,7 +73,7 @@ def _outcome(source, out, reader: str):
 def test_both_kineto_readers_accept_and_reject_the_same_inputs(tmp_path, capfd):
     """The DuckDB reader (auto) and the Python reader agree on every fuzzed Kineto input: both
     reject it, or both store the same spans."""
-    from fuzzing import make_input
+    from support.fuzzing import make_input
 
     compared = 0
     for seed in range(2_000_000, 2_000_400):

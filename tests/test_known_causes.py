@@ -1,5 +1,5 @@
 """Traces whose cause is known because this project put it there (tests/data/known_cause_*,
-diff_pair_slower_layer; bench/record_known_causes.py): the critical path and the findings must name
+diff_pair_slower_layer; tests/references/record_known_causes.py): the critical path and the findings must name
 that cause.
 
 The references are the cause itself -- the injected sleep (its constant, written out here) and the
@@ -25,7 +25,7 @@ from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.analyze.findings import find
 from xsp_trace.analyze.what_if import parse_rule, step_gain
 
-# Written out here, not imported from bench/record_known_causes.py: what the recordings injected.
+# Written out here, not imported from tests/references/record_known_causes.py: what the recordings injected.
 STEPS = 6  # active ProfilerSteps per trace (#3..#8)
 DATALOADER_ITEMS_PER_STEP, DATALOADER_SLEEP_NS = 4, 3_000_000
 SLOWER_LAYER_SLEEP_NS = 4_000_000

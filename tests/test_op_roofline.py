@@ -4,7 +4,7 @@ convolutions of a MI300X ResNet training step, an H100 ViT and a CPU trace of ev
 kernel time per op against the raw trace, and MFU against a figure computed from the raw JSON.
 
 The TraceLens figures (tests/data/<fixture>/tracelens_perf_model.csv) were written by
-bench/tracelens_reference.py with TraceLens at AMD-AGI/TraceLens 171dd747 (not on PyPI, so not
+tests/references/tracelens_reference.py with TraceLens at AMD-AGI/TraceLens 171dd747 (not on PyPI, so not
 installable in CI). TraceLens has no model for aten::sub, and its elementwise model needs "Input
 Strides", which 2022 traces lack: those ops are ours only and are not compared.
 """

@@ -1,5 +1,5 @@
 """The columnar slice encoder (xsp_trace/perfetto/slice_encoder.py) against the per-row writer
-it replaced (bench/perfetto_reference_writer.py), both read back by Perfetto's trace processor:
+it replaced (tests/support/perfetto_reference_writer.py), both read back by Perfetto's trace processor:
 every slice (track, ts, dur exact, name, category, depth, parent, debug annotations), every flow
 and every track must come out the same -- on the real nsys and Kineto fixtures and on the
 handmade database (crossing ranges, lanes, layers), with small batches (open slices carried
@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-import make_scaled_nsys
 import xsp_trace.perfetto.export as export_module
+from bench.peers.make_scaled_nsys import grow
 from perfetto_harness import handmade_db
 from perfetto_harness.trace_processor import WasmTraceProcessor
-from perfetto_reference_writer import write_slices_per_row
+from support.perfetto_reference_writer import write_slices_per_row
 from xsp_trace.convert import ConvertOptions, convert_inputs
 from xsp_trace.formats import perfetto_proto as wp
 from xsp_trace.perfetto import PerfettoOptions, export_perfetto
@@ -134,7 +134,7 @@ def test_the_same_database_exports_to_the_same_bytes(tmp_path):
     With approximate quantiles (merged in parallel) the cuts, hence the batches and the interning,
     moved from run to run once a run held more spans than one DuckDB row group."""
     export = tmp_path / "h100_x6.sqlite"
-    make_scaled_nsys.grow(NSYS_FIXTURE, export, 6)  # 163 k spans
+    grow(NSYS_FIXTURE, export, 6)  # 163 k spans
     database = tmp_path / "h100_x6.duckdb"
     convert_inputs([export], database, ConvertOptions())
     options = PerfettoOptions(part_rows=2_000, batch_rows=1_000)

@@ -4,7 +4,7 @@
         -- python -m xsp_trace.capture.examples.transformer_2block
     xsp-trace convert tf-run
 
-Held out: no default or threshold of the capture was tuned on this model (bench/capture_stability.py
+Held out: no default or threshold of the capture was tuned on this model (bench/capture/stability.py
 measures on it). Pre-norm blocks written out (attention + MLP), d=128, 4 heads, 64 tokens.
 With --train, each timed step is forward + cross-entropy loss + loss.backward() + SGD step.
 """

@@ -5,6 +5,7 @@
 - leveled.py: a tiny leveled capture (M, ML, MLG and a plain run) built with it.
 - steps.py: hand-made steps whose critical paths and what-if predictions the tests work out by hand.
 
-The fuzzer that both tests/test_fuzz.py and bench/fuzz_long.py run lives in bench/fuzzing/ (bench
-never imports tests/; pytest puts bench/ on the path).
+- fuzzing/: the fuzzer, run by tests/test_fuzz.py and (long runs) `python -m tests.support.fuzz_long`.
+- perfetto_reference_writer.py: the per-row Perfetto writer the columnar encoder replaced, the
+  reference tests/test_perfetto_columnar_encoding.py decodes against.
 """

@@ -66,7 +66,7 @@ def hta_origin_ns(con, trace: Path, hta_origin_us: int) -> int:
 
 
 def hta_origins(events_csv: Path) -> dict[str, int]:
-    """trace -> HTA's origin (raw ts, us), as bench/hta_critical_path_events.py recorded it."""
+    """trace -> HTA's origin (raw ts, us), as tests/references/hta_critical_path_events.py recorded it."""
     with gzip.open(events_csv, "rt") as f:
         return {r["trace"]: int(r["hta_origin_us"]) for r in csv.DictReader(f)}
 
