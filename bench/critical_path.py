@@ -61,8 +61,8 @@ XSP_SCRIPT = """
 import resource, sys, time
 if len(sys.argv) > 2:
     sys.path.insert(0, sys.argv[2])  # an earlier checkout's xsp_trace
-from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
-from xsp_trace.analyze import critical_path as cp
+from xsp_trace.analyze.session import AnalysisOptions, open_session, run_analysis
+from xsp_trace.analyze.critical_path import walk as cp
 t0 = time.perf_counter()
 con = open_session(sys.argv[1], AnalysisOptions())
 t1 = time.perf_counter()
@@ -72,7 +72,7 @@ runs = {run_id: cp.load_run(con, run_id) for run_id in sorted({u[0] for u in uni
 t2 = time.perf_counter()
 for run in runs.values():
     for key in run.threads:
-        cp._flatten(run, key)
+        cp.flatten(run, key)
 t3 = time.perf_counter()
 ranks = cp.Ranks(runs, unit_rows) if len(runs) > 1 else None
 for run in runs.values():

@@ -26,10 +26,10 @@ sys.path.insert(0, str(BENCH.parent))
 sys.path.insert(0, str(BENCH))
 
 from scaled_inputs import parse_size, scaled_kineto  # noqa: E402
-from xsp_trace.connection import duckdb_connect, duckdb_threads  # noqa: E402
 from xsp_trace.convert.input_limits import MAX_VALUE_BYTES, InputLimits  # noqa: E402
 from xsp_trace.convert.kineto.duckdb_reader import PIECE_BYTES, TAIL_BYTES, extract_events  # noqa: E402
 from xsp_trace.convert.kineto.pieces import PieceWriter  # noqa: E402
+from xsp_trace.store.connection import duckdb_connect, duckdb_threads  # noqa: E402
 
 _BASE = "ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', id: 'VARCHAR'"
 _EXACT = "ts: 'DECIMAL(38,9)', dur: 'DECIMAL(38,9)'"

@@ -119,7 +119,7 @@ def test_the_graph_sees_the_package():
     assert "xsp_trace.capture.runner" in graph
     assert "xsp_trace.convert.run_dir" in graph["xsp_trace.convert.local"]
     assert "xsp_trace.naming" in graph["xsp_trace.capture.hooks"]
-    assert "xsp_trace.database" in graph["xsp_trace.convert.local"]
+    assert "xsp_trace.store.database" in graph["xsp_trace.convert.local"]
 
 
 def test_cycle_finder_finds_a_cycle():

@@ -27,7 +27,7 @@ def metrics(
       xsp-trace metrics run.duckdb metrics.csv --run 3
     """
     from .convert.ncu import import_ncu_metrics
-    from .database import atomic_database
+    from .store.database import atomic_database
 
     if not database.exists():
         raise InputError(database, "does not exist", "convert the traced run first: xsp-trace convert TRACE -o " + database.name)
@@ -57,7 +57,7 @@ def install_analyses_command(
 
       xsp-trace install-analyses run.duckdb && duckdb -readonly run.duckdb -c "SELECT * FROM xsp.top_kernels"
     """
-    from .database import atomic_database
+    from .store.database import atomic_database
 
     if not database.is_file():
         raise InputError(database, "is not a database file", "pass a .duckdb file written by xsp-trace convert")

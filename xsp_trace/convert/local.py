@@ -13,9 +13,9 @@ from pathlib import Path
 
 import duckdb
 
-from ..database import atomic_database
 from ..errors import InputError
 from ..output_files import private_temp_prefix
+from ..store.database import atomic_database
 from .common import ConvertOptions, Progress, detect_source, no_progress
 from .dispatch import convert_trace
 from .input_limits import InputLimits

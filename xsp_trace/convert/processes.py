@@ -23,8 +23,6 @@ from pathlib import Path
 
 import duckdb
 
-from ..connection import usable_cores
-from ..database import atomic_database, next_run_id
 from ..output_files import (
     STOP_SIGNALS,
     install_signal_handlers,
@@ -36,7 +34,9 @@ from ..output_files import (
     remove_temp,
     signals_held,
 )
-from ..sql import quote_identifier
+from ..store.connection import usable_cores
+from ..store.database import atomic_database, next_run_id
+from ..store.sql import quote_identifier
 from .common import ConvertOptions, Progress, detect_source, no_progress
 from .local import convert_into, restore_stream_names, spooled
 

@@ -1,6 +1,6 @@
 """The output database: its schema (create, check, the older versions still read), atomic writing,
 run registration and bulk inserts. The DuckDB session itself (connect, threads, memory) is
-xsp_trace.connection."""
+xsp_trace.store.connection."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ from pathlib import Path
 
 import duckdb
 
-from . import __version__
+from .. import __version__
+from ..errors import InputError
+from ..output_files import atomic_output
+from ..resources import schema_text
+from ..vocabulary import SourceKind
 from .connection import duckdb_connect
 from .data_only import lock_reading, refuse_code
-from .errors import InputError
-from .output_files import atomic_output
-from .resources import schema_text
 from .schema import schema_difference
 from .sql import one_transaction, registered, scalar
-from .vocabulary import SourceKind
 
 SCHEMA_VERSION = "6"
 
@@ -115,7 +115,7 @@ def atomic_database(
             yield con
             if analyses:
                 # Imported here: the installer reads the analysis package, which opens databases through this module.
-                from .analyze.install import install_analyses
+                from ..analyze.install import install_analyses
 
                 install_analyses(con, bind_views=bind_views)
             con.execute("CHECKPOINT")
@@ -124,7 +124,7 @@ def atomic_database(
 
 
 def connect(path: Path, read_only: bool = True, external_access: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open an existing xsp-trace database file (xsp_trace.store.open_store also takes a Parquet dataset).
+    """Open an existing xsp-trace database file (xsp_trace.store.opening.open_store also takes a Parquet dataset).
     Read-only, the connection has no file access (data_only.lock_reading) unless `external_access`:
     only the callers that write files themselves (a Parquet copy, `query --allow-external-access`) ask."""
     path = Path(path)
