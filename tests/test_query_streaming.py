@@ -92,11 +92,12 @@ def test_limit_counts_rows_over_batches(monkeypatch, tmp_path):
 
 
 def _empty_database(folder: Path) -> Path:
+    from xsp_trace.analyze.install import install_analyses
     from xsp_trace.store.database import atomic_database
 
     path = folder / "empty.duckdb"
-    with atomic_database(path):
-        pass
+    with atomic_database(path) as con:
+        install_analyses(con)  # as convert does
     return path
 
 

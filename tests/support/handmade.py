@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from xsp_trace.analyze.install import install_analyses
 from xsp_trace.convert.correlate import correlate_run
 from xsp_trace.store.database import atomic_database, insert_relation, insert_run
 
@@ -145,4 +146,5 @@ def write(path: Path, runs: list[Run]) -> Path:
                 if rows:
                     insert_relation(con, table, _table(rows))
             correlate_run(con, run.run_id)
+        install_analyses(con)  # as convert does
     return path

@@ -85,12 +85,10 @@ def atomic_database(
     append: bool = False,
     overwrite: bool = False,
     inputs: Iterable[Path] = (),
-    analyses: bool = True,
-    bind_views: bool = False,
 ) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A connection to a temporary copy of `output` that replaces it only if the block succeeds, with
-    the analyses installed in its schema xsp at the end (`analyses`; not for the parts of a parallel
-    convert, which are merged into one).
+    """A connection to a temporary copy of `output` that replaces it only if the block succeeds.
+    It installs no analyses: the commands that write a database do that as a step of their own
+    (xsp_trace.analyze.install), so opening one loads no analysis code.
 
     A failure (or Ctrl-C/SIGTERM) leaves the previous file, or none, in place -- never a
     half-written one; concurrent appends to one output wait for each other (output_files).
@@ -113,11 +111,6 @@ def atomic_database(
             else:
                 create_schema(con)
             yield con
-            if analyses:
-                # Imported here: the installer reads the analysis package, which opens databases through this module.
-                from ..analyze.install import install_analyses
-
-                install_analyses(con, bind_views=bind_views)
             con.execute("CHECKPOINT")
         finally:
             con.close()
