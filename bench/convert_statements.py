@@ -28,14 +28,14 @@ from bench.peers.scaled_inputs import parse_size, scaled_kineto, scaled_nsys
 BENCH = Path(__file__).resolve().parent
 
 # Modules that run SQL scripts (each imported run_script by name), and the phases timed around.
-SCRIPT_RUNNERS = ("xsp_trace.convert.nsys.converter", "xsp_trace.convert.kineto.converter", "xsp_trace.correlate")
+SCRIPT_RUNNERS = ("xsp_trace.convert.nsys.converter", "xsp_trace.convert.kineto.converter", "xsp_trace.convert.correlate")
 PHASES = (
     ("xsp_trace.convert.nsys.converter", "_stage_all"),
     ("xsp_trace.convert.kineto.duckdb_reader", "read_events"),  # every piece read and mapped
-    ("xsp_trace.correlate", "nest_cpu_spans"),
-    ("xsp_trace.correlate", "build_ancestors"),
-    ("xsp_trace.correlate", "inherit_down"),
-    ("xsp_trace.correlate", "insert_attribution"),
+    ("xsp_trace.convert.correlate", "nest_cpu_spans"),
+    ("xsp_trace.convert.correlate", "build_ancestors"),
+    ("xsp_trace.convert.correlate", "inherit_down"),
+    ("xsp_trace.convert.correlate", "insert_attribution"),
 )
 
 
@@ -76,7 +76,7 @@ class Timings:
 def time_statements(timings: Timings, scripts: set[str] | None = None) -> None:
     """Replace run_script where the converters and correlate.py use it: a script in `scripts`
     (every script when None) runs one statement at a time, each timed; any other runs as before."""
-    from xsp_trace.database import run_script as run_whole
+    from xsp_trace.store.database import run_script as run_whole
 
     def run_script(con, sql, run_id):
         if scripts is not None and sql not in scripts:

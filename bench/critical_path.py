@@ -59,8 +59,8 @@ print(f"hta load {t1 - t0:.2f} s, critical path of {steps} steps {t2 - t1:.2f} s
 
 XSP_SCRIPT = """
 import resource, sys, time
-from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
-from xsp_trace.analyze import critical_path as cp
+from xsp_trace.analyze.session import AnalysisOptions, open_session, run_analysis
+from xsp_trace.analyze.critical_path import walk as cp
 t0 = time.perf_counter()
 con = open_session(sys.argv[1], AnalysisOptions())
 t1 = time.perf_counter()
@@ -70,7 +70,7 @@ runs = {run_id: cp.load_run(con, run_id) for run_id in sorted({u[0] for u in uni
 t2 = time.perf_counter()
 for run in runs.values():
     for key in run.threads:
-        cp._flatten(run, key)
+        cp.flatten(run, key)
 t3 = time.perf_counter()
 ranks = cp.Ranks(runs, unit_rows) if len(runs) > 1 else None
 for run in runs.values():

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import duckdb
 
-from xsp_trace.analyze import open_session, run_analysis
 from xsp_trace.analyze.install import install_analyses
+from xsp_trace.analyze.session import open_session, run_analysis
 from xsp_trace.convert import ConvertOptions, convert_files
 
 

@@ -27,7 +27,7 @@ FLOOR = (
     + """
 import json, tempfile, time
 from pathlib import Path
-from xsp_trace.connection import duckdb_connect, duckdb_threads
+from xsp_trace.store.connection import duckdb_connect, duckdb_threads
 from xsp_trace.convert.input_limits import MAX_VALUE_BYTES, InputLimits
 from xsp_trace.convert.kineto.duckdb_reader import PIECE_BYTES, TAIL_BYTES, extract_events
 from xsp_trace.convert.kineto.events import READ_JSON_COLUMNS

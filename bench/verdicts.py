@@ -54,9 +54,9 @@ def hta_idle(trace: Path) -> dict[str, float] | None:
 
 
 def verdict(trace: Path, work: Path) -> dict:
-    from xsp_trace.analyze import open_session, run_analysis
-    from xsp_trace.analyze.findings import find
-    from xsp_trace.analyze.what_if import parse_rule, step_gain
+    from xsp_trace.analyze.critical_path.what_if import parse_rule, step_gain
+    from xsp_trace.analyze.findings.find import find
+    from xsp_trace.analyze.session import open_session, run_analysis
     from xsp_trace.convert.common import ConvertOptions
     from xsp_trace.convert.local import convert_files
 

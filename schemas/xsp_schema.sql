@@ -1,4 +1,4 @@
--- xsp-trace unified schema (its version: SCHEMA_VERSION in xsp_trace/database.py; 6 added runs.origin_ns).
+-- xsp-trace unified schema (its version: SCHEMA_VERSION in xsp_trace/store/database.py; 6 added runs.origin_ns).
 --
 -- One database holds any number of converted traces ("runs") from Nsight Systems exports and
 -- PyTorch profiler (Kineto) traces. Every interval event of every level of the stack -- model,
@@ -17,7 +17,7 @@
 --   * Missing information is NULL, never 0 or ''.
 --   * Big tables carry no PRIMARY KEY constraint (it slows bulk loads); (run_id, span_id) is
 --     nevertheless unique in spans, kernels, memops and launches (gpu_span_id).
--- Applied by xsp_trace.database, which stores SCHEMA_VERSION in `schema_info`.
+-- Applied by xsp_trace.store.database, which stores SCHEMA_VERSION in `schema_info`.
 
 CREATE TABLE IF NOT EXISTS schema_info (
     key VARCHAR PRIMARY KEY,

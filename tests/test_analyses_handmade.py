@@ -17,7 +17,7 @@ from __future__ import annotations
 import pytest
 
 from support.leveled import build
-from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
+from xsp_trace.analyze.session import AnalysisOptions, open_session, run_analysis
 
 
 @pytest.fixture(scope="module")
@@ -265,7 +265,7 @@ def test_top_kernels_gpu_busy_idle_and_launch_delay(con):
 def test_gpu_busy_counts_overlaps_once(tmp_path):
     import duckdb
 
-    from xsp_trace.database import create_schema, insert_run
+    from xsp_trace.store.database import create_schema, insert_run
 
     con = duckdb.connect(str(tmp_path / "o.duckdb"))
     create_schema(con)

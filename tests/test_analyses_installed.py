@@ -18,8 +18,9 @@ import pytest
 from typer.testing import CliRunner
 
 from kineto_cases import KINETO_TRACES
-from xsp_trace.analyze import ANALYSES, AnalysisOptions, open_session, run_analysis
-from xsp_trace.analyze.findings import Finding, evidence, find
+from xsp_trace.analyze.catalog import ANALYSES
+from xsp_trace.analyze.findings.find import Finding, evidence, find
+from xsp_trace.analyze.session import AnalysisOptions, open_session, run_analysis
 from xsp_trace.cli import app
 
 # A real trace converted, and every analysis run again in plain DuckDB subprocesses (minutes).

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from xsp_trace.analyze import AnalysisOptions, prepare, run_analysis
+from xsp_trace.analyze.session import AnalysisOptions, prepare, run_analysis
 
 pytestmark = pytest.mark.slow  # real traces
 

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from conftest import NSYS_EXPORTS, nsys_stats
-from xsp_trace.analyze import ANALYSES, AnalysisOptions, prepare, run_analysis
+from xsp_trace.analyze.catalog import ANALYSES
+from xsp_trace.analyze.session import AnalysisOptions, prepare, run_analysis
 
 pytestmark = pytest.mark.slow  # real traces
 

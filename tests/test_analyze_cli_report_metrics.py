@@ -14,7 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from support.leveled import build
-from xsp_trace.analyze import open_session, run_analysis, svg
+from xsp_trace.analyze.report import svg
+from xsp_trace.analyze.session import open_session, run_analysis
 from xsp_trace.cli import app
 from xsp_trace.convert.ncu import derived_metrics, parse_ncu_csv
 

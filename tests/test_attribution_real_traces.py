@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from xsp_trace.analyze import AnalysisOptions, prepare, run_analysis
+from xsp_trace.analyze.session import AnalysisOptions, prepare, run_analysis
 from xsp_trace.convert import ConvertOptions, convert_files
 
 pytestmark = pytest.mark.slow  # real traces
@@ -325,7 +325,7 @@ def test_attribution_written_in_span_id_ranges_equals_one_range(converted_path, 
     exactly the row one range gives (no id skipped or written twice at a range's ends)."""
     import duckdb
 
-    from xsp_trace import correlate
+    from xsp_trace.convert import correlate
 
     monkeypatch.setattr(correlate, "ATTRIBUTION_BATCH_SPANS", 997)
     out = tmp_path / "ranges.duckdb"

@@ -255,7 +255,7 @@ def test_torch_level_overhead_in_process_interleaved_with_bootstrap(torch_run):
     bootstrap distribution (all n**n resamples) puts its 2.5 % and 97.5 % quantiles."""
     from scipy import stats
 
-    from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
+    from xsp_trace.analyze.session import AnalysisOptions, open_session, run_analysis
 
     run_dir, db = torch_run
     con = open_session(run_dir / "xsp.duckdb", AnalysisOptions())

@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from xsp_trace.analyze import AnalysisOptions, open_session
+from xsp_trace.analyze.session import AnalysisOptions, open_session
 from xsp_trace.cli import app
 
 pytestmark = pytest.mark.slow  # torch captures

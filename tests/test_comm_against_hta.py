@@ -26,7 +26,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kineto_cases import KINETO_TRACES, as_hta_reads_it, load_raw
-from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
+from xsp_trace.analyze.session import AnalysisOptions, open_session, run_analysis
 from xsp_trace.cli import app
 
 pytestmark = pytest.mark.slow  # reference tools on real traces

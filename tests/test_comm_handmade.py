@@ -22,7 +22,7 @@ from __future__ import annotations
 import pytest
 
 from support.handmade import Run, write
-from xsp_trace.analyze import open_session, run_analysis
+from xsp_trace.analyze.session import open_session, run_analysis
 
 NCCL_AR = "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import duckdb
 
-from xsp_trace.connection import CONVERT_BLOCK_MEMORY, convert_block_memory, keep_block_memory
+from xsp_trace.store.connection import CONVERT_BLOCK_MEMORY, convert_block_memory, keep_block_memory
 
 DATA = Path(__file__).parent / "data"
 
@@ -42,7 +42,7 @@ def test_a_trace_keeps_no_more_than_its_own_size():
 def test_convert_sets_it_on_the_converting_database(tmp_path):
     from xsp_trace.convert.common import ConvertOptions, no_progress
     from xsp_trace.convert.dispatch import convert_trace
-    from xsp_trace.database import atomic_database
+    from xsp_trace.store.database import atomic_database
 
     with atomic_database(tmp_path / "out.duckdb") as con:
         assert _block_memory(con) == "0 bytes"

@@ -1,4 +1,4 @@
-"""The critical path of a step (xsp_trace/analyze/critical_path.py, analyses critical_path and
+"""The critical path of a step (xsp_trace/analyze/critical_path/walk.py, analyses critical_path and
 critical_path_summary).
 
 1. Hand-made traces (tests/support/handmade.py), one per edge kind, the expected path worked out by
@@ -31,8 +31,8 @@ from typer.testing import CliRunner
 from conftest import DATA
 from support.handmade import PID, TID, Run, write
 from support.steps import backward_step, event_step, pageable_step, sync_step
-from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
-from xsp_trace.analyze.critical_path import load_run, prepare_chase, units, walk
+from xsp_trace.analyze.critical_path.walk import load_run, prepare_chase, units, walk
+from xsp_trace.analyze.session import AnalysisOptions, open_session, run_analysis
 from xsp_trace.cli import app
 
 runner = CliRunner()
@@ -264,7 +264,7 @@ def test_the_path_tiles_every_step(trace, converted):
     ids=lambda p: p.parent.name,
 )
 def test_chasing_precomputed_hops_gives_the_step_by_step_path(trace, converted):
-    """The chase (critical_path_chase.py) against the step-by-step walk it replaces, segment by
+    """The chase (critical_path/chase.py) against the step-by-step walk it replaces, segment by
     segment, from every step's end and from the end of every 50th GPU item (a path that starts on a stream)."""
     con = converted(trace)
     from xsp_trace.analyze.session import prepare

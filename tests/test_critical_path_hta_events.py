@@ -26,10 +26,9 @@ import pytest
 
 from conftest import DATA
 from support.hta_window import hta_origin_ns, hta_origins, rounding_loss_us, segments_from_hta_end, weighs_zero
-from xsp_trace.analyze import AnalysisOptions
-from xsp_trace.analyze.critical_path import load_run
-from xsp_trace.analyze.critical_path_chase import GPU_IDLE, QUEUE_DELAY, STREAM_WAIT
-from xsp_trace.analyze.session import prepare
+from xsp_trace.analyze.critical_path.chase import GPU_IDLE, QUEUE_DELAY, STREAM_WAIT
+from xsp_trace.analyze.critical_path.walk import load_run
+from xsp_trace.analyze.session import AnalysisOptions, prepare
 
 STEPS = DATA / "critical_path_hta" / "hta_steps.csv"
 EVENTS = DATA / "critical_path_hta" / "hta_step_events.csv.gz"

@@ -30,9 +30,8 @@ import pytest
 
 from conftest import DATA
 from support.hta_window import hta_origin_ns, hta_origins, rounding_loss_us, segments_from_hta_end, weighs_zero
-from xsp_trace.analyze import AnalysisOptions, run_analysis
-from xsp_trace.analyze.critical_path import load_run
-from xsp_trace.analyze.session import prepare
+from xsp_trace.analyze.critical_path.walk import load_run
+from xsp_trace.analyze.session import AnalysisOptions, prepare, run_analysis
 
 REFERENCE = DATA / "critical_path_hta" / "hta_steps.csv"
 EVENTS = DATA / "critical_path_hta" / "hta_step_events.csv.gz"  # its hta_origin_us: where HTA counts from
@@ -42,7 +41,7 @@ AGREE_PCT = 1.0
 # Measured 2026-12-03; BENCHMARKS.md ("Critical path") and docs/design.md say more.
 RANK3 = "kineto_2022_integer_us_rank3/hta_a100_rank3_of_8_2022.json.gz"
 DIFFERENT: dict[tuple[str, int], float] = {
-    # Cross-thread wait (our thread_wait edges, critical_path_threads.py; HTA's graph has none):
+    # Cross-thread wait (our thread_wait edges, critical_path/threads.py; HTA's graph has none):
     # backward runs on the autograd engine's thread (651 top-level ops, 28.5 ms during step 0's
     # "## backward ##" on thread 3126441) while the step's thread sits in that annotation with no op
     # (33 ms); our path now runs through the autograd thread's ops, launches and kernels (28-30 ms

@@ -18,9 +18,8 @@ import json
 import pytest
 
 from conftest import DATA
-from xsp_trace.analyze import AnalysisOptions, run_analysis
-from xsp_trace.analyze.critical_path import load_run
-from xsp_trace.analyze.session import prepare
+from xsp_trace.analyze.critical_path.walk import load_run
+from xsp_trace.analyze.session import AnalysisOptions, prepare, run_analysis
 
 PAGEABLE = DATA / "kineto_pageable_dtoh_a100" / "hta_a100_pageable_dtoh_rank0.json.gz"
 GRAPHS = DATA / "kineto_cuda_graphs_v100_2022" / "hta_v100_cuda_graphs_rank1_2022.json.gz"

@@ -1,4 +1,4 @@
-"""How the critical path reads a run (xsp_trace/analyze/critical_path_run.py): the columns it loads
+"""How the critical path reads a run (xsp_trace/analyze/critical_path/run.py): the columns it loads
 against a plain DuckDB query over spans and xsp_gpu_work, and the call stacks it flattens in numpy
 against the span-by-span replay of the same stack."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xsp_trace.analyze import AnalysisOptions
-from xsp_trace.analyze.critical_path_run import _flatten_loop, _flatten_nested, load_run
+from xsp_trace.analyze.critical_path.run import _flatten_loop, _flatten_nested, load_run
+from xsp_trace.analyze.session import AnalysisOptions
 
 DATA = Path(__file__).parent / "data"
 TRACES = [

@@ -18,8 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from support.handmade import Run, write
-from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
 from xsp_trace.analyze.diff import Gate, diff_databases
+from xsp_trace.analyze.session import AnalysisOptions, open_session, run_analysis
 from xsp_trace.cli import app
 
 TWO_RANKS = sorted((Path(__file__).parent / "data" / "kineto_two_ranks_sendrecv").glob("sampled_rank-*.json.gz"))

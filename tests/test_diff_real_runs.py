@@ -225,7 +225,7 @@ def test_normalize_name_strips_the_per_instance_details_torch_appends():
 
 
 def test_compare_runs_without_inferences_compares_per_call(tmp_path):
-    from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
+    from xsp_trace.analyze.session import AnalysisOptions, open_session, run_analysis
 
     short = tmp_path / "short.sqlite"
     _cut_capture(H100, short, 0.6)

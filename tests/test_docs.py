@@ -1,7 +1,7 @@
 """The docs cannot drift from the code (as sqlite-utils checks its docs): every repository path that
 README.md, CONTRIBUTING.md and docs/*.md name exists, every `xsp-trace` command and option they show is one the CLI
 has, every analysis of the catalog is described somewhere, and the schema version is stated only
-in the code (xsp_trace.database.SCHEMA_VERSION), which the docs and the DDL refer to by name.
+in the code (xsp_trace.store.database.SCHEMA_VERSION), which the docs and the DDL refer to by name.
 """
 
 from __future__ import annotations
@@ -138,12 +138,12 @@ _VERSION_NUMBER = re.compile(r"schema(?:_info)?,? (?:version )?\(?(?:version )?\
 
 def test_the_schema_version_is_stated_only_in_the_code():
     """The docs and the DDL name SCHEMA_VERSION instead of a number that would go stale."""
-    from xsp_trace.database import SCHEMA_VERSION
+    from xsp_trace.store.database import SCHEMA_VERSION
 
     stated = []
     for path in [*DOCS, ROOT / "schemas" / "xsp_schema.sql"]:
         stated.extend((path.name, m.group(0)) for m in _VERSION_NUMBER.finditer(path.read_text()))
-    assert not stated, f"schema version numbers outside xsp_trace/database.py (it is {SCHEMA_VERSION}): {stated}"
+    assert not stated, f"schema version numbers outside xsp_trace/store/database.py (it is {SCHEMA_VERSION}): {stated}"
     assert "SCHEMA_VERSION" in (ROOT / "schemas" / "xsp_schema.sql").read_text()
     assert re.fullmatch(r"\d+", SCHEMA_VERSION)
 

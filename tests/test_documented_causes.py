@@ -19,8 +19,8 @@ from statistics import median
 import pytest
 
 from conftest import DATA
-from xsp_trace.analyze import open_session
-from xsp_trace.analyze.findings import find
+from xsp_trace.analyze.findings.find import find
+from xsp_trace.analyze.session import open_session
 
 pytestmark = pytest.mark.slow  # real traces
 

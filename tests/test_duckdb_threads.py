@@ -13,7 +13,7 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CP
 _CHILD = """
 import os, sys
 os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
-from xsp_trace.connection import duckdb_connect
+from xsp_trace.store.connection import duckdb_connect
 print(duckdb_connect().execute("SELECT current_setting('threads')").fetchall()[0][0])
 """
 
@@ -24,7 +24,7 @@ def test_pinned_to_one_core_duckdb_uses_one_thread():
 
 
 def test_unpinned_duckdb_uses_every_usable_core(tmp_path):
-    from xsp_trace.database import atomic_database
+    from xsp_trace.store.database import atomic_database
 
     with atomic_database(tmp_path / "t.duckdb") as con:
         threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
@@ -35,7 +35,7 @@ def test_database_already_open_by_the_caller_can_be_opened_again(tmp_path):
     """A notebook holding its own duckdb.connect(path) must still be able to use xsp-trace on the file."""
     import duckdb
 
-    from xsp_trace.database import SCHEMA_VERSION, atomic_database, connect
+    from xsp_trace.store.database import SCHEMA_VERSION, atomic_database, connect
 
     path = tmp_path / "t.duckdb"
     with atomic_database(path):

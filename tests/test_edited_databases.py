@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 
 from kineto_cases import KINETO_TRACES
 from xsp_trace.cli import app
-from xsp_trace.connection import duckdb_connect
-from xsp_trace.database import create_schema
+from xsp_trace.store.connection import duckdb_connect
+from xsp_trace.store.database import create_schema
 
 runner = CliRunner()
 GPU_KINDS = "('kernel', 'memcpy', 'memset', 'sync')"
@@ -113,7 +113,7 @@ def test_run_without_origin_says_so(source, tmp_path):
 
 def test_infinite_and_nan_doubles_reach_the_report(source, tmp_path):
     """Doubles set to NaN or infinity by hand (a GPU's peaks, a kernel's occupancy): the HTML report
-    prints them as nan / inf (int(inf) raised OverflowError in report_text.number before)."""
+    prints them as nan / inf (int(inf) raised OverflowError in report/text.py number before)."""
     db = edited(
         source,
         tmp_path,

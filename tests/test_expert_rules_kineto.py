@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from kineto_cases import GPU_CASES, KINETO_TRACES, load_raw
-from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
+from xsp_trace.analyze.session import AnalysisOptions, open_session, run_analysis
 from xsp_trace.analyze.settings import set_rule_variables
 
 pytestmark = pytest.mark.slow  # real traces

@@ -38,7 +38,7 @@ from pathlib import Path
 import pytest
 
 from conftest import NEWER_NSYS_REPORT, NSYS_EXPORTS, require_nsys, without_backtrace_rows
-from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
+from xsp_trace.analyze.session import AnalysisOptions, open_session, run_analysis
 from xsp_trace.analyze.settings import set_rule_variables
 
 pytestmark = pytest.mark.slow  # reference tools on real traces

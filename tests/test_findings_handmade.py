@@ -36,8 +36,9 @@ from typer.testing import CliRunner
 from support.handmade import Run, write
 from support.leveled import BIAS_NS, CONV_NS, METRICS, build
 from test_analyze_cli_report_metrics import _count_color, _png_pixels
-from xsp_trace.analyze import open_session, svg
-from xsp_trace.analyze.findings import evidence, find
+from xsp_trace.analyze.findings.find import evidence, find
+from xsp_trace.analyze.report import svg
+from xsp_trace.analyze.session import open_session
 from xsp_trace.cli import app
 
 US = 1000

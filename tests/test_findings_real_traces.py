@@ -12,10 +12,10 @@ from collections import defaultdict
 import pytest
 
 from raw_traces import GPU_FIXTURES, clipped, merge, raw_runs
-from xsp_trace.analyze import open_session, run_analysis
-from xsp_trace.analyze.findings import MIN_SEVERITY, evidence, find
-from xsp_trace.analyze.findings_base import ms_to_ns
-from xsp_trace.analyze.what_if import parse_rule, step_gain
+from xsp_trace.analyze.critical_path.what_if import parse_rule, step_gain
+from xsp_trace.analyze.findings.find import MIN_SEVERITY, evidence, find
+from xsp_trace.analyze.findings.record import ms_to_ns
+from xsp_trace.analyze.session import open_session, run_analysis
 
 pytestmark = pytest.mark.slow  # real traces
 

@@ -28,7 +28,7 @@ import pytest
 from conftest import DATA, NSYS_EXPORTS
 from kineto_cases import KINETO_TRACES, _decimal_text, as_hta_reads_it, load_raw
 from support.handmade import Run, write
-from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
+from xsp_trace.analyze.session import AnalysisOptions, open_session, run_analysis
 
 CATEGORIES = ("host_wait", "kernel_wait", "other")
 HTA_READS = {

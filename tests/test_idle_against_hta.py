@@ -18,7 +18,7 @@ import shutil
 import pytest
 
 from kineto_cases import KINETO_TRACES
-from xsp_trace.analyze import open_session, run_analysis
+from xsp_trace.analyze.session import open_session, run_analysis
 
 pytestmark = pytest.mark.slow  # reference tools on real traces
 

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import NSYS_EXPORTS, nsys_stats, without_backtrace_rows
 from raw_traces import GPU_FIXTURES, merge, raw_runs
-from xsp_trace.analyze import open_session, run_analysis
+from xsp_trace.analyze.session import open_session, run_analysis
 from xsp_trace.formats import nsys_export as fmt
 
 pytestmark = pytest.mark.slow  # real traces

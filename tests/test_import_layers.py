@@ -5,7 +5,9 @@
 (c) the readers of a database (xsp_trace.analyze, xsp_trace.perfetto) never import xsp_trace.convert.
 
 An edge is "module A imports module B": `from P import name` counts as an import of P.name when that is a
-module, else of P; a package's `__init__` is a module of its own.
+module, else of P; a package's `__init__` is a module of its own, and importing a submodule runs the
+`__init__` of every package above it, so A imports those too (a cycle through an `__init__` that
+re-exports is a cycle).
 """
 
 from __future__ import annotations
@@ -63,7 +65,14 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
                 target = target.rpartition(".")[0]
             if target.startswith("xsp_trace") and target != name:
                 found.add(target)
-    return found
+    return found | _packages_above(found, name, modules)
+
+
+def _packages_above(targets: set[str], importer: str, modules: dict[str, Path]) -> set[str]:
+    """The packages whose `__init__` Python runs to import `targets` (xsp_trace itself included),
+    less the importer and the packages it lives in (already running when it runs)."""
+    own = {importer.rsplit(".", k)[0] for k in range(importer.count(".") + 1)}
+    return {package for target in targets for k in range(1, target.count(".") + 1) if (package := target.rsplit(".", k)[0]) in modules} - own
 
 
 @cache
@@ -119,7 +128,17 @@ def test_the_graph_sees_the_package():
     assert "xsp_trace.capture.runner" in graph
     assert "xsp_trace.convert.run_dir" in graph["xsp_trace.convert.local"]
     assert "xsp_trace.naming" in graph["xsp_trace.capture.hooks"]
-    assert "xsp_trace.database" in graph["xsp_trace.convert.local"]
+    assert "xsp_trace.store.database" in graph["xsp_trace.convert.local"]
+
+
+def test_a_submodule_import_runs_its_packages():
+    """`from ..analyze.install import x` runs analyze/__init__ first: the edge to it is in the graph."""
+    graph = _graph()
+    assert "xsp_trace.analyze" in graph["xsp_trace.convert.local"]  # through analyze.install
+    assert "xsp_trace.analyze.critical_path" in graph["xsp_trace.analyze.session"]  # through critical_path.walk
+    modules = {"p": Path("p/__init__.py"), "p.q": Path("p/q/__init__.py"), "p.q.r": Path("p/q/r.py"), "p.s": Path("p/s.py")}
+    assert _packages_above({"p.q.r"}, "p.s", modules) == {"p.q"}  # p runs before p.s itself
+    assert _packages_above({"p.q.r"}, "x", modules) == {"p", "p.q"}
 
 
 def test_cycle_finder_finds_a_cycle():
@@ -145,6 +164,13 @@ def _inside(module: str, package: str) -> bool:
         ("xsp_trace.formats", "xsp_trace"),  # anything outside formats itself
         ("xsp_trace.analyze", "xsp_trace.convert"),
         ("xsp_trace.perfetto", "xsp_trace.convert"),
+        # storage knows no reader, writer or printer of what it stores
+        ("xsp_trace.store", "xsp_trace.analyze"),
+        ("xsp_trace.store", "xsp_trace.convert"),
+        ("xsp_trace.store", "xsp_trace.perfetto"),
+        ("xsp_trace.store", "xsp_trace.terminal"),
+        ("xsp_trace.terminal", "xsp_trace.analyze"),
+        ("xsp_trace.terminal", "xsp_trace.store"),
     ],
 )
 def test_layer_imports(layer, forbidden):
@@ -191,3 +217,53 @@ def test_the_convert_package_only_re_exports():
     tree = ast.parse((PACKAGE_DIR / "convert" / "__init__.py").read_text())
     kinds = {type(node).__name__ for node in tree.body}
     assert kinds <= {"Expr", "ImportFrom", "Import", "Assign"}, kinds
+
+
+def _room(module: str) -> str:
+    """A room: a package directly under xsp_trace, or a module at its root."""
+    return ".".join(module.split(".")[:2])
+
+
+def room_floors(graph: dict[str, set[str]]) -> dict[int, list[str]]:
+    """floor -> rooms: 0 imports no other room, each floor imports only floors below it."""
+    rooms: dict[str, set[str]] = {}
+    for source, targets in graph.items():
+        rooms.setdefault(_room(source), set()).update(_room(t) for t in targets if _room(t) not in (_room(source), "xsp_trace"))
+    assert _cycles(rooms) == [], f"rooms that import each other (an upward edge): {_cycles(rooms)}"
+    floor: dict[str, int] = {}
+
+    def of(room: str) -> int:
+        if room not in floor:
+            floor[room] = 1 + max((of(t) for t in rooms[room]), default=-1)
+        return floor[room]
+
+    floors: dict[int, list[str]] = {}
+    for room in sorted(rooms):
+        floors.setdefault(of(room), []).append(room.removeprefix("xsp_trace."))
+    return floors
+
+
+def test_the_rooms_stand_on_floors():
+    """No two rooms import each other (no upward edge), so the rooms stack on floors; `pytest -s` prints them."""
+    floors = room_floors(_graph())
+    for number, rooms in sorted(floors.items()):
+        print(f"floor {number}: {', '.join(rooms)}")
+    assert floors[0] and "cli" in floors[max(floors)]
+    assert room_floors({"xsp_trace.a.x": {"xsp_trace.b"}, "xsp_trace.b": set()}) == {0: ["b"], 1: ["a"]}
+    with pytest.raises(AssertionError, match="upward edge"):
+        room_floors({"xsp_trace.a.x": {"xsp_trace.b"}, "xsp_trace.b": {"xsp_trace.a.y"}, "xsp_trace.a.y": set()})
+
+
+def test_installing_the_analyses_loads_no_critical_path():
+    """convert installs the analyses as its last step: that must not load the analysis session, the
+    critical path or numpy (convert has its own numpy, but `install-analyses` has none)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, xsp_trace.analyze.install, xsp_trace.store.database; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'pyarrow') "
+        "or m.startswith(('xsp_trace.analyze.session', 'xsp_trace.analyze.critical_path', 'xsp_trace.convert'))))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=PACKAGE_DIR.parent).stdout
+    assert loaded.strip() == "[]"

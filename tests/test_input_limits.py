@@ -17,9 +17,8 @@ import pytest
 from typer.testing import CliRunner
 
 from kineto_cases import KINETO_TRACES
-from xsp_trace import nesting
 from xsp_trace.cli import app
-from xsp_trace.convert import ConvertOptions, convert_files, input_limits
+from xsp_trace.convert import ConvertOptions, convert_files, input_limits, nesting
 from xsp_trace.convert.input_limits import MAX_VALUE_BYTES, InputLimits
 from xsp_trace.errors import InputError
 

@@ -226,9 +226,9 @@ def test_a_problem_in_a_late_piece(late, expect, tmp_path, tiny_pieces):
 
 
 def test_a_caller_database_keeps_no_rows_of_a_run_that_failed_in_a_late_piece(tmp_path, tiny_pieces):
-    from xsp_trace.connection import duckdb_connect
     from xsp_trace.convert import convert_into
-    from xsp_trace.database import create_schema
+    from xsp_trace.store.connection import duckdb_connect
+    from xsp_trace.store.database import create_schema
 
     source = tmp_path / "late.json.gz"
     nasty_trace(source, tail=[{"ph": "X", "cat": "cpu_op", "name": "late", "pid": 1, "tid": 2, "dur": 1}])

@@ -21,9 +21,9 @@ import pytest
 
 from conftest import DATA
 from kineto_cases import load_raw
-from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
-from xsp_trace.analyze.findings import find
-from xsp_trace.analyze.what_if import parse_rule, step_gain
+from xsp_trace.analyze.critical_path.what_if import parse_rule, step_gain
+from xsp_trace.analyze.findings.find import find
+from xsp_trace.analyze.session import AnalysisOptions, open_session, run_analysis
 
 # Written out here, not imported from tests/references/record_known_causes.py: what the recordings injected.
 STEPS = 6  # active ProfilerSteps per trace (#3..#8)

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from conftest import DATA
-from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
+from xsp_trace.analyze.session import AnalysisOptions, open_session, run_analysis
 from xsp_trace.convert import ConvertOptions, convert_files
 
 pytestmark = pytest.mark.slow  # real traces

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xsp_trace.nesting import _nest_laminar, _nest_stack, nest
+from xsp_trace.convert.nesting import _nest_laminar, _nest_stack, nest
 
 
 def _brute_force_parents(start, end):
@@ -94,7 +94,7 @@ def test_nesting_streamed_in_batches_matches_nesting_each_thread_whole(batch, mo
     size gives what nest() gives on each whole thread (laminar and crossing threads, a NULL pid)."""
     import duckdb
 
-    from xsp_trace import correlate
+    from xsp_trace.convert import correlate
 
     rng = np.random.default_rng(7)
     rows = []
@@ -147,7 +147,7 @@ def test_a_span_open_since_the_first_window_is_the_parent_of_spans_in_the_third(
     """Windows of 4 spans: thread 1's span 1 (0-1000) stays open over every window and is the parent
     of spans starting in the third; thread 2's span 20 (5-700) stays open too, while thread 3 (last
     in sort order) closes everything it opens, so each window ends with thread 3 complete."""
-    from xsp_trace import correlate
+    from xsp_trace.convert import correlate
 
     rows = [
         (1, 1, 1, 0, 1000),
@@ -213,7 +213,7 @@ def test_nesting_in_small_windows_matches_one_window_on_real_traces(case, crossi
 
     import duckdb
 
-    from xsp_trace import correlate
+    from xsp_trace.convert import correlate
 
     path = converted_path(REAL_FIXTURES[case])
     results = {}

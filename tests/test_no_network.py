@@ -18,8 +18,8 @@ import xsp_trace
 from conftest import DATA
 from kineto_cases import KINETO_TRACES
 from xsp_trace.cli import app
-from xsp_trace.connection import duckdb_connect
-from xsp_trace.store import open_store
+from xsp_trace.store.connection import duckdb_connect
+from xsp_trace.store.opening import open_store
 
 pytestmark = pytest.mark.slow  # every command in a child process
 

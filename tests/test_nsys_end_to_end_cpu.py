@@ -116,7 +116,7 @@ def test_osrt_sum_equals_nsys_stats_osrtsum(profiled, tmp_path):
     """The program's OS runtime calls (recorded with --trace=osrt): every row of nsys's own osrtsum
     report -- share, total, calls, mean, median, min, max, stddev -- equal to the analysis."""
     from conftest import nsys_version
-    from xsp_trace.analyze import open_session, run_analysis
+    from xsp_trace.analyze.session import open_session, run_analysis
     from xsp_trace.formats.nsys_stats import report_name
 
     report, db = profiled

@@ -23,7 +23,7 @@ import duckdb
 import pytest
 
 from conftest import NSYS_EXPORTS, nsys_stats, nsys_version, without_backtrace_rows
-from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
+from xsp_trace.analyze.session import AnalysisOptions, open_session, run_analysis
 from xsp_trace.formats import nsys_export as fmt
 from xsp_trace.formats.nsys_stats import GPUSUM_KERNEL_CATEGORY, report_name
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 from support.handmade import Run, write
-from xsp_trace.analyze import open_session, run_analysis
+from xsp_trace.analyze.session import open_session, run_analysis
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,7 @@ import json
 import pytest
 
 from conftest import DATA
-from xsp_trace.analyze import AnalysisOptions, run_analysis
-from xsp_trace.analyze.session import prepare
+from xsp_trace.analyze.session import AnalysisOptions, prepare, run_analysis
 
 FIXTURES = {
     "kineto_2025_all_options_h100": "tracelens_h100_qwen1.5_0.5b.json.gz",

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from conftest import DATA
 from perfetto_harness.trace_processor import WasmTraceProcessor
-from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
+from xsp_trace.analyze.session import AnalysisOptions, open_session, run_analysis
 from xsp_trace.cli import app
 
 pytestmark = pytest.mark.slow  # the browser and Perfetto's trace processor

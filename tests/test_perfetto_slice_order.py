@@ -111,7 +111,7 @@ def test_tracks_that_hash_alike_take_the_next_salt(converted_path, tmp_path, mon
 
 
 def test_duckdb_threads_come_back_after_a_block_on_fewer():
-    from xsp_trace.connection import duckdb_connect, duckdb_threads, thread_count
+    from xsp_trace.store.connection import duckdb_connect, duckdb_threads, thread_count
 
     con = duckdb_connect()
     con.execute("SET threads = 2")

@@ -7,8 +7,8 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from xsp_trace.database import create_schema, insert_run
 from xsp_trace.perfetto.export import PerfettoOptions, _select, slice_parts
+from xsp_trace.store.database import create_schema, insert_run
 
 STEP_LONG = 1 << 50  # 8 spans this far apart: a run of 7 * 2^50 ns, past BIGINT buckets
 

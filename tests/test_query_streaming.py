@@ -1,5 +1,5 @@
-"""`query` prints any number of rows in bounded memory (xsp_trace/table_stream.py), and --timeout
-stops even a sort that does not check DuckDB's interrupt (xsp_trace/sandbox.py interrupt_after)."""
+"""`query` prints any number of rows in bounded memory (xsp_trace/terminal/streamed_table.py), and --timeout
+stops even a sort that does not check DuckDB's interrupt (xsp_trace/store/connection.py interrupt_after)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from xsp_trace.cli import app
-from xsp_trace.table_stream import StreamedTable
-from xsp_trace.tables import print_table
+from xsp_trace.terminal.raw_table import print_table
+from xsp_trace.terminal.streamed_table import StreamedTable
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,7 +77,7 @@ def test_wide_columns_are_capped_to_the_console_and_fold():
 
 def test_limit_counts_rows_over_batches(monkeypatch, tmp_path):
     """--limit N over several fetch batches prints N rows and says more exist."""
-    import xsp_trace.table_stream as table_stream
+    import xsp_trace.terminal.streamed_table as table_stream
 
     monkeypatch.setattr(table_stream, "FETCH_BATCH_ROWS", 7)
     database = _empty_database(tmp_path)
@@ -92,11 +92,12 @@ def test_limit_counts_rows_over_batches(monkeypatch, tmp_path):
 
 
 def _empty_database(folder: Path) -> Path:
-    from xsp_trace.database import atomic_database
+    from xsp_trace.analyze.install import install_analyses
+    from xsp_trace.store.database import atomic_database
 
     path = folder / "empty.duckdb"
-    with atomic_database(path):
-        pass
+    with atomic_database(path) as con:
+        install_analyses(con)  # as convert does
     return path
 
 
@@ -141,8 +142,8 @@ def test_every_row_in_bounded_memory(fmt, tmp_path):
 _STUCK = """
 import signal, sys, time
 from pathlib import Path
-from xsp_trace.data_only import _spill_folder
-from xsp_trace.sandbox import interrupt_after
+from xsp_trace.store.data_only import _spill_folder
+from xsp_trace.store.connection import interrupt_after
 
 class Ignored:  # DuckDB deep in a sort's merge: its interrupt is not looked at
     def interrupt(self): pass
@@ -173,12 +174,12 @@ def test_a_stuck_block_ends_the_process_after_the_grace(tmp_path, monkeypatch):
 
 _TIMED = """
 import sys, time
-from xsp_trace import sandbox
-stamp, real = sys.argv.pop(1), sandbox.interrupt_after
+from xsp_trace.store import connection
+stamp, real = sys.argv.pop(1), connection.interrupt_after
 def timed(*args, **kwargs):
     open(stamp, "w").write(repr(time.time()))
     return real(*args, **kwargs)
-sandbox.interrupt_after = timed
+connection.interrupt_after = timed
 from xsp_trace.cli import main
 main()
 """

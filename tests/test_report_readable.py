@@ -30,7 +30,7 @@ from conftest import DATA, NSYS_EXPORTS, nsys_stats, require_nsys
 from perfetto_harness.trace_processor import HARNESS_DIR, missing_browser, node_binary
 from support.leveled import ML_MODEL_NS, MLG_MODEL_NS, build
 from xsp_trace.analyze.catalog import ANALYSES
-from xsp_trace.analyze.report_text import short_name
+from xsp_trace.analyze.report.text import short_name
 from xsp_trace.cli import app
 
 ARTIFACTS = Path(os.environ.get("XSP_TEST_ARTIFACTS", Path(__file__).parent / "artifacts"))

@@ -8,14 +8,13 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import DATA, NSYS_EXPORTS, nsys_stats
-from xsp_trace.analyze import AnalysisOptions, run_analysis
-from xsp_trace.analyze.session import prepare
+from xsp_trace.analyze.session import AnalysisOptions, prepare, run_analysis
 from xsp_trace.cli import app
 from xsp_trace.convert import ConvertOptions, convert_files, convert_inputs
-from xsp_trace.dataset import is_dataset
 from xsp_trace.errors import InputError
 from xsp_trace.resources import query_text
-from xsp_trace.store import open_store as connect
+from xsp_trace.store.dataset import is_dataset
+from xsp_trace.store.opening import open_store as connect
 
 pytestmark = pytest.mark.slow  # Ray, worker processes and big inputs
 

@@ -16,7 +16,7 @@ from test_scale_parallel_parquet import INPUTS, _rows, _tables
 from xsp_trace.cli import app
 from xsp_trace.convert import ConvertOptions, convert_files
 from xsp_trace.convert.ray_engine import _convert_task
-from xsp_trace.store import open_store
+from xsp_trace.store.opening import open_store
 
 pytestmark = pytest.mark.slow  # Ray, worker processes and big inputs
 

@@ -12,7 +12,7 @@ import duckdb
 import pytest
 
 from conftest import NSYS_EXPORTS
-from xsp_trace.database import SCHEMA_VERSION, create_schema
+from xsp_trace.store.database import SCHEMA_VERSION, create_schema
 
 pytestmark = pytest.mark.slow  # wheels and virtual environments
 

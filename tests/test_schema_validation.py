@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 
 from kineto_cases import KINETO_TRACES
 from xsp_trace.cli import app
-from xsp_trace.database import SCHEMA_VERSION
-from xsp_trace.schema import expected_tables
+from xsp_trace.store.database import SCHEMA_VERSION
+from xsp_trace.store.schema import expected_tables
 
 REPO = Path(__file__).resolve().parent.parent
 SMALL = KINETO_TRACES["kineto_rocm_mi250"]  # 7 KB

@@ -1,4 +1,4 @@
-"""span_ancestors, built level by level (xsp_trace.correlate.build_ancestors), against the
+"""span_ancestors, built level by level (xsp_trace.convert.correlate.build_ancestors), against the
 transitive closure of parent_id computed here independently: a recursive query that follows
 parent pointers and knows nothing of depths or levels."""
 

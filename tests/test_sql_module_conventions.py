@@ -144,7 +144,7 @@ def _created(path: Path) -> set[str]:
 
 
 def test_library_includes_resolve_and_form_no_cycle():
-    from xsp_trace.sqllib import load_order, module_names
+    from xsp_trace.analyze.sql_library import load_order, module_names
 
     graph = {_module(p): _includes(p) for p in LIB_FILES}
     assert sorted(graph) == list(module_names())
@@ -156,7 +156,7 @@ def test_library_includes_resolve_and_form_no_cycle():
 
 def test_a_module_uses_only_what_it_includes():
     """Every library name a module's code mentions is its own or defined in a module it reaches by includes."""
-    from xsp_trace.sqllib import load_order
+    from xsp_trace.analyze.sql_library import load_order
 
     made = {_module(p): _created(p) for p in LIB_FILES}
     owner = {name: module for module, names in made.items() for name in names}
@@ -169,7 +169,7 @@ def test_a_module_uses_only_what_it_includes():
 
 
 def test_load_order_refuses_a_cycle(monkeypatch):
-    from xsp_trace import sqllib
+    from xsp_trace.analyze import sql_library as sqllib
 
     fake = {"lib/a": ("lib/b",), "lib/b": ("lib/a",)}
     monkeypatch.setattr(sqllib, "module_names", lambda: tuple(fake))

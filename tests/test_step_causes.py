@@ -21,8 +21,7 @@ import pytest
 
 from raw_traces import GPU_FIXTURES, merge, raw_runs
 from test_findings_handmade import _plain_trace
-from xsp_trace.analyze import open_session, run_analysis
-from xsp_trace.analyze.session import AnalysisOptions
+from xsp_trace.analyze.session import AnalysisOptions, open_session, run_analysis
 
 US = 1000
 

@@ -128,9 +128,9 @@ def test_tables_show_the_name_escaped(evil_db, args):
 def test_a_finding_that_names_a_kernel_shows_it_escaped(evil_db, monkeypatch, tmp_path, args):
     """Findings name kernels and calls (the roofline's longest kernel, the calls a step waits in):
     one naming the renamed kernel, in the summary's list, the --findings table and the report."""
-    import xsp_trace.analyze.findings as findings
+    import xsp_trace.analyze.findings.find as findings
     import xsp_trace.analyze.summary as summary
-    from xsp_trace.analyze.findings_base import Finding
+    from xsp_trace.analyze.findings.record import Finding
 
     named = [Finding("memory_bound", 0.5, f"the longest kernel, {EVIL}, is memory-bound", "top_kernels", "run_id = 1")]
     monkeypatch.setattr(findings, "find", lambda *_args: named)

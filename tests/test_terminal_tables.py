@@ -17,11 +17,12 @@ import pytest
 from typer.testing import CliRunner
 
 from conftest import DATA, NSYS_EXPORTS
-from xsp_trace.analyze import ANALYSES, AnalysisOptions, open_session, run_analysis
+from xsp_trace.analyze.catalog import ANALYSES
+from xsp_trace.analyze.session import AnalysisOptions, open_session, run_analysis
 from xsp_trace.analyze.summary import TOP_KERNELS, summarize
 from xsp_trace.cli import app
 from xsp_trace.naming import short_kernel_name, short_names
-from xsp_trace.table_layout import shorten_distinct, shorten_middle
+from xsp_trace.terminal.readable_table import shorten_distinct, shorten_middle
 
 runner = CliRunner()
 H100 = NSYS_EXPORTS["nsys_2026_pytorch_2xh100"]

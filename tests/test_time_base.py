@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from perfetto_harness.trace_processor import WasmTraceProcessor
 from xsp_trace.cli import app
 from xsp_trace.perfetto import export_perfetto
-from xsp_trace.store import open_store
+from xsp_trace.store.opening import open_store
 
 DATA = Path(__file__).parent / "data"
 KINETO = DATA / "kineto_cuda_sync_alexnet" / "hta_a100_alexnet.json.gz"  # Kineto: epoch-µs clock

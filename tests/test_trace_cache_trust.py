@@ -28,7 +28,7 @@ from xsp_trace.cli import app
 from xsp_trace.convert import cache_folder
 from xsp_trace.convert.nsys.report import exported_sqlite
 from xsp_trace.convert.trace_cache import SOURCE_DIGEST_KEY, cached_database_path, content_digest
-from xsp_trace.database import SCHEMA_VERSION
+from xsp_trace.store.database import SCHEMA_VERSION
 
 runner = CliRunner()
 TRACE = KINETO_TRACES["kineto_rocm_mi250"]  # 7 KB: converts in seconds

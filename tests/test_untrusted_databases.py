@@ -1,4 +1,4 @@
-"""A colleague's database is data, never code (xsp_trace/data_only.py): a file that defines macros,
+"""A colleague's database is data, never code (xsp_trace/store/data_only.py): a file that defines macros,
 views or expressions DuckDB would run inside the package's queries is refused by every command before
 any of its code runs, and a reading connection cannot reach the file system even where that check
 is bypassed. Each attack crafts a copy of a real converted trace; a secret file stands for what the
@@ -16,9 +16,9 @@ import pytest
 from typer.testing import CliRunner
 
 from xsp_trace.cli import app
-from xsp_trace.database import connect
 from xsp_trace.errors import InputError
 from xsp_trace.resources import queries_dir
+from xsp_trace.store.database import connect
 
 runner = CliRunner()
 TRACE = Path(__file__).parent / "data" / "kineto_cuda_sync_alexnet" / "hta_a100_alexnet.json.gz"
@@ -157,7 +157,7 @@ def test_the_lock_alone_keeps_a_reading_connection_off_the_file_system(crafted, 
     db = crafted(f"CREATE MACRO main.round(x, d := 0) AS {reads(secret)}")
     with duckdb.connect(str(db), read_only=True) as unlocked:
         assert unlocked.execute("SELECT round(1.5)").fetchone() == (SECRET,)
-    monkeypatch.setattr("xsp_trace.database.refuse_code", lambda *args, **kwargs: None)
+    monkeypatch.setattr("xsp_trace.store.database.refuse_code", lambda *args, **kwargs: None)
     con = connect(db)
     try:
         with pytest.raises(duckdb.PermissionException):

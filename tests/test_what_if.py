@@ -1,4 +1,4 @@
-"""`analyze --what-if`: the step time predicted with some work changed (xsp_trace/analyze/what_if.py).
+"""`analyze --what-if`: the step time predicted with some work changed (xsp_trace/analyze/critical_path/what_if.py).
 
 Hand-made steps (the ones of tests/test_critical_path.py) with each rule form, the prediction worked
 out by hand; on a real trace, no rule predicts exactly the measured latency of every step, and the
@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 from conftest import DATA
 from support.handmade import Run, write
 from support.steps import backward_step, event_step, pageable_step, sync_step
-from xsp_trace.analyze import AnalysisOptions, open_session, run_analysis
-from xsp_trace.analyze.critical_path import load_run, units
-from xsp_trace.analyze.what_if import parse_rule, predict
+from xsp_trace.analyze.critical_path.walk import load_run, units
+from xsp_trace.analyze.critical_path.what_if import parse_rule, predict
+from xsp_trace.analyze.session import AnalysisOptions, open_session, run_analysis
 from xsp_trace.cli import app
 from xsp_trace.errors import InputError
 
@@ -206,7 +206,7 @@ def test_a_wait_finding_states_the_replays_gain(tmp_path):
     the only part of its 500 ns that is the wait's (5 %: kernel K and the copy run before that).
     Without the wait the call takes 0 ns and the thread is done at 200 + 50 + 40 + 10 + 10 + 190 =
     500 ns, but the GPU still runs K until 700 and the copy after it until 750: 250 ns saved."""
-    from xsp_trace.analyze.findings import find
+    from xsp_trace.analyze.findings.find import find
 
     db = write(tmp_path / "t.duckdb", [pageable_step()])
     (finding,) = [f for f in find(open_session(db, AnalysisOptions())) if f.kind == "sync_gpu_idle"]
@@ -286,8 +286,8 @@ def test_removing_communication_shortens_the_v100_steps_it_delays(converted):
     event (a 2022 trace): without the collectives those steps are shorter (the replay predicted 0.0 %
     change before it tied such work to what it waited for), yet never shorter than their busiest
     stream's remaining work; step 1012 (16 ms of NCCL) may keep its time."""
+    from xsp_trace.analyze.critical_path.what_if import replay_gain
     from xsp_trace.analyze.session import prepare
-    from xsp_trace.analyze.what_if import replay_gain
 
     con = converted(DATA / "kineto_cuda_graphs_v100_2022" / "hta_v100_cuda_graphs_rank1_2022.json.gz")
     prepare(con, AnalysisOptions())

@@ -1,4 +1,4 @@
-"""What-if replay properties over every step of every Kineto and nsys fixture (xsp_trace/analyze/what_if.py).
+"""What-if replay properties over every step of every Kineto and nsys fixture (xsp_trace/analyze/critical_path/what_if.py).
 
 The replay keeps each stream's GPU work and its dependencies, so whatever a rule removes:
 - no rule, or a rule that matches nothing, predicts the measured step time;
@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA
-from xsp_trace.analyze import AnalysisOptions
-from xsp_trace.analyze.session import prepare
-from xsp_trace.analyze.what_if import parse_rule, replay_gain
+from xsp_trace.analyze.critical_path.what_if import parse_rule, replay_gain
+from xsp_trace.analyze.session import AnalysisOptions, prepare
 
 # (fixture files converted together, slow): every Kineto and nsys trace of tests/data (the nsys
 # report a newer nsys wrote is the clear-error case, it converts to nothing).

@@ -1,5 +1,5 @@
 """Checks that the critical path of this checkout equals the one of an earlier revision of
-xsp_trace/analyze/critical_path.py, segment by segment and row by row of the table
+xsp_trace/analyze/critical_path/walk.py, segment by segment and row by row of the table
 xsp_critical_path, on every Kineto fixture of tests/data (and the two ranks of
 kineto_two_ranks_sendrecv in one database): a rewrite of the walk or of its loading must not change a path.
 
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _module_at(revision: str, folder: Path):
-    """The revision's xsp_trace.analyze.critical_path, imported from a copy of its package renamed
+    """The revision's xsp_trace.analyze.critical_path.walk, imported from a copy of its package renamed
     xsp_trace_before, so that its loading (critical_path_run) and hops (critical_path_chase) are
     the revision's too."""
     tree = [p for p in ("xsp_trace", "queries", "schemas", "capture") if (ROOT / p).exists()]
@@ -70,8 +70,8 @@ def main() -> None:
     args = parser.parse_args()
     from typer.testing import CliRunner
 
-    from xsp_trace.analyze import AnalysisOptions, open_session
-    from xsp_trace.analyze import critical_path as after
+    from xsp_trace.analyze.critical_path import walk as after
+    from xsp_trace.analyze.session import AnalysisOptions, open_session
     from xsp_trace.cli import app
 
     traces = args.traces or sorted((ROOT / "tests" / "data").glob("*/*.json.gz"))

@@ -39,9 +39,9 @@ from .cli_options import (
     time_window,
     write_perfetto,
 )
-from .data_only import remove_spill_folders
 from .errors import InputError
 from .output_files import Interrupted, check_output_path, install_signal_handlers, received_signal, refuse_inputs
+from .store.data_only import remove_spill_folders
 
 app = typer.Typer(
     name="xsp-trace",
@@ -156,7 +156,7 @@ def convert(
     """
     from .convert import ConvertOptions, convert_inputs, default_output
     from .convert.input_limits import InputLimits
-    from .step_ranges import check_step_ranges
+    from .convert.step_ranges import check_step_ranges
 
     if run_id_offset + len(inputs) > INT32_MAX:
         raise InputError(None, f"--run-id-offset {run_id_offset} numbers runs past {INT32_MAX}, the largest run id", "use a smaller offset")
@@ -359,8 +359,9 @@ def query(
     """
     import duckdb
 
-    from .sandbox import check_statements, interrupt_after, query_connection, sql_argument
-    from .table_stream import print_result
+    from .sandbox import check_statements, query_connection, sql_argument
+    from .store.connection import interrupt_after
+    from .terminal.streamed_table import print_result
 
     sql = sql_argument(sql)
     notes: list[str] = []
@@ -476,18 +477,18 @@ def analyze(
 
       xsp-trace analyze h100.duckdb -a gpu_starvation -a cuda_sync_api --set gap=100 --set rows=10
     """
-    from .analyze import AnalysisOptions
     from .analyze.command import AnalyzeRequest, run_analyze
     from .analyze.present import View, check_names, list_all, run_pair
+    from .analyze.session import AnalysisOptions
     from .analyze.settings import parse_settings
-    from .table_layout import TableStyle
+    from .terminal.readable_table import TableStyle
 
     if list_analyses:
         return list_all()
     if database is None:
         raise InputError(None, "no database given", "xsp-trace analyze RUN.duckdb (or --list to see the analyses)")
     if what_if:
-        from .analyze.what_if import parse_rule
+        from .analyze.critical_path.what_if import parse_rule
 
         for rule in what_if:
             parse_rule(rule)  # one line for a rule that does not parse, before anything runs

@@ -26,8 +26,9 @@ def metrics(
 
       xsp-trace metrics run.duckdb metrics.csv --run 3
     """
+    from .analyze.install import install_analyses
     from .convert.ncu import import_ncu_metrics
-    from .database import atomic_database
+    from .store.database import atomic_database
 
     if not database.exists():
         raise InputError(database, "does not exist", "convert the traced run first: xsp-trace convert TRACE -o " + database.name)
@@ -39,6 +40,7 @@ def metrics(
             )
             if done.unmatched_names:  # kernel names from the ncu CSV
                 typer.echo(printable("  unmatched: " + "; ".join(done.unmatched_names[:5])))
+        install_analyses(con)  # a database a command writes has its analyses installed, up to date
 
 
 def install_analyses_command(
@@ -57,10 +59,11 @@ def install_analyses_command(
 
       xsp-trace install-analyses run.duckdb && duckdb -readonly run.duckdb -c "SELECT * FROM xsp.top_kernels"
     """
-    from .database import atomic_database
+    from .analyze.install import install_analyses
+    from .store.database import atomic_database
 
     if not database.is_file():
         raise InputError(database, "is not a database file", "pass a .duckdb file written by xsp-trace convert")
-    with atomic_database(database, append=True, bind_views=bind_views):
-        pass  # the analyses are installed as the database is written
+    with atomic_database(database, append=True) as con:
+        install_analyses(con, bind_views=bind_views)
     typer.echo(f"installed the analyses in {database} (schema xsp: SELECT * FROM xsp.xsp_analyses lists them)")

@@ -113,7 +113,7 @@ def memory_size(text: str) -> str:
     an empty in-memory DuckDB, so that a bad one is the CLI's usage error and not DuckDB's traceback."""
     import duckdb
 
-    from .connection import duckdb_connect
+    from .store.connection import duckdb_connect
 
     if text == QUERY_MEMORY_LIMIT:
         return text  # the default: no DuckDB opened to check it
@@ -290,7 +290,7 @@ def percent(text: str, what: str, high: float | None = None) -> float:
 def readable_database(path: Path) -> Path:
     """The database a reading command opens for `path`: a raw trace (.nsys-rep, .sqlite, .json[.gz])
     is converted once into the cache beside it (xsp_trace/convert/trace_cache.py) and read from there."""
-    from .store import is_duckdb_file
+    from .store.opening import is_duckdb_file
 
     if path.is_dir() or is_duckdb_file(path):
         return path  # no need to import the converters

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from .sql import quote_literal
+from .store.sql import quote_literal
 
 # NVTX domain of the ranges written by xsp_trace.capture.
 XSP_NVTX_DOMAIN = "xsp"

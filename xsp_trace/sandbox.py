@@ -19,23 +19,17 @@ By default the connection is locked down before the user's SQL runs:
 
 from __future__ import annotations
 
-import os
-import signal
-import sys
-import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
 
 import duckdb
 
-from .data_only import lock_reading, remove_spill_folders
-from .dataset import dataset_files
 from .errors import InputError
 from .resources import queries_dir
-from .store import open_store
+from .store.data_only import lock_reading
+from .store.dataset import dataset_files
+from .store.opening import open_store
 
 _FIX = "query the data only, or pass --allow-external-access to let the SQL use files and extensions"
 
@@ -214,86 +208,3 @@ def query_connection(
         yield con
     finally:
         con.close()
-
-
-# How long a stopped query may take to unwind before the console script exits without it: DuckDB
-# checks its interrupt between tasks, and a sort's merge runs as long tasks (13-18 s late measured).
-STUCK_GRACE_S = 1.0
-_REINTERRUPT_S = 0.1  # the interrupt is repeated, so one that lands between statements or fetches is not lost
-
-
-@contextmanager
-def interrupt_after(con: duckdb.DuckDBPyConnection, seconds: float, path: Path, exit_when_stuck: bool = False) -> Iterator[None]:
-    """Stop what runs in the block once `seconds` have passed (0 = never), with one InputError line:
-    DuckDB's query is interrupted from a watchdog thread, and Python work (the critical path's walk,
-    printing) by an alarm signal in the main thread. With `exit_when_stuck` (the console script,
-    which owns its process), a block still running STUCK_GRACE_S after the deadline -- DuckDB deep in
-    a sort, or stdout blocked -- ends the process: the one line, its spill folder removed, exit code 2."""
-    if seconds <= 0:
-        yield
-        return
-    fired = threading.Event()
-    left = threading.Event()  # the block has ended
-
-    def stopped() -> InputError:
-        return InputError(path, f"stopped after {seconds:g} s (--timeout)", "narrow it (a WHERE, a LIMIT, --run, --iteration), or raise --timeout")
-
-    def watchdog() -> None:
-        if left.wait(seconds):
-            return
-        fired.set()
-        deadline = time.monotonic()
-        while True:
-            try:
-                con.interrupt()
-            except duckdb.Error:  # pragma: no cover - the connection is closed only after the block
-                return
-            if left.wait(_REINTERRUPT_S):
-                return
-            if exit_when_stuck and time.monotonic() - deadline >= STUCK_GRACE_S:
-                _exit_stopped(stopped())
-
-    thread = threading.Thread(target=watchdog, name="xsp-timeout", daemon=True)
-    in_main = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
-    previous = None
-    if in_main:
-
-        def alarm(signum, frame) -> None:
-            # The one line itself: the alarm may arrive while DuckDB's interrupt is already being handled.
-            fired.set()
-            raise stopped()
-
-        previous = signal.signal(signal.SIGALRM, alarm)
-        signal.setitimer(signal.ITIMER_REAL, seconds)
-    thread.start()
-    try:
-        yield
-    except Exception as exc:  # DuckDB's interrupt, the alarm, or the caller's InputError wrapping either
-        if fired.is_set():
-            raise stopped() from exc
-        raise
-    finally:
-        left.set()
-        thread.join()  # no thread of ours may outlive the block: DuckDB aborts if one is alive when it is torn down at exit
-        if in_main:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
-
-
-def _exit_stopped(error: InputError) -> NoReturn:
-    """End the process now, from the watchdog thread (the main thread is inside DuckDB, or blocked
-    writing): what was printed is flushed unless stdout is blocked, the one line written, the spill
-    folder removed (a kill would leave it for the next reader's remove_stale_temp), exit code 2."""
-    flusher = threading.Thread(target=_flush_stdout, daemon=True)
-    flusher.start()
-    flusher.join(0.5)  # a full pipe holds stdout's lock in the main thread: do not wait for it
-    os.write(2, f"xsp-trace: error: {error.line()}\n".encode())  # not sys.stderr: its lock may be held too
-    remove_spill_folders()
-    os._exit(2)
-
-
-def _flush_stdout() -> None:
-    try:
-        sys.stdout.flush()
-    except (OSError, ValueError):  # a closed pipe: nothing more can reach the reader
-        pass

@@ -20,9 +20,9 @@ LEVELS: tuple[Level, ...] = get_args(Level)
 CaptureTool = Literal["nsys", "torch", "ncu"]
 CAPTURE_TOOLS: tuple[CaptureTool, ...] = get_args(CaptureTool)
 
-# Finding.kind (xsp_trace/analyze/findings*.py): what `analyze --findings` can say.
+# Finding.kind (xsp_trace/analyze/findings/*.py): what `analyze --findings` can say.
 FindingKind = Literal[
-    # One per cause of analyses/step_causes.sql (xsp_trace/analyze/findings_causes.py KIND_OF_CAUSE).
+    # One per cause of analyses/step_causes.sql (xsp_trace/analyze/findings/step_causes.py KIND_OF_CAUSE).
     "data_loading",
     "cpu_before_gpu",
     "cpu_bound",

@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from xsp_trace.analyze import AnalysisOptions, open_session
+from xsp_trace.analyze.session import AnalysisOptions, open_session
 
 QUERY = """
 WITH baseline AS (

@@ -47,7 +47,7 @@ XSP_KINETO = (
     + """
 from pathlib import Path
 from xsp_trace.convert import ConvertOptions, convert_inputs
-from xsp_trace.store import open_store as connect
+from xsp_trace.store.opening import open_store as connect
 from xsp_trace.resources import query_text
 out = Path(sys.argv[2])
 convert_inputs([Path(sys.argv[1])], out, ConvertOptions(), overwrite=True)

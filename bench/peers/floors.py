@@ -38,8 +38,8 @@ from contextlib import closing
 from pathlib import Path
 from xsp_trace.convert.common import no_progress
 from xsp_trace.convert.nsys.converter import _Export, _stage_all  # the staging step alone: private on purpose
-from xsp_trace.connection import duckdb_connect
-from xsp_trace.connection import CONVERT_MEMORY_LIMIT, memory_limit
+from xsp_trace.store.connection import duckdb_connect
+from xsp_trace.store.connection import CONVERT_MEMORY_LIMIT, memory_limit
 con = duckdb_connect()
 with closing(_Export(Path(sys.argv[1]))) as export, memory_limit(con, CONVERT_MEMORY_LIMIT):
     _stage_all(export, con, no_progress)
@@ -52,8 +52,8 @@ KINETO_READING = (
 from pathlib import Path
 from xsp_trace.convert.input_limits import InputLimits
 from xsp_trace.convert.kineto.duckdb_reader import read_events
-from xsp_trace.connection import duckdb_connect
-from xsp_trace.connection import CONVERT_MEMORY_LIMIT, memory_limit
+from xsp_trace.store.connection import duckdb_connect
+from xsp_trace.store.connection import CONVERT_MEMORY_LIMIT, memory_limit
 con = duckdb_connect()
 with memory_limit(con, CONVERT_MEMORY_LIMIT):
     meta = read_events(con, Path(sys.argv[1]), lambda offset: con.execute("DROP TABLE _kineto_events"), InputLimits())
@@ -64,7 +64,7 @@ assert meta is not None, 'not read by DuckDB'
 WRITING = (
     PRELUDE
     + """
-from xsp_trace.connection import duckdb_connect
+from xsp_trace.store.connection import duckdb_connect
 con = duckdb_connect()
 con.execute("ATTACH ? AS finished (READ_ONLY)", [sys.argv[1]])
 con.execute("ATTACH ? AS fresh", [sys.argv[2]])
@@ -80,7 +80,7 @@ from pathlib import Path
 import xsp_trace.convert.dispatch as dispatch
 from xsp_trace.convert import ConvertOptions, convert_files
 from xsp_trace.resources import query_text
-from xsp_trace.store import open_store
+from xsp_trace.store.opening import open_store
 dispatch.correlate_run = lambda *args: None  # whatever its arguments
 out = Path(sys.argv[2])
 convert_files([Path(sys.argv[1])], out, ConvertOptions(), overwrite=True)

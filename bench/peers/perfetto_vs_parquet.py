@@ -57,7 +57,7 @@ def _parquet(database: Path, output: Path, query: str | None) -> dict:
 
     from xsp_trace.perfetto.export import PerfettoOptions, _select, slice_parts
     from xsp_trace.resources import query_text
-    from xsp_trace.sql import set_variables
+    from xsp_trace.store.sql import set_variables
 
     con = duckdb.connect(str(database), read_only=True)
     con.execute("SET enable_progress_bar = false")

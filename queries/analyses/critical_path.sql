@@ -5,7 +5,7 @@
 -- last to arrive is the rank whose collective kernel is shortest; collectives match by name and
 -- order, iterations by number).
 --
--- From: xsp_critical_path (built by xsp_trace/analyze/critical_path.py from spans, launches,
+-- From: xsp_critical_path (built by xsp_trace/analyze/critical_path/walk.py from spans, launches,
 -- xsp_gpu_work and xsp_cpu_calls (the CPU-time taxonomy); see that module for the dependency rules and their
 -- assumptions), steps, spans (the two streams of a stream wait). A run without steps is one unit from its first to its last CPU span.
 SELECT

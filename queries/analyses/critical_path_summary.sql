@@ -2,7 +2,7 @@
 -- kind of segment, the spans with the most time on it, the streams that waited for other streams
 -- on it -- and whether the path adds up to the step's latency.
 --
--- From: xsp_critical_path (xsp_trace/analyze/critical_path.py), steps, spans (the two streams of a
+-- From: xsp_critical_path (xsp_trace/analyze/critical_path/walk.py), steps, spans (the two streams of a
 -- stream wait).
 WITH units AS (
     SELECT p.run_id, p.step_span_id, any_value(p.iteration) AS iteration, sum(p.on_path_ns) AS path_ns,

@@ -2,7 +2,7 @@
 -- per step, the critical-path time charged to each kernel, op and range name (the segment's own
 -- span; range: an annotation such as record_function or the DataLoader's) and to each layer (the innermost layer range around the segment's span, or the span itself).
 --
--- From: xsp_critical_path (built by xsp_trace/analyze/critical_path.py), spans, span_ancestors,
+-- From: xsp_critical_path (built by xsp_trace/analyze/critical_path/walk.py), spans, span_ancestors,
 -- steps (the step ranges themselves are left out).
 -- Needs the macro xsp_normalized_name (xsp_trace.naming).
 WITH segments AS (

@@ -4,7 +4,7 @@
 -- nothing to run (while the GPU ran the work waited for, the path runs through that work and the
 -- time is the GPU's).
 --
--- From: xsp_critical_path (xsp_trace/analyze/critical_path.py), spans, span_ancestors, attribution
+-- From: xsp_critical_path (xsp_trace/analyze/critical_path/walk.py), spans, span_ancestors, attribution
 -- (training phase, step of GPU work), launches, steps. The data-loading pattern is the variable
 -- xsp_data_loading_pattern (xsp_trace/naming.py DATA_LOADING_PATTERN), the stall threshold
 -- xsp_queue_stall_ns (xsp_trace/analyze/settings.py QUEUE_STALL_NS).

@@ -2,7 +2,7 @@
 -- gone), by replaying every step over the critical path's dependencies, and the top of the new
 -- critical path. Without rules the prediction equals the measured latency.
 --
--- From: xsp_what_if (built by xsp_trace/analyze/what_if.py from the critical path's dependencies:
+-- From: xsp_what_if (built by xsp_trace/analyze/critical_path/what_if.py from the critical path's dependencies:
 -- spans, launches, xsp_gpu_work, xsp_cpu_calls; the rules in the variable
 -- xsp_what_if_rules).
 SELECT

@@ -2,7 +2,7 @@
 --
 -- From: `spans`, `launches`, `span_args` of run getvariable('xsp_run_id'), after
 -- correlate/hierarchy; `_xsp_span_iteration` (span_id, depth, iteration: each span's own iteration,
--- else its nearest ancestor's; xsp_trace.correlate.inherit_down); the TEMP macro xsp_phase_of(name) over xsp_trace.naming PHASE_RULES; variables xsp_arg_sequence_number and xsp_arg_fwd_thread_id (the Kineto arg
+-- else its nearest ancestor's; xsp_trace.convert.correlate.inherit_down); the TEMP macro xsp_phase_of(name) over xsp_trace.naming PHASE_RULES; variables xsp_arg_sequence_number and xsp_arg_fwd_thread_id (the Kineto arg
 -- names, xsp_trace/formats/kineto_fields.py).
 -- Computes:
 --   * `steps`: model ranges on CPU threads (unless xsp_model_ranges_are_steps is false: `convert
@@ -154,7 +154,7 @@ GROUP BY b.span_id;
 
 -- Every span of the run with what it marks itself: the phase it names (its own span id) and, for
 -- a backward op, the forward op that created its autograd node. Spans inherit both top-down from
--- the nearest self-or-ancestor that has one (xsp_trace.correlate.inherit_down), then
+-- the nearest self-or-ancestor that has one (xsp_trace.convert.correlate.inherit_down), then
 -- correlate/attribution_insert writes `attribution`.
 CREATE OR REPLACE TEMP TABLE _xsp_own_attribution AS
 SELECT s.span_id, s.parent_id, s.depth, m.span_id AS phase_span_id, bf.forward_span_id

@@ -1,7 +1,7 @@
 -- correlate/attribution_drop: the end of one run's correlation, once every range of
 -- correlate/attribution_insert is written.
 --
--- From: the TEMP tables correlate/attribution made and xsp_trace.correlate.inherit_down's
+-- From: the TEMP tables correlate/attribution made and xsp_trace.convert.correlate.inherit_down's
 -- `_xsp_span_inherited`. Computes: nothing; drops them.
 
 DROP TABLE _xsp_span_step;

@@ -1,12 +1,12 @@
 -- correlate/attribution_insert: the `attribution` row of every span of one run whose span id is in
--- [getvariable('xsp_span_lo'), getvariable('xsp_span_hi')] (xsp_trace.correlate.insert_attribution
+-- [getvariable('xsp_span_lo'), getvariable('xsp_span_hi')] (xsp_trace.convert.correlate.insert_attribution
 -- runs it once per range of ATTRIBUTION_BATCH_SPANS ids, so that the hash tables of its joins hold
 -- one range, not the whole run).
 --
 -- From: `spans` of run getvariable('xsp_run_id') and the TEMP tables correlate/attribution made
 -- (`_xsp_span_step`, `_xsp_phase_marks`) with `_xsp_span_inherited`
 -- (span_id, depth, phase_span_id, forward_span_id: the nearest self-or-ancestor marking a phase,
--- resp. the forward op of the nearest self-or-ancestor backward op; xsp_trace.correlate.inherit_down).
+-- resp. the forward op of the nearest self-or-ancestor backward op; xsp_trace.convert.correlate.inherit_down).
 -- Computes: `attribution` (step, phase and forward op of every span; see the table's comments).
 
 INSERT INTO attribution (run_id, span_id, step_span_id, phase, phase_span_id, forward_span_id)

@@ -6,10 +6,10 @@
 --   * GPU spans become children of the API call that launched them (depth = API depth + 1);
 --     unlaunched GPU spans stay at depth 0.
 --   * every span's depth is its parent's + 1 (an API call without a thread, never nested, is at
---     depth 0 and its GPU spans at 1), which xsp_trace.correlate.build_ancestors relies on to
+--     depth 0 and its GPU spans at 1), which xsp_trace.convert.correlate.build_ancestors relies on to
 --     fill `span_ancestors` level by level afterwards.
 --   * `iteration` of model spans without one: numbered per process in start order from 0
---     (descendants inherit iterations top-down afterwards: xsp_trace.correlate.inherit_down).
+--     (descendants inherit iterations top-down afterwards: xsp_trace.convert.correlate.inherit_down).
 
 UPDATE spans
 SET parent_id = l.api_span_id, depth = coalesce(api.depth, 0) + 1

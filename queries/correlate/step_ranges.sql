@@ -1,7 +1,7 @@
 -- correlate/step_ranges: the iteration of every range that names a step, the same for every format.
 --
 -- From: `spans` of run getvariable('xsp_run_id'), before correlate/hierarchy (no span has an
--- iteration yet), and the variables set by xsp_trace.step_ranges: xsp_step_pattern (a regular
+-- iteration yet), and the variables set by xsp_trace.convert.step_ranges: xsp_step_pattern (a regular
 -- expression over range names: ProfilerStep#N, else `convert --step-ranges REGEX`),
 -- xsp_step_name_prefix (what every name it matches starts with, '' if unknown) and
 -- xsp_step_range_kinds (the kinds that are ranges).

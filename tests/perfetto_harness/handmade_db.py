@@ -4,7 +4,7 @@ kernels on one stream (one of them inside another: it must not nest), crossing C
 an API call launching two kernels, a kernel without launch, marks, counters, span_args, and
 two runs sharing a pid on very different clocks (session ns vs epoch ns).
 
-Written with tests/support/handmade.py: spans go in without parent/depth; xsp_trace.correlate fills in
+Written with tests/support/handmade.py: spans go in without parent/depth; xsp_trace.convert.correlate fills in
 nesting and launches, as for a real conversion.
 """
 

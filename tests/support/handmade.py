@@ -1,7 +1,7 @@
 """The one builder of hand-made databases (the Perfetto diff-test style: a hand-made database, the
 query, the expected table worked out by hand in the test): a `Run` collects spans and rows of any
 other table of the schema, `write` stores runs and correlates them like a converted trace (nesting,
-launches, steps and attribution filled by xsp_trace.correlate, never by hand).
+launches, steps and attribution filled by xsp_trace.convert.correlate, never by hand).
 
 Used for plain traces (summaries, communication, idle time, findings, critical path), for the
 leveled capture of support/leveled.py and for the Perfetto harness's database.
@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from xsp_trace.correlate import correlate_run
-from xsp_trace.database import atomic_database, insert_relation, insert_run
+from xsp_trace.analyze.install import install_analyses
+from xsp_trace.convert.correlate import correlate_run
+from xsp_trace.store.database import atomic_database, insert_relation, insert_run
 
 PID, TID = 100, 100
 
@@ -145,4 +146,5 @@ def write(path: Path, runs: list[Run]) -> Path:
                 if rows:
                     insert_relation(con, table, _table(rows))
             correlate_run(con, run.run_id)
+        install_analyses(con)  # as convert does
     return path

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from xsp_trace.analyze.critical_path import Segment, walk
+from xsp_trace.analyze.critical_path.walk import Segment, walk
 
 STEP_CATEGORIES = ("user_annotation", "cpu_op")  # Kineto categories of the CPU-side ProfilerStep#N
 ROUNDING_NS = 2_000  # HTA's path ends are us from its own origin, truncated in the CSV

@@ -12,7 +12,7 @@ from xsp_trace.perfetto.slice_encoder import FLOAT_ANNOTATIONS, INT_ANNOTATIONS,
 from xsp_trace.perfetto.slice_order import TRACK_KEY
 from xsp_trace.perfetto.tracks import Lanes
 from xsp_trace.resources import query_text
-from xsp_trace.sql import set_variables
+from xsp_trace.store.sql import set_variables
 
 # perfetto/slices.sql sorted by DuckDB, as the query did before the encoder sorted each part
 # itself (xsp_trace/perfetto/slice_order.py), with each row's track key joined back from its

@@ -1,6 +1,6 @@
-"""The XSP analyses: leveled correction and the paper's analyses as SQL (queries/analyses/*.sql)."""
+"""The XSP analyses: leveled correction and the paper's analyses as SQL (queries/analyses/*.sql).
 
-from .catalog import ANALYSES, BY_NAME, Analysis
-from .session import AnalysisOptions, Result, open_session, prepare, run_analysis
-
-__all__ = ["ANALYSES", "BY_NAME", "Analysis", "AnalysisOptions", "Result", "open_session", "prepare", "run_analysis"]
+The catalog (`catalog.py`), the session that runs them (`session.py`), their installation as views
+(`install.py`, which loads neither the session nor the critical path), the Python builders
+(`critical_path/`), the findings (`findings/`) and the HTML report (`report/`). This module imports
+nothing: importing one part loads only what that part needs."""

@@ -1,6 +1,6 @@
 """The analyses `xsp-trace analyze` knows: name -> documented SQL file queries/analyses/<name>.sql.
 
-Every file is a plain SELECT over the SQL library (queries/lib/, xsp_trace/sqllib.py) and the schema;
+Every file is a plain SELECT over the SQL library (queries/lib/, xsp_trace/analyze/sql_library.py) and the schema;
 the order here is the order of the printed tables and of the HTML report.
 """
 

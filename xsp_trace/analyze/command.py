@@ -39,8 +39,8 @@ class AnalyzeRequest:
 def run_analyze(database: Path, source: Path, options: AnalysisOptions, view: View, request: AnalyzeRequest) -> Path | None:
     """Analyse `database` (opened from `source`, the path the user gave) and print as `view` says;
     returns the report written, if one was asked for."""
-    from ..sandbox import interrupt_after
-    from ..sql import values_readable
+    from ..store.connection import interrupt_after
+    from ..store.sql import values_readable
 
     with values_readable(source):
         con = open_session(database, options)
@@ -48,7 +48,7 @@ def run_analyze(database: Path, source: Path, options: AnalysisOptions, view: Vi
     with interrupt_after(con, request.timeout, source), values_readable(source):
         notes = check_selection(con, options, source)
         if request.findings:
-            from .findings import find, findings_result
+            from .findings.find import find, findings_result
 
             results = [findings_result(find(con))] + [run_analysis(con, n) for n in request.chosen]
         elif request.wants_summary(options, view):
@@ -60,8 +60,8 @@ def run_analyze(database: Path, source: Path, options: AnalysisOptions, view: Vi
             present(con, results, options, view, notes)
         if request.report is None:
             return None
-        from .findings import find
-        from .report import write_report
+        from .findings.find import find
+        from .report.html_report import write_report
 
         all_results = {a.name: run_analysis(con, a.name) for a in ANALYSES}
         write_report(request.report, source, all_results, find(con, all_results))

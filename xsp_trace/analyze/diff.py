@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..resources import query_text
-from ..sql import scalar, values_readable
+from ..store.sql import scalar, values_readable
 from .diff_headline import NS_PER_S, Headline, StepData, headline, read_steps
 from .session import open_session
 

@@ -12,8 +12,8 @@ from statistics import median
 
 from ..naming import short_names
 from ..printable import printable
-from ..table_layout import TableStyle, output_console, render, shorten_distinct
-from ..tables import write_csv
+from ..terminal.raw_table import write_csv
+from ..terminal.readable_table import TableStyle, output_console, render, shorten_distinct
 from .diff import ORDER, DiffResult, DiffRow
 from .diff_headline import Explained, Headline
 

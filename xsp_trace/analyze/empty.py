@@ -15,7 +15,7 @@ import duckdb
 
 from ..errors import InputError
 from ..naming import LAYER_RANGE_PRESETS
-from ..sql import quote_identifier, scalar
+from ..store.sql import quote_identifier, scalar
 from .session import AnalysisOptions
 
 # Analyses that read steps (model ranges or ProfilerStep#N-like iteration ranges).

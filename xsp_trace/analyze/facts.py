@@ -13,7 +13,7 @@ import duckdb
 from .. import naming
 from ..formats import aten_perf_models, collectives, cuda_api, kineto_fields, ncu_metrics, nsys_export, nsys_stats, torch_dtypes
 from ..formats.device_peaks import lookup_peak
-from ..sql import insert_rows
+from ..store.sql import insert_rows
 from .settings import SETTINGS, rule_facts
 
 TEMP = "CREATE OR REPLACE TEMP TABLE"

@@ -25,11 +25,11 @@ import duckdb
 from .. import __version__
 from ..naming import name_macro_statements
 from ..resources import query_text
-from ..schema import expected_tables
-from ..sql import insert_rows, one_transaction, quote_identifier, scalar
-from ..sqllib import deferred, installed_text, load_order, module_names, with_defaults
+from ..store.schema import expected_tables
+from ..store.sql import insert_rows, one_transaction, quote_identifier, scalar
 from .catalog import ANALYSES, Analysis
 from .facts import fill_device_peaks, load_format_tables, variable_defaults
+from .sql_library import deferred, installed_text, load_order, module_names, with_defaults
 
 SCHEMA = "xsp"
 INFO_TABLE = "_xsp_installed"

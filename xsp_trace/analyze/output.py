@@ -8,8 +8,8 @@ from datetime import date, datetime
 from decimal import Decimal
 
 from ..printable import printable
-from ..table_layout import TableStyle, output_console, render
-from ..tables import write_csv
+from ..terminal.raw_table import write_csv
+from ..terminal.readable_table import TableStyle, output_console, render
 from .empty import LAYER_ANALYSES, EmptyReasons
 from .session import Result
 

@@ -12,7 +12,7 @@ import duckdb
 
 from ..errors import InputError, did_you_mean
 from ..printable import printable
-from ..table_layout import TableStyle, display_name, output_console, parse_sort, resolve_column, select_columns, sort_rows
+from ..terminal.readable_table import TableStyle, display_name, output_console, parse_sort, resolve_column, select_columns, sort_rows
 from .catalog import ANALYSES, BY_NAME
 from .empty import EmptyReasons
 from .output import print_csv, print_json, print_tables, uncorrected_notes

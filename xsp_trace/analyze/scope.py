@@ -13,8 +13,8 @@ import duckdb
 
 from ..errors import InputError
 from ..resources import query_text
-from ..sql import quote_identifier as _quote
-from ..sql import scalar
+from ..store.sql import quote_identifier as _quote
+from ..store.sql import scalar
 
 SCOPES = ("all", "profiled")
 DEFAULT_SCOPE = "all"

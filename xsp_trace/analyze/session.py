@@ -1,5 +1,5 @@
 """An analysis session: a read-only database, optionally narrowed to some runs, with the SQL library
-(queries/lib/, xsp_trace/sqllib.py) loaded and the device peaks filled in.
+(queries/lib/, xsp_trace/analyze/sql_library.py) loaded and the device peaks filled in.
 
 Everything it adds is TEMP, so the database file is never written. Runs are selected by
 shadowing each table with a TEMP view of the selected runs' rows (the SQL files stay plain).
@@ -14,22 +14,22 @@ from pathlib import Path
 
 import duckdb
 
-from ..database import runs_with_origin
 from ..errors import InputError
 from ..naming import LAYER_RANGE_PRESETS, install_name_macros, layer_range_pattern
 from ..resources import query_text
-from ..schema import expected_tables, table_ddl
-from ..sql import quote_identifier as _quote
-from ..sql import scalar, set_variables
-from ..sqllib import deferred, session_modules
-from ..store import open_store
+from ..store.database import runs_with_origin
+from ..store.opening import open_store
+from ..store.schema import expected_tables, table_ddl
+from ..store.sql import quote_identifier as _quote
+from ..store.sql import scalar, set_variables
 from ..timebase import format_time
 from .catalog import BY_NAME
-from .critical_path import build_critical_path
+from .critical_path.walk import build_critical_path
+from .critical_path.what_if import build_what_if
 from .facts import fact_variables, fill_device_peaks, load_format_tables
 from .scope import DEFAULT_SCOPE, apply_scope, check_scope
 from .settings import set_rule_variables
-from .what_if import build_what_if
+from .sql_library import deferred, session_modules
 
 
 @dataclass
@@ -44,7 +44,7 @@ class AnalysisOptions:
     iterations: list[int] | None = None  # only spans and steps of these iterations (step numbers)
     window_ns: tuple[int, int] | None = None  # only spans starting in [start, end) on the run clock
     settings: dict[str, int | str] | None = None  # --set NAME=VALUE (xsp_trace/analyze/settings.py)
-    what_if: tuple[str, ...] = ()  # rules of analyze --what-if (xsp_trace.analyze.what_if), checked before use
+    what_if: tuple[str, ...] = ()  # rules of analyze --what-if (xsp_trace.analyze.critical_path.what_if), checked before use
     scope: str = DEFAULT_SCOPE  # "all": every GPU operation; "profiled": as HTA 0.5 with include_last_profiler_step=True (analyze/scope.py)
 
 

@@ -14,7 +14,7 @@ import duckdb
 
 from ..errors import InputError
 from ..formats import nsys_rules
-from ..sql import set_variables
+from ..store.sql import set_variables
 from ..timebase import LIMIT_NS
 
 # A launch costs its GPU ~5-20 µs from call to start; GPU work that started over 100 µs after its

@@ -19,9 +19,9 @@ from rich.console import Console
 from rich.text import Text
 
 from ..printable import printable
-from ..table_layout import TableStyle, render
+from ..terminal.readable_table import TableStyle, render
 from .empty import EmptyReasons
-from .findings import Finding, find
+from .findings.find import Finding, find
 from .session import Result, run_analysis
 
 TOP_KERNELS = 5  # per run

@@ -13,9 +13,9 @@ from typing import Any
 
 import duckdb
 
-from ..database import insert_run
 from ..errors import InputError
 from ..formats.file_magic import GZIP_MAGIC, NSYS_REPORT_MAGIC, SQLITE_MAGIC
+from ..store.database import insert_run
 from .input_limits import InputLimits
 
 
@@ -29,7 +29,7 @@ class ConvertOptions:
     # nsys OS runtime calls (OSRT_API) as spans; a leveled capture turns them off: it traces osrt
     # only so that nsys 2022.4 records on a machine without a GPU, and its M/ML runs hold ranges only.
     include_os_runtime: bool = True
-    # The regular expression naming the step ranges (convert --step-ranges); None: ProfilerStep#N (xsp_trace/step_ranges.py).
+    # The regular expression naming the step ranges (convert --step-ranges); None: ProfilerStep#N (xsp_trace/convert/step_ranges.py).
     step_ranges: str | None = None
     # How far a gzip trace may decompress and a pipe may run (input_limits.py): the environment's, else the defaults.
     limits: InputLimits = field(default_factory=InputLimits.from_env)

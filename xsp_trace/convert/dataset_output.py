@@ -1,4 +1,4 @@
-"""A convert into a Parquet dataset folder (xsp_trace.dataset): the runs are converted into a
+"""A convert into a Parquet dataset folder (xsp_trace.store.dataset): the runs are converted into a
 staging DuckDB database inside the folder being written, which is then written out as Parquet and
 renamed into place, all or nothing. Used by every engine that writes a dataset (convert/engine.py,
 and each task of convert/ray_engine.py)."""
@@ -16,7 +16,7 @@ def into_dataset(
     output: Path, inputs: list[Path], convert: Callable[[Path], list[int]], *, overwrite: bool = False, progress: Progress = no_progress
 ) -> list[int]:
     """`convert(staging_database)` the inputs, then write them as the Parquet dataset `output`."""
-    from ..dataset import write_dataset_folder
+    from ..store.dataset import write_dataset_folder
 
     output = Path(output)
     with atomic_output(

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import duckdb
 
-from ..connection import CONVERT_MEMORY_LIMIT, convert_block_memory, keep_block_memory, memory_limit
-from ..correlate import correlate_run
-from ..database import next_run_id
 from ..errors import InputError
-from ..sql import scalar
+from ..store.connection import CONVERT_MEMORY_LIMIT, convert_block_memory, keep_block_memory, memory_limit
+from ..store.database import next_run_id
+from ..store.sql import scalar
 from .common import ConvertOptions, Progress, detect_source
+from .correlate import correlate_run
 from .validate import reading_errors
 
 

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import duckdb
 
-from ..database import atomic_database
+from ..analyze.install import install_analyses
 from ..errors import InputError
 from ..output_files import private_temp_prefix
+from ..store.database import atomic_database
 from .common import ConvertOptions, Progress, detect_source, no_progress
 from .dispatch import convert_trace
 from .input_limits import InputLimits
@@ -52,7 +53,7 @@ def convert_files(
     for path in inputs:  # check all inputs before writing anything
         detect_source(Path(path))
     with (
-        atomic_database(output, append=append, overwrite=overwrite, inputs=inputs, analyses=analyses) as con,
+        atomic_database(output, append=append, overwrite=overwrite, inputs=inputs) as con,
         spooled(inputs, options.limits) as paths,
     ):
         for path in paths:
@@ -60,6 +61,8 @@ def convert_files(
         restore_stream_names(con, inputs, paths)
         if facts:
             con.executemany("INSERT OR REPLACE INTO schema_info VALUES (?, ?)", list(facts.items()))
+        if analyses:
+            install_analyses(con)
     return run_ids
 
 

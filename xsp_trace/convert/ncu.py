@@ -22,10 +22,10 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from ..database import insert_relation
 from ..errors import InputError
 from ..formats import ncu_metrics as nm
-from ..sql import scalar
+from ..store.database import insert_relation
+from ..store.sql import scalar
 
 
 @dataclass

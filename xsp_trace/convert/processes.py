@@ -23,8 +23,7 @@ from pathlib import Path
 
 import duckdb
 
-from ..connection import usable_cores
-from ..database import atomic_database, next_run_id
+from ..analyze.install import install_analyses
 from ..output_files import (
     STOP_SIGNALS,
     install_signal_handlers,
@@ -36,7 +35,9 @@ from ..output_files import (
     remove_temp,
     signals_held,
 )
-from ..sql import quote_identifier
+from ..store.connection import usable_cores
+from ..store.database import atomic_database, next_run_id
+from ..store.sql import quote_identifier
 from .common import ConvertOptions, Progress, detect_source, no_progress
 from .local import convert_into, restore_stream_names, spooled
 
@@ -116,7 +117,7 @@ def _convert_part(path: str, part: str, options: ConvertOptions, threads: int) -
     """Worker: one input into its own database file (run ids from 1)."""
     _converting.set()
     try:
-        with atomic_database(Path(part), analyses=False) as con:
+        with atomic_database(Path(part)) as con:
             con.execute(f"SET threads = {int(threads)}")
             return convert_into(con, Path(path), options)
     finally:
@@ -183,7 +184,7 @@ def convert_files_parallel(
     threads = max(1, default_jobs() // workers)
     run_ids: list[int] = []
     with (
-        atomic_database(output, append=append, overwrite=overwrite, inputs=inputs, analyses=analyses) as con,
+        atomic_database(output, append=append, overwrite=overwrite, inputs=inputs) as con,
         spooled(inputs, options.limits) as paths,
     ):
         parts_dir = parts_path(output)
@@ -210,6 +211,8 @@ def convert_files_parallel(
                 raise
             pool.shutdown(wait=True)
             restore_stream_names(con, inputs, paths)
+            if analyses:
+                install_analyses(con)
         finally:
             shutil.rmtree(parts_dir, ignore_errors=True)
     return run_ids

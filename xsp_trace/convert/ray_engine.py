@@ -27,9 +27,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..dataset import MARKER, write_marker
 from ..errors import InputError
 from ..output_files import atomic_output, parts_path, run_interruptibly
+from ..store.dataset import MARKER, write_marker
 from .common import ConvertOptions, Progress, detect_source, no_progress
 from .ray_lifetime import ray_session
 

@@ -18,8 +18,8 @@ import duckdb
 import pyarrow as pa
 
 from ..capture.manifest import MANIFEST_FORMAT, MANIFEST_NAME, METRICS_LEVEL_PREFIX
-from ..database import insert_relation
 from ..errors import InputError
+from ..store.database import insert_relation
 from .common import ConvertOptions, Progress
 from .dispatch import convert_trace
 

@@ -24,12 +24,12 @@ from pathlib import Path
 import duckdb
 
 from .. import __version__
-from ..connection import duckdb_connect
-from ..data_only import code_in_file
-from ..database import SCHEMA_VERSION
-from ..schema import schema_difference
-from ..sql import scalar
-from ..store import is_duckdb_file
+from ..store.connection import duckdb_connect
+from ..store.data_only import code_in_file
+from ..store.database import SCHEMA_VERSION
+from ..store.opening import is_duckdb_file
+from ..store.schema import schema_difference
+from ..store.sql import scalar
 from .cache_folder import beside_folder, entry_problem, evict, private_folder, warn
 from .common import ConvertOptions, Progress, detect_source, no_progress
 

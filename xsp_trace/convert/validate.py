@@ -29,7 +29,7 @@ import duckdb
 import pyarrow as pa
 
 from ..errors import InputError, one_line
-from ..sql import is_temp_view, one_row, scalar
+from ..store.sql import is_temp_view, one_row, scalar
 
 # Timestamps and ends in ns must lie within +-2^62 ns (year 2116 as UNIX-epoch ns): sums and
 # differences of two of them then never overflow a BIGINT.

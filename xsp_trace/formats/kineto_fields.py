@@ -93,7 +93,7 @@ MEMORY_DEVICE_TYPES_GPU = frozenset({1})
 # Kineto has recorded it as a user_annotation (2022+), as an `Operator` (2021) or `cpu_op` (some
 # builds), sometimes twice (an annotation around an operator), with a gpu_user_annotation copy
 # on the GPU; under emit_nvtx it is an NVTX range of the same name. Whatever the category, a CPU
-# range of this name is a step (xsp_trace/step_ranges.py); it is the profiler's range, never an op.
+# range of this name is a step (xsp_trace/convert/step_ranges.py); it is the profiler's range, never an op.
 PROFILER_STEP_PREFIX = "ProfilerStep#"
 PROFILER_STEP_PATTERN = r"^ProfilerStep#[0-9]+$"  # a regular expression (RE2, as DuckDB's)
 # The CPU categories besides user annotations in which a ProfilerStep#N range has been recorded.

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import duckdb
 
-from ..connection import memory_limit, thread_count
 from ..errors import InputError
 from ..output_files import atomic_output, check_output_path, refuse_inputs
 from ..read_ahead import read_ahead
 from ..resources import query_text
-from ..sql import set_variables, values_readable
-from ..store import open_store
+from ..store.connection import memory_limit, thread_count
+from ..store.opening import open_store
+from ..store.sql import set_variables, values_readable
 from .packets import PacketWriter
 from .slice_encoder import BatchExtras, SliceEncoder
 from .slice_order import TRACK_HASH, TRACK_KEY, SharedTrackHash, SpanTracks, args_in_order, flows_in_order, in_order, rows_in_order, sort_part
@@ -231,9 +231,8 @@ CRITICAL_PATH_CATEGORY = "critical_path"
 def _write_critical_path(con, writer: PacketWriter, tracks: TrackRegistry, options: PerfettoOptions, stats: ExportStats) -> None:
     """One slice per segment of each step's critical path on a track of its own per run, each
     linked to the next by a flow, on the same clock and window as the spans."""
-    from ..analyze import AnalysisOptions
-    from ..analyze.critical_path import TABLE, build_critical_path
-    from ..analyze.session import prepare
+    from ..analyze.critical_path.walk import TABLE, build_critical_path
+    from ..analyze.session import AnalysisOptions, prepare
 
     prepare(con, AnalysisOptions(runs=options.run_ids))
     build_critical_path(con)

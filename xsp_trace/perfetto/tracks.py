@@ -174,7 +174,7 @@ class TrackRegistry:
         return self._runs[run]
 
     def critical_path(self, run: int, on_run: int) -> int:
-        """The track of a run's critical path (xsp_trace.analyze.critical_path), or of the part of it
+        """The track of a run's critical path (xsp_trace.analyze.critical_path.walk), or of the part of it
         that lies on another run (rank) it waited for."""
         uuid = self._uuid()
         name = f"{self.titles[run]} · critical path" + ("" if on_run == run else f" · on run {on_run}")

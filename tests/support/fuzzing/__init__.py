@@ -426,8 +426,8 @@ def preload() -> None:
 
     import xsp_trace.analyze  # noqa: F401
     import xsp_trace.cli  # noqa: F401
+    import xsp_trace.convert.correlate  # noqa: F401
     import xsp_trace.convert.kineto  # noqa: F401
     import xsp_trace.convert.kineto.duckdb_reader  # noqa: F401
     import xsp_trace.convert.nsys  # noqa: F401
-    import xsp_trace.correlate  # noqa: F401
     import xsp_trace.sandbox  # noqa: F401

@@ -4,7 +4,7 @@ edited without changing its schema, then read by every command that reads a data
 The edits (1-4 per seed, drawn by `edit_database`): rows of a random table deleted (some, or all),
 a nullable column set to NULL, start and end swapped, times shifted, rows duplicated, numbers set
 to extremes (0, -1, 2^62, the type's largest and smallest, NaN and infinity for doubles), text set
-to '' or to another row's value. The schema check (xsp_trace/database.py check_schema) accepts every
+to '' or to another row's value. The schema check (xsp_trace/store/database.py check_schema) accepts every
 such database: its tables, columns and types are unchanged.
 
 Each case runs, in forked children: one analyze (every analysis as JSON; or the findings with a

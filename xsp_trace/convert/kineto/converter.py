@@ -27,12 +27,12 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from ...database import insert_relation, run_script
 from ...errors import InputError
 from ...formats import kineto_fields as kf
 from ...naming import install_sql_macros
 from ...resources import query_text
-from ...sql import one_row
+from ...store.database import insert_relation, run_script
+from ...store.sql import one_row
 from ..common import ConvertOptions, Progress, register_run
 from ..validate import TIME_LIMIT_NS, TIME_LIMIT_US, warn
 from .events import PythonEventLoader, RepeatedArgKeys, check_events, load_with_python

@@ -38,10 +38,10 @@ from pathlib import Path
 
 import duckdb
 
-from ...connection import duckdb_threads
 from ...formats import kineto_fields as kf
 from ...output_files import private_temp_prefix
-from ...sql import one_row
+from ...store.connection import duckdb_threads
+from ...store.sql import one_row
 from ..input_limits import MAX_VALUE_BYTES, InputLimits
 from .events import READ_JSON_COLUMNS, RepeatedArgKeys
 from .pieces import PieceWriter, ValueTooLarge

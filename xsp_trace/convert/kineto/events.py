@@ -23,8 +23,8 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from ...database import insert_relation
 from ...errors import InputError
+from ...store.database import insert_relation
 from ..validate import TIME_LIMIT_US
 from .python_reader import NON_FINITE_TEXT
 

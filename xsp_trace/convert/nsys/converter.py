@@ -27,14 +27,14 @@ import adbc_driver_sqlite.dbapi as adbc_sqlite
 import duckdb
 import pyarrow as pa
 
-from ...connection import duckdb_threads
-from ...database import run_script
 from ...errors import InputError
 from ...formats import nsys_export as fmt
 from ...formats.file_magic import NSYS_REPORT_MAGIC
 from ...naming import install_sql_macros
 from ...resources import query_text
-from ...sql import insert_rows
+from ...store.connection import duckdb_threads
+from ...store.database import run_script
+from ...store.sql import insert_rows
 from ..common import ConvertOptions, Progress, register_run
 from ..validate import validate_nsys_staging, warn
 from .report import exported_sqlite

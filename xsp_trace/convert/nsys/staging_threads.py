@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from ...sql import is_temp_view
+from ...store.sql import is_temp_view
 from ..common import Progress
 from .staging import Plan, Source, Staging, create_table, staging_columns, stream_into, typed_query
 

@@ -29,9 +29,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .errors import InputError
-from .naming import short_names
-from .printable import printable
+from ..errors import InputError
+from ..naming import short_names
+from ..printable import printable
 
 NS_SUFFIX = "_ns"
 NS_PER_MS = 1e6

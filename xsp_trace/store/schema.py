@@ -14,8 +14,8 @@ from functools import cache
 
 import duckdb
 
+from ..resources import schema_text
 from .connection import duckdb_connect
-from .resources import schema_text
 
 Columns = list[tuple[str, str]]  # (column, DuckDB type) in schema order
 _COMMENT = re.compile(r"\s*(--[^\n]*\n\s*)*COMMENT\s+ON\s", re.IGNORECASE)

@@ -9,7 +9,7 @@ from typing import Any
 
 import duckdb
 
-from .errors import InputError
+from ..errors import InputError
 
 
 @contextmanager

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .printable import printable
+from ..printable import printable
 
 # A CSV cell a spreadsheet reads as a formula (or, after a tab or carriage return, as a new cell that
 # may be one): OWASP's list. `--csv-safe` writes such a text cell with a leading apostrophe.

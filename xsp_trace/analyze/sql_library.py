@@ -20,9 +20,9 @@ from functools import cache
 
 import duckdb
 
-from .connection import duckdb_connect
-from .resources import queries_dir, query_text
-from .sql import quote_literal
+from ..resources import queries_dir, query_text
+from ..store.connection import duckdb_connect
+from ..store.sql import quote_literal
 
 LIB = "lib"
 # Modules loaded only when asked for: lib/scope is a table of the unnarrowed spans (analyze/scope.py).

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import duckdb
 
-from .connection import duckdb_connect
-from .database import run_script
-from .errors import InputError, one_line
-from .formats import kineto_fields as kf
-from .resources import query_text
-from .sql import set_variables
+from ..errors import InputError, one_line
+from ..formats import kineto_fields as kf
+from ..resources import query_text
+from ..store.connection import duckdb_connect
+from ..store.database import run_script
+from ..store.sql import set_variables
 
 # The span kinds that are ranges a program opened and closed (API calls, GPU work and OS calls are not).
 STEP_RANGE_KINDS = ("model", "layer", "annotation", "op")

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import html
 
-from ..naming import readable_kernel_name, short_names
-from ..printable import printable
-from ..table_layout import shorten_distinct
+from ...naming import readable_kernel_name, short_names
+from ...printable import printable
+from ...terminal.readable_table import shorten_distinct
 
 ELLIPSIS = "\u2026"
 NAME_CHARS = 48  # a name cell or label longer than this is shortened (the full name on hover)
@@ -44,7 +44,7 @@ def display_name(name: str, limit: int = NAME_CHARS) -> str:
 def distinct_names(names: list[str], limit: int = NAME_CHARS) -> dict[str, str]:
     """Full name -> shown name, such that different names never show the same: kernels that share
     a short name show their template arguments (naming.short_names, as the terminal tables do), and
-    the cut to `limit` is the terminal tables' own (table_layout.shorten_distinct: where each parts
+    the cut to `limit` is the terminal tables' own (readable_table.shorten_distinct: where each parts
     from its nearest look-alike, else numbered)."""
     unique = list(dict.fromkeys(names))
     readable = {n: short_name(n) for n in unique}

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import duckdb
 
+from ..errors import InputError
+from ..formats.file_magic import DUCKDB_MAGIC, DUCKDB_MAGIC_OFFSET
 from .data_only import lock_reading
 from .database import connect
 from .dataset import dataset_files, is_dataset, open_dataset
-from .errors import InputError
-from .formats.file_magic import DUCKDB_MAGIC, DUCKDB_MAGIC_OFFSET
 
 
 def open_store(path: Path, read_only: bool = True, external_access: bool = False) -> duckdb.DuckDBPyConnection:

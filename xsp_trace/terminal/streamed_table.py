@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from .tables import csv_rows, format_cell, wide_console
+from .raw_table import csv_rows, format_cell, wide_console
 
 _MIN_CAPPED = 8  # a capped column keeps at least this many characters (more columns widen the console)
 

@@ -4,7 +4,7 @@ PyTorch's step thread inside the backward call while the autograd engine's threa
 ops -- is on the path through the other thread's work, not through its own (empty) time.
 
 Two edges, both computed for every elementary segment of every thread at once (numpy), read by the
-chase (critical_path_chase.py) and by the step-by-step walk (critical_path.py):
+chase (chase.py) and by the step-by-step walk (walk.py):
 - wait -> worker: at the end t of a segment [w0, t) of thread A whose owner may wait (the own time
   of an annotation or a Python function: code the trace does not record), when another thread B of
   the process worked (in spans other than runtime calls) for at least BUSY_SHARE of it, ended its last work at e inside it no earlier
@@ -61,7 +61,7 @@ API_KIND = "api"
 
 def roles(kind, blocking: np.ndarray, launchers: np.ndarray) -> np.ndarray:
     """Rows whose own time can be a wait for another thread (bit 1) or that are work (bit 2):
-    the mask cross_edges reads. `kind`: the run's kinds (critical_path_run.Labels, or strings)."""
+    the mask cross_edges reads. `kind`: the run's kinds (run.Labels, or strings)."""
     waiting = kind.isin(WAITING_KINDS) if hasattr(kind, "isin") else np.isin(kind, WAITING_KINDS)  # codes: no string per row
     waits = waiting & ~blocking & ~launchers
     return waits.astype(np.int8) | np.where(kind != API_KIND, 2, 0).astype(np.int8)

@@ -1,4 +1,4 @@
-"""A run as the critical path's walk reads it (critical_path.py): its CPU spans and GPU work as
+"""A run as the critical path's walk reads it (walk.py): its CPU spans and GPU work as
 columns in time order, the launch, stream, event and blocking edges between rows as arrays, and each
 thread's call stack flattened into elementary segments owned by their innermost span."""
 
@@ -10,15 +10,15 @@ from typing import Any, NamedTuple
 import duckdb
 import numpy as np
 
-from ..formats import kineto_fields as kf
-from ..sql import registered
-from . import critical_path_chase as chase
+from ...formats import kineto_fields as kf
+from ...store.sql import registered
+from . import chase
 
 _FEW = 64  # lanes grouped by masks rather than by a sort
 GPU_KIND = {"computation": "kernel", "communication": "communication", "memory": None, "other": "kernel"}
 
 
-class _Thread(NamedTuple):
+class ThreadSegments(NamedTuple):
     """A CPU thread's timeline as elementary segments, each owned by its innermost span (-1: idle).
     Memoryviews of int64 arrays: the walk reads them one item at a time as Python ints, without
     a list's copy of every value (np.asarray gives the arrays back)."""
@@ -28,8 +28,8 @@ class _Thread(NamedTuple):
     owners: memoryview
 
 
-def _thread(starts, ends, owners) -> _Thread:
-    return _Thread(*(np.ascontiguousarray(a, dtype=np.int64).data for a in (starts, ends, owners)))
+def thread_segments(starts, ends, owners) -> ThreadSegments:
+    return ThreadSegments(*(np.ascontiguousarray(a, dtype=np.int64).data for a in (starts, ends, owners)))
 
 
 class _Lists(NamedTuple):
@@ -44,7 +44,7 @@ class _Lists(NamedTuple):
 
 
 @dataclass
-class _Run:
+class Run:
     """A run's spans as columns ordered by (start, end descending, depth, span_id) -- a row is a
     position in them -- and the dependencies between rows as arrays indexed by row."""
 
@@ -61,10 +61,10 @@ class _Run:
     waits_for: dict[int, int] = field(default_factory=dict)  # GPU row -> GPU row of another stream it waited for (event)
     gpu_ends: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # sorted GPU end times
     gpu_end_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    flat: dict[tuple[int, int], _Thread] = field(default_factory=dict)
+    flat: dict[tuple[int, int], ThreadSegments] = field(default_factory=dict)
     lists: _Lists | None = None  # the columns the walk reads one item at a time
     chase: chase.Chase | None = None  # the hops between nodes, precomputed (prepare_chase)
-    cross: tuple | None = None  # the cross-thread edges for the step-by-step walk (critical_path._cross)
+    cross: tuple | None = None  # the cross-thread edges for the step-by-step walk (critical_path.walk.thread_crossings)
     con: duckdb.DuckDBPyConnection | None = None  # where names are read from
     name_column: np.ndarray | None = None  # every row's name, once read (name())
 
@@ -267,10 +267,10 @@ def _work_classes(con: duckdb.DuckDBPyConnection, run_id: int, gpu: dict[str, np
     return Labels(out, values)
 
 
-def load_run(con: duckdb.DuckDBPyConnection, run_id: int) -> _Run:
+def load_run(con: duckdb.DuckDBPyConnection, run_id: int) -> Run:
     """The run's CPU spans and GPU work as columns in time order, and its launch, stream and
     blocking edges: two narrow queries (CPU spans, GPU work); kind and work class as codes into
-    their few values (Labels); names read when asked for (_Run.names)."""
+    their few values (Labels); names read when asked for (Run.names)."""
     kinds = [r[0] for r in con.execute("SELECT DISTINCT kind FROM spans WHERE run_id = ? ORDER BY 1", [run_id]).fetchall()]
     gpu_kinds = [r[0] for r in con.execute("SELECT DISTINCT kind FROM xsp_gpu_work WHERE run_id = ?", [run_id]).fetchall()]
     params = {"run": run_id, "kinds": kinds, "gpu_kinds": gpu_kinds}
@@ -306,7 +306,7 @@ def _gpu_kinds(kind: Labels, work_class: Labels) -> Labels:
     return Labels(codes, values)
 
 
-def _edges(con: duckdb.DuckDBPyConnection, run_id: int, spans: dict[str, Any], is_gpu: np.ndarray) -> _Run:
+def _edges(con: duckdb.DuckDBPyConnection, run_id: int, spans: dict[str, Any], is_gpu: np.ndarray) -> Run:
     """The run of these columns, with its threads and streams and the launch, stream, event and
     blocking edges between its rows."""
     n = len(spans["span_id"])
@@ -330,14 +330,14 @@ def _edges(con: duckdb.DuckDBPyConnection, run_id: int, spans: dict[str, Any], i
     blocking[sync_rows[sync_rows >= 0]] = True
     gpu_rows = np.flatnonzero(is_gpu)
     order = np.argsort(spans["end_ns"][gpu_rows], kind="stable")
-    run = _Run(run_id, spans, threads, streams, stream_prev, launch_of, blocking, launchers, con=con)
+    run = Run(run_id, spans, threads, streams, stream_prev, launch_of, blocking, launchers, con=con)
     run.waits_for = _event_waits(con, run)
     run.gpu_end_rows = gpu_rows[order]
     run.gpu_ends = spans["end_ns"][run.gpu_end_rows]
     return run
 
 
-def _event_waits(con: duckdb.DuckDBPyConnection, run: _Run) -> dict[int, int]:
+def _event_waits(con: duckdb.DuckDBPyConnection, run: Run) -> dict[int, int]:
     """Cross-stream waits the trace records (Kineto's "Stream Wait Event" activities): the first GPU
     item launched on the waiting stream after the cudaStreamWaitEvent call waits for the last item
     launched on the recording stream before the cudaEventRecord call."""
@@ -380,8 +380,8 @@ def _event_waits(con: duckdb.DuckDBPyConnection, run: _Run) -> dict[int, int]:
     return waits
 
 
-def _flatten_loop(start_ns: list[int], end_ns: list[int], rows: list[int]) -> _Thread:
-    """_flatten for a thread whose spans do not all nest: a call stack replayed span by span, a span
+def _flatten_loop(start_ns: list[int], end_ns: list[int], rows: list[int]) -> ThreadSegments:
+    """flatten for a thread whose spans do not all nest: a call stack replayed span by span, a span
     that overlaps its enclosing one without nesting left out (not a call stack)."""
     starts: list[int] = []
     ends: list[int] = []
@@ -415,18 +415,18 @@ def _flatten_loop(start_ns: list[int], end_ns: list[int], rows: list[int]) -> _T
         stack.append(row)
         stack_ends.append(finish)
     close_until(float("inf"))
-    return _thread(starts, ends, owners)
+    return thread_segments(starts, ends, owners)
 
 
-def _flatten_nested(start_ns: np.ndarray, end_ns: np.ndarray, rows: np.ndarray) -> _Thread | None:
-    """_flatten in numpy for a thread whose spans nest (None when one does not): every span opens at
+def _flatten_nested(start_ns: np.ndarray, end_ns: np.ndarray, rows: np.ndarray) -> ThreadSegments | None:
+    """flatten in numpy for a thread whose spans nest (None when one does not): every span opens at
     its start and closes at its end; the owner between two boundaries is the innermost open span.
     An empty span owns nothing but still splits its enclosing span's time there, as the call stack
     does. `rows` come in time order (start, end descending), so the opens are sorted already and
     the sorts below mostly merge sorted runs."""
     n = len(rows)
     if n == 0:
-        return _thread([], [], [])
+        return thread_segments([], [], [])
     empty = end_ns == start_ns
     index = np.int32 if 2 * n < 2**31 else np.int64  # span indices (half the bytes of int64)
     spans = np.flatnonzero(~empty).astype(index)
@@ -475,10 +475,10 @@ def _flatten_nested(start_ns: np.ndarray, end_ns: np.ndarray, rows: np.ndarray) 
     owner = np.where(kind[at] == 2, opened, parent[opened])
     owner[at < 0] = -1
     owners = np.append(rows, -1)[owner]  # -1 (idle) indexes the appended -1
-    return _thread(times[segment], times[segment + 1], owners)
+    return thread_segments(times[segment], times[segment + 1], owners)
 
 
-def _flatten(run: _Run, key: tuple[int, int]) -> _Thread:
+def flatten(run: Run, key: tuple[int, int]) -> ThreadSegments:
     """The thread's elementary segments: the innermost span running in each, gaps as -1."""
     if key not in run.flat:
         rows = run.threads.get(key, np.zeros(0, dtype=np.int64))
@@ -488,7 +488,7 @@ def _flatten(run: _Run, key: tuple[int, int]) -> _Thread:
     return run.flat[key]
 
 
-def _waited_for(run: _Run, call: int, before: int) -> int | None:
+def waited_for(run: Run, call: int, before: int) -> int | None:
     """The GPU work that finished last inside the blocking call, before `before`."""
     i = int(np.searchsorted(run.gpu_ends, before, side="right")) - 1
     if i >= 0 and int(run.gpu_ends[i]) > run.start_end()[0][call]:

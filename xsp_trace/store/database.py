@@ -1,6 +1,6 @@
 """The output database: its schema (create, check, the older versions still read), atomic writing,
 run registration and bulk inserts. The DuckDB session itself (connect, threads, memory) is
-xsp_trace.connection."""
+xsp_trace.store.connection."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ from pathlib import Path
 
 import duckdb
 
-from . import __version__
+from .. import __version__
+from ..errors import InputError
+from ..output_files import atomic_output
+from ..resources import schema_text
+from ..vocabulary import SourceKind
 from .connection import duckdb_connect
 from .data_only import lock_reading, refuse_code
-from .errors import InputError
-from .output_files import atomic_output
-from .resources import schema_text
 from .schema import schema_difference
 from .sql import one_transaction, registered, scalar
-from .vocabulary import SourceKind
 
 SCHEMA_VERSION = "6"
 
@@ -85,12 +85,10 @@ def atomic_database(
     append: bool = False,
     overwrite: bool = False,
     inputs: Iterable[Path] = (),
-    analyses: bool = True,
-    bind_views: bool = False,
 ) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A connection to a temporary copy of `output` that replaces it only if the block succeeds, with
-    the analyses installed in its schema xsp at the end (`analyses`; not for the parts of a parallel
-    convert, which are merged into one).
+    """A connection to a temporary copy of `output` that replaces it only if the block succeeds.
+    It installs no analyses: the commands that write a database do that as a step of their own
+    (xsp_trace.analyze.install), so opening one loads no analysis code.
 
     A failure (or Ctrl-C/SIGTERM) leaves the previous file, or none, in place -- never a
     half-written one; concurrent appends to one output wait for each other (output_files).
@@ -113,18 +111,13 @@ def atomic_database(
             else:
                 create_schema(con)
             yield con
-            if analyses:
-                # Imported here: the installer reads the analysis package, which opens databases through this module.
-                from .analyze.install import install_analyses
-
-                install_analyses(con, bind_views=bind_views)
             con.execute("CHECKPOINT")
         finally:
             con.close()
 
 
 def connect(path: Path, read_only: bool = True, external_access: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open an existing xsp-trace database file (xsp_trace.store.open_store also takes a Parquet dataset).
+    """Open an existing xsp-trace database file (xsp_trace.store.opening.open_store also takes a Parquet dataset).
     Read-only, the connection has no file access (data_only.lock_reading) unless `external_access`:
     only the callers that write files themselves (a Parquet copy, `query --allow-external-access`) ask."""
     path = Path(path)

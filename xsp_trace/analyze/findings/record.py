@@ -1,12 +1,12 @@
 """What every finding shares: the Finding record, the thresholds, and the wording helpers (durations,
-shares, sizes) -- read by findings.py and findings_causes.py."""
+shares, sizes) -- read by find.py and step_causes.py."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..vocabulary import FindingKind
-from .catalog import BY_NAME
+from ...vocabulary import FindingKind
+from ..catalog import BY_NAME
 
 # Thresholds. Each is a judgement; the reason is beside it.
 MIN_SEVERITY = 0.01  # below 1 % of the time it is measured against, fixing a finding cannot pay back noticeably

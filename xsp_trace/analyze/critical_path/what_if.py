@@ -1,5 +1,5 @@
 """What-if: the step time predicted when some work gets faster (or vanishes), by replaying each step
-with changed durations over the dependencies the critical path walks (critical_path.py).
+with changed durations over the dependencies the critical path walks (walk.py).
 
 Rules (`analyze --what-if RULE`, repeatable; the first rule that matches a span applies):
 
@@ -24,7 +24,7 @@ launch, the item of another stream of its device that ended last before it: an u
 a CUDA graph's node, a collective, an event an older trace leaves out, _implied_wait), or its launch
 plus the queue delay it had, each with the gap it had where it bound the item in the trace; a
 blocking call returns as long after the GPU work it waited for as it did; a thread waiting for
-another thread of its process (the critical path's cross-thread edges, critical_path_threads.py:
+another thread of its process (the critical path's cross-thread edges, threads.py:
 PyTorch's backward on the autograd engine's thread) resumes as long after the worker's last op as
 it did (an earlier stretch of the same wait that ended while the worker still ran, at that point
 of the worker's work), and the worker's first op after its idle stretch starts as long after the
@@ -45,11 +45,11 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from ..errors import InputError
-from ..sql import registered
-from ..timebase import LIMIT_NS, parse_time
-from .critical_path import _binding, _cross, merged, units, walk
-from .critical_path_run import _flatten, _Run, _waited_for, load_run
+from ...errors import InputError
+from ...store.sql import registered
+from ...timebase import LIMIT_NS, parse_time
+from .run import Run, flatten, load_run, waited_for
+from .walk import last_dependency, merged, thread_crossings, units, walk
 
 KINDS = ("kernel", "memcpy", "memset", "communication", "gpu", "op", "api", "sync", "region")
 _RULE = re.compile(r"^(?P<kind>[a-z]+):(?P<pattern>.+)(?P<op>[*=])(?P<value>[0-9.]+(?:[eE][+-]?[0-9]+)?)(?P<unit>ns|us|ms|s)?$")
@@ -103,7 +103,7 @@ def parse_rule(text: str) -> Rule:
     return Rule(match["kind"], pattern, None, duration)
 
 
-def _kinds_of(run: _Run, row: int) -> tuple[str, ...]:
+def _kinds_of(run: Run, row: int) -> tuple[str, ...]:
     """The rule kinds a span answers to."""
     spans = run.spans
     if spans["work_class"][row] != "":
@@ -119,7 +119,7 @@ def _kinds_of(run: _Run, row: int) -> tuple[str, ...]:
 class _Lengths:
     """The replayed length of each piece of work under the rules (the first rule that matches applies)."""
 
-    def __init__(self, run: _Run, rules: list[Rule], start_ns: int, end_ns: int, self_time: dict[int, int]):
+    def __init__(self, run: Run, rules: list[Rule], start_ns: int, end_ns: int, self_time: dict[int, int]):
         self.run, self.rules, self.self_time = run, rules, self_time
         self.window = (start_ns, end_ns)
         self.regions = {i: _region_instances(run, rule.pattern) for i, rule in enumerate(rules) if rule.kind == "region"}
@@ -155,10 +155,10 @@ class _Lengths:
         return rule.duration(measured, total) if rule else measured
 
 
-_REGIONS: dict[tuple[int, re.Pattern], tuple[_Run, np.ndarray]] = {}  # the last runs' regions (every step of a run asks)
+_REGIONS: dict[tuple[int, re.Pattern], tuple[Run, np.ndarray]] = {}  # the last runs' regions (every step of a run asks)
 
 
-def _region_instances(run: _Run, pattern: re.Pattern) -> np.ndarray:
+def _region_instances(run: Run, pattern: re.Pattern) -> np.ndarray:
     """Each CPU row's outermost enclosing span on its thread (itself included) whose name the pattern
     matches (-1: none): the region the row's time belongs to."""
     found = _REGIONS.get((id(run), pattern))
@@ -171,7 +171,7 @@ def _region_instances(run: _Run, pattern: re.Pattern) -> np.ndarray:
     return out
 
 
-def _regions(run: _Run, pattern: re.Pattern) -> np.ndarray:
+def _regions(run: Run, pattern: re.Pattern) -> np.ndarray:
     """_region_instances, computed."""
     out = np.full(len(run.spans["span_id"]), -1, dtype=np.int64)
     if len(out) == 0:
@@ -209,9 +209,9 @@ class _Piece:
     new_end: int = 0
 
 
-def _pieces(run: _Run, key: tuple[int, int], start_ns: int, end_ns: int) -> list[_Piece]:
+def _pieces(run: Run, key: tuple[int, int], start_ns: int, end_ns: int) -> list[_Piece]:
     """The thread's segments clipped to the window, its idle gaps as pieces of their own."""
-    flat = _flatten(run, key)
+    flat = flatten(run, key)
     out: list[_Piece] = []
     cursor = start_ns
     for segment, (s, e, owner) in enumerate(zip(flat.starts, flat.ends, flat.owners, strict=True)):
@@ -233,11 +233,11 @@ _Wait = tuple[tuple[int, int], int, int]
 _Waits = dict[tuple[tuple[int, int], int], _Wait]  # (thread, piece index) -> its wait
 
 
-def _thread_waits(run: _Run, threads: dict[tuple[int, int], list[_Piece]]) -> tuple[_Waits, _Waits]:
-    """The critical path's cross-thread edges (critical_path_threads.py) by (thread, piece index):
+def _thread_waits(run: Run, threads: dict[tuple[int, int], list[_Piece]]) -> tuple[_Waits, _Waits]:
+    """The critical path's cross-thread edges (threads.py) by (thread, piece index):
     (resumes) a waiting piece -> the end of the worker's last op it waited for; (starts) an idle
     piece before a worker's op -> the start of the other thread's wait that started that op."""
-    keys, first, cross, ends = _cross(run)
+    keys, first, cross, ends = thread_crossings(run)
     resumes: _Waits = {}
     starts: _Waits = {}
     index = {key: k for k, key in enumerate(keys)}
@@ -272,7 +272,7 @@ def _thread_waits(run: _Run, threads: dict[tuple[int, int], list[_Piece]]) -> tu
 IMPLIED_LOOKBACK = 64  # GPU items, latest ending first, searched for an unrecorded cross-stream wait
 
 
-def _implied_wait(run: _Run, row: int, bound_at: int) -> int | None:
+def _implied_wait(run: Run, row: int, bound_at: int) -> int | None:
     """The item of another stream of the same device that ended last before GPU item `row` started,
     if it ended after every dependency the trace records for `row` (its stream, event and launch)
     was met: `row` waited for something the trace does not record -- a CUDA graph's node on another
@@ -293,14 +293,14 @@ def _implied_wait(run: _Run, row: int, bound_at: int) -> int | None:
     return None
 
 
-def _working(run: _Run, key: tuple[int, int], t: int) -> bool:
+def _working(run: Run, key: tuple[int, int], t: int) -> bool:
     """Whether the thread runs one of its spans at t."""
-    flat = _flatten(run, key)
+    flat = flatten(run, key)
     i = bisect_right(flat.starts, t) - 1
     return i >= 0 and flat.ends[i] > t and flat.owners[i] >= 0
 
 
-def replay(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[dict[int, tuple[int, int]], dict[tuple[int, int], list[_Piece]]]:
+def replay(run: Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[dict[int, tuple[int, int]], dict[tuple[int, int], list[_Piece]]]:
     """New (start, end) of every GPU item of the window and the replayed pieces of every thread."""
     spans = run.spans
     start, end = spans["start_ns"], spans["end_ns"]
@@ -357,7 +357,7 @@ def replay(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[di
             other = run.waits_for.get(row)  # another stream's item it waited for (an event)
             other_end = int(end[other]) if other is not None else None
             other_new = gpu_new[other][1] if other in gpu_new else other_end
-            binding = _binding(prev_end, other_end, launched_at if launcher is not None else None)
+            binding = last_dependency(prev_end, other_end, launched_at if launcher is not None else None)
             bound_at = max((t for t in (prev_end, other_end, launched_at if launcher is not None else None) if t is not None), default=start_ns)
             implied = _implied_wait(run, row, bound_at)
             implied_end = int(end[implied]) if implied is not None else None
@@ -385,7 +385,7 @@ def replay(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[di
         rule = lengths.rule(p.owner)[0] if p.owner >= 0 else None
         p.new_end = p.new_start + lengths.length(p.owner, measured)
         if p.owner >= 0 and run.blocking[p.owner] and last_piece.get(p.owner) is p and not (rule and rule.kind == "sync" and rule.set_ns is not None):
-            waited = _waited_for(run, p.owner, int(end[p.owner]))
+            waited = waited_for(run, p.owner, int(end[p.owner]))
             if waited is not None and int(end[waited]) > p.start and waited in gpu_new:
                 returned = int(end[p.owner]) - int(end[waited])
                 p.new_end = max(p.new_start + min(measured, returned), gpu_new[waited][1] + returned)
@@ -400,7 +400,7 @@ def replay(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[di
     return gpu_new, threads
 
 
-def _gpu_end(run: _Run, start_ns: int, end_ns: int, gpu_new: dict[int, tuple[int, int]]) -> tuple[int, int]:
+def _gpu_end(run: Run, start_ns: int, end_ns: int, gpu_new: dict[int, tuple[int, int]]) -> tuple[int, int]:
     """(when, row) the GPU work of the window ends in the replay, each item keeping what it ran past
     the window's end in the trace: a step ends no earlier than the work its streams had to run in it
     (-1 row: none). Work begun before the window keeps its times."""
@@ -418,7 +418,7 @@ def _gpu_end(run: _Run, start_ns: int, end_ns: int, gpu_new: dict[int, tuple[int
     return best, best_row
 
 
-def replayed_run(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[_Run, dict[tuple[int, int], int], tuple[int, int]]:
+def replayed_run(run: Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tuple[Run, dict[tuple[int, int], int], tuple[int, int]]:
     """A copy of `run` on replayed times (to walk the new critical path), each thread's new end of
     the window, and (when, row) its GPU work ends (_gpu_end)."""
     gpu_new, threads = replay(run, start_ns, end_ns, rules)
@@ -451,13 +451,13 @@ def replayed_run(run: _Run, start_ns: int, end_ns: int, rules: list[Rule]) -> tu
     return copy, {key: pieces[-1].new_end for key, pieces in threads.items() if pieces}, _gpu_end(run, start_ns, end_ns, gpu_new)
 
 
-def predicted_latency(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], rules: list[Rule]) -> int:
+def predicted_latency(run: Run, start_ns: int, end_ns: int, thread: tuple[int, int], rules: list[Rule]) -> int:
     """predict's latency alone, without walking the new critical path (what a gain needs)."""
     _, new_ends, (gpu_end, _) = replayed_run(run, start_ns, end_ns, rules)
     return max(new_ends.get(thread, end_ns), gpu_end) - start_ns
 
 
-def predict(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], rules: list[Rule]) -> tuple[int, list]:
+def predict(run: Run, start_ns: int, end_ns: int, thread: tuple[int, int], rules: list[Rule]) -> tuple[int, list]:
     """(predicted latency ns, the new critical path's segments latest first) of the step [start_ns,
     end_ns] ending on `thread`: it ends when its thread does, or when the GPU work of the step does
     if that is later (without its waits the thread would run ahead, and the next step's work queue
@@ -498,7 +498,7 @@ TABLE = "xsp_what_if"
 TOP_ITEMS = 5
 
 
-def _top(run: _Run, segments: list) -> str:
+def _top(run: Run, segments: list) -> str:
     """The spans with the most time on a path, 'name [kind] 1.234 ms; ...'."""
     totals: dict[tuple[str, str], int] = {}
     for seg in segments:
@@ -519,7 +519,7 @@ def build_what_if(con: duckdb.DuckDBPyConnection) -> None:
     texts = [str(t) for t in (found[0] if found and found[0] else [])]
     rules = [parse_rule(t) for t in texts]
     columns: dict[str, list] = {k: [] for k in ("run_id", "iteration", "step_span_id", "latency_ns", "predicted_ns", "rules", "new_top_on_path")}
-    runs: dict[int, _Run] = {}
+    runs: dict[int, Run] = {}
     for run_id, iteration, step_span_id, start_ns, end_ns, pid, tid in units(con):
         run = runs.get(run_id) or runs.setdefault(run_id, load_run(con, run_id))
         predicted, segments = predict(run, int(start_ns), int(end_ns), (int(pid), int(tid)), rules)

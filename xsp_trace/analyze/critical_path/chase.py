@@ -7,10 +7,10 @@ gathered afterwards in numpy.
 
 A hop whose times reach the window's start, a GPU item first on its stream and not launched in
 the trace, a collective that another rank may have held up, and any place that is not a node are
-left to the step-by-step walk of critical_path.py (NO_EXIT): the chase only takes hops that the
+left to the step-by-step walk of walk.py (NO_EXIT): the chase only takes hops that the
 window's start does not clip, so both give the same segments.
 
-The rules are those of critical_path.walk, written over arrays:
+The rules are those of walk.walk, written over arrays:
 - a CPU position (thread, t) lies in a gap (idle back to the previous segment's end) or in the
   segment that ends at or after t: idle, a call that waited for the GPU work that ended last
   before t (and after the call began), or its owner's time back to the segment's start -- then a
@@ -19,7 +19,7 @@ The rules are those of critical_path.walk, written over arrays:
   latest of its dependencies: the previous item of its stream (GPU idle between), the item of
   another stream it waited for (an event: a stream wait, charged to that item, the waiting item
   beside it), or its launch call (queue delay, then the CPU position at the launch);
-- the end of a segment with a cross-thread edge (critical_path_threads.py) hands off to the other
+- the end of a segment with a cross-thread edge (threads.py) hands off to the other
   thread: a wait to the worker's last op, an idle segment before work to the wait that started it.
 """
 
@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .critical_path_threads import CrossEdges, cross_edges
+from .threads import CrossEdges, cross_edges
 
 # Segment kinds, in the words the analyses print (GPU work adds its own: kernel, memcpy, ...).
 CPU_OP = "cpu_op"
@@ -42,7 +42,7 @@ CPU_IDLE = "cpu_idle"
 # recorded event: the device's own delay, or a dependency the trace does not record.
 GPU_IDLE = "gpu_idle"
 STREAM_WAIT = "stream_wait"  # a stream whose next item waited for another stream's work (an event): charged to that work
-THREAD_WAIT = "thread_wait"  # a thread waiting for another thread of its process (critical_path_threads.py)
+THREAD_WAIT = "thread_wait"  # a thread waiting for another thread of its process (threads.py)
 FIXED_KINDS = (CPU_OP, LAUNCH, QUEUE_DELAY, SYNC_WAIT, CPU_IDLE, GPU_IDLE, THREAD_WAIT, STREAM_WAIT)
 _OP, _LAUNCH, _QUEUE, _SYNC, _CPU_IDLE, _GPU_IDLE, _THREAD, _STREAM_WAIT = range(len(FIXED_KINDS))
 
@@ -52,7 +52,7 @@ _SLOTS = 4  # segments a hop records at most: a GPU item, its idle or queue dela
 
 
 class Columns(NamedTuple):
-    """The run's columns the hops read, indexed by row (critical_path._Run)."""
+    """The run's columns the hops read, indexed by row (run.Run)."""
 
     start: np.ndarray
     end: np.ndarray
@@ -66,7 +66,7 @@ class Columns(NamedTuple):
     gpu_end_rows: np.ndarray
     thread_of: np.ndarray  # CPU row -> index of its thread in Chase.keys (-1: GPU row)
     stop: np.ndarray  # GPU row -> the step-by-step walk must take it (a collective across ranks)
-    # CPU row -> whether its own time can wait for another thread and is work (critical_path_threads.roles);
+    # CPU row -> whether its own time can wait for another thread and is work (threads.roles);
     # None: no cross-thread edges (a caller that predates them)
     roles: np.ndarray | None = None
 
@@ -189,7 +189,7 @@ def _gpu_hops(ch: Chase, cols: Columns, rows: np.ndarray) -> dict[str, np.ndarra
     event_end = np.where(event >= 0, np.minimum(cols.end[event], start), NO_EXIT)
     call_end = cols.end[launcher]
     launched = np.where(launcher >= 0, np.minimum(np.where(call_end <= start, call_end, cols.start[launcher]), start), NO_EXIT)
-    # the dependency satisfied last; ties: stream, then event, then launch (critical_path._binding)
+    # the dependency satisfied last; ties: stream, then event, then launch (walk.last_dependency)
     binding = np.where(prev >= 0, 0, -1)
     best = prev_end
     take = (event >= 0) & ((binding < 0) | (event_end > best))

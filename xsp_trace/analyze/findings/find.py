@@ -11,8 +11,8 @@ What sets a step's time is told once, from its critical path: analyses/step_caus
 path's segments by cause (data loading, CPU work before the step's first GPU work, framework ops,
 launches, waits with the GPU idle, GPU computation, communication, streams stalled on other
 streams, ...), and each cause holding at least CAUSE_MIN_SHARE of a run's steps gets one finding
-(findings_causes.py): its share of the path is its severity, its advice is for that cause only, and
-where a what-if rule takes the cause away the finding states the replay's prediction (what_if.py),
+(step_causes.py): its share of the path is its severity, its advice is for that cause only, and
+where a what-if rule takes the cause away the finding states the replay's prediction (critical_path/what_if.py),
 never a subtraction of CPU time. A run without steps is one unit from its first to its last span.
 
 Besides the steps' causes, per experiment or GPU:
@@ -25,7 +25,7 @@ Besides the steps' causes, per experiment or GPU:
   unusable_capture       a capture whose model latencies spread too wide: nothing else is derived from it
   healthy                a run with GPU work and no finding gets one line per GPU saying so (severity 0)
 
-The record, thresholds and wording helpers are in findings_base.py.
+The record, thresholds and wording helpers are in record.py.
 """
 
 from __future__ import annotations
@@ -35,22 +35,12 @@ from collections.abc import Collection, Mapping
 
 import duckdb
 
-from ..resources import query_text
-from . import findings_causes
-from .catalog import BY_NAME
-from .findings_base import (
-    MIN_SEVERITY,
-    NON_GPU_LAYER_PCT,
-    PROFILING_OVERHEAD_PCT,
-    SPREAD_FACTOR,
-    Finding,
-    duration,
-    ms_to_ns,
-    pct,
-    sql_text,
-)
-from .session import Result, run_analysis
-from .what_if import parse_rule, step_gain
+from ...resources import query_text
+from ..catalog import BY_NAME
+from ..critical_path.what_if import parse_rule, step_gain
+from ..session import Result, run_analysis
+from . import step_causes
+from .record import MIN_SEVERITY, NON_GPU_LAYER_PCT, PROFILING_OVERHEAD_PCT, SPREAD_FACTOR, Finding, duration, ms_to_ns, pct, sql_text
 
 __all__ = [
     "MIN_SEVERITY",
@@ -103,8 +93,8 @@ def find(con: duckdb.DuckDBPyConnection, results: Mapping[str, Result] | None = 
     return findings_from_results(have, pytorch, gain=_replay_gain(con))
 
 
-def _replay_gain(con: duckdb.DuckDBPyConnection) -> findings_causes.Gain:
-    """(measured, predicted) ns of a run's steps replayed under one what-if rule (what_if.py)."""
+def _replay_gain(con: duckdb.DuckDBPyConnection) -> step_causes.Gain:
+    """(measured, predicted) ns of a run's steps replayed under one what-if rule (critical_path/what_if.py)."""
 
     loaded: dict = {}  # each run loaded once for all its findings' replays
 
@@ -114,16 +104,14 @@ def _replay_gain(con: duckdb.DuckDBPyConnection) -> findings_causes.Gain:
     return gain
 
 
-def findings_from_results(
-    results: Mapping[str, Result], pytorch_runs: Collection[int] = (), gain: findings_causes.Gain | None = None
-) -> list[Finding]:
+def findings_from_results(results: Mapping[str, Result], pytorch_runs: Collection[int] = (), gain: step_causes.Gain | None = None) -> list[Finding]:
     recs = {name: results[name].records() for name in ANALYSES}
     gpu_busy: dict[int, float] = {}
     for r in recs["gpu_busy_idle"]:
         if r["window_ns"]:
             gpu_busy[r["run_id"]] = max(gpu_busy.get(r["run_id"], 0.0), float(r["busy_pct"]) / 100)
     out: list[Finding] = []
-    out += findings_causes.cause_findings(recs["step_causes"], gpu_busy, pytorch_runs, gain)
+    out += step_causes.cause_findings(recs["step_causes"], gpu_busy, pytorch_runs, gain)
     out += _memory_bound(recs["kernel_roofline"])
     out += _non_gpu_layers(recs["layer_gpu_vs_nongpu"], recs["model_info"], recs["level_overhead"])
     out += _profiling(recs["level_overhead"], recs["program_changes"])

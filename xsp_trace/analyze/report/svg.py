@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from .report_text import escape, shorten_middle
+from .text import escape, shorten_middle
 
 ROOF_COLOR = "#d62728"  # the device roof line (the report test looks for this colour)
 POINT_COLOR = "#1f77b4"

@@ -30,8 +30,8 @@ from pathlib import Path
 
 import duckdb
 
-from .errors import InputError
-from .output_files import private_temp_prefix, remove_stale_temp
+from ..errors import InputError
+from ..output_files import private_temp_prefix, remove_stale_temp
 
 # The schema analyze/install.py installs the analyses into: the one place a file may hold code.
 ANALYSES_SCHEMA = "xsp"

@@ -2,11 +2,11 @@
 
 Converters insert a run's spans with parent_id/depth NULL; `correlate_run` then fills them in:
 1. CPU spans nest by time containment per thread: the parent is the tightest enclosing span
-   (xsp_trace.nesting, vectorised over spans sorted by start; SQL range joins would be
+   (xsp_trace.convert.nesting, vectorised over spans sorted by start; SQL range joins would be
    quadratic per thread), one window of start times at a time.
 2. queries/correlate/launches.sql links GPU spans to their API call by (pid, correlation_id).
 3. queries/correlate/step_ranges.sql gives the step ranges (ProfilerStep#N in any category, or
-   those `convert --step-ranges` names) their iteration (xsp_trace.step_ranges);
+   those `convert --step-ranges` names) their iteration (xsp_trace.convert.step_ranges);
    queries/correlate/hierarchy.sql makes each GPU span a child of its API call and numbers model
    spans; `build_ancestors` fills span_ancestors and `inherit_down` passes iterations down the
    tree, both level by level from the roots.
@@ -27,14 +27,14 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from .connection import CONVERT_MEMORY_LIMIT, memory_limit
-from .database import run_script
-from .formats import kineto_fields as kf
-from .naming import KIND_NESTING_RANK, install_phase_rules
+from ..formats import kineto_fields as kf
+from ..naming import KIND_NESTING_RANK, install_phase_rules
+from ..read_ahead import read_ahead
+from ..resources import query_text
+from ..store.connection import CONVERT_MEMORY_LIMIT, memory_limit
+from ..store.database import run_script
+from ..store.sql import one_row, scalar, set_variables
 from .nesting import nest, separate_threads, thread_starts
-from .read_ahead import read_ahead
-from .resources import query_text
-from .sql import one_row, scalar, set_variables
 from .step_ranges import name_step_ranges
 
 _RANK_CASE = "CASE kind " + " ".join(f"WHEN '{k}' THEN {r}" for k, r in KIND_NESTING_RANK.items()) + " ELSE 9 END"

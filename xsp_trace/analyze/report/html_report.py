@@ -1,4 +1,4 @@
-"""The self-contained HTML report: the findings first (xsp_trace/analyze/findings.py), then inline
+"""The self-contained HTML report: the findings first (xsp_trace/analyze/findings/find.py), then inline
 SVG plots (roofline with the device's roof, layer latency, layer type shares, layer GPU vs non-GPU
 time; per GPU: utilisation over time, GPU busy per step, computation/communication split) and the
 analysis tables. No scripts, no network: open it anywhere. Written atomically.
@@ -9,14 +9,14 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import __version__
-from ..output_files import atomic_output
-from ..timebase import format_time
+from ... import __version__
+from ...output_files import atomic_output
+from ...timebase import format_time
+from ..catalog import ANALYSES
+from ..findings.find import Finding
+from ..session import Result
 from . import svg
-from .catalog import ANALYSES
-from .findings import Finding
-from .report_text import cell_html, distinct_names, escape, header_html, is_name_column, per_basis, step_basis
-from .session import Result
+from .text import cell_html, distinct_names, escape, header_html, is_name_column, per_basis, step_basis
 
 TABLE_ROWS = 200  # rows per table in the report; the CLI/CSV/JSON give all
 
@@ -63,7 +63,7 @@ def _by_experiment(result: Result) -> dict[str | None, list[dict]]:
 
 
 def _basis(results: dict[str, Result]) -> dict[tuple[str, str], tuple[str, int]]:
-    """(experiment, level) -> what its "per inference" numbers are per (report_text.step_basis)."""
+    """(experiment, level) -> what its "per inference" numbers are per (report/text.py step_basis)."""
     steps = results["step_breakdown"].records() if "step_breakdown" in results else []
     return step_basis(results["level_sources"].records(), steps)
 

@@ -15,7 +15,7 @@ whatever the work there had to wait for last --
   the waiting item beside it: "stream S waited for stream T"), or the call that launched it
   (CPU-bound: the time from the call to the start is queue delay, charged to the call as recorded:
   cudaLaunchKernel, cudaGraphLaunch, ...);
-- across threads of a process (critical_path_threads.py): at the end of a wait -- an annotation's
+- across threads of a process (threads.py): at the end of a wait -- an annotation's
   or Python function's own time while another thread worked -- the other thread's last op, and
   from that thread's first op after an idle stretch back to where the wait began (thread_wait:
   PyTorch's backward runs on the autograd engine's thread while the caller waits).
@@ -26,9 +26,9 @@ waits the trace records; and this walk assumes that a thread resuming just after
 its process finished (TOLERANCE_NS) waited for it.
 
 Computed over numpy arrays of time-ordered spans (no graph library; the run as columns:
-critical_path_run.py), once per session, into the
+run.py), once per session, into the
 TEMP table `xsp_critical_path` that analyses/critical_path.sql and analyses/critical_path_summary.sql
-read: the hops between nodes are precomputed in numpy and chased (critical_path_chase.py); this
+read: the hops between nodes are precomputed in numpy and chased (chase.py); this
 module's step-by-step walk takes the hops the chase leaves to it (the window's ends, across ranks)
 and every walk of a run without precomputed hops (what_if.py's replayed runs).
 """
@@ -41,11 +41,10 @@ from dataclasses import dataclass
 import duckdb
 import numpy as np
 
-from ..sql import registered
-from . import critical_path_chase as chase
-from . import critical_path_threads as threads
-from .critical_path_chase import CPU_IDLE, CPU_OP, GPU_IDLE, LAUNCH, QUEUE_DELAY, STREAM_WAIT, SYNC_WAIT, THREAD_WAIT
-from .critical_path_run import _flatten, _Run, _thread, _waited_for, load_run
+from ...store.sql import registered
+from . import chase, threads
+from .chase import CPU_IDLE, CPU_OP, GPU_IDLE, LAUNCH, QUEUE_DELAY, STREAM_WAIT, SYNC_WAIT, THREAD_WAIT
+from .run import Run, flatten, load_run, thread_segments, waited_for
 
 TABLE = "xsp_critical_path"
 _MAX_HOPS_PER_SPAN = 8  # a guard: every hop moves back in time or to an earlier item
@@ -61,7 +60,7 @@ class Segment:
     waiter: int = -1  # of a stream wait, the GPU item that waited (-1: any other segment)
 
 
-def _gpu_kind(run: _Run, row: int) -> str:
+def _gpu_kind(run: Run, row: int) -> str:
     return str(run.spans["gpu_kind"][row])
 
 
@@ -69,7 +68,7 @@ class _Walker:
     """One walk, step by step: where it stands (a lane and a time, on a run) and what it recorded,
     latest first -- stepped segments, and stretches of chased hops as columns."""
 
-    def __init__(self, run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: Ranks | None):
+    def __init__(self, run: Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: Ranks | None):
         self.run, self.start_ns, self.thread, self.ranks = run, start_ns, thread, ranks
         self.t = end_ns
         self.lane: tuple[str, object] = ("cpu", thread)
@@ -126,7 +125,7 @@ class _Walker:
         kind, where = self.lane
         if kind == "cpu":
             assert isinstance(where, tuple)
-            flat = _flatten(run, where)
+            flat = flatten(run, where)
             i = bisect.bisect_left(flat.ends, t)  # first segment ending at or after t
             if self._cross_thread(where, flat, i):
                 return
@@ -137,7 +136,7 @@ class _Walker:
                 return
             owner, low = flat.owners[i], max(flat.starts[i], start_ns)
             if owner >= 0 and lists.blocking[owner]:
-                waited = _waited_for(run, owner, t)
+                waited = waited_for(run, owner, t)
                 if waited is not None and end[waited] > low:
                     gpu_end = max(end[waited], start_ns)
                     self.segments.append(Segment(gpu_end, t, SYNC_WAIT, owner, run.run_id))
@@ -168,11 +167,11 @@ class _Walker:
         self._dependency(row)
 
     def _cross_thread(self, key: tuple[int, int], flat, i: int) -> bool:
-        """At the end of a segment with a cross-thread edge (critical_path_threads.py), the hand-off
+        """At the end of a segment with a cross-thread edge (threads.py), the hand-off
         back to the other thread; whether there was one."""
         t, run = self.t, self.run
         n = len(flat.ends)
-        keys, first, cross, ends = _cross(run)
+        keys, first, cross, ends = thread_crossings(run)
         try:
             at = int(first[keys.index(key)]) + i
         except ValueError:  # a thread with no CPU span the walk reads (only model ranges): no edges
@@ -214,7 +213,7 @@ class _Walker:
             launched_at = min(call_end if call_end <= t else start[launcher], t)
         waited = run.waits_for.get(row)
         waited_end = min(end[waited], t) if waited is not None else None
-        binding = _binding(previous_end, waited_end, launched_at)
+        binding = last_dependency(previous_end, waited_end, launched_at)
         if binding == "stream" and previous_end is not None:
             low = max(previous_end, start_ns)
             if low < t:
@@ -235,7 +234,7 @@ class _Walker:
 
 
 def walk_columns(
-    run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: Ranks | None = None, gpu_row: int | None = None
+    run: Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: Ranks | None = None, gpu_row: int | None = None
 ) -> dict[str, np.ndarray]:
     """The critical path of [start_ns, end_ns] ending on `thread` (or, with `gpu_row`, at the end of
     that GPU item), as contiguous segments, latest first, in columns start, end, kind, row (the span
@@ -254,7 +253,7 @@ def walk_columns(
     return w.columns()
 
 
-def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: Ranks | None = None, gpu_row: int | None = None) -> list[Segment]:
+def walk(run: Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: Ranks | None = None, gpu_row: int | None = None) -> list[Segment]:
     """walk_columns as segments, latest first."""
     c = walk_columns(run, start_ns, end_ns, thread, ranks, gpu_row)
     return [
@@ -265,13 +264,13 @@ def walk(run: _Run, start_ns: int, end_ns: int, thread: tuple[int, int], ranks: 
     ]
 
 
-def prepare_chase(run: _Run, ranks: Ranks | None = None) -> None:
-    """Precompute the run's hops (critical_path_chase); with `ranks`, its collectives are left to the step-by-step walk."""
+def prepare_chase(run: Run, ranks: Ranks | None = None) -> None:
+    """Precompute the run's hops (chase.py); with `ranks`, its collectives are left to the step-by-step walk."""
     keys = sorted(run.threads)
     thread_of = np.full(len(run.spans["span_id"]), -1, dtype=np.int64)
     for k, key in enumerate(keys):
         thread_of[run.threads[key]] = k
-    flats = [_flatten(run, key) for key in keys]
+    flats = [flatten(run, key) for key in keys]
     gpu_rows = np.flatnonzero(thread_of < 0)
     names = run.spans["gpu_kind"][gpu_rows]
     gpu_kinds = sorted(names.present())
@@ -292,17 +291,17 @@ def prepare_chase(run: _Run, ranks: Ranks | None = None) -> None:
     run.chase = ch = chase.prepare(cols, keys, [(np.asarray(f.starts), np.asarray(f.ends), np.asarray(f.owners)) for f in flats], gpu_kinds)
     for k, key in enumerate(keys):  # the threads' segments as views of the chase's, not a second copy
         lo, hi = int(ch.first[k]), int(ch.last[k])
-        run.flat[key] = _thread(ch.seg_start[lo:hi], ch.seg_end[lo:hi], ch.seg_owner[lo:hi])
+        run.flat[key] = thread_segments(ch.seg_start[lo:hi], ch.seg_end[lo:hi], ch.seg_owner[lo:hi])
 
 
-def _cross(run: _Run) -> tuple[list[tuple[int, int]], np.ndarray, threads.CrossEdges, np.ndarray]:
+def thread_crossings(run: Run) -> tuple[list[tuple[int, int]], np.ndarray, threads.CrossEdges, np.ndarray]:
     """The run's threads (sorted), where each one's segments begin in their concatenation, the
     cross-thread edges between them and the segments' ends: the chase's where the run has one."""
     if run.chase is not None:
         return run.chase.keys, run.chase.first, run.chase.cross, run.chase.seg_end
     if run.cross is None:
         keys = sorted(run.threads)
-        flats = [_flatten(run, key) for key in keys]
+        flats = [flatten(run, key) for key in keys]
         sizes = np.array([len(f.ends) for f in flats], dtype=np.int64)
         last = np.cumsum(sizes)
         parts = [np.concatenate([np.asarray(f[p], dtype=np.int64) for f in flats]) if flats else np.zeros(0, dtype=np.int64) for p in range(3)]
@@ -311,7 +310,7 @@ def _cross(run: _Run) -> tuple[list[tuple[int, int]], np.ndarray, threads.CrossE
     return run.cross
 
 
-def _binding(previous_end: int | None, waited_end: int | None, launched_at: int | None) -> str | None:
+def last_dependency(previous_end: int | None, waited_end: int | None, launched_at: int | None) -> str | None:
     """Which dependency of a GPU item was satisfied last: 'stream' (the previous item on its stream),
     'event' (another stream's item it waited for) or 'launch' (its launch call); ties in that order."""
     best, binding = None, None
@@ -330,7 +329,7 @@ class Ranks:
     clocks need not agree, so the last to arrive is the one whose kernel is shortest (it waited for
     nobody): the others' kernels waited for it for the difference. Iterations match by number."""
 
-    def __init__(self, runs: dict[int, _Run], unit_rows: list[tuple]):
+    def __init__(self, runs: dict[int, Run], unit_rows: list[tuple]):
         self.runs = runs
         self.matches: dict[tuple[str, int], list[tuple[int, int]]] = {}
         self.key_of: dict[tuple[int, int], tuple[str, int]] = {}
@@ -348,7 +347,7 @@ class Ranks:
         for run_id, _, _, start, end, pid, tid in unit_rows:
             self.steps.setdefault(run_id, []).append((int(start), int(end), (int(pid), int(tid))))
 
-    def later_arrival(self, run: _Run, row: int) -> tuple[_Run, int, int, tuple[int, int]] | None:
+    def later_arrival(self, run: Run, row: int) -> tuple[Run, int, int, tuple[int, int]] | None:
         """(rank, its kernel, the start of its step, its step's thread) of the last rank to arrive at
         this collective, when that is another rank than `run`'s; else None."""
         key = self.key_of.get((run.run_id, row))
@@ -410,7 +409,7 @@ def build_critical_path(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"INSERT INTO {TABLE} SELECT * FROM {segments}")
 
 
-def _segment_table(unit_rows: list[tuple], paths: list[dict[str, np.ndarray]], runs: dict[int, _Run]) -> dict[str, np.ndarray]:
+def _segment_table(unit_rows: list[tuple], paths: list[dict[str, np.ndarray]], runs: dict[int, Run]) -> dict[str, np.ndarray]:
     """The rows of xsp_critical_path: each unit's segments (walk_columns) in time order, adjacent
     ones of the same span and kind merged (as merged() does), as columns."""
     sizes = [len(p["start"]) for p in paths]

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import duckdb
 
+from ..errors import InputError
+from ..output_files import atomic_output
 from .connection import duckdb_connect
 from .database import SCHEMA_VERSION, connect, create_schema
-from .errors import InputError
-from .output_files import atomic_output
 from .schema import expected_tables, table_columns
 from .sql import quote_identifier as _quote
 from .sql import quote_literal as _literal

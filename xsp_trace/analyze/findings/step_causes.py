@@ -1,6 +1,6 @@
 """Findings from the causal story of the steps (analyses/step_causes.sql): one finding per run and
 cause that holds a noticeable share of the steps' critical path, with advice for that cause only and,
-where a what-if rule takes the cause away, the gain the replay predicts (what_if.py).
+where a what-if rule takes the cause away, the gain the replay predicts (critical_path/what_if.py).
 
 A finding's severity is its cause's share of the run's steps' time on the critical path -- never of
 CPU time: a wait counts only for the part the GPU had nothing to run (the path runs through the GPU
@@ -15,9 +15,9 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping
 
-from ..naming import DATA_LOADING_PATTERN, short_kernel_name
-from ..vocabulary import FindingKind
-from .findings_base import BUSY_GPU_SHARE, CAUSE_MIN_SHARE, Finding, count, duration, pct, sql_text
+from ...naming import DATA_LOADING_PATTERN, short_kernel_name
+from ...vocabulary import FindingKind
+from .record import BUSY_GPU_SHARE, CAUSE_MIN_SHARE, Finding, count, duration, pct, sql_text
 
 # The finding kind each cause of analyses/step_causes.sql is told as (causes without one: no advice).
 KIND_OF_CAUSE: dict[str, FindingKind] = {

@@ -1,0 +1,2 @@
+"""The self-contained HTML report: `html_report.py` writes it, `svg.py` draws its plots,
+`text.py` renders its names and cells."""
