@@ -6,6 +6,12 @@
 -- call name pattern (variable xsp_rule_async_memcpy_api) and the pageable kind
 -- (xsp_rule_pageable_kind) come from xsp_trace/formats/nsys_rules.py. Suggestion, as nsys gives
 -- it: pinned memory instead.
+--
+-- title: Async copies made synchronous by pageable memory (nsys analyze cuda-async-memcpy)
+-- group: rules
+-- include: lib/rules
+-- columns: run_id INTEGER, duration_ns BIGINT, start_ns BIGINT, src_kind VARCHAR, dst_kind VARCHAR,
+--     bytes BIGINT, bytes_mb DOUBLE, pid BIGINT, device_id INTEGER, stream_id BIGINT, api_name VARCHAR
 SELECT
     -- Run.
     run_id,

@@ -4,6 +4,12 @@
 -- From: spans of kind 'kernel' with kernels (grid_*, block_*); grid and block printed as nsys does
 -- ('%4d %4d %4d'). Statistics as nsys computes them (xsp_trace/formats/nsys_stats.py): median of
 -- an even count = mean of the two middle values, sample standard deviation, averages to 0.1 ns.
+--
+-- title: GPU kernel summary by grid and block (nsys stats cuda_gpu_kern_gb_sum)
+-- group: summary
+-- include: lib/nsys_stats
+-- columns: run_id INTEGER, time_pct DOUBLE, total_ns HUGEINT, instances BIGINT, avg_ns DOUBLE, med_ns DOUBLE,
+--     min_ns BIGINT, max_ns BIGINT, stddev_ns DOUBLE, grid VARCHAR, block VARCHAR, name VARCHAR
 WITH launches AS (
     SELECT s.run_id, s.name, s.end_ns - s.start_ns AS duration_ns,
            printf('%4d %4d %4d', k.grid_x, k.grid_y, k.grid_z) AS grid,
@@ -21,21 +27,21 @@ SELECT
     -- Run of the kernels.
     run_id,
     -- Share of the run's summed kernel time, percent.
-    _xsp_nsys_pct(total_ns, sum(total_ns) OVER (PARTITION BY run_id)) AS time_pct,
+    xsp_nsys_pct(total_ns, sum(total_ns) OVER (PARTITION BY run_id)) AS time_pct,
     -- Summed GPU time, ns.
     total_ns,
     -- Number of executions.
     instances,
-    -- Mean duration per execution, ns (rounded to 0.1 as nsys: _xsp_nsys_round).
-    _xsp_nsys_round(avg_ns) AS avg_ns,
+    -- Mean duration per execution, ns (rounded to 0.1 as nsys: xsp_nsys_round).
+    xsp_nsys_round(avg_ns) AS avg_ns,
     -- Median duration, ns (an even count: mean of the two middle values).
-    _xsp_nsys_round(med_ns) AS med_ns,
+    xsp_nsys_round(med_ns) AS med_ns,
     -- Shortest execution, ns.
     min_ns,
     -- Longest execution, ns.
     max_ns,
     -- Sample standard deviation of the durations, ns (0 for a single execution).
-    _xsp_nsys_round(stddev_ns) AS stddev_ns,
+    xsp_nsys_round(stddev_ns) AS stddev_ns,
     -- Grid dimensions 'x y z', as nsys prints them (NULL where the trace has none).
     grid,
     -- Block (thread-block) dimensions 'x y z', as nsys prints them (NULL where the trace has none).

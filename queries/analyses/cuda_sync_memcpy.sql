@@ -9,6 +9,12 @@
 -- Copies within one device are not left out: the schema keeps no source and destination
 -- device (nsys drops srcDeviceId = dstDeviceId, which CUPTI records for peer copies only).
 -- Suggestion, as nsys gives it: cudaMemcpy*Async.
+--
+-- title: Synchronous copies (nsys analyze cuda-sync-memcpy)
+-- group: rules
+-- include: lib/rules
+-- columns: run_id INTEGER, duration_ns BIGINT, start_ns BIGINT, src_kind VARCHAR, dst_kind VARCHAR,
+--     bytes BIGINT, bytes_mb DOUBLE, pid BIGINT, device_id INTEGER, stream_id BIGINT, api_name VARCHAR
 SELECT
     -- Run.
     run_id,

@@ -6,6 +6,12 @@
 -- call name patterns (variables xsp_rule_sync_memset_api, xsp_rule_sync_memset_not_api) and the
 -- memory kinds (xsp_rule_sync_memset_kinds) from xsp_trace/formats/nsys_rules.py (Kineto: the
 -- kind in the set's name, "Memset (Device)").
+--
+-- title: Synchronous sets of pinned/managed memory (nsys analyze cuda-sync-memset)
+-- group: rules
+-- include: lib/rules
+-- columns: run_id INTEGER, duration_ns BIGINT, start_ns BIGINT, memory_kind VARCHAR, bytes BIGINT,
+--     bytes_mb DOUBLE, pid BIGINT, device_id INTEGER, stream_id BIGINT, api_name VARCHAR
 SELECT
     -- Run.
     run_id,

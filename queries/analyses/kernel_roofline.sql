@@ -3,6 +3,13 @@
 --
 -- From: the prelude's xsp_kernel_by_name and xsp_experiment_roof; only kernels with FLOP and
 -- DRAM metrics have a point.
+--
+-- title: Kernel roofline
+-- group: kernel
+-- include: lib/roofline
+-- columns: experiment VARCHAR, name VARCHAR, latency_ms DOUBLE, arithmetic_intensity DOUBLE,
+--     flops_per_s DOUBLE, device_name VARCHAR, peak_flops DOUBLE, peak_dram_bytes_per_s DOUBLE,
+--     ideal_intensity DOUBLE, attainable_flops_per_s DOUBLE, roof_pct DOUBLE, memory_bound BOOLEAN
 SELECT
     -- Experiment: "<model> bs=<batch size>", or "run <id>".
     k.experiment,

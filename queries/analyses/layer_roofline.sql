@@ -2,6 +2,13 @@
 -- inference over their GPU time) with the device's roof -- XSP "layer roofline".
 --
 -- From: the prelude's xsp_layer_gpu and xsp_experiment_roof; layers without metrics have no point.
+--
+-- title: Layer roofline
+-- group: kernel
+-- include: lib/roofline
+-- columns: experiment VARCHAR, layer_index INTEGER, layer_name VARCHAR, gpu_latency_ms DOUBLE,
+--     arithmetic_intensity DOUBLE, flops_per_s DOUBLE, peak_flops DOUBLE, peak_dram_bytes_per_s DOUBLE,
+--     ideal_intensity DOUBLE, memory_bound BOOLEAN
 SELECT
     -- Experiment: "<model> bs=<batch size>", or "run <id>".
     g.experiment,

@@ -2,6 +2,13 @@
 -- device's roof -- XSP "model roofline".
 --
 -- From: the prelude's xsp_model_gpu and xsp_experiment_roof; models without metrics have no point.
+--
+-- title: Model roofline
+-- group: kernel
+-- include: lib/roofline
+-- columns: experiment VARCHAR, gpu_latency_ms DOUBLE, arithmetic_intensity DOUBLE, flops_per_s DOUBLE,
+--     device_name VARCHAR, peak_flops DOUBLE, peak_dram_bytes_per_s DOUBLE, ideal_intensity DOUBLE,
+--     memory_bound BOOLEAN
 SELECT
     -- Experiment: "<model> bs=<batch size>", or "run <id>".
     g.experiment,

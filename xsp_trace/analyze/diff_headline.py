@@ -17,6 +17,7 @@ from statistics import median
 import duckdb
 
 from ..resources import query_text
+from ..sqllib import include
 from .session import run_analysis
 from .shift import Shift, shift
 
@@ -51,6 +52,7 @@ class StepData:
 
 
 def read_steps(con: duckdb.DuckDBPyConnection) -> StepData:
+    include(con, "analyses/diff_steps")
     cursor = con.execute(query_text("analyses/diff_steps"))
     columns = [d[0] for d in cursor.description]
     data = StepData(has_steps=False)

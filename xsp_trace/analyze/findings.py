@@ -36,6 +36,7 @@ from collections.abc import Collection, Mapping
 import duckdb
 
 from ..resources import query_text
+from ..sqllib import include
 from . import findings_causes
 from .catalog import BY_NAME
 from .findings_base import (
@@ -81,6 +82,7 @@ def evidence_sql(finding: Finding) -> str:
 
 
 def evidence(con: duckdb.DuckDBPyConnection, finding: Finding) -> Result:
+    include(con, BY_NAME[finding.analysis].query)
     cursor = con.execute(evidence_sql(finding))
     return Result(finding.analysis, BY_NAME[finding.analysis].title, [d[0] for d in cursor.description], cursor.fetchall())
 
