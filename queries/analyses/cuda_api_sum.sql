@@ -11,27 +11,26 @@
 -- include: lib/nsys_stats
 -- columns: run_id INTEGER, time_pct DOUBLE, total_ns HUGEINT, calls BIGINT, avg_ns DOUBLE, med_ns DOUBLE,
 --     min_ns BIGINT, max_ns BIGINT, stddev_ns DOUBLE, name VARCHAR
-WITH summary AS MATERIALIZED (SELECT * FROM xsp_call_stats('api', NULL))
 SELECT
     -- Run of the calls.
     run_id,
     -- Share of the run's summed API time, percent (of the functions listed, not of wall time).
-    xsp_nsys_pct(total_ns, sum(total_ns) OVER (PARTITION BY run_id)) AS time_pct,
+    time_pct,
     -- Summed duration of every call of the function, ns.
     total_ns,
     -- Number of calls.
-    calls,
+    count AS calls,
     -- Mean duration per call, ns (rounded to 0.1 as nsys: xsp_nsys_round).
-    xsp_nsys_round(avg_ns) AS avg_ns,
+    avg_ns,
     -- Median duration, ns (an even count: mean of the two middle values).
-    xsp_nsys_round(med_ns) AS med_ns,
+    med_ns,
     -- Shortest call, ns.
     min_ns,
     -- Longest call, ns.
     max_ns,
     -- Sample standard deviation of the durations, ns (0 for a single call).
-    xsp_nsys_round(stddev_ns) AS stddev_ns,
+    stddev_ns,
     -- API function name (versioned entry-point suffix such as _v7000 stripped).
     name
-FROM summary
+FROM xsp_nsys_summary('cuda_api_sum')
 ORDER BY run_id, total_ns DESC, name;

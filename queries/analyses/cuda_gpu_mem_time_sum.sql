@@ -15,36 +15,26 @@
 -- include: lib/nsys_stats
 -- columns: run_id INTEGER, time_pct DOUBLE, total_ns HUGEINT, count BIGINT, avg_ns DOUBLE, med_ns DOUBLE,
 --     min_ns BIGINT, max_ns BIGINT, stddev_ns DOUBLE, operation VARCHAR
-WITH per_kind AS (
-    SELECT run_id, kind, copy_kind, sum(duration_ns) AS total_ns, count(*) AS count,
-           avg(duration_ns) AS avg_ns, median(duration_ns) AS med_ns,
-           min(duration_ns) AS min_ns, max(duration_ns) AS max_ns,
-           coalesce(stddev_samp(duration_ns), 0) AS stddev_ns
-    FROM memops
-    GROUP BY run_id, kind, copy_kind
-), summary AS MATERIALIZED (
-    SELECT *, xsp_memop_operation(kind, copy_kind) AS operation FROM per_kind
-)
 SELECT
     -- Run of the operations.
     run_id,
     -- Share of the run's summed memory-operation GPU time, percent.
-    xsp_nsys_pct(total_ns, sum(total_ns) OVER (PARTITION BY run_id)) AS time_pct,
+    time_pct,
     -- Summed GPU duration, ns.
     total_ns,
     -- Number of operations.
     count,
     -- Mean duration per operation, ns (rounded to 0.1 as nsys: xsp_nsys_round).
-    xsp_nsys_round(avg_ns) AS avg_ns,
+    avg_ns,
     -- Median duration, ns (an even count: mean of the two middle values).
-    xsp_nsys_round(med_ns) AS med_ns,
+    med_ns,
     -- Shortest operation, ns.
     min_ns,
     -- Longest operation, ns.
     max_ns,
     -- Sample standard deviation of the durations, ns (0 for a single operation).
-    xsp_nsys_round(stddev_ns) AS stddev_ns,
+    stddev_ns,
     -- "[CUDA memcpy HtoD]", "[CUDA memset]", ...
-    operation
-FROM summary
+    name AS operation
+FROM xsp_nsys_summary('cuda_gpu_mem_time_sum')
 ORDER BY run_id, total_ns DESC, operation;

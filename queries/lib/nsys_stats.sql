@@ -30,16 +30,46 @@ END;
 CREATE OR REPLACE TEMP MACRO xsp_nsys_pct(part, whole) AS
     xsp_nsys_round(CAST(part AS DOUBLE) * CAST(100 AS DOUBLE) / CAST(whole AS DOUBLE));
 
--- Duration statistics of CPU calls per run and function, as `nsys stats` computes them (median of an
--- even count = mean of the two middle values; sample standard deviation), of the spans of one kind
--- and, where `wanted_category` is not NULL, one category: ('api', NULL) for CUDA/HIP API calls,
--- ('other', the OS runtime category from xsp_trace/formats/nsys_export.py) for OS runtime calls.
--- Read by analyses/cuda_api_sum.sql and analyses/osrt_sum.sql. A table macro, not a view over
--- both families: the plain kind filter lets the scan skip the row groups of other kinds.
-CREATE OR REPLACE TEMP MACRO xsp_call_stats(wanted_kind, wanted_category) AS TABLE
-SELECT run_id, name, sum(end_ns - start_ns) AS total_ns, count(*) AS calls, avg(end_ns - start_ns) AS avg_ns,
-       median(end_ns - start_ns) AS med_ns, min(end_ns - start_ns) AS min_ns, max(end_ns - start_ns) AS max_ns,
-       coalesce(stddev_samp(end_ns - start_ns), 0) AS stddev_ns
-FROM spans
-WHERE kind = wanted_kind AND (wanted_category IS NULL OR category = wanted_category)
-GROUP BY run_id, name;
+-- The duration summary the `nsys stats` time reports share, one row per run and key: the summed,
+-- mean, median, shortest, longest and sample-deviation durations as nsys computes and rounds them
+-- (xsp_nsys_round), and the key's share of the run's summed time (xsp_nsys_pct). `report` picks the
+-- rows and their key: 'cuda_api_sum' (API calls by name), 'osrt_sum' (OS runtime calls by name),
+-- 'cuda_gpu_kern_sum' (kernels by name), 'cuda_gpu_kern_gb_sum' (kernels by name, grid and
+-- block), 'nvtx_sum' (NVTX ranges by name and range_style, in style), 'cuda_gpu_mem_time_sum' (copies and sets by
+-- kind and copy kind, named by xsp_memop_operation). A table macro: the report name is a constant,
+-- so every branch but its own is planned away and its scan keeps a plain kind filter.
+CREATE OR REPLACE TEMP MACRO xsp_nsys_summary(report) AS TABLE
+WITH durations AS (
+    SELECT run_id, name, CAST(NULL AS VARCHAR) AS grid, CAST(NULL AS VARCHAR) AS block, CAST(NULL AS VARCHAR) AS style,
+           CAST(NULL AS VARCHAR) AS kind, CAST(NULL AS VARCHAR) AS copy_kind, end_ns - start_ns AS duration_ns
+    FROM spans WHERE report = 'cuda_api_sum' AND kind = 'api'
+    UNION ALL
+    SELECT run_id, name, NULL, NULL, NULL, NULL, NULL, end_ns - start_ns
+    FROM spans WHERE report = 'osrt_sum' AND kind = 'other' AND category = getvariable('xsp_osrt_category')
+    UNION ALL
+    SELECT run_id, name, NULL, NULL, NULL, NULL, NULL, end_ns - start_ns
+    FROM spans WHERE report = 'cuda_gpu_kern_sum' AND kind = 'kernel'
+    UNION ALL
+    SELECT s.run_id, s.name, printf('%4d %4d %4d', k.grid_x, k.grid_y, k.grid_z), printf('%4d %4d %4d', k.block_x, k.block_y, k.block_z),
+           NULL, NULL, NULL, s.end_ns - s.start_ns
+    FROM spans AS s
+    LEFT JOIN kernels AS k ON k.run_id = s.run_id AND k.span_id = s.span_id
+    WHERE report = 'cuda_gpu_kern_gb_sum' AND s.kind = 'kernel'
+    UNION ALL
+    SELECT run_id, CASE WHEN category IS NULL THEN name ELSE category || ':' || name END, NULL, NULL,
+           range_style, NULL, NULL, end_ns - start_ns
+    FROM spans WHERE report = 'nvtx_sum' AND range_style IS NOT NULL
+    UNION ALL
+    SELECT run_id, NULL, NULL, NULL, NULL, kind, copy_kind, duration_ns
+    FROM memops WHERE report = 'cuda_gpu_mem_time_sum'
+), summary AS MATERIALIZED (
+    SELECT run_id, name, grid, block, style, kind, copy_kind, sum(duration_ns) AS total_ns, count(*) AS count,
+           avg(duration_ns) AS avg_ns, median(duration_ns) AS med_ns, min(duration_ns) AS min_ns,
+           max(duration_ns) AS max_ns, coalesce(stddev_samp(duration_ns), 0) AS stddev_ns
+    FROM durations
+    GROUP BY run_id, name, grid, block, style, kind, copy_kind
+)
+SELECT run_id, xsp_nsys_pct(total_ns, sum(total_ns) OVER (PARTITION BY run_id)) AS time_pct, total_ns, count,
+       xsp_nsys_round(avg_ns) AS avg_ns, xsp_nsys_round(med_ns) AS med_ns, min_ns, max_ns, xsp_nsys_round(stddev_ns) AS stddev_ns,
+       coalesce(name, xsp_memop_operation(kind, copy_kind)) AS name, grid, block, style
+FROM summary;
