@@ -1,11 +1,10 @@
-"""The SQL modules as modules (docs/design.md, "The SQL library"): every analysis declares in its
-header what it includes, its title and group and its output columns' types; a session loads only
-the library modules the analyses it runs reach; a `_xsp_` name is private to the module that makes it.
+"""The SQL modules as modules (docs/design.md, "The SQL library"), checked by running them: a session
+loads only the library modules the analyses it runs reach, and every analysis's header states its
+output columns' types as DuckDB returns them. (The headers' static rules: test_sql_module_conventions.py.)
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -14,63 +13,14 @@ from support.leveled import build
 from xsp_trace.analyze import open_session, run_analysis
 from xsp_trace.analyze.catalog import ANALYSES, BY_NAME
 from xsp_trace.resources import query_text
-from xsp_trace.sqllib import LOADED_TABLE, declared_columns, header_fields, includes, load_order, module_names, reached
+from xsp_trace.sqllib import LOADED_TABLE, declared_columns, module_names, reached
 
 QUERIES = Path(__file__).parent.parent / "queries"
 ANALYSIS_FILES = sorted(QUERIES.glob("analyses/*.sql"))
-LIBRARY_FILES = sorted(QUERIES.glob("lib/*.sql"))
-CREATES = re.compile(r"CREATE\s+OR\s+REPLACE\s+TEMP\s+(?:VIEW|TABLE|MACRO)\s+(\w+)", re.IGNORECASE)
-
-
-def _code(sql: str) -> str:
-    """The SQL without string literals and comments."""
-    return re.sub(r"'(?:[^']|'')*'|--[^\n]*", " ", sql)
 
 
 def _name(path: Path) -> str:
     return f"{path.parent.name}/{path.stem}"
-
-
-def _owners() -> dict[str, str]:
-    return {made: _name(p) for p in LIBRARY_FILES for made in CREATES.findall(_code(p.read_text()))}
-
-
-@pytest.mark.parametrize("path", ANALYSIS_FILES, ids=_name)
-def test_every_analysis_includes_what_it_uses(path):
-    fields = header_fields(_name(path))
-    assert "include" in fields, f"{path.name}: needs a '-- include: lib/a, lib/b' header line (empty when it includes none)"
-    reachable = set(load_order(includes(_name(path))))
-    owner = _owners()
-    used = {owner[w] for w in set(re.findall(r"\b(_?xsp_\w+)\b", _code(path.read_text()))) if w in owner}
-    assert used <= reachable, f"{path.name} uses names of {sorted(used - reachable)} without including them"
-
-
-@pytest.mark.parametrize("path", [*ANALYSIS_FILES, *LIBRARY_FILES], ids=_name)
-def test_private_names_stay_in_their_module(path):
-    """A `_xsp_` name is used only in the module that creates it: what others read is public (xsp_)."""
-    code = _code(path.read_text())
-    own = set(CREATES.findall(code))
-    borrowed = sorted(set(re.findall(r"\b(_xsp_\w+)\b", code)) - own)
-    assert borrowed == [], f"{_name(path)} uses private names made elsewhere: {borrowed} (make them public, xsp_...)"
-
-
-def test_private_name_check_catches_a_borrowed_name(tmp_path):
-    borrowed = tmp_path / "analyses" / "borrowing.sql"
-    borrowed.parent.mkdir()
-    borrowed.write_text("-- analyses/borrowing: reads a private view.\n-- include: lib/experiments\nSELECT * FROM _xsp_level_preference\n")
-    with pytest.raises(AssertionError, match="_xsp_level_preference"):
-        test_private_names_stay_in_their_module(borrowed)
-
-
-def test_every_analysis_file_is_in_the_catalog_with_its_header_title_and_group():
-    in_catalog = {a.name for a in ANALYSES}
-    # Read by `xsp-trace diff` and by capture checks, not printed by analyze: no title or group.
-    outside = {"diff_totals", "diff_steps", "diff_on_path", "capture_level_overhead"}
-    assert {p.stem for p in ANALYSIS_FILES} == in_catalog | outside
-    kernel_info = BY_NAME["kernel_info"]
-    assert (kernel_info.title, kernel_info.group, kernel_info.builds) == ("Kernel information", "kernel", ())
-    assert BY_NAME["what_if"].builds == ("xsp_what_if",)
-    assert {a.group for a in ANALYSES} == {"model", "layer", "kernel", "gpu", "rules", "comm", "summary", "compare"}
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 -- `nsys stats --report cuda_api_sum` (nsys 2022.4: cudaapisum) prints, to the nanosecond.
 --
 -- From: spans of kind 'api' (runtime and driver calls; nsys's CUPTI_ACTIVITY_KIND_RUNTIME rows,
--- Kineto's cuda_runtime / cuda_driver events). Statistics from the prelude's xsp_call_stats, as nsys computes them
+-- Kineto's cuda_runtime / cuda_driver events). Statistics from lib/nsys_stats's xsp_nsys_summary, as nsys computes them
 -- (xsp_trace/formats/nsys_stats.py): median of an even count = mean of the two middle values,
 -- sample standard deviation, averages rounded to 0.1 ns as nsys rounds (xsp_nsys_round: .x5 up).
 --

@@ -1,7 +1,7 @@
 -- analyses/cuda_gpu_kern_gb_sum: GPU time per kernel name and launch configuration (grid, block)
 -- and run -- what `nsys stats --report cuda_gpu_kern_gb_sum` (nsys 2022.4: gpukernsum) prints.
 --
--- From: spans of kind 'kernel' with kernels (grid_*, block_*); grid and block printed as nsys does
+-- From: xsp_nsys_summary('cuda_gpu_kern_gb_sum') (lib/nsys_stats) over spans of kind 'kernel' with kernels (grid_*, block_*); grid and block printed as nsys does
 -- ('%4d %4d %4d'). Statistics as nsys computes them (xsp_trace/formats/nsys_stats.py): median of
 -- an even count = mean of the two middle values, sample standard deviation, averages to 0.1 ns.
 --

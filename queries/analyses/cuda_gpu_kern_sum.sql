@@ -1,7 +1,7 @@
 -- analyses/cuda_gpu_kern_sum: GPU time per kernel name and run with median and spread -- what
 -- `nsys stats --report cuda_gpu_kern_sum` prints (nsys 2022.4: the CUDA_KERNEL rows of gpusum).
 --
--- From: spans of kind 'kernel' (demangled name). Statistics as nsys computes them
+-- From: xsp_nsys_summary('cuda_gpu_kern_sum') (lib/nsys_stats) over spans of kind 'kernel' (demangled name). Statistics as nsys computes them
 -- (xsp_trace/formats/nsys_stats.py): median of an even count = mean of the two middle values,
 -- sample standard deviation, averages rounded to 0.1 ns as nsys rounds (xsp_nsys_round: .x5 up).
 --

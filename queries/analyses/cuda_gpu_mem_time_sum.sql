@@ -2,7 +2,7 @@
 -- what `nsys stats --report cuda_gpu_mem_time_sum` (nsys 2022.4: gpumemtimesum) prints, to the
 -- nanosecond.
 --
--- From: memops alone (one row per memcpy / memset span, with the span's kind, GPU duration and
+-- From: xsp_nsys_summary('cuda_gpu_mem_time_sum') (lib/nsys_stats) over memops alone (one row per memcpy / memset span, with the span's kind, GPU duration and
 -- copy_kind); operation names as nsys 2022.4 writes them (the prelude's xsp_memop_operation), one
 -- per (kind, copy_kind), so the statistics are taken per (kind, copy_kind) and named after.
 -- No join to spans: memops carries copies of the span's kind and duration, and an analysis

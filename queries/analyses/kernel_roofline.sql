@@ -1,7 +1,7 @@
 -- analyses/kernel_roofline: one roofline point per kernel name with the device's roof
 -- (XSP "kernel roofline").
 --
--- From: the prelude's xsp_kernel_by_name and xsp_experiment_roof; only kernels with FLOP and
+-- From: xsp_roofline_points (lib/roofline: xsp_kernel_by_name under xsp_experiment_roof); only kernels with FLOP and
 -- DRAM metrics have a point.
 --
 -- title: Kernel roofline

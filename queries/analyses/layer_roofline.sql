@@ -1,7 +1,7 @@
 -- analyses/layer_roofline: one roofline point per layer (its kernels' FLOPs and DRAM bytes per
 -- inference over their GPU time) with the device's roof -- XSP "layer roofline".
 --
--- From: the prelude's xsp_layer_gpu and xsp_experiment_roof; layers without metrics have no point.
+-- From: xsp_roofline_points (lib/roofline: xsp_layer_gpu under xsp_experiment_roof); layers without metrics have no point.
 --
 -- title: Layer roofline
 -- group: kernel

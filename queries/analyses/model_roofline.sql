@@ -1,7 +1,7 @@
 -- analyses/model_roofline: one roofline point per model (all kernels of one inference) with the
 -- device's roof -- XSP "model roofline".
 --
--- From: the prelude's xsp_model_gpu and xsp_experiment_roof; models without metrics have no point.
+-- From: xsp_roofline_points (lib/roofline: xsp_model_gpu under xsp_experiment_roof); models without metrics have no point.
 --
 -- title: Model roofline
 -- group: kernel

@@ -2,7 +2,7 @@
 -- (nsys 2022.4: nvtxsum) prints, to the nanosecond: push/pop and start/end ranges grouped by
 -- "domain:text" and style.
 --
--- From: spans with a range_style (push_pop / start_end: the NVTX ranges of an nsys export); a
+-- From: xsp_nsys_summary('nvtx_sum') (lib/nsys_stats) over spans with a range_style (push_pop / start_end: the NVTX ranges of an nsys export); a
 -- range never closed ends at the trace's last NVTX timestamp, as in nsys. Statistics as nsys
 -- computes them (xsp_trace/formats/nsys_stats.py): median of an even count = mean of the two
 -- middle values, sample standard deviation, averages rounded to 0.1 ns as nsys rounds (xsp_nsys_round: .x5 up).

@@ -4,7 +4,7 @@
 --
 -- From: spans of kind 'other' whose category is the OS-runtime one (nsys OSRT_API calls, recorded
 -- with --trace=osrt; the category name is a variable set from xsp_trace/formats/nsys_export.py).
--- Statistics from the prelude's xsp_call_stats, as nsys computes them: median of an even count =
+-- Statistics from lib/nsys_stats's xsp_nsys_summary, as nsys computes them: median of an even count =
 -- mean of the two middle values, sample standard deviation, averages rounded to 0.1 ns as nsys rounds (xsp_nsys_round: .x5 up).
 --
 -- title: OS runtime summary (nsys stats osrt_sum)

@@ -1,13 +1,13 @@
 -- lib/nsys_stats: what the `nsys stats` summaries share -- memory-operation names, SQLite's
--- rounding, and per-function call statistics.
+-- rounding, and the duration summary of the time reports (xsp_nsys_summary).
 -- include:
 --
--- From: spans, the TEMP table xsp_memop_operations and the rounding facts (variables), both from
+-- From: spans, kernels, memops, the TEMP table xsp_memop_operations and the rounding facts (variables), both from
 -- xsp_trace/formats/nsys_stats.py and xsp_trace/formats/nsys_export.py.
 
 -- The name nsys 2022.4 gives the memory operations of (kind, copy_kind) in its memory reports
 -- (xsp_memop_operations, loaded from xsp_trace/formats/nsys_stats.py), or "[kind copy_kind]" for
--- a pair it has no name for. One name per pair. Read by analyses/cuda_gpu_mem_time_sum.sql and
+-- a pair it has no name for. One name per pair. Read by xsp_nsys_summary and
 -- analyses/cuda_gpu_mem_size_sum.sql.
 CREATE OR REPLACE TEMP MACRO xsp_memop_operation(op_kind, op_copy_kind) AS coalesce(
     (SELECT o.operation FROM xsp_memop_operations AS o WHERE o.kind = op_kind AND o.copy_kind IS NOT DISTINCT FROM op_copy_kind),
