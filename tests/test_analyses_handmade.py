@@ -18,6 +18,7 @@ import pytest
 
 from support.leveled import build
 from xsp_trace.analyze.session import AnalysisOptions, open_session, run_analysis
+from xsp_trace.analyze.sql_library import include
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +38,7 @@ def table(con, name, columns, where=None):
 
 
 def test_trimmed_mean_matches_the_authors_definition(con):
+    include(con, "lib/stats")
     got = con.execute("""SELECT xsp_trimmed_mean([100, 110, 105, 300, 90]), xsp_trimmed_mean([1, 2, 3, 100]),
                                 xsp_trimmed_mean([5, 1, 3]), xsp_trimmed_mean([1, 2]),
                                 xsp_trimmed_mean([1, 2, 3, 4, 5, 6, 7, 8, 9, 1000]),

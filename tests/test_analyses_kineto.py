@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from xsp_trace.analyze.session import AnalysisOptions, prepare, run_analysis
+from xsp_trace.analyze.sql_library import include
 
 pytestmark = pytest.mark.slow  # real traces
 
@@ -54,6 +55,7 @@ def test_kernel_info_equals_hta_kernel_breakdown(session, hta_kernels):
 
 
 def test_a100_roof_and_plain_trace_flags(session):
+    include(session, "lib/roofline")
     (roof,) = session.execute("SELECT device_name, peak_flops, peak_dram_bytes_per_s FROM xsp_experiment_roof").fetchall()
     assert "A100" in roof[0] and roof[1] == 19.5e12
     sources = {r["measured"]: (r["corrected"], r["inferences"]) for r in run_analysis(session, "level_sources").records()}

@@ -14,6 +14,7 @@ import pytest
 from conftest import NSYS_EXPORTS, nsys_stats
 from xsp_trace.analyze.catalog import ANALYSES
 from xsp_trace.analyze.session import AnalysisOptions, prepare, run_analysis
+from xsp_trace.analyze.sql_library import include
 
 pytestmark = pytest.mark.slow  # real traces
 
@@ -95,5 +96,6 @@ def test_launch_queue_delay_equals_kernexectrace(case, sessions, tmp_path):
 
 def test_device_peaks_from_the_built_in_table(sessions):
     con = sessions("nsys_2022_saxpy_mpi_a100")
+    include(con, "lib/roofline")
     (roof,) = con.execute("SELECT device_name, peak_flops, peak_dram_bytes_per_s FROM xsp_experiment_roof").fetchall()
     assert roof == ("NVIDIA A100-SXM4-40GB", 19.5e12, 1.555e12)

@@ -31,6 +31,7 @@ import pytest
 from typer.testing import CliRunner
 
 from xsp_trace.analyze.session import AnalysisOptions, open_session
+from xsp_trace.analyze.sql_library import include
 from xsp_trace.cli import app
 
 pytestmark = pytest.mark.slow  # torch captures
@@ -146,12 +147,13 @@ def _reference(events):
 
 def _ours(con):
     """Per op span key: (layer name, step iteration, phase, layer rule), from the analysis views."""
+    include(con, "lib/layers")
     rows = con.execute("""
         SELECT s.name, s.start_ns, l.name, st.iteration, a.phase, sl.layer_rule
         FROM spans AS s
         LEFT JOIN attribution AS a USING (run_id, span_id)
         LEFT JOIN steps AS st ON st.run_id = a.run_id AND st.step_span_id = a.step_span_id
-        LEFT JOIN _xsp_span_layer AS sl USING (run_id, span_id)
+        LEFT JOIN xsp_span_layer AS sl USING (run_id, span_id)
         LEFT JOIN spans AS l ON l.run_id = sl.run_id AND l.span_id = sl.layer_span_id
         WHERE s.kind = 'op'""").fetchall()
     return {(name, start): (layer, step, phase, rule) for name, start, layer, step, phase, rule in rows}

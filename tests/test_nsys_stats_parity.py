@@ -24,6 +24,7 @@ import pytest
 
 from conftest import NSYS_EXPORTS, nsys_stats, nsys_version, without_backtrace_rows
 from xsp_trace.analyze.session import AnalysisOptions, open_session, run_analysis
+from xsp_trace.analyze.sql_library import include
 from xsp_trace.formats import nsys_export as fmt
 from xsp_trace.formats.nsys_stats import GPUSUM_KERNEL_CATEGORY, report_name
 
@@ -190,7 +191,7 @@ def _nsys_sqlite() -> Path:
 
 
 def test_rounding_equals_the_sqlite_nsys_ships(sessions, tmp_path):
-    """Means, percentages and roots near .x5 ties: _xsp_nsys_round equals round(x, 1) of nsys's own
+    """Means, percentages and roots near .x5 ties: xsp_nsys_round equals round(x, 1) of nsys's own
     SQLite on every one, where DuckDB's round(x, 1) differs on thousands (1234.45 -> 1234.4).
     Values stay below 2^42 (73 min in ns), where SQLite's long-double digits start to decide."""
     rng = random.Random(7)
@@ -210,10 +211,11 @@ def test_rounding_equals_the_sqlite_nsys_ships(sessions, tmp_path):
     out = subprocess.run([str(_nsys_sqlite()), ":memory:"], input=script, capture_output=True, text=True, check=True).stdout
     theirs = [tuple(float(x.strip('"')) for x in line.split(",")) for line in out.splitlines()]
     con = sessions("nsys_2026_mock_rtx3080")
+    include(con, "lib/nsys_stats")
     con.execute("CREATE OR REPLACE TEMP TABLE _pairs (t BIGINT, n BIGINT)")
     con.executemany("INSERT INTO _pairs VALUES (?, ?)", pairs)
     ours = con.execute(
-        "SELECT _xsp_nsys_round(t / n), _xsp_nsys_pct(t % n, n), _xsp_nsys_round(sqrt(t / n) * 1000.0) FROM _pairs ORDER BY rowid"
+        "SELECT xsp_nsys_round(t / n), xsp_nsys_pct(t % n, n), xsp_nsys_round(sqrt(t / n) * 1000.0) FROM _pairs ORDER BY rowid"
     ).fetchall()
     assert len(theirs) == len(ours) == len(pairs)
     assert [i for i, (a, b) in enumerate(zip(ours, theirs, strict=True)) if a != b] == []

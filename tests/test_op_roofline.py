@@ -19,6 +19,7 @@ import pytest
 
 from conftest import DATA
 from xsp_trace.analyze.session import AnalysisOptions, prepare, run_analysis
+from xsp_trace.analyze.sql_library import include
 
 FIXTURES = {
     "kineto_2025_all_options_h100": "tracelens_h100_qwen1.5_0.5b.json.gz",
@@ -54,6 +55,7 @@ def _raw_events(fixture: str) -> list[dict]:
 
 
 def _ours(con) -> dict[str, tuple]:
+    include(con, "lib/op_perf")
     """External id -> (name, FLOPs, bytes, not_modelled_reason, kernel ns) of every counted modelled op."""
     return {
         row[0]: row[1:]
@@ -87,6 +89,7 @@ def test_kernel_time_per_op_equals_its_kernels_in_the_raw_trace(converted):
     a CPU op nested inside it on its thread (SDPA launches its kernels from inner ops)."""
     fixture = "kineto_2025_all_options_h100"
     con = _session(converted, fixture)
+    include(con, "lib/op_perf")
     ours = dict(
         con.execute(
             "SELECT CAST(a.value AS BIGINT), o.kernel_ns FROM xsp_op_perf AS o "

@@ -10,7 +10,10 @@
   (`xsp_`, `kineto_`, `nsys_`, `perfetto_`) or private with a leading underscore;
 - the library modules (lib/) declare what they include in a header line (`-- include: lib/a, lib/b`)
   that names existing modules, without a cycle, and every name a module uses from another module is
-  defined in one it includes (directly or through others); no SQL module is over MAX_LINES lines.
+  defined in one it includes (directly or through others); no SQL module is over MAX_LINES lines;
+- every analysis declares its includes (and uses only what they reach), its title and group in its
+  header; a `_xsp_` name is used only in the library module or analysis that creates it (what
+  others read is public, `xsp_`).
 """
 
 from __future__ import annotations
@@ -214,3 +217,45 @@ def test_every_public_view_documents_its_columns(view, body):
             run = None
     assert uncovered == [], f"{view}: output columns without a comment above them: {uncovered}"
     assert not re.search(r"(^|[\s,.])\*\s*(,|$)", _code_only(_final_select_list(body)).strip()), f"{view}: name its columns, not *"
+
+
+@pytest.mark.parametrize("path", USER_QUERIES, ids=_module)
+def test_every_analysis_includes_what_it_uses(path):
+    from xsp_trace.analyze.sql_library import header_fields, includes, load_order
+
+    fields = header_fields(_module(path))
+    assert "include" in fields, f"{path.name}: needs a '-- include: lib/a, lib/b' header line (empty when it includes none)"
+    reachable = set(load_order(includes(_module(path))))
+    owner = {name: _module(p) for p in LIB_FILES for name in _created(p)}
+    used = {owner[w] for w in set(re.findall(r"\b(_?xsp_\w+)\b", _code_only(path.read_text()))) if w in owner}
+    assert used <= reachable, f"{path.name} uses names of {sorted(used - reachable)} without including them"
+
+
+@pytest.mark.parametrize("path", [*USER_QUERIES, *LIB_FILES], ids=_module)
+def test_private_names_stay_in_their_module(path):
+    """A `_xsp_` name is used only in the module that creates it: what others read is public (xsp_)."""
+    code = _code_only(path.read_text())
+    own = _created(path)
+    borrowed = sorted(set(re.findall(r"\b(_xsp_\w+)\b", code)) - own)
+    assert borrowed == [], f"{_module(path)} uses private names made elsewhere: {borrowed} (make them public, xsp_...)"
+
+
+def test_private_name_check_catches_a_borrowed_name(tmp_path):
+    borrowed = tmp_path / "analyses" / "borrowing.sql"
+    borrowed.parent.mkdir()
+    borrowed.write_text("-- analyses/borrowing: reads a private view.\n-- include: lib/experiments\nSELECT * FROM _xsp_level_preference\n")
+    with pytest.raises(AssertionError, match="_xsp_level_preference"):
+        test_private_names_stay_in_their_module(borrowed)
+
+
+def test_every_analysis_file_is_in_the_catalog_with_its_header_title_and_group():
+    from xsp_trace.analyze.catalog import ANALYSES, BY_NAME
+
+    in_catalog = {a.name for a in ANALYSES}
+    # Read by `xsp-trace diff` and by capture checks, not printed by analyze: no title or group.
+    outside = {"diff_totals", "diff_steps", "diff_on_path", "capture_level_overhead"}
+    assert {p.stem for p in USER_QUERIES} == in_catalog | outside
+    kernel_info = BY_NAME["kernel_info"]
+    assert (kernel_info.title, kernel_info.group, kernel_info.builds) == ("Kernel information", "kernel", ())
+    assert BY_NAME["what_if"].builds == ("xsp_what_if",)
+    assert {a.group for a in ANALYSES} == {"model", "layer", "kernel", "gpu", "rules", "comm", "summary", "compare"}

@@ -18,6 +18,7 @@ import pytest
 from conftest import DATA
 from xsp_trace.analyze.critical_path.what_if import parse_rule, replay_gain
 from xsp_trace.analyze.session import AnalysisOptions, prepare
+from xsp_trace.analyze.sql_library import include
 
 # (fixture files converted together, slow): every Kineto and nsys trace of tests/data (the nsys
 # report a newer nsys wrote is the clear-error case, it converts to nothing).
@@ -76,6 +77,7 @@ def _busiest_remaining(con, run_id: int, start: int, end: int, removed: str | No
     """The most GPU time one stream runs inside [start, end) without the removed items: the union of
     its items' intervals clipped to the step."""
     keep = f"NOT ({removed})" if removed else "TRUE"
+    include(con, "lib/gpu_work")
     (found,) = con.execute(
         f"""
         WITH w AS (

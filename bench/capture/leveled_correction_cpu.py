@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from xsp_trace.analyze.session import AnalysisOptions, open_session
+from xsp_trace.analyze.sql_library import include
 
 QUERY = """
 WITH baseline AS (
@@ -29,7 +30,7 @@ WITH baseline AS (
     WHERE c.loop = 'uninstrumented' AND r.level = 'M' GROUP BY r.batch_size
 ), naive AS (
     SELECT r.batch_size, xsp_trimmed_mean(list(i.end_ns - i.start_ns)) AS ns, median(i.end_ns - i.start_ns) AS med
-    FROM xsp_runs r JOIN _xsp_inferences i USING (run_id) WHERE r.level = 'MLG' GROUP BY r.batch_size
+    FROM xsp_runs r JOIN xsp_inferences i USING (run_id) WHERE r.level = 'MLG' GROUP BY r.batch_size
 )
 SELECT m.batch_size, b.ns, b.med, m.trimmed_mean_ns, m.median_ns, m.corrected, n.ns, n.med
 FROM xsp_model_latency m JOIN baseline b USING (batch_size) JOIN naive n USING (batch_size)
@@ -82,6 +83,7 @@ def main() -> None:
                 [sys.executable, "-m", "xsp_trace.cli", "convert", "-q", str(run_dir), "-o", str(db)], check=True, stdout=subprocess.DEVNULL
             )
             con = open_session(db, AnalysisOptions())
+            include(con, "lib/latency")
             for batch, base, base_med, corr, corr_med, is_corrected, naive, naive_med in con.execute(QUERY).fetchall():
                 assert is_corrected, "the model latency should come from the M run"
                 print(

@@ -6,6 +6,12 @@
 -- instrumented one, so the difference is the overhead of that level's ranges and profiler.
 -- Statistics as XSP's authors: trimmed mean (cut int(0.2 n) inferences from each end, as
 -- scipy.stats.trim_mean(x, 0.2)), plus median and p90.
+--
+-- include:
+-- columns: run_id INTEGER, tool VARCHAR, level VARCHAR, batch_size INTEGER, iterations BIGINT,
+--     uninstrumented_trimmed_mean_ns DOUBLE, instrumented_trimmed_mean_ns DOUBLE, overhead_ns DOUBLE,
+--     inflation_pct DOUBLE, uninstrumented_median_ns DOUBLE, instrumented_median_ns DOUBLE,
+--     uninstrumented_p90_ns DOUBLE, instrumented_p90_ns DOUBLE, program_changed BOOLEAN
 
 WITH ranked AS (
     SELECT run_id, loop, latency_ns,

@@ -11,6 +11,13 @@
 -- it) or after its last step; under --scope profiled only work launched in the profiled steps, as
 -- Holistic Trace Analysis 0.5 counts with include_last_profiler_step=True (its default also drops
 -- the work launched in the last step; lib/scope.sql says which work is left out).
+--
+-- title: Communication overlapped by computation
+-- group: comm
+-- include: lib/gpu_work
+-- columns: run_id INTEGER, rank INTEGER, device_id INTEGER, computation_ns HUGEINT, communication_ns HUGEINT,
+--     overlap_ns HUGEINT, overlap_pct DOUBLE, exposed_communication_ns HUGEINT, computation_pct DOUBLE,
+--     communication_pct DOUBLE, memory_ns HUGEINT
 WITH per_gpu AS (
     SELECT run_id, device_id,
            sum(end_ns - start_ns) AS busy_ns,

@@ -11,6 +11,11 @@
 -- it) or after its last step; under --scope profiled only work launched in the profiled steps, as
 -- Holistic Trace Analysis 0.5 counts with include_last_profiler_step=True (its default also drops
 -- the work launched in the last step; lib/scope.sql says which work is left out).
+--
+-- title: GPU time: computation, communication, memory and their overlaps
+-- group: comm
+-- include: lib/gpu_work
+-- columns: run_id INTEGER, device_id INTEGER, classes VARCHAR, time_ns HUGEINT, time_pct DOUBLE
 SELECT
     -- Run.
     run_id,

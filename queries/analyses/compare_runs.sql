@@ -3,22 +3,29 @@
 -- before/after a change, two GPUs, two batch sizes). A run without inferences has no per-inference
 -- figure (NULL): its window totals are never shown as one inference.
 --
--- From: the prelude's _xsp_layer_calls and _xsp_kernel_calls (each run on its own, uncorrected).
+-- From: the prelude's xsp_layer_calls and xsp_kernel_calls (each run on its own, uncorrected).
 -- The runs: SET VARIABLE xsp_compare_runs = [BASE, OTHER]; (xsp-trace analyze --compare BASE,OTHER);
 -- by default the two lowest run ids.
+--
+-- title: Comparison of two runs
+-- group: compare
+-- include: lib/kernels
+-- columns: base_run INTEGER, other_run INTEGER, item_kind VARCHAR, item VARCHAR, base_calls BIGINT,
+--     other_calls BIGINT, base_ms_per_call DOUBLE, other_ms_per_call DOUBLE, per_call_ratio DOUBLE,
+--     base_ms DOUBLE, other_ms DOUBLE, delta_ms DOUBLE, ratio DOUBLE
 WITH pair AS (
     SELECT coalesce(getvariable('xsp_compare_runs')[1], (SELECT min(run_id) FROM runs)) AS base_run,
            coalesce(getvariable('xsp_compare_runs')[2],
                     (SELECT min(run_id) FROM runs WHERE run_id > (SELECT min(run_id) FROM runs))) AS other_run
 ), inferences AS (
     SELECT r.run_id, count(i.span_id) AS n
-    FROM runs AS r LEFT JOIN _xsp_inferences AS i USING (run_id) GROUP BY r.run_id
+    FROM runs AS r LEFT JOIN xsp_inferences AS i USING (run_id) GROUP BY r.run_id
 ), layer_per_call AS (
     SELECT run_id, layer_index, any_value(layer_name) AS layer_name, count(*) AS calls, avg(latency_ns) AS ns_per_call
-    FROM _xsp_layer_calls GROUP BY run_id, layer_index, layer_name
+    FROM xsp_layer_calls GROUP BY run_id, layer_index, layer_name
 ), layer_samples AS (
     SELECT run_id, iteration, layer_index, any_value(layer_name) AS layer_name, sum(latency_ns) AS ns
-    FROM _xsp_layer_calls GROUP BY run_id, iteration, layer_index
+    FROM xsp_layer_calls GROUP BY run_id, iteration, layer_index
 ), layers AS (
     SELECT s.run_id, 'layer' AS item_kind, s.layer_index || ':' || coalesce(s.layer_name, '') AS item, s.layer_index AS sort_key,
            CASE WHEN any_value(n.n) > 0 THEN xsp_trimmed_mean(list(s.ns)) END AS ns,
@@ -29,11 +36,11 @@ WITH pair AS (
     GROUP BY s.run_id, s.layer_index, s.layer_name
 ), kernel_keys AS (
     SELECT c.run_id, c.name, xsp_trimmed_mean(list(c.duration_ns)) * count(*) / nullif(any_value(n.n), 0) AS ns
-    FROM _xsp_kernel_calls AS c JOIN inferences AS n USING (run_id)
+    FROM xsp_kernel_calls AS c JOIN inferences AS n USING (run_id)
     WHERE c.in_inference
     GROUP BY c.run_id, c.layer_index, c.layer_name, c.layer_call, c.ordinal, c.name
 ), kernel_per_call AS (
-    SELECT run_id, name, count(*) AS calls, avg(duration_ns) AS ns_per_call FROM _xsp_kernel_calls GROUP BY run_id, name
+    SELECT run_id, name, count(*) AS calls, avg(duration_ns) AS ns_per_call FROM xsp_kernel_calls GROUP BY run_id, name
 ), kernels AS (
     SELECT k.run_id, 'kernel' AS item_kind, k.name AS item, NULL AS sort_key, sum(k.ns) AS ns,
            any_value(p.calls) AS calls, any_value(p.ns_per_call) AS ns_per_call

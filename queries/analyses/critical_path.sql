@@ -8,6 +8,13 @@
 -- From: xsp_critical_path (built by xsp_trace/analyze/critical_path/walk.py from spans, launches,
 -- xsp_gpu_work and xsp_cpu_calls (the CPU-time taxonomy); see that module for the dependency rules and their
 -- assumptions), steps, spans (the two streams of a stream wait). A run without steps is one unit from its first to its last CPU span.
+--
+-- title: Critical path of each step, segment by segment
+-- group: gpu
+-- builds: xsp_critical_path
+-- include:
+-- columns: run_id INTEGER, iteration INTEGER, seq INTEGER, kind VARCHAR, on_run_id INTEGER, span_id BIGINT,
+--     name VARCHAR, stream_wait VARCHAR, offset_ns HUGEINT, on_path_ns BIGINT
 SELECT
     -- The run.
     p.run_id,

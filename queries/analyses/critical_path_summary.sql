@@ -4,6 +4,13 @@
 --
 -- From: xsp_critical_path (xsp_trace/analyze/critical_path/walk.py), steps, spans (the two streams of a
 -- stream wait).
+--
+-- title: Critical path of each step: what sets the step time
+-- group: gpu
+-- builds: xsp_critical_path
+-- include:
+-- columns: run_id INTEGER, iteration INTEGER, latency_ns BIGINT, path_ns HUGEINT, waited_for_runs VARCHAR,
+--     share_by_kind_pct VARCHAR, top_on_path VARCHAR, stream_waits VARCHAR
 WITH units AS (
     SELECT p.run_id, p.step_span_id, any_value(p.iteration) AS iteration, sum(p.on_path_ns) AS path_ns,
            coalesce(any_value(st.end_ns - st.start_ns), max(p.end_ns) - min(p.start_ns)) AS latency_ns,

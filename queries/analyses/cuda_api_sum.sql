@@ -2,30 +2,35 @@
 -- `nsys stats --report cuda_api_sum` (nsys 2022.4: cudaapisum) prints, to the nanosecond.
 --
 -- From: spans of kind 'api' (runtime and driver calls; nsys's CUPTI_ACTIVITY_KIND_RUNTIME rows,
--- Kineto's cuda_runtime / cuda_driver events). Statistics from the prelude's _xsp_call_stats, as nsys computes them
+-- Kineto's cuda_runtime / cuda_driver events). Statistics from lib/nsys_stats's xsp_nsys_summary, as nsys computes them
 -- (xsp_trace/formats/nsys_stats.py): median of an even count = mean of the two middle values,
--- sample standard deviation, averages rounded to 0.1 ns as nsys rounds (_xsp_nsys_round: .x5 up).
-WITH summary AS MATERIALIZED (SELECT * FROM _xsp_call_stats('api', NULL))
+-- sample standard deviation, averages rounded to 0.1 ns as nsys rounds (xsp_nsys_round: .x5 up).
+--
+-- title: CUDA API summary (nsys stats cuda_api_sum)
+-- group: summary
+-- include: lib/nsys_stats
+-- columns: run_id INTEGER, time_pct DOUBLE, total_ns HUGEINT, calls BIGINT, avg_ns DOUBLE, med_ns DOUBLE,
+--     min_ns BIGINT, max_ns BIGINT, stddev_ns DOUBLE, name VARCHAR
 SELECT
     -- Run of the calls.
     run_id,
     -- Share of the run's summed API time, percent (of the functions listed, not of wall time).
-    _xsp_nsys_pct(total_ns, sum(total_ns) OVER (PARTITION BY run_id)) AS time_pct,
+    time_pct,
     -- Summed duration of every call of the function, ns.
     total_ns,
     -- Number of calls.
-    calls,
-    -- Mean duration per call, ns (rounded to 0.1 as nsys: _xsp_nsys_round).
-    _xsp_nsys_round(avg_ns) AS avg_ns,
+    count AS calls,
+    -- Mean duration per call, ns (rounded to 0.1 as nsys: xsp_nsys_round).
+    avg_ns,
     -- Median duration, ns (an even count: mean of the two middle values).
-    _xsp_nsys_round(med_ns) AS med_ns,
+    med_ns,
     -- Shortest call, ns.
     min_ns,
     -- Longest call, ns.
     max_ns,
     -- Sample standard deviation of the durations, ns (0 for a single call).
-    _xsp_nsys_round(stddev_ns) AS stddev_ns,
+    stddev_ns,
     -- API function name (versioned entry-point suffix such as _v7000 stripped).
     name
-FROM summary
+FROM xsp_nsys_summary('cuda_api_sum')
 ORDER BY run_id, total_ns DESC, name;

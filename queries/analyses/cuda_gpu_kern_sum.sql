@@ -1,36 +1,35 @@
 -- analyses/cuda_gpu_kern_sum: GPU time per kernel name and run with median and spread -- what
 -- `nsys stats --report cuda_gpu_kern_sum` prints (nsys 2022.4: the CUDA_KERNEL rows of gpusum).
 --
--- From: spans of kind 'kernel' (demangled name). Statistics as nsys computes them
+-- From: xsp_nsys_summary('cuda_gpu_kern_sum') (lib/nsys_stats) over spans of kind 'kernel' (demangled name). Statistics as nsys computes them
 -- (xsp_trace/formats/nsys_stats.py): median of an even count = mean of the two middle values,
--- sample standard deviation, averages rounded to 0.1 ns as nsys rounds (_xsp_nsys_round: .x5 up).
-WITH summary AS MATERIALIZED (
-    SELECT run_id, name, sum(end_ns - start_ns) AS total_ns, count(*) AS instances,
-           avg(end_ns - start_ns) AS avg_ns, median(end_ns - start_ns) AS med_ns,
-           min(end_ns - start_ns) AS min_ns, max(end_ns - start_ns) AS max_ns,
-           coalesce(stddev_samp(end_ns - start_ns), 0) AS stddev_ns
-    FROM spans WHERE kind = 'kernel' GROUP BY run_id, name
-)
+-- sample standard deviation, averages rounded to 0.1 ns as nsys rounds (xsp_nsys_round: .x5 up).
+--
+-- title: GPU kernel summary (nsys stats cuda_gpu_kern_sum)
+-- group: summary
+-- include: lib/nsys_stats
+-- columns: run_id INTEGER, time_pct DOUBLE, total_ns HUGEINT, instances BIGINT, avg_ns DOUBLE, med_ns DOUBLE,
+--     min_ns BIGINT, max_ns BIGINT, stddev_ns DOUBLE, name VARCHAR
 SELECT
     -- Run of the kernels.
     run_id,
     -- Share of the run's summed kernel time, percent.
-    _xsp_nsys_pct(total_ns, sum(total_ns) OVER (PARTITION BY run_id)) AS time_pct,
+    time_pct,
     -- Summed GPU time, ns.
     total_ns,
     -- Number of executions.
-    instances,
-    -- Mean duration per execution, ns (rounded to 0.1 as nsys: _xsp_nsys_round).
-    _xsp_nsys_round(avg_ns) AS avg_ns,
+    count AS instances,
+    -- Mean duration per execution, ns (rounded to 0.1 as nsys: xsp_nsys_round).
+    avg_ns,
     -- Median duration, ns (an even count: mean of the two middle values).
-    _xsp_nsys_round(med_ns) AS med_ns,
+    med_ns,
     -- Shortest execution, ns.
     min_ns,
     -- Longest execution, ns.
     max_ns,
     -- Sample standard deviation of the durations, ns (0 for a single execution).
-    _xsp_nsys_round(stddev_ns) AS stddev_ns,
+    stddev_ns,
     -- Demangled kernel name.
     name
-FROM summary
+FROM xsp_nsys_summary('cuda_gpu_kern_sum')
 ORDER BY run_id, total_ns DESC, name;

@@ -4,9 +4,15 @@
 --
 -- From: memops alone (one row per memcpy / memset span: kind, copy_kind, bytes; an analysis session
 -- narrowed to a window or iterations narrows memops with its spans); operation names as nsys
--- writes them (the prelude's _xsp_memop_operation), one per (kind, copy_kind), so the statistics
+-- writes them (the prelude's xsp_memop_operation), one per (kind, copy_kind), so the statistics
 -- are taken per (kind, copy_kind) and named after. Statistics as nsys computes them: median of an
 -- even count = mean of the two middle values, sample standard deviation (not rounded, as nsys).
+--
+-- title: GPU memory operations by size (nsys stats cuda_gpu_mem_size_sum)
+-- group: summary
+-- include: lib/nsys_stats
+-- columns: run_id INTEGER, total_bytes HUGEINT, count BIGINT, avg_bytes DOUBLE, med_bytes DOUBLE,
+--     min_bytes BIGINT, max_bytes BIGINT, stddev_bytes DOUBLE, operation VARCHAR
 WITH per_kind AS (
     SELECT run_id, kind, copy_kind, sum(bytes) AS total_bytes, count(*) AS count, avg(bytes) AS avg_bytes,
            median(bytes) AS med_bytes, min(bytes) AS min_bytes, max(bytes) AS max_bytes,
@@ -32,6 +38,6 @@ SELECT
     -- Sample standard deviation of the sizes, bytes (0 for a single operation).
     p.stddev_bytes,
     -- "[CUDA memcpy HtoD]", "[CUDA memset]", ...
-    _xsp_memop_operation(p.kind, p.copy_kind) AS operation
+    xsp_memop_operation(p.kind, p.copy_kind) AS operation
 FROM per_kind AS p
 ORDER BY run_id, total_bytes DESC, operation;

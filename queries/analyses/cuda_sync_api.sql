@@ -5,6 +5,11 @@
 -- From: runs (origin_ns: start_ns is shown relative to it), xsp_rules_api_calls (prelude_rules: API calls in the window); the call name patterns
 -- (variable xsp_rule_sync_api, a list) from xsp_trace/formats/nsys_rules.py. Suggestion, as nsys
 -- gives it: fewer synchronisations; cudaStreamWaitEvent / cudaEventSynchronize instead.
+--
+-- title: Device and stream synchronisation calls (nsys analyze cuda-sync-api)
+-- group: rules
+-- include: lib/rules
+-- columns: run_id INTEGER, duration_ns BIGINT, start_ns BIGINT, pid BIGINT, tid BIGINT, api_name VARCHAR
 SELECT
     -- Run.
     run_id,

@@ -5,6 +5,9 @@
 -- From: xsp_critical_path (built by xsp_trace/analyze/critical_path/walk.py), spans, span_ancestors,
 -- steps (the step ranges themselves are left out).
 -- Needs the macro xsp_normalized_name (xsp_trace.naming).
+--
+-- include:
+-- columns: run_id INTEGER, iteration INTEGER, level VARCHAR, name VARCHAR, on_path_ns HUGEINT
 WITH segments AS (
     SELECT p.run_id, p.step_span_id, p.iteration, p.seq, p.on_run_id, p.span_id, p.on_path_ns
     FROM xsp_critical_path AS p

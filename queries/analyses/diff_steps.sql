@@ -5,6 +5,10 @@
 -- From: steps, spans, attribution (the step of each GPU span, whatever thread launched it),
 -- xsp_gpu_work (the work classes: communication = NCCL/RCCL kernels) and xsp_gpu_busy_intervals
 -- (the union of each GPU's work) of the SQL library.
+--
+-- include: lib/busy
+-- columns: run_id INTEGER, iteration INTEGER, step_ns BIGINT, gpus BIGINT, gpu_busy_ns HUGEINT,
+--     kernel_calls BIGINT, kernel_ns HUGEINT, communication_ns HUGEINT
 WITH units AS (
     SELECT run_id, step_span_id, iteration, start_ns, end_ns FROM steps
     UNION ALL

@@ -7,6 +7,10 @@
 -- From: spans (kernel: GPU time; op and layer: inclusive CPU wall time), attribution (the step of
 -- each span, whatever thread ran it), steps. Needs the macro xsp_normalized_name
 -- (xsp_trace.naming.install_normalize_macro).
+--
+-- include:
+-- columns: level VARCHAR, name VARCHAR, step_span_id BIGINT, calls BIGINT, total_ns DOUBLE,
+--     total_sq_ns2 DOUBLE, steps BIGINT
 WITH step_count AS (
     SELECT count(*) AS steps FROM steps
 ), durations AS (

@@ -8,6 +8,12 @@
 -- it) or after its last step; under --scope profiled only work launched in the profiled steps, as
 -- Holistic Trace Analysis 0.5 counts with include_last_profiler_step=True (its default also drops
 -- the work launched in the last step; lib/scope.sql says which work is left out).
+--
+-- title: GPU busy and idle time
+-- group: gpu
+-- include:
+-- columns: run_id INTEGER, device_id INTEGER, window_ns BIGINT, busy_ns HUGEINT, idle_ns HUGEINT,
+--     busy_pct DOUBLE, kernel_ns HUGEINT, memcpy_ns HUGEINT, memset_ns HUGEINT, busy_intervals BIGINT
 WITH gpu AS (
     SELECT run_id, device_id, kind, start_ns, end_ns
     FROM spans WHERE kind IN ('kernel', 'memcpy', 'memset')

@@ -21,6 +21,13 @@
 -- it: never host_wait) or after its last step; under --scope profiled only work launched in the
 -- profiled steps, as HTA 0.5 counts with include_last_profiler_step=True (lib/scope.sql says which
 -- work that leaves out; HTA's default also drops the work launched in the last step).
+--
+-- title: GPU idle time per stream and step: host wait, kernel wait, other (HTA)
+-- group: gpu
+-- include: lib/gpu_work
+-- columns: run_id INTEGER, device_id INTEGER, stream_id BIGINT, per VARCHAR, iteration INTEGER, gaps BIGINT,
+--     idle_ns HUGEINT, host_wait_ns HUGEINT, kernel_wait_ns HUGEINT, other_ns HUGEINT, host_wait_pct DOUBLE,
+--     kernel_wait_pct DOUBLE, other_pct DOUBLE
 WITH ops AS (
     SELECT w.run_id, w.device_id, w.stream_id, w.span_id, w.start_ns, w.end_ns,
            min(a.start_ns) AS launch_start_ns, any_value(att.step_span_id) AS step_span_id

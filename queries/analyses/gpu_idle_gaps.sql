@@ -18,6 +18,14 @@
 -- host-side launch late: the launching call started after the GPU went idle (the CPU was not
 -- feeding the GPU: host-bound; HTA's "host wait"); otherwise the work was already queued and the
 -- GPU waited on something else (a dependency, an event).
+--
+-- title: GPU idle gaps and what the CPU was doing meanwhile
+-- group: gpu
+-- include: lib/busy, lib/sync
+-- columns: run_id INTEGER, device_id INTEGER, gap_start_ns BIGINT, gap_end_ns BIGINT, gap_ns BIGINT,
+--     next_gpu_name VARCHAR, launch_call VARCHAR, launch_tid BIGINT, launch_late BOOLEAN, cpu_span VARCHAR,
+--     cpu_kind VARCHAR, sync_call VARCHAR, sync_kind VARCHAR, cpu_class VARCHAR, other_tid BIGINT,
+--     other_cpu_span VARCHAR, other_cpu_class VARCHAR
 WITH busy AS (
     SELECT *, lead(start_ns) OVER (PARTITION BY run_id, device_id ORDER BY start_ns) AS next_start_ns
     FROM xsp_gpu_busy_intervals

@@ -9,6 +9,12 @@
 -- up, so it may pass 100 %); consecutive chunks below the threshold merge into one region whose
 -- use is their length-weighted mean. nsys also counts its own "CUDA profiling overhead" rows as
 -- GPU work; the schema does not keep them.
+--
+-- title: Regions of low GPU use (nsys analyze gpu-low-util)
+-- group: rules
+-- include: lib/rules
+-- columns: run_id INTEGER, row_num BIGINT, in_use_pct DOUBLE, duration_ns BIGINT, start_ns BIGINT,
+--     pid BIGINT, device_id INTEGER
 WITH ops AS (
     SELECT * FROM xsp_rules_gpu_ops
 ), extent AS (

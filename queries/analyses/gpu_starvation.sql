@@ -6,6 +6,11 @@
 -- process and GPU. As nsys: the k-th end (ends in order) and the (k+1)-th start (starts in
 -- order) bound a gap when the end comes first -- nothing runs between them. nsys also counts
 -- its own "CUDA profiling overhead" rows as GPU work; the schema does not keep them.
+--
+-- title: GPU idle gaps above --set gap (nsys analyze gpu-starv)
+-- group: rules
+-- include: lib/rules
+-- columns: run_id INTEGER, row_num BIGINT, duration_ns BIGINT, start_ns BIGINT, pid BIGINT, device_id INTEGER
 WITH ops AS (
     SELECT * FROM xsp_rules_gpu_ops
 ), starts AS (

@@ -11,6 +11,12 @@
 -- it) or after its last step; under --scope profiled only work launched in the profiled steps, as
 -- Holistic Trace Analysis 0.5 counts with include_last_profiler_step=True (its default also drops
 -- the work launched in the last step; lib/scope.sql says which work is left out).
+--
+-- title: GPU utilisation over time
+-- group: gpu
+-- include: lib/busy
+-- columns: run_id INTEGER, device_id INTEGER, bin BIGINT, bin_start_ns BIGINT, bin_end_ns BIGINT,
+--     busy_ns BIGINT, busy_pct DOUBLE
 WITH windows AS (
     SELECT run_id, device_id, min(start_ns) AS first_ns, max(end_ns) AS last_ns,
            CAST(coalesce(getvariable('xsp_bins'), 50) AS BIGINT) AS bins

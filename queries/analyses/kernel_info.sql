@@ -3,6 +3,14 @@
 --
 -- From: the prelude's xsp_kernel_by_name (kernel durations of the MLG run, statistics per stable
 -- key, summed per name; metrics from metric runs) and xsp_experiment_roof (device peaks).
+--
+-- title: Kernel information
+-- group: kernel
+-- include: lib/roofline
+-- columns: experiment VARCHAR, name VARCHAR, calls_per_inference DOUBLE, instances HUGEINT, total_ns HUGEINT,
+--     latency_ms DOUBLE, flops DOUBLE, dram_read_bytes DOUBLE, dram_write_bytes DOUBLE,
+--     achieved_occupancy DOUBLE, arithmetic_intensity DOUBLE, arithmetic_throughput_gflops DOUBLE,
+--     memory_bound BOOLEAN
 SELECT
     -- Experiment: "<model> bs=<batch size>", or "run <id>".
     k.experiment,

@@ -5,7 +5,16 @@
 --
 -- From: launches (API call -> kernel), spans. Queue = kernel start - API end, counted only when
 -- >= 0 (as nsys). Statistics as nsys computes them: median of an even count = mean of the two
--- middle values, sample standard deviation, rounded to 0.1 ns as nsys rounds (_xsp_nsys_round: .x5 up).
+-- middle values, sample standard deviation, rounded to 0.1 ns as nsys rounds (xsp_nsys_round: .x5 up).
+--
+-- title: Kernel launch: CPU launch time vs GPU kernel time
+-- group: gpu
+-- include: lib/nsys_stats
+-- columns: run_id INTEGER, pid BIGINT, tid BIGINT, device_id INTEGER, api_name VARCHAR, kernel_name VARCHAR,
+--     launches BIGINT, queued BIGINT, api_avg_ns DOUBLE, api_med_ns DOUBLE, api_min_ns BIGINT,
+--     api_max_ns BIGINT, api_stddev_ns DOUBLE, queue_avg_ns DOUBLE, queue_med_ns DOUBLE, queue_min_ns BIGINT,
+--     queue_max_ns BIGINT, queue_stddev_ns DOUBLE, kernel_avg_ns DOUBLE, kernel_med_ns DOUBLE,
+--     kernel_min_ns BIGINT, kernel_max_ns BIGINT, kernel_stddev_ns DOUBLE, shorter_than_launch BIGINT
 WITH pairs AS (
     SELECT api.run_id, api.pid, api.tid, k.device_id, api.name AS api_name, k.name AS kernel_name,
            api.end_ns - api.start_ns AS api_ns,
@@ -34,35 +43,35 @@ SELECT
     -- Launches with a queue time (kernel started at or after the call returned).
     count(queue_ns) AS queued,
     -- Mean launch call duration on the CPU, ns.
-    _xsp_nsys_round(avg(api_ns)) AS api_avg_ns,
+    xsp_nsys_round(avg(api_ns)) AS api_avg_ns,
     -- Median launch call duration, ns.
-    _xsp_nsys_round(median(api_ns)) AS api_med_ns,
+    xsp_nsys_round(median(api_ns)) AS api_med_ns,
     -- Shortest launch call, ns.
     min(api_ns) AS api_min_ns,
     -- Longest launch call, ns.
     max(api_ns) AS api_max_ns,
     -- Sample standard deviation of the launch call durations, ns.
-    _xsp_nsys_round(coalesce(stddev_samp(api_ns), 0)) AS api_stddev_ns,
+    xsp_nsys_round(coalesce(stddev_samp(api_ns), 0)) AS api_stddev_ns,
     -- Mean queue time (kernel start - call end, queued launches only), ns.
-    _xsp_nsys_round(avg(queue_ns)) AS queue_avg_ns,
+    xsp_nsys_round(avg(queue_ns)) AS queue_avg_ns,
     -- Median queue time, ns.
-    _xsp_nsys_round(median(queue_ns)) AS queue_med_ns,
+    xsp_nsys_round(median(queue_ns)) AS queue_med_ns,
     -- Shortest queue time, ns.
     min(queue_ns) AS queue_min_ns,
     -- Longest queue time, ns.
     max(queue_ns) AS queue_max_ns,
     -- Sample standard deviation of the queue times, ns.
-    _xsp_nsys_round(coalesce(stddev_samp(queue_ns), 0)) AS queue_stddev_ns,
+    xsp_nsys_round(coalesce(stddev_samp(queue_ns), 0)) AS queue_stddev_ns,
     -- Mean kernel duration on the GPU, ns.
-    _xsp_nsys_round(avg(kernel_ns)) AS kernel_avg_ns,
+    xsp_nsys_round(avg(kernel_ns)) AS kernel_avg_ns,
     -- Median kernel duration, ns.
-    _xsp_nsys_round(median(kernel_ns)) AS kernel_med_ns,
+    xsp_nsys_round(median(kernel_ns)) AS kernel_med_ns,
     -- Shortest kernel, ns.
     min(kernel_ns) AS kernel_min_ns,
     -- Longest kernel, ns.
     max(kernel_ns) AS kernel_max_ns,
     -- Sample standard deviation of the kernel durations, ns.
-    _xsp_nsys_round(coalesce(stddev_samp(kernel_ns), 0)) AS kernel_stddev_ns,
+    xsp_nsys_round(coalesce(stddev_samp(kernel_ns), 0)) AS kernel_stddev_ns,
     -- Kernels that ran shorter than the call that launched them.
     count(*) FILTER (WHERE kernel_ns < api_ns) AS shorter_than_launch
 FROM pairs

@@ -4,6 +4,12 @@
 --
 -- From: launches (API call -> kernel) and spans. Negative values (the kernel started before the
 -- launch call returned) are kept: they happen and are counted.
+--
+-- title: Launch queue delay (kernel start - launch end)
+-- group: gpu
+-- include:
+-- columns: run_id INTEGER, device_id INTEGER, launches BIGINT, mean_ns DOUBLE, median_ns DOUBLE,
+--     p90_ns DOUBLE, max_ns BIGINT, started_before_return BIGINT
 WITH delays AS (
     SELECT k.run_id, k.device_id, k.start_ns - api.end_ns AS delay_ns
     FROM launches AS l

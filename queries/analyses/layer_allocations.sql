@@ -3,14 +3,21 @@
 -- allocator's "Total Allocated" just before it starts, at its end, and at its highest inside it.
 --
 -- From: counters (the samples of the profiler's [memory] events; the counter name is a variable set
--- from xsp_trace/formats/kineto_fields.py), the layer calls of _xsp_layer_ranges (xsp.layer ranges
+-- from xsp_trace/formats/kineto_fields.py), the layer calls of xsp_layer_ranges (xsp.layer ranges
 -- or --layer-ranges), and spans (the layer's process).
+--
+-- title: Memory each layer allocates while it runs (allocation events)
+-- group: layer
+-- include: lib/layers
+-- columns: run_id INTEGER, device_id INTEGER, layer_index INTEGER, layer_name VARCHAR, layer_type VARCHAR,
+--     calls BIGINT, allocation_events HUGEINT, net_allocated_bytes DOUBLE, peak_increase_bytes DOUBLE,
+--     max_peak_increase_bytes DOUBLE, peak_allocated_bytes DOUBLE
 WITH samples AS (
     SELECT run_id, pid, coalesce(device_id, -1) AS device_id, ts_ns, value
     FROM counters WHERE name = getvariable('xsp_counter_allocated')
 ), calls AS (
     SELECT l.run_id, l.span_id, l.layer_index, l.layer_name, l.layer_type, l.start_ns, l.end_ns, s.pid, d.device_id
-    FROM _xsp_layer_ranges AS l
+    FROM xsp_layer_ranges AS l
     JOIN spans AS s ON s.run_id = l.run_id AND s.span_id = l.span_id
     JOIN (SELECT DISTINCT run_id, pid, device_id FROM samples) AS d ON d.run_id = l.run_id AND d.pid = s.pid
 ), at_start AS (

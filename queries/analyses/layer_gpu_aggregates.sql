@@ -3,6 +3,14 @@
 --
 -- From: the prelude's xsp_layer_gpu (the MLG run's kernels grouped by their innermost layer;
 -- layer_index NULL = kernels launched outside any layer) and xsp_experiment_roof.
+--
+-- title: Per-layer GPU aggregates
+-- group: kernel
+-- include: lib/roofline
+-- columns: experiment VARCHAR, layer_index INTEGER, layer_name VARCHAR, kernels_per_inference DOUBLE,
+--     gpu_latency_ms DOUBLE, backward_gpu_latency_ms DOUBLE, flops DOUBLE, dram_read_bytes DOUBLE,
+--     dram_write_bytes DOUBLE, achieved_occupancy DOUBLE, arithmetic_intensity DOUBLE,
+--     arithmetic_throughput_gflops DOUBLE, memory_bound BOOLEAN
 SELECT
     -- Experiment: "<model> bs=<batch size>", or "run <id>".
     g.experiment,

@@ -5,6 +5,13 @@
 -- (its kernels' durations from the MLG run): non-GPU = layer latency - sum of the latencies of the
 -- kernels launched inside the layer range (backward work charged to the layer through autograd
 -- runs outside the range and is left out here; layer_gpu_aggregates shows it).
+--
+-- title: Layer GPU vs non-GPU latency
+-- group: kernel
+-- include: lib/kernels, lib/latency
+-- columns: experiment VARCHAR, layer_index INTEGER, layer_name VARCHAR, layer_type VARCHAR,
+--     layer_latency_ms DOUBLE, gpu_latency_ms DOUBLE, non_gpu_latency_ms DOUBLE, gpu_pct DOUBLE,
+--     corrected BOOLEAN
 SELECT
     -- Experiment: "<model> bs=<batch size>", or "run <id>".
     t.experiment,

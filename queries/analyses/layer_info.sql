@@ -3,6 +3,13 @@
 --
 -- From: the prelude's xsp_layer_latency (layer ranges of the ML run) and the capture's `layers`
 -- metadata (shapes, parameter bytes; empty for plain traces).
+--
+-- title: Layer information
+-- group: layer
+-- include: lib/latency
+-- columns: experiment VARCHAR, layer_index INTEGER, layer_name VARCHAR, layer_type VARCHAR,
+--     input_shapes VARCHAR, output_shapes VARCHAR, calls_per_inference BIGINT, latency_ms DOUBLE,
+--     corrected BOOLEAN, memory_bytes BIGINT
 WITH meta AS (
     SELECT r.experiment, l.layer_index,
            any_value(l.name) AS name, any_value(l.type) AS type,

@@ -3,6 +3,13 @@
 --
 -- From: the prelude's xsp_layer_latency: per inference, a layer's latency is the sum of its
 -- calls; statistics over the inferences.
+--
+-- title: Layer latency
+-- group: layer
+-- include: lib/latency
+-- columns: experiment VARCHAR, layer_index INTEGER, layer_name VARCHAR, layer_type VARCHAR,
+--     source_level VARCHAR, corrected BOOLEAN, samples BIGINT, calls_per_inference BIGINT, latency_ms DOUBLE,
+--     median_ms DOUBLE, p90_ms DOUBLE, latency_pct DOUBLE
 SELECT
     -- Experiment: "<model> bs=<batch size>", or "run <id>".
     experiment,

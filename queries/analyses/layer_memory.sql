@@ -2,6 +2,13 @@
 -- its parameters and buffers as the capture recorded them.
 --
 -- From: the capture's `layers` metadata (empty for plain traces), one row per experiment and layer.
+--
+-- title: Layer memory
+-- group: layer
+-- include: lib/experiments
+-- columns: experiment VARCHAR, layer_index INTEGER, layer_name VARCHAR, layer_type VARCHAR,
+--     parameter_bytes BIGINT, buffer_bytes BIGINT, memory_bytes BIGINT, memory_pct DOUBLE,
+--     output_shapes VARCHAR
 SELECT
     -- Experiment: "<model> bs=<batch size>".
     r.experiment,

@@ -1,30 +1,35 @@
 -- analyses/layer_roofline: one roofline point per layer (its kernels' FLOPs and DRAM bytes per
 -- inference over their GPU time) with the device's roof -- XSP "layer roofline".
 --
--- From: the prelude's xsp_layer_gpu and xsp_experiment_roof; layers without metrics have no point.
+-- From: xsp_roofline_points (lib/roofline: xsp_layer_gpu under xsp_experiment_roof); layers without metrics have no point.
+--
+-- title: Layer roofline
+-- group: kernel
+-- include: lib/roofline
+-- columns: experiment VARCHAR, layer_index INTEGER, layer_name VARCHAR, gpu_latency_ms DOUBLE,
+--     arithmetic_intensity DOUBLE, flops_per_s DOUBLE, peak_flops DOUBLE, peak_dram_bytes_per_s DOUBLE,
+--     ideal_intensity DOUBLE, memory_bound BOOLEAN
 SELECT
     -- Experiment: "<model> bs=<batch size>", or "run <id>".
-    g.experiment,
+    experiment,
     -- Layer index and name.
-    g.layer_index,
+    layer_index,
     -- Layer name.
-    g.layer_name,
+    layer_name,
     -- GPU latency per inference, ms.
-    round(g.gpu_ns / 1e6, 6) AS gpu_latency_ms,
+    gpu_latency_ms,
     -- x: arithmetic intensity, FLOP/byte.
-    xsp_intensity(g.flops, g.dram_read_bytes, g.dram_write_bytes) AS arithmetic_intensity,
+    arithmetic_intensity,
     -- y: achieved FLOP/s over the kernels' time.
-    g.flops / (g.gpu_ns / 1e9) AS flops_per_s,
+    flops_per_s,
     -- The roof: peak FLOP/s, peak DRAM bytes/s, ridge point.
-    r.peak_flops,
+    peak_flops,
     -- Peak DRAM bytes/s of the device.
-    r.peak_dram_bytes_per_s,
+    peak_dram_bytes_per_s,
     -- Ideal intensity (the ridge point), FLOP/byte.
-    r.ideal_intensity,
+    ideal_intensity,
     -- Memory-bound (left of the ridge point).
-    xsp_memory_bound(xsp_intensity(g.flops, g.dram_read_bytes, g.dram_write_bytes), r.ideal_intensity) AS memory_bound
-FROM xsp_layer_gpu AS g
-LEFT JOIN xsp_experiment_roof AS r USING (experiment)
-WHERE g.layer_index IS NOT NULL AND g.flops IS NOT NULL
-  AND (g.dram_read_bytes IS NOT NULL OR g.dram_write_bytes IS NOT NULL)
-ORDER BY g.experiment, g.layer_index;
+    memory_bound
+FROM xsp_roofline_points
+WHERE level = 'layer'
+ORDER BY experiment, layer_index;

@@ -2,6 +2,12 @@
 -- (XSP "layer type distribution").
 --
 -- From: the prelude's xsp_layer_latency (the layers seen in the layer-level runs).
+--
+-- title: Layer type distribution
+-- group: layer
+-- include: lib/latency
+-- columns: experiment VARCHAR, layer_type VARCHAR, layers BIGINT, layers_pct DOUBLE,
+--     calls_per_inference HUGEINT
 SELECT
     -- Experiment: "<model> bs=<batch size>", or "run <id>".
     experiment,

@@ -2,6 +2,11 @@
 -- (XSP "layer type latency share").
 --
 -- From: the prelude's xsp_layer_latency (corrected layer latencies).
+--
+-- title: Layer type latency share
+-- group: layer
+-- include: lib/latency
+-- columns: experiment VARCHAR, layer_type VARCHAR, layers BIGINT, latency_ms DOUBLE, latency_pct DOUBLE
 SELECT
     -- Experiment: "<model> bs=<batch size>", or "run <id>".
     experiment,

@@ -6,6 +6,15 @@
 -- instrumented and un-instrumented loops; the run's model ranges). The in-process overhead equals
 -- queries/analyses/capture_level_overhead.sql's inflation; the cross-process column compares model ranges
 -- of two processes and is only indicative (process baselines differ by more than the overheads).
+--
+-- title: Profiling overhead of each level
+-- group: model
+-- include: lib/overhead
+-- columns: experiment VARCHAR, level VARCHAR, tool VARCHAR, run_id INTEGER, samples BIGINT,
+--     interleaved BOOLEAN, uninstrumented_ms DOUBLE, instrumented_ms DOUBLE, overhead_ms DOUBLE,
+--     overhead_pct DOUBLE, overhead_pct_low DOUBLE, overhead_pct_high DOUBLE, model_latency_ms DOUBLE,
+--     model_overhead_pct DOUBLE, model_overhead_pct_low DOUBLE, model_overhead_pct_high DOUBLE,
+--     cross_process_previous_level VARCHAR, cross_process_overhead_pct DOUBLE
 SELECT
     -- Experiment: "<model> bs=<batch size>".
     experiment,

@@ -4,6 +4,12 @@
 -- Leveled measurement takes model latency from the M run, layer latency from the ML run and
 -- kernel latency from the MLG run; when a level's own run is missing (or the database holds a
 -- plain nsys/torch trace) the next run up serves it and its numbers include profiling overhead.
+--
+-- title: Where each level's numbers come from
+-- group: model
+-- include: lib/experiments
+-- columns: experiment VARCHAR, measured VARCHAR, source_level VARCHAR, corrected BOOLEAN, run_ids INTEGER[],
+--     inferences BIGINT, note VARCHAR
 SELECT
     -- Experiment: "<model> bs=<batch size>" for leveled runs, "run <id>" for a plain trace.
     experiment,

@@ -2,6 +2,12 @@
 -- (XSP "latency/throughput vs batch size").
 --
 -- From: the prelude's xsp_model_latency (only experiments with a batch size).
+--
+-- title: Latency and throughput vs batch size
+-- group: model
+-- include: lib/latency
+-- columns: model VARCHAR, batch_size INTEGER, corrected BOOLEAN, latency_ms DOUBLE, throughput_per_s DOUBLE,
+--     latency_per_input_ms DOUBLE, throughput_speedup DOUBLE
 SELECT
     -- Model name.
     model,

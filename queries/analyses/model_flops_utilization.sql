@@ -4,8 +4,15 @@
 -- Ops with a model but without the shapes it needs are not counted as 0: they are counted apart, with
 -- the reason, and modelled_kernel_time_pct says how much of the kernel time the FLOPs cover.
 --
--- From: xsp_op_perf and _xsp_matrix_peaks (queries/lib/op_perf.sql), steps and attribution
+-- From: xsp_op_perf and xsp_matrix_peaks (queries/lib/op_perf.sql), steps and attribution
 -- (which step each op belongs to), spans (kernel time of the run).
+--
+-- title: Model FLOPs utilisation (MFU) from recorded shapes
+-- group: model
+-- include: lib/op_perf
+-- columns: run_id INTEGER, steps BIGINT, ops BIGINT, not_modelled_ops BIGINT, not_modelled_reason VARCHAR,
+--     gflop_per_step DOUBLE, step_ms DOUBLE, achieved_tflops DOUBLE, precision VARCHAR, peak_tflops DOUBLE,
+--     mfu_pct DOUBLE, modelled_kernel_time_pct DOUBLE
 WITH op_steps AS (
     SELECT o.*, att.step_span_id
     FROM xsp_op_perf AS o
@@ -53,5 +60,5 @@ SELECT
 FROM per_run AS p
 JOIN step_time AS t USING (run_id)
 LEFT JOIN kernel_time AS k USING (run_id)
-LEFT JOIN _xsp_matrix_peaks AS mp ON mp.run_id = p.run_id AND mp.device_id = p.device_id AND mp.precision = p.precision
+LEFT JOIN xsp_matrix_peaks AS mp ON mp.run_id = p.run_id AND mp.device_id = p.device_id AND mp.precision = p.precision
 ORDER BY p.run_id;

@@ -3,6 +3,14 @@
 -- (XSP "model/GPU kernel aggregates").
 --
 -- From: the prelude's xsp_model_gpu (MLG run), xsp_model_latency (M run), xsp_experiment_roof.
+--
+-- title: Model GPU aggregates
+-- group: kernel
+-- include: lib/latency, lib/roofline
+-- columns: experiment VARCHAR, kernels_per_inference DOUBLE, gpu_latency_ms DOUBLE, model_latency_ms DOUBLE,
+--     gpu_pct DOUBLE, flops DOUBLE, dram_read_bytes DOUBLE, dram_write_bytes DOUBLE,
+--     achieved_occupancy DOUBLE, arithmetic_intensity DOUBLE, arithmetic_throughput_gflops DOUBLE,
+--     memory_bound BOOLEAN
 SELECT
     -- Experiment: "<model> bs=<batch size>", or "run <id>".
     g.experiment,

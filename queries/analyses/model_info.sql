@@ -1,6 +1,12 @@
 -- analyses/model_info: latency and throughput of every model (XSP "model information").
 --
 -- From: the prelude's xsp_model_latency (model ranges of the M run, statistics over inferences).
+--
+-- title: Model information: latency and throughput
+-- group: model
+-- include: lib/latency
+-- columns: experiment VARCHAR, model VARCHAR, batch_size INTEGER, source_level VARCHAR, corrected BOOLEAN,
+--     inferences BIGINT, latency_ms DOUBLE, median_ms DOUBLE, p90_ms DOUBLE, throughput_per_s DOUBLE
 SELECT
     -- Experiment: "<model> bs=<batch size>", or "run <id>" for a plain trace.
     experiment,

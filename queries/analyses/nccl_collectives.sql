@@ -12,6 +12,13 @@
 -- Names, sizes and bus-bandwidth factors: xsp_trace/formats/collectives.py (session tables).
 -- Bandwidths use the kernel time; a kernel also waits for its slowest peer, so a rank that
 -- arrives early shows a low bandwidth (see analysis_rank_skew).
+--
+-- title: NCCL collectives: count, size, time, algorithm and bus bandwidth
+-- group: comm
+-- include: lib/gpu_work
+-- columns: run_id INTEGER, collective VARCHAR, message_bytes BIGINT, group_size INTEGER,
+--     group_size_from VARCHAR, count BIGINT, total_ns HUGEINT, avg_ns DOUBLE, min_ns BIGINT, max_ns BIGINT,
+--     algbw_gb_per_s DOUBLE, busbw_gb_per_s DOUBLE
 WITH comm AS (
     SELECT run_id, span_id, name, end_ns - start_ns AS duration_ns
     FROM xsp_gpu_work WHERE work_class = 'communication'
@@ -66,10 +73,10 @@ WITH comm AS (
                * db.bytes AS message_bytes
     FROM wide AS w
     LEFT JOIN runs AS r ON r.run_id = w.run_id
-    LEFT JOIN _xsp_collective_names AS cn ON cn.name_key = lower(regexp_replace(w.collective_arg, '[^A-Za-z]', '', 'g'))
-    LEFT JOIN _xsp_collective_names AS kn
+    LEFT JOIN xsp_collective_names AS cn ON cn.name_key = lower(regexp_replace(w.collective_arg, '[^A-Za-z]', '', 'g'))
+    LEFT JOIN xsp_collective_names AS kn
         ON kn.name_key = lower(regexp_extract(w.name, getvariable('xsp_collective_from_kernel'), 1))
-    LEFT JOIN _xsp_dtype_bytes AS db
+    LEFT JOIN xsp_dtype_bytes AS db
         ON db.dtype_key = lower(coalesce(w.dtype, json_extract_string(w.input_type, '$[0]')))
 )
 SELECT

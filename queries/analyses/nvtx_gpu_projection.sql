@@ -5,6 +5,13 @@
 -- Computes: one row per range that launched GPU work (kernels, memcpy, memset): the interval
 -- from the first start to the last end of that work -- what nsys's nvtx_gpu_proj_trace /
 -- `nsys stats --report nvtxgpuproj` reports. Run by hand in DuckDB on any xsp-trace database.
+--
+-- title: NVTX ranges projected onto the GPU
+-- group: gpu
+-- include:
+-- columns: run_id INTEGER, span_id BIGINT, kind VARCHAR, name VARCHAR, category VARCHAR, pid BIGINT,
+--     tid BIGINT, depth INTEGER, cpu_start_ns BIGINT, cpu_duration_ns BIGINT, gpu_start_ns BIGINT,
+--     gpu_duration_ns BIGINT, gpu_ops BIGINT, gpu_busy_ns HUGEINT
 SELECT
     -- Run of the range.
     r.run_id,

@@ -3,8 +3,16 @@
 -- the kernel time the op launched, and the device's roof for the op's precision. An op with a model
 -- whose inputs the profiler did not record has NULL FLOPs and bytes and says why (never 0).
 --
--- From: xsp_op_perf and _xsp_op_roof (queries/lib/op_perf.sql) over spans, span_args
+-- From: xsp_op_perf and xsp_op_roof (queries/lib/op_perf.sql) over spans, span_args
 -- ("Input Dims", "Input type", "Concrete Inputs"), span_ancestors and devices.
+--
+-- title: Roofline per op and shape from recorded shapes (TraceLens perf models)
+-- group: kernel
+-- include: lib/op_perf
+-- columns: run_id INTEGER, name VARCHAR, input_dims VARCHAR, dtype VARCHAR, precision VARCHAR, calls BIGINT,
+--     flops_per_call DOUBLE, bytes_per_call DOUBLE, not_modelled_reason VARCHAR, kernel_ms DOUBLE,
+--     kernel_us_per_call DOUBLE, arithmetic_intensity DOUBLE, achieved_tflops DOUBLE,
+--     attainable_tflops DOUBLE, roof_pct DOUBLE, bound VARCHAR
 SELECT
     -- Run.
     o.run_id,
@@ -47,6 +55,6 @@ SELECT
          WHEN any_value(o.flops) / nullif(any_value(o.bytes), 0) < any_value(r.peak_flops) / any_value(r.peak_dram_bytes_per_s)
          THEN 'memory' ELSE 'compute' END AS bound
 FROM xsp_op_perf AS o
-LEFT JOIN _xsp_op_roof AS r USING (run_id, span_id)
+LEFT JOIN xsp_op_roof AS r USING (run_id, span_id)
 GROUP BY o.run_id, o.name, o.input_dims, o.dtype, o.precision, o.not_modelled_reason
 ORDER BY o.run_id, sum(o.kernel_ns) DESC, o.name, o.input_dims;

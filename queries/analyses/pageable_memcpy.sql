@@ -7,6 +7,12 @@
 -- From: spans of kind memcpy with memops.src_kind / dst_kind (nsys srcKind/dstKind, Kineto's
 -- "Memcpy HtoD (Pageable -> Device)" names; the pageable kinds are the variable xsp_pageable_kinds
 -- from xsp_trace/formats/cuda_api.py), launches and xsp_cpu_calls (the API call of each copy).
+--
+-- title: Copies from / to pageable host memory
+-- group: gpu
+-- include: lib/sync
+-- columns: run_id INTEGER, copy_kind VARCHAR, api_name VARCHAR, copies BIGINT, bytes HUGEINT,
+--     total_ns HUGEINT, gb_per_s DOUBLE, cpu_ns HUGEINT, blocking_calls BIGINT
 WITH copies AS (
     SELECT s.run_id, s.span_id, m.copy_kind, m.bytes, s.end_ns - s.start_ns AS gpu_ns,
            c.name AS api_name, c.end_ns - c.start_ns AS api_ns, c.cpu_class

@@ -6,6 +6,12 @@
 -- From: capture_runs (program_changed, program_change_note: written by xsp-trace capture, which
 -- compares the ops of one forward with and without hooks), the prelude's xsp_runs (experiment of
 -- each run) and xsp_level_overhead (model latency of the level against the level below it).
+--
+-- title: Runs whose program profiling changed (fast paths left)
+-- group: model
+-- include: lib/overhead
+-- columns: experiment VARCHAR, run_id INTEGER, level VARCHAR, tool VARCHAR, change VARCHAR,
+--     overhead_pct DOUBLE
 SELECT
     -- Experiment: "<model> bs=<batch size>".
     r.experiment,

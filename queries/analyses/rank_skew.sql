@@ -9,6 +9,13 @@
 -- attribution (the step of each kernel, whichever thread launched it), runs.rank. Only iterations
 -- that at least two runs share; steps are matched by iteration number (ProfilerStep#N), never by
 -- time, as each rank has its own clock.
+--
+-- title: Ranks side by side: step time, skew, collective wait, straggler
+-- group: comm
+-- include: lib/gpu_work
+-- columns: iteration INTEGER, ranks BIGINT, run_id INTEGER, rank INTEGER, step_ms DOUBLE,
+--     behind_fastest_ms DOUBLE, iteration_skew_ms DOUBLE, collectives BIGINT, collective_ms DOUBLE,
+--     collective_wait_ms DOUBLE, straggler BOOLEAN
 WITH per_step AS (
     SELECT st.run_id, r.rank, st.iteration, st.end_ns - st.start_ns AS step_ns,
            coalesce(sum(w.end_ns - w.start_ns), 0) AS comm_ns, count(w.span_id) AS collectives

@@ -16,6 +16,13 @@
 --   launch-bound  the calls that launched GPU work and returned without waiting took more CPU time
 --                 than the GPU was busy (many short kernels);
 --   host-bound    otherwise: host work (framework ops, Python, data loading) or an idle CPU.
+--
+-- title: Host-bound or device-bound, per step
+-- group: gpu
+-- include: lib/busy, lib/steps
+-- columns: run_id INTEGER, iteration INTEGER, step_ms DOUBLE, gpu_busy_ms DOUBLE, gpu_busy_pct DOUBLE,
+--     launch_ms DOUBLE, sync_ms DOUBLE, thread_launch_ms DOUBLE, thread_sync_ms DOUBLE,
+--     thread_host_ms DOUBLE, thread_idle_ms DOUBLE, bound VARCHAR
 WITH step_gpus AS (
     SELECT DISTINCT att.run_id, att.step_span_id, w.device_id
     FROM attribution AS att JOIN xsp_gpu_work AS w ON w.run_id = att.run_id AND w.span_id = att.span_id

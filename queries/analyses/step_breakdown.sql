@@ -6,6 +6,13 @@
 -- its process's CPU timeline, holds the start of the call that launched it -- so kernels the
 -- autograd thread launches during loss.backward() count in their step. Uncorrected: every
 -- kernel as recorded in that run.
+--
+-- title: GPU time per step, by phase (every thread's launches)
+-- group: model
+-- include:
+-- columns: run_id INTEGER, iteration INTEGER, step VARCHAR, source VARCHAR, step_ms DOUBLE, kernels BIGINT,
+--     kernels_other_threads BIGINT, gpu_kernel_ms DOUBLE, gpu_pct DOUBLE, forward_ms DOUBLE,
+--     backward_ms DOUBLE, optimizer_ms DOUBLE, unphased_ms DOUBLE
 WITH kernels AS (
     SELECT k.run_id, att.step_span_id, att.phase, k.end_ns - k.start_ns AS duration_ns,
            api.tid AS launch_tid, st.tid AS step_tid

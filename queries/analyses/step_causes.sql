@@ -28,6 +28,14 @@
 --   gpu_idle         a stream idle between its items with nothing else binding
 --   cpu_idle         the step's thread in no recorded span
 --   other_rank       time on another rank the step waited for in a collective
+--
+-- title: Step time by cause: the critical path grouped by why the time went
+-- group: gpu
+-- builds: xsp_critical_path
+-- include:
+-- columns: run_id INTEGER, iteration INTEGER, step_span_id BIGINT, latency_ns HUGEINT, cause VARCHAR,
+--     on_path_ns HUGEINT, share_pct DOUBLE, segments BIGINT, top_spans VARCHAR, top_names VARCHAR[],
+--     regions VARCHAR[]
 WITH path AS (
     SELECT p.*, coalesce(st.end_ns - st.start_ns, sum(p.on_path_ns) OVER (PARTITION BY p.run_id, p.step_span_id)) AS latency_ns
     FROM xsp_critical_path AS p

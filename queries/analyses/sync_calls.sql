@@ -8,6 +8,13 @@
 -- From: xsp_cpu_calls (prelude: API calls with their class), xsp_call_origin (the outermost op
 -- enclosing a call), spans of kind sync, steps (a call is in a step when it starts inside a step
 -- window of its process).
+--
+-- title: Synchronising calls (CPU waits for the GPU)
+-- group: gpu
+-- include: lib/sync
+-- columns: run_id INTEGER, name VARCHAR, sync_kind VARCHAR, copy_endpoints VARCHAR, origin VARCHAR,
+--     calls BIGINT, calls_in_steps BIGINT, total_ns HUGEINT, total_in_steps_ns HUGEINT, avg_ns DOUBLE,
+--     max_ns BIGINT
 WITH calls AS (
     SELECT c.run_id, c.span_id, c.name, c.start_ns, c.end_ns, c.pid, c.wait_kind AS sync_kind, c.copy_endpoints,
            xsp_call_origin(c.run_id, c.span_id) AS origin

@@ -3,6 +3,12 @@
 --
 -- From: spans of kind 'kernel'.
 -- Run by hand: duckdb run.duckdb < queries/analyses/top_kernels.sql, or xsp-trace query run.duckdb @queries/analyses/top_kernels.sql
+--
+-- title: Top kernels by name (every run, uncorrected)
+-- group: kernel
+-- include:
+-- columns: run_id INTEGER, name VARCHAR, instances BIGINT, total_ns HUGEINT, time_pct DOUBLE, avg_ns DOUBLE,
+--     min_ns BIGINT, max_ns BIGINT
 SELECT
     -- Run the kernels belong to.
     run_id,

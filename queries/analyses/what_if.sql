@@ -5,6 +5,13 @@
 -- From: xsp_what_if (built by xsp_trace/analyze/critical_path/what_if.py from the critical path's dependencies:
 -- spans, launches, xsp_gpu_work, xsp_cpu_calls; the rules in the variable
 -- xsp_what_if_rules).
+--
+-- title: Predicted step time under --what-if rules, and the new critical path
+-- group: gpu
+-- builds: xsp_what_if
+-- include:
+-- columns: run_id BIGINT, iteration BIGINT, rules VARCHAR, latency_ns BIGINT, predicted_ns BIGINT,
+--     change_pct DOUBLE, new_top_on_path VARCHAR
 SELECT
     -- The run.
     run_id,

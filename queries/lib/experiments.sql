@@ -42,8 +42,22 @@ SELECT * FROM (VALUES
 
 -- The inferences of every run: its steps (model ranges, else the outermost CPU ranges carrying an
 -- iteration, e.g. ProfilerStep#N; never a GPU copy of one), found at conversion (table steps).
-CREATE OR REPLACE TEMP VIEW _xsp_inferences AS
-SELECT st.run_id, st.step_span_id AS span_id, st.iteration, s.name, st.start_ns, st.end_ns, st.source
+CREATE OR REPLACE TEMP VIEW xsp_inferences AS
+SELECT
+    -- Run.
+    st.run_id,
+    -- The step's span.
+    st.step_span_id AS span_id,
+    -- Its iteration.
+    st.iteration,
+    -- Its name.
+    s.name,
+    -- Start, ns.
+    st.start_ns,
+    -- End, ns.
+    st.end_ns,
+    -- What made it a step (steps.source: 'model range', ...).
+    st.source
 FROM steps AS st
 JOIN spans AS s ON s.run_id = st.run_id AND s.span_id = st.step_span_id;
 
@@ -61,11 +75,11 @@ SELECT
     -- Its runs.
     list(DISTINCT r.run_id ORDER BY r.run_id) AS run_ids
 FROM xsp_runs AS r
-LEFT JOIN _xsp_inferences AS i ON i.run_id = r.run_id AND i.source = 'model range'
+LEFT JOIN xsp_inferences AS i ON i.run_id = r.run_id AND i.source = 'model range'
 GROUP BY r.experiment;
 
 -- The runs each measured level of each experiment is taken from (all runs of the best level).
-CREATE OR REPLACE TEMP VIEW _xsp_source_runs AS
+CREATE OR REPLACE TEMP VIEW xsp_source_runs AS
 WITH candidates AS (
     SELECT r.experiment, p.measured, r.run_id, r.level, p.preference, p.corrected
     FROM xsp_runs AS r
@@ -73,15 +87,32 @@ WITH candidates AS (
 ), best AS (
     SELECT experiment, measured, min(preference) AS preference FROM candidates GROUP BY ALL
 )
-SELECT c.experiment, c.measured, c.run_id, c.level, c.corrected
+SELECT
+    -- The experiment.
+    c.experiment,
+    -- The measured level: model, layer or kernel.
+    c.measured,
+    -- A run it is taken from.
+    c.run_id,
+    -- That run's level (NULL: a plain trace).
+    c.level,
+    -- Whether it is measured without lower levels' overhead.
+    c.corrected
 FROM candidates AS c JOIN best USING (experiment, measured, preference);
 
 -- Number of inferences in the source runs of each (experiment, measured level); at least 1.
-CREATE OR REPLACE TEMP VIEW _xsp_inference_counts AS
-SELECT s.experiment, s.measured, greatest(count(i.span_id), 1) AS inferences,
-       count(i.span_id) > 0 AS has_inferences
-FROM _xsp_source_runs AS s
-LEFT JOIN _xsp_inferences AS i USING (run_id)
+CREATE OR REPLACE TEMP VIEW xsp_inference_counts AS
+SELECT
+    -- The experiment.
+    s.experiment,
+    -- The measured level.
+    s.measured,
+    -- Inferences in its source runs, at least 1.
+    greatest(count(i.span_id), 1) AS inferences,
+    -- Whether there is any.
+    count(i.span_id) > 0 AS has_inferences
+FROM xsp_source_runs AS s
+LEFT JOIN xsp_inferences AS i USING (run_id)
 GROUP BY ALL;
 
 -- Which run level every measured level of every experiment came from, and whether it is corrected.
@@ -99,6 +130,6 @@ SELECT
     list(s.run_id ORDER BY s.run_id) AS run_ids,
     -- Inferences (steps) in those runs, at least 1.
     any_value(c.inferences) AS inferences
-FROM _xsp_source_runs AS s
-JOIN _xsp_inference_counts AS c USING (experiment, measured)
+FROM xsp_source_runs AS s
+JOIN xsp_inference_counts AS c USING (experiment, measured)
 GROUP BY s.experiment, s.measured, s.level, s.corrected;

@@ -8,9 +8,9 @@
 
 -- Every kernel of every run with its stable key: its layer call (above), ordinal within it
 -- (launch order), the step it was launched in (whatever the launching thread) and its phase.
-CREATE OR REPLACE TEMP VIEW _xsp_kernel_calls AS
+CREATE OR REPLACE TEMP VIEW xsp_kernel_calls AS
 WITH with_inferences AS (
-    SELECT DISTINCT run_id FROM _xsp_inferences
+    SELECT DISTINCT run_id FROM xsp_inferences
 ), k AS (
     SELECT
         k.run_id, k.span_id, k.name, k.device_id, k.stream_id, k.iteration, k.start_ns, k.end_ns,
@@ -18,14 +18,48 @@ WITH with_inferences AS (
         coalesce(api.start_ns, k.start_ns) AS launch_ns,
         (k.iteration IS NOT NULL OR k.run_id NOT IN (SELECT run_id FROM with_inferences)) AS in_inference
     FROM spans AS k
-    LEFT JOIN _xsp_span_layer AS sl ON sl.run_id = k.run_id AND sl.span_id = k.span_id
-    LEFT JOIN _xsp_layer_calls AS lc ON lc.run_id = k.run_id AND lc.span_id = sl.layer_span_id
+    LEFT JOIN xsp_span_layer AS sl ON sl.run_id = k.run_id AND sl.span_id = k.span_id
+    LEFT JOIN xsp_layer_calls AS lc ON lc.run_id = k.run_id AND lc.span_id = sl.layer_span_id
     LEFT JOIN attribution AS att ON att.run_id = k.run_id AND att.span_id = k.span_id
     LEFT JOIN spans AS api ON api.run_id = k.run_id AND api.span_id = k.parent_id
     WHERE k.kind = 'kernel'
 )
-SELECT *,
+SELECT
+    -- Run.
+    run_id,
+    -- The kernel span.
+    span_id,
+    -- Kernel name.
+    name,
+    -- GPU.
+    device_id,
+    -- Stream.
+    stream_id,
+    -- Its iteration (NULL: outside every inference).
+    iteration,
+    -- Start, ns on the run clock.
+    start_ns,
+    -- End, ns.
+    end_ns,
+    -- The layer call it is charged to (xsp_span_layer), NULL outside every layer.
+    layer_span_id,
+    -- How: 'enclosing' or 'autograd'.
+    layer_rule,
+    -- That layer's index.
+    layer_index,
+    -- Its name.
+    layer_name,
+    -- The call of that layer within the inference.
+    layer_call,
+    -- Phase of the step it was launched in (attribution.phase).
+    phase,
+    -- Start of the call that launched it (its own start without one), ns.
+    launch_ns,
+    -- Whether it belongs to an inference (a run without inferences: every kernel).
+    in_inference,
+    -- Ordinal within its layer call, in launch order.
     row_number() OVER (PARTITION BY run_id, iteration, layer_span_id ORDER BY launch_ns, start_ns, span_id) - 1 AS ordinal,
+    -- Duration, ns.
     end_ns - start_ns AS duration_ns
 FROM k;
 
@@ -50,7 +84,7 @@ SELECT
     avg(m.flops) AS flops, avg(m.dram_read_bytes) AS dram_read_bytes,
     avg(m.dram_write_bytes) AS dram_write_bytes, avg(m.achieved_occupancy) AS achieved_occupancy
 FROM _xsp_kernel_metric_values AS m
-JOIN _xsp_kernel_calls AS c USING (run_id, span_id)
+JOIN xsp_kernel_calls AS c USING (run_id, span_id)
 JOIN xsp_runs AS r USING (run_id)
 GROUP BY ALL;
 
@@ -58,8 +92,8 @@ GROUP BY ALL;
 CREATE OR REPLACE TEMP VIEW xsp_kernel_latency AS
 WITH keyed AS (
     SELECT s.experiment, s.level, s.corrected, c.*
-    FROM _xsp_source_runs AS s
-    JOIN _xsp_kernel_calls AS c USING (run_id)
+    FROM xsp_source_runs AS s
+    JOIN xsp_kernel_calls AS c USING (run_id)
     WHERE s.measured = 'kernel'
 ), stats AS (
     SELECT
@@ -122,7 +156,7 @@ SELECT
     -- Achieved occupancy, %.
     m.achieved_occupancy
 FROM stats AS st
-JOIN _xsp_inference_counts AS n ON n.experiment = st.experiment AND n.measured = 'kernel'
+JOIN xsp_inference_counts AS n ON n.experiment = st.experiment AND n.measured = 'kernel'
 LEFT JOIN _xsp_kernel_key_metrics AS m
     ON m.experiment = st.experiment AND m.name = st.name AND m.ordinal = st.ordinal
    AND m.in_inference = st.in_inference

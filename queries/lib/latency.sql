@@ -29,8 +29,8 @@ SELECT
     min(i.end_ns - i.start_ns) AS min_ns,
     -- Slowest inference, ns.
     max(i.end_ns - i.start_ns) AS max_ns
-FROM _xsp_source_runs AS s
-JOIN _xsp_inferences AS i USING (run_id)
+FROM xsp_source_runs AS s
+JOIN xsp_inferences AS i USING (run_id)
 JOIN xsp_experiments AS e USING (experiment)
 WHERE s.measured = 'model'
 GROUP BY s.experiment, e.model, e.batch_size, s.level, s.corrected;
@@ -42,8 +42,8 @@ WITH per_inference AS (
     SELECT s.experiment, s.level, s.corrected, c.run_id, c.iteration, c.layer_index,
            any_value(c.layer_name) AS layer_name, any_value(c.layer_type) AS layer_type,
            count(*) AS calls, sum(c.latency_ns) AS latency_ns
-    FROM _xsp_source_runs AS s
-    JOIN _xsp_layer_calls AS c USING (run_id)
+    FROM xsp_source_runs AS s
+    JOIN xsp_layer_calls AS c USING (run_id)
     WHERE s.measured = 'layer'
     GROUP BY s.experiment, s.level, s.corrected, c.run_id, c.iteration, c.layer_index
 )

@@ -15,7 +15,7 @@
 --                                              -- unset: the innermost ones (leaves, as XSP's layers)
 -- (`xsp-trace analyze --layer-ranges PATTERN --layer-depth N` sets them.) A mapped layer's index
 -- is the rank of its name by first appearance in the run.
-CREATE OR REPLACE TEMP VIEW _xsp_layer_ranges AS
+CREATE OR REPLACE TEMP VIEW xsp_layer_ranges AS
 WITH captured AS (
     SELECT run_id, span_id, iteration, layer_index, xsp_layer_qualname(name) AS layer_name,
            xsp_layer_type(name) AS layer_type, start_ns, end_ns
@@ -49,38 +49,75 @@ WITH captured AS (
 )
 SELECT run_id, span_id, iteration, layer_index, layer_name, layer_type, start_ns, end_ns FROM captured
 UNION ALL
-SELECT run_id, span_id, iteration,
-       CAST(dense_rank() OVER (PARTITION BY run_id ORDER BY first_ns, layer_name) - 1 AS INTEGER) AS layer_index,
-       layer_name, layer_type, start_ns, end_ns
+SELECT
+    -- Run.
+    run_id,
+    -- The layer range.
+    span_id,
+    -- Its iteration.
+    iteration,
+    -- Layer index: the capture's, else the rank of the name by first appearance.
+    CAST(dense_rank() OVER (PARTITION BY run_id ORDER BY first_ns, layer_name) - 1 AS INTEGER) AS layer_index,
+    -- Layer name.
+    layer_name,
+    -- Layer type.
+    layer_type,
+    -- Start, ns.
+    start_ns,
+    -- End, ns.
+    end_ns
 FROM (SELECT *, min(start_ns) OVER (PARTITION BY run_id, layer_name) AS first_ns FROM mapped);
 
 -- Every layer call of every run with its stable key (layer index, name, call within the inference).
-CREATE OR REPLACE TEMP VIEW _xsp_layer_calls AS
+CREATE OR REPLACE TEMP VIEW xsp_layer_calls AS
 SELECT
-    run_id, span_id, iteration, layer_index, layer_name, layer_type,
+    -- Run.
+    run_id,
+    -- The layer range.
+    span_id,
+    -- Its iteration.
+    iteration,
+    -- Layer index.
+    layer_index,
+    -- Layer name.
+    layer_name,
+    -- Layer type.
+    layer_type,
+    -- The call of the layer within the inference (0 first).
     row_number() OVER (PARTITION BY run_id, iteration, layer_index ORDER BY start_ns, span_id) - 1 AS layer_call,
-    start_ns, end_ns, end_ns - start_ns AS latency_ns
-FROM _xsp_layer_ranges;
+    -- Start, ns.
+    start_ns,
+    -- End, ns.
+    end_ns,
+    -- Latency, ns.
+    end_ns - start_ns AS latency_ns
+FROM xsp_layer_ranges;
 
 -- The layer call every span is charged to: the innermost layer range enclosing it (a GPU span:
 -- enclosing its launch), else -- autograd backward work on another thread -- the innermost one
 -- enclosing the forward op that created it (attribution.forward_span_id).
-CREATE OR REPLACE TEMP VIEW _xsp_span_layer AS
+CREATE OR REPLACE TEMP VIEW xsp_span_layer AS
 WITH enclosing AS (
     SELECT a.run_id, a.span_id, arg_min(a.ancestor_id, a.distance) AS layer_span_id
     FROM span_ancestors AS a
-    JOIN _xsp_layer_ranges AS l ON l.run_id = a.run_id AND l.span_id = a.ancestor_id
+    JOIN xsp_layer_ranges AS l ON l.run_id = a.run_id AND l.span_id = a.ancestor_id
     GROUP BY a.run_id, a.span_id
 ), forward_layer AS (
     SELECT att.run_id, att.span_id, coalesce(fl.span_id, fe.layer_span_id) AS layer_span_id
     FROM attribution AS att
-    LEFT JOIN _xsp_layer_ranges AS fl ON fl.run_id = att.run_id AND fl.span_id = att.forward_span_id
+    LEFT JOIN xsp_layer_ranges AS fl ON fl.run_id = att.run_id AND fl.span_id = att.forward_span_id
     LEFT JOIN enclosing AS fe ON fe.run_id = att.run_id AND fe.span_id = att.forward_span_id
     WHERE att.forward_span_id IS NOT NULL
 )
-SELECT coalesce(e.run_id, f.run_id) AS run_id, coalesce(e.span_id, f.span_id) AS span_id,
-       coalesce(e.layer_span_id, f.layer_span_id) AS layer_span_id,
-       CASE WHEN e.layer_span_id IS NOT NULL THEN 'enclosing' ELSE 'autograd' END AS layer_rule
+SELECT
+    -- Run.
+    coalesce(e.run_id, f.run_id) AS run_id,
+    -- The span.
+    coalesce(e.span_id, f.span_id) AS span_id,
+    -- The layer range it is charged to.
+    coalesce(e.layer_span_id, f.layer_span_id) AS layer_span_id,
+    -- How: 'enclosing' (inside the range) or 'autograd' (through its forward op).
+    CASE WHEN e.layer_span_id IS NOT NULL THEN 'enclosing' ELSE 'autograd' END AS layer_rule
 FROM enclosing AS e
 FULL JOIN forward_layer AS f ON f.run_id = e.run_id AND f.span_id = e.span_id
 WHERE coalesce(e.layer_span_id, f.layer_span_id) IS NOT NULL;

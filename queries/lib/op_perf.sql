@@ -5,10 +5,10 @@
 --
 -- From: spans (kind op) and their span_args "Input Dims" / "Input type" / "Concrete Inputs"
 -- (Kineto with record_shapes; argument names in variables set from xsp_trace/formats), the op
--- models of xsp_trace/formats/aten_perf_models.py (TEMP _xsp_op_models: which ops, where their
--- operands are), dtype sizes and precision classes (TEMP _xsp_dtype_bytes from
+-- models of xsp_trace/formats/aten_perf_models.py (TEMP xsp_op_models: which ops, where their
+-- operands are), dtype sizes and precision classes (TEMP xsp_dtype_bytes from
 -- xsp_trace/formats/torch_dtypes.py), span_ancestors (kernels under an op), and the dense matrix
--- peaks per precision (TEMP _xsp_matrix_peaks from xsp_trace/formats/device_peaks.py).
+-- peaks per precision (TEMP xsp_matrix_peaks from xsp_trace/formats/device_peaks.py).
 -- The formulas follow TraceLens' perf models (see aten_perf_models.py).
 
 -- Every modelled op span with its operand shapes, types and concrete inputs, parsed (NULL when the
@@ -25,7 +25,7 @@ SELECT
          WHEN m.params_arg IS NOT NULL AND c.value IS NULL THEN 'no_concrete_inputs'
     END AS missing_key
 FROM spans AS s
-JOIN _xsp_op_models AS m ON m.op_name = s.name
+JOIN xsp_op_models AS m ON m.op_name = s.name
 LEFT JOIN span_args AS d ON d.run_id = s.run_id AND d.span_id = s.span_id AND d.key = getvariable('xsp_arg_input_dims')
 LEFT JOIN span_args AS t ON t.run_id = s.run_id AND t.span_id = s.span_id AND t.key = getvariable('xsp_arg_input_type')
 LEFT JOIN span_args AS c ON c.run_id = s.run_id AND c.span_id = s.span_id AND c.key = getvariable('xsp_arg_concrete_inputs')
@@ -50,11 +50,11 @@ CREATE OR REPLACE TEMP MACRO _xsp_conv_param(text, ndims, default_value) AS
 
 -- Bytes per element of a profiler dtype name (NULL when unknown).
 CREATE OR REPLACE TEMP MACRO _xsp_bpe(dtype) AS
-    (SELECT db.bytes FROM _xsp_dtype_bytes AS db WHERE db.dtype_key = lower(dtype));
+    (SELECT db.bytes FROM xsp_dtype_bytes AS db WHERE db.dtype_key = lower(dtype));
 
 -- Precision class of a profiler dtype name (fp32, bf16, ...; NULL when unknown).
 CREATE OR REPLACE TEMP MACRO _xsp_precision(dtype) AS
-    (SELECT db.precision FROM _xsp_dtype_bytes AS db WHERE db.dtype_key = lower(dtype));
+    (SELECT db.precision FROM xsp_dtype_bytes AS db WHERE db.dtype_key = lower(dtype));
 
 -- Modelled ops that enclose another modelled op (aten::addmm under a modelled caller): only the
 -- innermost is counted, so no FLOP is counted twice -- except ops whose model leaves out what they
@@ -64,7 +64,7 @@ SELECT DISTINCT an.run_id, an.ancestor_id AS span_id
 FROM span_ancestors AS an
 JOIN _xsp_op_operands AS inner_op ON inner_op.run_id = an.run_id AND inner_op.span_id = an.span_id
 JOIN spans AS outer_op ON outer_op.run_id = an.run_id AND outer_op.span_id = an.ancestor_id
-WHERE NOT coalesce((SELECT m.outer_counted FROM _xsp_op_models AS m WHERE m.op_name = outer_op.name), false);
+WHERE NOT coalesce((SELECT m.outer_counted FROM xsp_op_models AS m WHERE m.op_name = outer_op.name), false);
 
 -- Convolutions (forward and backward): input x, weight w, output shape, parameters.
 CREATE OR REPLACE TEMP VIEW _xsp_conv_shapes AS
@@ -160,7 +160,7 @@ CREATE OR REPLACE TEMP VIEW _xsp_op_counted AS
 SELECT f.* EXCLUDE (missing_key, flops, bytes),
     CASE WHEN reason_key IS NULL THEN f.flops END AS flops,
     CASE WHEN reason_key IS NULL THEN f.bytes END AS bytes,
-    (SELECT r.reason FROM _xsp_not_modelled_reasons AS r WHERE r.reason_key = k.reason_key) AS not_modelled_reason
+    (SELECT r.reason FROM xsp_not_modelled_reasons AS r WHERE r.reason_key = k.reason_key) AS not_modelled_reason
 FROM _xsp_op_flops AS f,
 LATERAL (SELECT CASE WHEN f.missing_key IS NOT NULL THEN f.missing_key
                      WHEN _xsp_bpe(f.dtype) IS NULL THEN 'unknown_dtype'
@@ -219,10 +219,16 @@ LEFT JOIN kernels_under AS ku USING (run_id, span_id);
 
 -- The roof for an op on its device: the dense matrix peak of its precision for matrix ops (GEMM,
 -- attention), the FP32 vector peak for elementwise ops, and the DRAM bandwidth.
-CREATE OR REPLACE TEMP VIEW _xsp_op_roof AS
-SELECT o.run_id, o.span_id,
+CREATE OR REPLACE TEMP VIEW xsp_op_roof AS
+SELECT
+    -- Run.
+    o.run_id,
+    -- The op span (xsp_op_perf).
+    o.span_id,
+    -- Its roof: peak FLOP/s of its precision (matrix ops) or the vector peak.
     CASE WHEN o.unit = 'matrix' THEN mp.peak_flops ELSE d.peak_flops END AS peak_flops,
+    -- Peak DRAM bytes/s of its device.
     d.peak_dram_bytes_per_s
 FROM xsp_op_perf AS o
 LEFT JOIN devices AS d ON d.run_id = o.run_id AND d.device_id = o.device_id
-LEFT JOIN _xsp_matrix_peaks AS mp ON mp.run_id = o.run_id AND mp.device_id = o.device_id AND mp.precision = o.precision;
+LEFT JOIN xsp_matrix_peaks AS mp ON mp.run_id = o.run_id AND mp.device_id = o.device_id AND mp.precision = o.precision;

@@ -25,7 +25,7 @@ WITH loops AS (
     GROUP BY run_id
 ), ranges AS (
     SELECT run_id, list(end_ns - start_ns ORDER BY iteration, start_ns) AS model
-    FROM _xsp_inferences
+    FROM xsp_inferences
     GROUP BY run_id
 )
 SELECT r.run_id, r.experiment, r.level, r.tool, l.plain, l.timed, l.interleaved, m.model

@@ -60,3 +60,56 @@ CREATE OR REPLACE TEMP MACRO xsp_memory_bound(intensity, ideal_intensity) AS int
 -- Attainable FLOP/s under the roof at a given intensity.
 CREATE OR REPLACE TEMP MACRO xsp_attainable_flops(intensity, peak_flops, peak_bytes_per_s) AS
     least(peak_flops, intensity * peak_bytes_per_s);
+
+-- The roofline point of every kernel name, layer and model of every experiment with hardware
+-- metrics (FLOPs and DRAM bytes), under its experiment's roof: what kernel_roofline,
+-- layer_roofline and model_roofline print, each its own level's rows.
+CREATE OR REPLACE TEMP VIEW xsp_roofline_points AS
+WITH points AS (
+    SELECT 'kernel' AS level, experiment, name, CAST(NULL AS INTEGER) AS layer_index, CAST(NULL AS VARCHAR) AS layer_name,
+           latency_ns AS gpu_ns, flops, dram_read_bytes, dram_write_bytes
+    FROM xsp_kernel_by_name
+    UNION ALL
+    SELECT 'layer', experiment, NULL, layer_index, layer_name, gpu_ns, flops, dram_read_bytes, dram_write_bytes
+    FROM xsp_layer_gpu WHERE layer_index IS NOT NULL
+    UNION ALL
+    SELECT 'model', experiment, NULL, NULL, NULL, gpu_ns, flops, dram_read_bytes, dram_write_bytes
+    FROM xsp_model_gpu
+)
+SELECT
+    -- kernel (one row per kernel name), layer or model.
+    p.level,
+    -- The experiment.
+    p.experiment,
+    -- Kernel name (kernel rows).
+    p.name,
+    -- Layer index (layer rows).
+    p.layer_index,
+    -- Layer name (layer rows).
+    p.layer_name,
+    -- GPU time per inference, ns.
+    p.gpu_ns,
+    -- The same in ms, rounded to 1 ns.
+    round(p.gpu_ns / 1e6, 6) AS gpu_latency_ms,
+    -- x: arithmetic intensity, FLOP/byte.
+    xsp_intensity(p.flops, p.dram_read_bytes, p.dram_write_bytes) AS arithmetic_intensity,
+    -- y: achieved FLOP/s over the kernels' time.
+    p.flops / (p.gpu_ns / 1e9) AS flops_per_s,
+    -- The roof's device.
+    r.device_name,
+    -- Peak FLOP/s of the device.
+    r.peak_flops,
+    -- Peak DRAM bytes/s of the device.
+    r.peak_dram_bytes_per_s,
+    -- Ideal intensity (the ridge point), FLOP/byte: peak FLOP/s / peak DRAM bytes/s.
+    r.ideal_intensity,
+    -- Attainable FLOP/s at this intensity.
+    xsp_attainable_flops(xsp_intensity(p.flops, p.dram_read_bytes, p.dram_write_bytes), r.peak_flops, r.peak_dram_bytes_per_s) AS attainable_flops_per_s,
+    -- Share of the attainable FLOP/s achieved, percent.
+    round(100.0 * (p.flops / (p.gpu_ns / 1e9))
+          / xsp_attainable_flops(xsp_intensity(p.flops, p.dram_read_bytes, p.dram_write_bytes), r.peak_flops, r.peak_dram_bytes_per_s), 2) AS roof_pct,
+    -- Memory-bound (left of the ridge point).
+    xsp_memory_bound(xsp_intensity(p.flops, p.dram_read_bytes, p.dram_write_bytes), r.ideal_intensity) AS memory_bound
+FROM points AS p
+LEFT JOIN xsp_experiment_roof AS r USING (experiment)
+WHERE p.flops IS NOT NULL AND (p.dram_read_bytes IS NOT NULL OR p.dram_write_bytes IS NOT NULL);

@@ -155,3 +155,31 @@ SELECT
 FROM spans AS s
 JOIN xsp_rules_window AS w ON w.run_id = s.run_id
 WHERE s.kind = 'api' AND xsp_rules_in_window(s.start_ns, s.end_ns, s.pid, s.tid, w.start_ns, w.end_ns, w.pid, w.tid);
+
+-- The rows a memcpy/memset rule reports, per run the longest first, at most xsp_rule_rows (the
+-- table xsp_rules_settings), with start_ns after the run's origin (runs.origin_ns). `rule`:
+--   'cuda_async_memcpy': async copies with a pageable side (xsp_rule_async_memcpy_api, xsp_rule_pageable_kind);
+--   'cuda_sync_memcpy':  synchronous copies (xsp_rule_sync_memcpy_api / _not_api), host-to-device
+--                        copies of at most xsp_rule_small_htod_bytes left out, as nsys does;
+--   'cuda_sync_memset':  synchronous sets (xsp_rule_sync_memset_api / _not_api) of the memory kinds
+--                        xsp_rule_sync_memset_kinds.
+-- The patterns are variables set from xsp_trace/formats/nsys_rules.py.
+CREATE OR REPLACE TEMP MACRO xsp_rules_flagged_memops(rule) AS TABLE
+SELECT m.run_id, m.span_id, m.duration_ns, m.start_ns - r.origin_ns AS start_ns, m.src_kind, m.dst_kind, m.bytes,
+       m.bytes / 1e6 AS bytes_mb, m.pid, m.device_id, m.stream_id, m.api_name
+FROM xsp_rules_memops AS m
+JOIN runs AS r USING (run_id)
+WHERE CASE rule
+    WHEN 'cuda_async_memcpy' THEN m.kind = 'memcpy'
+        AND m.api_name ILIKE getvariable('xsp_rule_async_memcpy_api')
+        AND (m.src_kind = getvariable('xsp_rule_pageable_kind') OR m.dst_kind = getvariable('xsp_rule_pageable_kind'))
+    WHEN 'cuda_sync_memcpy' THEN m.kind = 'memcpy'
+        AND m.api_name ILIKE getvariable('xsp_rule_sync_memcpy_api')
+        AND m.api_name NOT ILIKE getvariable('xsp_rule_sync_memcpy_not_api')
+        AND NOT (m.bytes <= getvariable('xsp_rule_small_htod_bytes') AND m.copy_kind = getvariable('xsp_rule_small_copy_kind'))
+    WHEN 'cuda_sync_memset' THEN m.kind = 'memset'
+        AND m.api_name ILIKE getvariable('xsp_rule_sync_memset_api')
+        AND m.api_name NOT ILIKE getvariable('xsp_rule_sync_memset_not_api')
+        AND list_contains(getvariable('xsp_rule_sync_memset_kinds'), m.dst_kind)
+    END
+QUALIFY row_number() OVER (PARTITION BY m.run_id ORDER BY m.duration_ns DESC, m.start_ns, m.span_id) <= (SELECT row_limit FROM xsp_rules_settings);

@@ -1,12 +1,16 @@
 """The analyses `xsp-trace analyze` knows: name -> documented SQL file queries/analyses/<name>.sql.
 
-Every file is a plain SELECT over the SQL library (queries/lib/, xsp_trace/analyze/sql_library.py) and the schema;
-the order here is the order of the printed tables and of the HTML report.
+Every file is a plain SELECT over the SQL library (queries/lib/, xsp_trace/analyze/sql_library.py) and the schema,
+and describes its analysis in its header: title, group, the tables a Python builder fills for it, the
+library modules it includes and its output columns' types (docs/design.md, "The SQL library").
+The order here is the order of the printed tables and of the HTML report.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from .sql_library import header_fields
 
 
 @dataclass(frozen=True)
@@ -23,61 +27,74 @@ class Analysis:
         return f"analyses/{self.name}"
 
 
-ANALYSES: tuple[Analysis, ...] = (
-    Analysis("level_sources", "Where each level's numbers come from", "model"),
-    Analysis("model_info", "Model information: latency and throughput", "model"),
-    Analysis("model_batch_scaling", "Latency and throughput vs batch size", "model"),
-    Analysis("step_breakdown", "GPU time per step, by phase (every thread's launches)", "model"),
-    Analysis("level_overhead", "Profiling overhead of each level", "model"),
-    Analysis("program_changes", "Runs whose program profiling changed (fast paths left)", "model"),
-    Analysis("layer_info", "Layer information", "layer"),
-    Analysis("layer_type_distribution", "Layer type distribution", "layer"),
-    Analysis("layer_latency", "Layer latency", "layer"),
-    Analysis("layer_memory", "Layer memory", "layer"),
-    Analysis("layer_type_latency_share", "Layer type latency share", "layer"),
-    Analysis("kernel_info", "Kernel information", "kernel"),
-    Analysis("kernel_roofline", "Kernel roofline", "kernel"),
-    Analysis("layer_gpu_aggregates", "Per-layer GPU aggregates", "kernel"),
-    Analysis("layer_gpu_vs_nongpu", "Layer GPU vs non-GPU latency", "kernel"),
-    Analysis("layer_roofline", "Layer roofline", "kernel"),
-    Analysis("model_gpu_aggregates", "Model GPU aggregates", "kernel"),
-    Analysis("model_roofline", "Model roofline", "kernel"),
-    Analysis("top_kernels", "Top kernels by name (every run, uncorrected)", "kernel"),
-    Analysis("gpu_busy_idle", "GPU busy and idle time", "gpu"),
-    Analysis("launch_queue_delay", "Launch queue delay (kernel start - launch end)", "gpu"),
-    Analysis("gpu_idle_gaps", "GPU idle gaps and what the CPU was doing meanwhile", "gpu"),
-    Analysis("gpu_idle_breakdown", "GPU idle time per stream and step: host wait, kernel wait, other (HTA)", "gpu"),
-    Analysis("gpu_utilization_bins", "GPU utilisation over time", "gpu"),
-    Analysis("step_bound", "Host-bound or device-bound, per step", "gpu"),
-    Analysis("sync_calls", "Synchronising calls (CPU waits for the GPU)", "gpu"),
-    Analysis("pageable_memcpy", "Copies from / to pageable host memory", "gpu"),
-    Analysis("kernel_launch_stats", "Kernel launch: CPU launch time vs GPU kernel time", "gpu"),
-    Analysis("nvtx_gpu_projection", "NVTX ranges projected onto the GPU", "gpu"),
-    Analysis("critical_path_summary", "Critical path of each step: what sets the step time", "gpu", builds=("xsp_critical_path",)),
-    Analysis("critical_path", "Critical path of each step, segment by segment", "gpu", builds=("xsp_critical_path",)),
-    Analysis("step_causes", "Step time by cause: the critical path grouped by why the time went", "gpu", builds=("xsp_critical_path",)),
-    Analysis("what_if", "Predicted step time under --what-if rules, and the new critical path", "gpu", builds=("xsp_what_if",)),
-    Analysis("cuda_async_memcpy", "Async copies made synchronous by pageable memory (nsys analyze cuda-async-memcpy)", "rules"),
-    Analysis("cuda_sync_memcpy", "Synchronous copies (nsys analyze cuda-sync-memcpy)", "rules"),
-    Analysis("cuda_sync_memset", "Synchronous sets of pinned/managed memory (nsys analyze cuda-sync-memset)", "rules"),
-    Analysis("cuda_sync_api", "Device and stream synchronisation calls (nsys analyze cuda-sync-api)", "rules"),
-    Analysis("gpu_starvation", "GPU idle gaps above --set gap (nsys analyze gpu-starv)", "rules"),
-    Analysis("gpu_low_utilization", "Regions of low GPU use (nsys analyze gpu-low-util)", "rules"),
-    Analysis("comm_compute_split", "GPU time: computation, communication, memory and their overlaps", "comm"),
-    Analysis("comm_compute_overlap", "Communication overlapped by computation", "comm"),
-    Analysis("nccl_collectives", "NCCL collectives: count, size, time, algorithm and bus bandwidth", "comm"),
-    Analysis("rank_skew", "Ranks side by side: step time, skew, collective wait, straggler", "comm"),
-    Analysis("cuda_api_sum", "CUDA API summary (nsys stats cuda_api_sum)", "summary"),
-    Analysis("cuda_gpu_kern_sum", "GPU kernel summary (nsys stats cuda_gpu_kern_sum)", "summary"),
-    Analysis("cuda_gpu_kern_gb_sum", "GPU kernel summary by grid and block (nsys stats cuda_gpu_kern_gb_sum)", "summary"),
-    Analysis("cuda_gpu_mem_time_sum", "GPU memory operations by time (nsys stats cuda_gpu_mem_time_sum)", "summary"),
-    Analysis("cuda_gpu_mem_size_sum", "GPU memory operations by size (nsys stats cuda_gpu_mem_size_sum)", "summary"),
-    Analysis("osrt_sum", "OS runtime summary (nsys stats osrt_sum)", "summary"),
-    Analysis("nvtx_sum", "NVTX range summary (nsys stats nvtx_sum)", "summary"),
-    Analysis("layer_allocations", "Memory each layer allocates while it runs (allocation events)", "layer"),
-    Analysis("op_roofline", "Roofline per op and shape from recorded shapes (TraceLens perf models)", "kernel"),
-    Analysis("model_flops_utilization", "Model FLOPs utilisation (MFU) from recorded shapes", "model"),
-    Analysis("compare_runs", "Comparison of two runs", "compare"),
+def from_header(name: str) -> Analysis:
+    """The analysis as its SQL file's header describes it (`-- title:`, `-- group:`, `-- builds:`)."""
+    fields = header_fields(f"analyses/{name}")
+    missing = [key for key in ("title", "group") if not fields.get(key)]
+    if missing:
+        raise ValueError(f"queries/analyses/{name}.sql: no {' or '.join(missing)} in its header")
+    builds = tuple(part for part in fields.get("builds", "").replace(",", " ").split() if part)
+    return Analysis(name, fields["title"], fields["group"], builds)
+
+
+# The analyses in the order of the printed tables and of the HTML report.
+ORDER: tuple[str, ...] = (
+    "level_sources",
+    "model_info",
+    "model_batch_scaling",
+    "step_breakdown",
+    "level_overhead",
+    "program_changes",
+    "layer_info",
+    "layer_type_distribution",
+    "layer_latency",
+    "layer_memory",
+    "layer_type_latency_share",
+    "kernel_info",
+    "kernel_roofline",
+    "layer_gpu_aggregates",
+    "layer_gpu_vs_nongpu",
+    "layer_roofline",
+    "model_gpu_aggregates",
+    "model_roofline",
+    "top_kernels",
+    "gpu_busy_idle",
+    "launch_queue_delay",
+    "gpu_idle_gaps",
+    "gpu_idle_breakdown",
+    "gpu_utilization_bins",
+    "step_bound",
+    "sync_calls",
+    "pageable_memcpy",
+    "kernel_launch_stats",
+    "nvtx_gpu_projection",
+    "critical_path_summary",
+    "critical_path",
+    "step_causes",
+    "what_if",
+    "cuda_async_memcpy",
+    "cuda_sync_memcpy",
+    "cuda_sync_memset",
+    "cuda_sync_api",
+    "gpu_starvation",
+    "gpu_low_utilization",
+    "comm_compute_split",
+    "comm_compute_overlap",
+    "nccl_collectives",
+    "rank_skew",
+    "cuda_api_sum",
+    "cuda_gpu_kern_sum",
+    "cuda_gpu_kern_gb_sum",
+    "cuda_gpu_mem_time_sum",
+    "cuda_gpu_mem_size_sum",
+    "osrt_sum",
+    "nvtx_sum",
+    "layer_allocations",
+    "op_roofline",
+    "model_flops_utilization",
+    "compare_runs",
 )
+
+ANALYSES: tuple[Analysis, ...] = tuple(from_header(name) for name in ORDER)
 
 BY_NAME = {a.name: a for a in ANALYSES}

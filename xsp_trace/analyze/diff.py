@@ -32,6 +32,7 @@ from ..resources import query_text
 from ..store.sql import scalar, values_readable
 from .diff_headline import NS_PER_S, Headline, StepData, headline, read_steps
 from .session import open_session
+from .sql_library import include
 
 LEVELS = ("kernel", "op", "layer")
 # Standard errors of the difference a change must exceed to count (about a 97.5 % one-sided test).
@@ -83,6 +84,7 @@ def read_capture(path: Path) -> Capture:
     con = open_session(path)
     try:
         with values_readable(path):
+            include(con, "analyses/diff_totals")
             rows = con.execute(query_text("analyses/diff_totals")).fetchall()
             step_data = read_steps(con)
             window = scalar(con, "SELECT coalesce(sum(w), 0) FROM (SELECT max(end_ns) - min(start_ns) AS w FROM spans GROUP BY run_id)")

@@ -19,6 +19,7 @@ import duckdb
 from ..resources import query_text
 from .session import run_analysis
 from .shift import Shift, shift
+from .sql_library import include
 
 # Steps each database needs for a per-step comparison (one step shows no spread).
 MIN_STEPS = 2
@@ -51,6 +52,7 @@ class StepData:
 
 
 def read_steps(con: duckdb.DuckDBPyConnection) -> StepData:
+    include(con, "analyses/diff_steps")
     cursor = con.execute(query_text("analyses/diff_steps"))
     columns = [d[0] for d in cursor.description]
     data = StepData(has_steps=False)

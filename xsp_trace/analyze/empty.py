@@ -17,6 +17,7 @@ from ..errors import InputError
 from ..naming import LAYER_RANGE_PRESETS
 from ..store.sql import quote_identifier, scalar
 from .session import AnalysisOptions
+from .sql_library import include
 
 # Analyses that read steps (model ranges or ProfilerStep#N-like iteration ranges).
 STEP_ANALYSES = frozenset({"step_breakdown", "step_bound", "rank_skew", "model_flops_utilization"})
@@ -154,7 +155,8 @@ class EmptyReasons:
 
 def _layer_problem(con: duckdb.DuckDBPyConnection, options: AnalysisOptions) -> str | None:
     """Why the session has no layers, or None when it has some."""
-    if scalar(con, "SELECT count(*) FROM _xsp_layer_ranges"):
+    include(con, "lib/layers")
+    if scalar(con, "SELECT count(*) FROM xsp_layer_ranges"):
         return None
     given = options.layer_ranges
     if given is None:

@@ -23,27 +23,27 @@ def format_tables() -> list[tuple[str, str, list[tuple]]]:
     """(name, columns DDL, rows) of the tables of external-format facts the analyses join."""
     return [
         (
-            "_xsp_memop_operations",
+            "xsp_memop_operations",
             "kind VARCHAR, copy_kind VARCHAR, operation VARCHAR",
             [("memcpy", k, v) for k, v in nsys_stats.MEMCPY_OPERATIONS.items()] + [("memset", None, nsys_stats.MEMSET_OPERATION)],
         ),
         (
-            "_xsp_collective_names",
+            "xsp_collective_names",
             "name_key VARCHAR, collective VARCHAR, busbw_scale DOUBLE, busbw_offset DOUBLE",
             [(k, c, *collectives.BUSBW_FACTORS[c]) for k, c in collectives.COLLECTIVES.items()],
         ),
         (
-            "_xsp_dtype_bytes",
+            "xsp_dtype_bytes",
             "dtype_key VARCHAR, bytes INTEGER, precision VARCHAR",
             [(k, b, torch_dtypes.DTYPE_PRECISION.get(k)) for k, b in torch_dtypes.DTYPE_BYTES.items()],
         ),
         (
-            "_xsp_op_models",
+            "xsp_op_models",
             "op_name VARCHAR, model VARCHAR, a_arg INTEGER, b_arg INTEGER, bias_arg INTEGER, batched BOOLEAN, "
             "causal_arg INTEGER, params_arg INTEGER, outer_counted BOOLEAN",
             [(name, *model) for name, model in aten_perf_models.OP_MODELS.items()],
         ),
-        ("_xsp_not_modelled_reasons", "reason_key VARCHAR, reason VARCHAR", list(aten_perf_models.NOT_MODELLED_REASONS.items())),
+        ("xsp_not_modelled_reasons", "reason_key VARCHAR, reason VARCHAR", list(aten_perf_models.NOT_MODELLED_REASONS.items())),
     ]
 
 
@@ -97,8 +97,8 @@ def variable_defaults() -> dict[str, object]:
 
 def fill_device_peaks(con: duckdb.DuckDBPyConnection, source: str, create: str = TEMP, prefix: str = "") -> None:
     """`devices` (from the SQL `source`) with peaks from the built-in table where the database has
-    none, and `_xsp_matrix_peaks`: dense matrix peaks per precision for the shape-based rooflines."""
-    devices, matrix = f"{prefix}devices", f"{prefix}_xsp_matrix_peaks"
+    none, and `xsp_matrix_peaks`: dense matrix peaks per precision for the shape-based rooflines."""
+    devices, matrix = f"{prefix}devices", f"{prefix}xsp_matrix_peaks"
     con.execute(f"{create} {devices} AS SELECT * FROM {source}")
     names = [r[0] for r in con.execute(f"SELECT DISTINCT name FROM {devices} WHERE name IS NOT NULL").fetchall()]
     for name in names:

@@ -1,5 +1,6 @@
-"""An analysis session: a read-only database, optionally narrowed to some runs, with the SQL library
-(queries/lib/, xsp_trace/analyze/sql_library.py) loaded and the device peaks filled in.
+"""An analysis session: a read-only database, optionally narrowed to some runs, with the device peaks
+filled in; each analysis loads the modules of the SQL library (queries/lib/, xsp_trace/analyze/sql_library.py) it
+includes when it first runs.
 
 Everything it adds is TEMP, so the database file is never written. Runs are selected by
 shadowing each table with a TEMP view of the selected runs' rows (the SQL files stay plain).
@@ -29,7 +30,7 @@ from .critical_path.what_if import build_what_if
 from .facts import fact_variables, fill_device_peaks, load_format_tables
 from .scope import DEFAULT_SCOPE, apply_scope, check_scope
 from .settings import set_rule_variables
-from .sql_library import deferred, session_modules
+from .sql_library import include
 
 
 @dataclass
@@ -69,7 +70,8 @@ def _main_tables(con: duckdb.DuckDBPyConnection, catalog: str) -> dict[str, list
 
 
 def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path | str = "database") -> None:
-    """Load the selection, stand-ins, device peaks, settings and the SQL library into `con`."""
+    """Load the selection, stand-ins, device peaks and settings into `con` (the SQL library's modules
+    come with the analyses that include them: xsp_trace.analyze.sql_library.include)."""
     catalog = scalar(con, "SELECT current_database()")
     check_scope(options.scope)
     tables = _main_tables(con, catalog)
@@ -113,8 +115,6 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
         set_variables(con, {"xsp_compare_runs": [int(a), int(b)]})
     install_name_macros(con)
     set_rule_variables(con, options.settings)
-    for module in session_modules():
-        con.execute(deferred(query_text(module)))
 
 
 def _selected(catalog: str, table: str, runs: list[int] | None) -> str:
@@ -126,7 +126,7 @@ def _selected(catalog: str, table: str, runs: list[int] | None) -> str:
 
 
 def _set_layer_view(con: duckdb.DuckDBPyConnection, text: str, depth: int | None) -> None:
-    """Variables that make the SQL library read the matching ranges as layers (see _xsp_layer_ranges)."""
+    """Variables that make the SQL library read the matching ranges as layers (see xsp_layer_ranges)."""
     pattern = layer_range_pattern(text)
     try:
         con.execute("SELECT regexp_matches('', ?)", [pattern]).fetchall()
@@ -216,6 +216,7 @@ def run_analysis(con: duckdb.DuckDBPyConnection, name: str) -> Result:
     if name not in BY_NAME:
         raise InputError(None, f"unknown analysis {name!r}", "choose from: " + ", ".join(BY_NAME))
     analysis = BY_NAME[name]
+    include(con, analysis.query)
     for table in analysis.builds:
         BUILDERS[table](con)
     cursor = con.execute(query_text(analysis.query))

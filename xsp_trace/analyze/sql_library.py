@@ -1,9 +1,13 @@
 """The SQL library the analyses read: queries/lib/*.sql, one topic per module, loaded in dependency order.
 
-Each module declares what it includes in a header line the loader reads (as Perfetto's stdlib does
-with `INCLUDE PERFETTO MODULE`):
+Each module and each analysis (queries/analyses/*.sql) declares what it includes in a header line
+the loader reads (as Perfetto's stdlib does with `INCLUDE PERFETTO MODULE`), and a session loads
+only what the analyses it runs reach (`include`):
 
     -- include: lib/stats, lib/experiments
+
+An analysis's header also holds its title, group, the tables a Python builder fills for it and its
+output columns' types (`header_fields`; docs/design.md, "The SQL library").
 
 A module's text creates TEMP views and macros (an analysis session's own, on a read-only database);
 `installed_text` turns it into the persistent objects `xsp_trace.analyze.install` puts into a
@@ -25,9 +29,11 @@ from ..store.connection import duckdb_connect
 from ..store.sql import quote_literal
 
 LIB = "lib"
-# Modules loaded only when asked for: lib/scope is a table of the unnarrowed spans (analyze/scope.py).
-ON_DEMAND = ("lib/scope",)
-_INCLUDE = re.compile(r"^--\s*include:(.*)$", re.MULTILINE)
+# A header field: `-- name: value`, continued on the lines below it that are indented further (`--   more`).
+_FIELD = re.compile(r"^--\s?(include|title|group|builds|columns):(.*)$")
+_CONTINUED = re.compile(r"^--\s{2,}(\S.*)$")
+# The TEMP table recording which modules a connection has loaded (`include`).
+LOADED_TABLE = "_xsp_loaded_modules"
 _GETVARIABLE = re.compile(r"getvariable\('(\w+)'\)")
 _VIEW = re.compile(r"\b(CREATE\s+OR\s+REPLACE\s+(?:TEMP(?:ORARY)?\s+)?VIEW\s+(?:\"[^\"]*\"|\w+)(?:\.(?:\"[^\"]*\"|\w+))*)\s+AS\b", re.IGNORECASE)
 _TEMP = re.compile(r"\bCREATE\s+OR\s+REPLACE\s+TEMP(?:ORARY)?\s+(VIEW|MACRO|TABLE)\b", re.IGNORECASE)
@@ -39,17 +45,28 @@ def module_names() -> tuple[str, ...]:
     return tuple(sorted(f"{LIB}/{entry.name[:-4]}" for entry in (queries_dir() / LIB).iterdir() if entry.name.endswith(".sql")))
 
 
-def includes(name: str) -> tuple[str, ...]:
-    """The modules `name` declares in its header's include line (none without one)."""
-    header = []
+def header_fields(name: str) -> dict[str, str]:
+    """The fields (include, title, group, builds, columns) of the header comment of module or analysis `name`."""
+    fields: dict[str, str] = {}
+    current = None
     for line in query_text(name).splitlines():
         if not line.startswith("--"):
             break
-        header.append(line)
-    found = _INCLUDE.search("\n".join(header))
-    if not found:
-        return ()
-    return tuple(part.strip() for part in found.group(1).replace(",", " ").split() if part.strip())
+        found = _FIELD.match(line)
+        more = _CONTINUED.match(line)
+        if found:
+            current = found.group(1)
+            fields[current] = found.group(2).strip()
+        elif current and more:
+            fields[current] += " " + more.group(1).strip()
+        else:
+            current = None
+    return fields
+
+
+def includes(name: str) -> tuple[str, ...]:
+    """The modules `name` declares in its header's include line (none without one)."""
+    return tuple(part for part in header_fields(name).get("include", "").replace(",", " ").split() if part)
 
 
 def load_order(roots: Iterable[str]) -> list[str]:
@@ -77,9 +94,33 @@ def load_order(roots: Iterable[str]) -> list[str]:
     return done
 
 
-def session_modules() -> list[str]:
-    """The modules every analysis session loads, in dependency order."""
-    return load_order(name for name in module_names() if name not in ON_DEMAND)
+def declared_columns(name: str) -> list[tuple[str, str]]:
+    """The output columns an analysis's header declares (`-- columns: run_id INTEGER, busy_ns HUGEINT`),
+    as (name, DuckDB type) in order."""
+    text, parts, depth, start = header_fields(name).get("columns", ""), [], 0, 0
+    for at, char in enumerate(text + ","):
+        depth += (char == "(") - (char == ")")
+        if char == "," and depth == 0:
+            parts.append(text[start:at].strip())
+            start = at + 1
+    return [(part.split(None, 1)[0], part.split(None, 1)[1]) for part in parts if part]
+
+
+def reached(names: Iterable[str]) -> list[str]:
+    """The library modules `names` (modules or analyses) reach by their includes, each after what it
+    includes (a module among `names` is itself reached)."""
+    return load_order(root for name in names for root in ((name,) if name.startswith(f"{LIB}/") else includes(name)))
+
+
+def include(con: duckdb.DuckDBPyConnection, *names: str) -> None:
+    """Load into `con`, as TEMP objects, the modules `names` (modules or analyses) reach and it has
+    not loaded yet: a session holds only what the analyses it ran need."""
+    con.execute(f"CREATE TEMP TABLE IF NOT EXISTS {LOADED_TABLE} (name VARCHAR)")
+    loaded = {row[0] for row in con.execute(f"SELECT name FROM {LOADED_TABLE}").fetchall()}
+    for module in reached(names):
+        if module not in loaded:
+            con.execute(deferred(query_text(module)))
+            con.execute(f"INSERT INTO {LOADED_TABLE} VALUES (?)", [module])
 
 
 def sql_value(value: object) -> str:

@@ -38,7 +38,7 @@ GPUSUM_KERNEL_CATEGORY = "CUDA_KERNEL"
 # SQLite 3.36's printf("%.*f") rounding (sqlite3/printf.c, etFLOAT): rounder = 0.5 * 10^-precision,
 # plus value * SQLITE_ROUND_NUDGE when precision + (binary exponent) / 3 < 15, i.e. for 1 decimal
 # below SQLITE_ROUND_NUDGE_BELOW; values of 2^52 and above have no fraction and are left as they
-# are (SQLITE_ROUND_WHOLE_FROM). Session variables of the macro _xsp_nsys_round (queries/lib/nsys_stats.sql).
+# are (SQLITE_ROUND_WHOLE_FROM). Session variables of the macro xsp_nsys_round (queries/lib/nsys_stats.sql).
 SQLITE_ROUND_NUDGE = 3e-16
 SQLITE_ROUND_NUDGE_BELOW = 2.0**42
 SQLITE_ROUND_WHOLE_FROM = 2.0**52
@@ -53,7 +53,7 @@ def report_name(analysis: str, nsys_version: str) -> str:
 
 # Operation names of GPU memory operations in the memory reports (nsysstats MEM_OPER_STRS_CTE), by
 # memops.copy_kind (the converters' short direction codes, nsys_export.MEMCPY_KIND_SHORT); a memset
-# has no copy kind. Loaded into the analysis session as the table _xsp_memop_operations.
+# has no copy kind. Loaded into the analysis session as the table xsp_memop_operations.
 MEMSET_OPERATION = "[CUDA memset]"
 MEMCPY_OPERATIONS: dict[str, str] = {
     "Unknown": "[CUDA memcpy Unknown]",

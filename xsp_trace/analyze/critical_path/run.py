@@ -12,6 +12,7 @@ import numpy as np
 
 from ...formats import kineto_fields as kf
 from ...store.sql import registered
+from ..sql_library import include
 from . import chase
 
 _FEW = 64  # lanes grouped by masks rather than by a sort
@@ -271,6 +272,7 @@ def load_run(con: duckdb.DuckDBPyConnection, run_id: int) -> Run:
     """The run's CPU spans and GPU work as columns in time order, and its launch, stream and
     blocking edges: two narrow queries (CPU spans, GPU work); kind and work class as codes into
     their few values (Labels); names read when asked for (Run.names)."""
+    include(con, "lib/gpu_work", "lib/sync")
     kinds = [r[0] for r in con.execute("SELECT DISTINCT kind FROM spans WHERE run_id = ? ORDER BY 1", [run_id]).fetchall()]
     gpu_kinds = [r[0] for r in con.execute("SELECT DISTINCT kind FROM xsp_gpu_work WHERE run_id = ?", [run_id]).fetchall()]
     params = {"run": run_id, "kinds": kinds, "gpu_kinds": gpu_kinds}

@@ -39,6 +39,7 @@ from ...resources import query_text
 from ..catalog import BY_NAME
 from ..critical_path.what_if import parse_rule, step_gain
 from ..session import Result, run_analysis
+from ..sql_library import include
 from . import step_causes
 from .record import MIN_SEVERITY, NON_GPU_LAYER_PCT, PROFILING_OVERHEAD_PCT, SPREAD_FACTOR, Finding, duration, ms_to_ns, pct, sql_text
 
@@ -71,6 +72,7 @@ def evidence_sql(finding: Finding) -> str:
 
 
 def evidence(con: duckdb.DuckDBPyConnection, finding: Finding) -> Result:
+    include(con, BY_NAME[finding.analysis].query)
     cursor = con.execute(evidence_sql(finding))
     return Result(finding.analysis, BY_NAME[finding.analysis].title, [d[0] for d in cursor.description], cursor.fetchall())
 
