@@ -2,11 +2,11 @@
 
 The export frees and allocates the arrays of one part after another (numpy, Arrow's system pool,
 DuckDB's result chunks). With glibc's defaults the top of the heap goes back to the kernel as soon
-as 128 KiB of it are free, and the next part's arrays fault the same pages in again: at 1 M
-kernels 1.5 M page faults, a quarter of the export's CPU time in the kernel. With a top pad the
+as 128 KiB of it are free, and the next part's arrays fault the same pages in again: most pages of each
+part's arrays are faulted in afresh. With a top pad the
 heap keeps that much above what is in use, and arrays below the mmap threshold come from the heap
-rather than from a mapping of their own, unmapped when freed (BENCHMARKS.md, "Perfetto export:
-glibc keeps its heap").
+rather than from a mapping of their own, unmapped when freed (BENCHMARKS.md,
+"Perfetto export").
 
 mallopt is process-wide, so no library call sets it for its caller: `xsp-trace perfetto` runs the
 export inside `keep_heap` (its process ends with it), and so may a program of one's own. It
@@ -29,9 +29,9 @@ from contextlib import contextmanager
 M_TOP_PAD = -2
 M_MMAP_THRESHOLD = -3
 DEFAULT_TOP_PAD = 128 * 1024
-# While an export runs, at 1 M kernels (75 k-row parts): a top pad of 32 MiB changed nothing, 64, 128
-# and 256 MiB halved the page faults alike (twice the smallest that worked); with the pad, an mmap
-# threshold of 1 to 32 MiB did the same, 128 KiB made them 1.5x as many as without either.
+# A pad of several parts' arrays, and a threshold that keeps them on the heap: the two are set
+# together (mallopt fixes the dynamic threshold where it stands). Sizes measured: BENCHMARKS.md,
+# "Perfetto export", and its git history.
 EXPORT_TOP_PAD = 128 << 20
 EXPORT_MMAP_THRESHOLD = 8 << 20
 

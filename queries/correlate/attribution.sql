@@ -42,7 +42,7 @@ FROM (SELECT * FROM model_ranges UNION ALL SELECT * FROM iteration_ranges);
 -- Steps are few, spans many: the windows of a process are cut at every window start and end into
 -- segments, each held by one fixed set of windows, and the answer is worked out per segment; a span
 -- then finds its segment by an ASOF join on its start. (A range join of every span with the windows
--- plus an aggregate per span needed memory growing with the trace: BENCHMARKS.md.)
+-- plus an aggregate per span needed memory growing with the trace: BENCHMARKS.md, "Correlation and memory".)
 CREATE OR REPLACE TEMP TABLE _xsp_run_steps AS
 SELECT step_span_id, pid, tid, start_ns, end_ns FROM steps WHERE run_id = getvariable('xsp_run_id');
 
@@ -89,8 +89,8 @@ WHERE l.run_id = getvariable('xsp_run_id');
 
 -- The iteration of every span without one, written in one UPDATE (each UPDATE of the spans table
 -- rewrites its rows: separate ones for inherited and step iterations cost twice): the nearest
--- ancestor's, else its step's. In span_id order: DuckDB's UPDATE in the hash join's order took
--- 5.2 s for 2.5 M spans (1 GB of Kineto JSON), 27 s for 7.3 M; sorted first, 0.35 + 0.7 s.
+-- ancestor's, else its step's. In span_id order: an UPDATE in the hash join's order rewrites row
+-- groups at random (Kineto's span ids interleave threads).
 CREATE OR REPLACE TEMP TABLE _xsp_iteration_fill AS
 SELECT coalesce(i.span_id, s.span_id) AS span_id, coalesce(i.iteration, s.iteration) AS iteration
 FROM _xsp_span_iteration AS i

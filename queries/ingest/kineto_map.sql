@@ -131,7 +131,7 @@ SELECT count(*) FILTER (WHERE NOT kept) AS cpu_events_off_track,
 FROM _kineto_complete;
 DELETE FROM _kineto_complete WHERE NOT kept;
 -- Span ids in event order over all pieces (1..n). Numbered on the narrow (event_index) rows and
--- written back: a window over the wide rows sorted them all (0.3 s of 0.8 s per 128 MB piece).
+-- written back: a window over the wide rows sorted them all.
 UPDATE _kineto_complete SET span_id = n.span_id
 FROM (SELECT event_index, row_number() OVER (ORDER BY event_index) + getvariable('kineto_span_offset') AS span_id FROM _kineto_complete) AS n
 WHERE _kineto_complete.event_index = n.event_index;

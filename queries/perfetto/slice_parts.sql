@@ -90,7 +90,7 @@ JOIN perfetto_spans AS s ON s.run_id = m.run_id AND s.span_id = m.span_id
 ORDER BY s.run_id, s.start_ns;
 
 -- Whether any span is charged to a phase: most traces have none (nsys, inference), and the join
--- below would still hash every span to find that out (0.37 s at 7.9 M spans); a constant here
+-- below would still hash every span to find that out; a constant here
 -- lets the planner drop it.
 SET VARIABLE xsp_perfetto_any_phase = (SELECT count(*) > 0 FROM attribution WHERE phase IS NOT NULL);
 
@@ -128,7 +128,7 @@ WITH
         -- Spans per bucket of start times (per_run.buckets equal widths). Counting, not quantiles:
         -- exact quantiles hold every start time in memory, approximate ones differ from run to
         -- run (parallel merges), and so would the trace's bytes. In BIGINT where the product fits (runs
-        -- shorter than 2^47 ns, 39 hours): HUGEINT arithmetic on every span cost 0.5 s of 0.6 s at 7.9 M spans.
+        -- shorter than 2^47 ns, 39 hours): HUGEINT arithmetic on every span would dominate this query.
         SELECT s.run_id,
                CASE WHEN r.bigint_buckets THEN (s.start_ns - r.lo) * r.buckets // r.width::BIGINT
                     ELSE ((s.start_ns - r.lo)::HUGEINT * r.buckets // r.width)::BIGINT END AS bucket,

@@ -16,7 +16,7 @@ Converters insert a run's spans with parent_id/depth NULL; `correlate_run` then 
    one range of span ids at a time.
 All of it runs under DuckDB's CONVERT_MEMORY_LIMIT (as the converters): what does not fit spills, and nothing holds
 all CPU spans sorted, a hash table of the whole tree, a row per (span, ancestor) or per span in an
-aggregate (BENCHMARKS.md, "Correlation under a memory cap" and the sections after it).
+aggregate (BENCHMARKS.md, "Correlation and memory").
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ _RANK_CASE = "CASE kind " + " ".join(f"WHEN '{k}' THEN {r}" for k, r in KIND_NES
 
 # CPU spans nested per window of start times holding about this many spans: one window, plus the
 # spans still open at its end, is what nesting holds, whatever the trace size; one sort of every CPU
-# span spilled under the cap (BENCHMARKS.md, "CPU nesting by windows of start times").
+# span spilled under the cap (BENCHMARKS.md, "Correlation and memory").
 NEST_BATCH_SPANS = 500_000
 # Spans sampled per window to place its bounds (windows come out within a few % of NEST_BATCH_SPANS).
 NEST_SAMPLE_SPANS = 200
@@ -149,7 +149,7 @@ def _nest_window(held: dict, new: dict) -> tuple[dict, pa.Table]:
 def _store_nesting(con: duckdb.DuckDBPyConnection, run_id: int, nested: pa.Table, start_between: str) -> None:
     """UPDATE the window's spans, found by start time (zone maps skip the other row groups). One
     UPDATE per window: one UPDATE of every result held them all and was slower under a cap
-    (BENCHMARKS.md, "CPU nesting by windows of start times")."""
+    (BENCHMARKS.md, "Correlation and memory")."""
     con.register("_xsp_nested", nested)
     try:
         con.execute(
@@ -175,7 +175,7 @@ def inherit_down(con: duckdb.DuckDBPyConnection, source: str, columns: list[str]
     a parent is always one level up (nesting and launches set depth = parent depth + 1). Level by
     level from the roots, each step joins one level with the level above, so what is held at once
     is about two levels, not every (span, ancestor) pair as an aggregate over span_ancestors
-    would (BENCHMARKS.md, "Correlation under a memory cap")."""
+    would (BENCHMARKS.md, "Correlation and memory")."""
     con.execute(f"CREATE OR REPLACE TEMP TABLE {target} AS SELECT span_id, depth, {', '.join(columns)} FROM {source} LIMIT 0")
     # Levels from the shallowest span with a value of its own down: above it nothing has one (nsys
     # runs have no phases or iterations at all, and skip the loop).
@@ -201,8 +201,8 @@ def build_ancestors(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     rows of the spans at depth d are their parent at distance 1 and, one further, the rows of
     their parent, which sits in the level before. Each step joins one level's spans with the
     level above's rows, a hash join DuckDB can spill; a recursive CTE over the whole tree holds
-    one hash table of every span with a parent, which it cannot spill (BENCHMARKS.md, "span_ancestors
-    level by level"). Each level's rows are computed once (a TEMP table, under the convert's cap)
+    one hash table of every span with a parent, which it cannot spill (BENCHMARKS.md, "Correlation
+    and memory"). Each level's rows are computed once (a TEMP table, under the convert's cap)
     and go into span_ancestors; only those of spans with children are kept for the next level:
     most spans are leaves (kernels, copies, API calls that launch nothing)."""
     max_depth = scalar(con, "SELECT max(depth) FROM spans WHERE run_id = ? AND parent_id IS NOT NULL", [run_id])
@@ -227,8 +227,8 @@ def build_ancestors(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
 
 
 # Span ids per correlate/attribution_insert statement. Its joins build hash tables of the spans'
-# steps and inherited marks: over a whole run they set the convert's peak (BENCHMARKS.md, "Floors,
-# attribution in ranges, and the bench's own RSS figure").
+# steps and inherited marks: over a whole run they set the convert's peak (BENCHMARKS.md, "Correlation
+# and memory").
 ATTRIBUTION_BATCH_SPANS = 1_000_000
 
 

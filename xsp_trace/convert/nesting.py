@@ -15,7 +15,7 @@ Two algorithms, one answer:
 All threads are nested in one vectorised pass, not one by one: `separate_threads` moves each
 thread's times into a range of its own, after the previous thread's, so the pass sees each thread
 as it would alone; only threads whose spans cross go through the per-thread path (a Python loop
-over threads cost ~0.3 ms each: a trace of 10^6 threads did not finish in 120 s).
+over threads grows with the thread count; docs/robustness.md has the 10^6-thread trace).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def _open_before(start: np.ndarray, end: np.ndarray) -> np.ndarray:
     # Spans closed before span i starts: ended at or before its start and come before it. Only
     # zero-length spans at exactly that start (i itself included) end there without coming before it.
     # Ends in start order are nearly sorted already (nested spans end in order): the stable sort
-    # (timsort on int64) runs in a few passes over such runs, ~15x faster here than the default.
+    # (timsort on int64) runs in a few passes over such runs.
     closed = np.searchsorted(np.sort(end, kind="stable"), start, side="right")
     zero = np.flatnonzero(start == end)
     if len(zero):

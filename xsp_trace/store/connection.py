@@ -80,15 +80,13 @@ def duckdb_connect(path: Path | str = ":memory:", read_only: bool = False) -> du
 # DuckDB's memory limit while a trace is converted: read, mapped and staged (convert/dispatch.py,
 # both converters), then correlated (correlate.correlate_run). Beyond it sorts, joins, aggregates
 # and temp tables spill to the temp directory, so the peak no longer grows with the trace, at the
-# same speed (BENCHMARKS.md, "One memory cap for the whole convert").
+# same speed (BENCHMARKS.md, "Correlation and memory").
 CONVERT_MEMORY_LIMIT = "500MB"
 
 # Buffer memory DuckDB's block allocator keeps for the converting database, at most: its blocks are
-# reused instead of returned to the OS and faulted in again (at 1 M kernels 1.49 M -> 1.16-1.22 M
-# page faults, the convert 4-6 % faster, the peak unchanged; 500MB: faster still but +50-97 MiB of
-# peak). What is kept counts in the peak even where the convert would not have filled it (a 59 MB
-# export: +95 MiB), so a trace keeps no more than its own size on disk (convert_block_memory).
-# BENCHMARKS.md, "Convert: the next nesting window read ahead, span_ancestors once, DuckDB's block allocator".
+# reused instead of returned to the OS and faulted in again. What is kept counts in the peak even
+# where the convert would not have filled it, so a trace keeps no more than its own size on disk
+# (convert_block_memory; figures in BENCHMARKS.md, "Convert: nsys").
 CONVERT_BLOCK_MEMORY = 256 << 20
 
 
@@ -133,7 +131,7 @@ def memory_limit(con: duckdb.DuckDBPyConnection, value: str) -> Iterator[None]:
 
 
 # How long a stopped query may take to unwind before the console script exits without it: DuckDB
-# checks its interrupt between tasks, and a sort's merge runs as long tasks (13-18 s late measured).
+# checks its interrupt between tasks, and a sort's merge runs as long tasks (it can stop many seconds after the interrupt).
 STUCK_GRACE_S = 1.0
 _REINTERRUPT_S = 0.1  # the interrupt is repeated, so one that lands between statements or fetches is not lost
 
