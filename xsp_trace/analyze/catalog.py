@@ -75,6 +75,8 @@ ANALYSES: tuple[Analysis, ...] = (
     Analysis("osrt_sum", "OS runtime summary (nsys stats osrt_sum)", "summary"),
     Analysis("nvtx_sum", "NVTX range summary (nsys stats nvtx_sum)", "summary"),
     Analysis("layer_allocations", "Memory each layer allocates while it runs (allocation events)", "layer"),
+    Analysis("memory_peak_owners", "What holds the memory at each peak: ops and layers (allocation events)", "layer"),
+    Analysis("memory_by_op", "Memory each op and layer allocates (allocation events)", "layer"),
     Analysis("op_roofline", "Roofline per op and shape from recorded shapes (TraceLens perf models)", "kernel"),
     Analysis("model_flops_utilization", "Model FLOPs utilisation (MFU) from recorded shapes", "model"),
     Analysis("compare_runs", "Comparison of two runs", "compare"),
