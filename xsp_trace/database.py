@@ -17,7 +17,7 @@ from .data_only import lock_reading, refuse_code
 from .errors import InputError
 from .output_files import atomic_output
 from .resources import schema_text
-from .schema import schema_difference, table_ddl
+from .schema import schema_difference, table_columns, table_ddl
 from .sql import one_transaction, registered, scalar
 from .vocabulary import SourceKind
 
@@ -82,8 +82,9 @@ def check_schema(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool = F
     if older and ("runs", "origin_ns") in READABLE_OLDER[row[0]]:
         con.execute(f"CREATE OR REPLACE TEMP VIEW runs AS SELECT * FROM {runs_with_origin(con, catalog)}")
     if older:
+        present = table_columns(con, catalog)
         for table, column in READABLE_OLDER[row[0]]:
-            if column is None:
+            if column is None and table not in present:
                 con.execute(f"CREATE OR REPLACE TEMP TABLE {table} ({table_ddl(table)})")
 
 
