@@ -102,7 +102,8 @@ def test_by_op_sums_every_allocation_of_the_trace(qwen):
 def test_a_trace_without_addresses_has_a_peak_but_says_its_owners_are_unknown(tmp_path_factory):
     """The 2021 V100 trace records Bytes only: the peak is the highest running sum of them since the
     trace began; frees cannot be matched, so no op is named as an owner."""
-    con = _session(tmp_path_factory, V100)
+    db = _converted(tmp_path_factory, V100)
+    con = open_session(db, AnalysisOptions())
     raw = sorted(enumerate(_memory_events(V100)), key=lambda item: (item[1]["ts"], item[0]))
     expected = {}
     for device in (0, -1):
@@ -117,6 +118,31 @@ def test_a_trace_without_addresses_has_a_peak_but_says_its_owners_are_unknown(tm
     assert all(r["name"].startswith("(unknown") and r["allocations"] is None for r in rows)
     by_op = run_analysis(con, "memory_by_op").records()
     assert by_op and all(r["peak_bytes"] is None and r["mean_lifetime_us"] is None for r in by_op)
+    # Its Perfetto export has a memory counter track per device all the same, summed from the events.
+    assert _perfetto_counter_peaks(db, db.with_suffix(".pftrace")) == {
+        "Allocated since the trace began · GPU 0": expected[0],
+        "Allocated since the trace began": expected[-1],
+    }
+
+
+def _perfetto_counter_peaks(db, trace) -> dict[str, float]:
+    """The highest value of every counter track of the Perfetto export of `db`, read back from the protobuf."""
+    from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+    from xsp_trace.perfetto import export_perfetto
+
+    export_perfetto(db, trace)
+    packets = pb.Trace.FromString(trace.read_bytes()).packet
+    names = {
+        p.track_descriptor.uuid: p.track_descriptor.name for p in packets if p.HasField("track_descriptor") and p.track_descriptor.HasField("counter")
+    }
+    peaks: dict[str, float] = {}
+    for p in packets:
+        if p.HasField("track_event") and p.track_event.track_uuid in names:
+            value = p.track_event.double_counter_value if p.track_event.HasField("double_counter_value") else p.track_event.counter_value
+            name = names[p.track_event.track_uuid]
+            peaks[name] = max(peaks.get(name, value), value)
+    return peaks
 
 
 def test_an_injected_allocation_is_owned_by_its_op_and_layer(tmp_path_factory):
