@@ -195,3 +195,28 @@ def test_a_database_from_before_memory_events_reads_with_none(qwen_db, tmp_path)
         assert "top_kernels" not in tables or tables["top_kernels"]
     result = CliRunner().invoke(app, ["convert", str(QWEN), "-o", str(old), "--append"])
     assert result.exit_code == 2 and "schema version 6" in result.output
+
+
+def test_every_reader_and_any_cut_into_pieces_store_the_same_events(tmp_path, monkeypatch):
+    """The memory events of the Qwen trace read whole, in many small pieces (positions carried across
+    them), and by the streaming reader are the same rows -- as many as the trace has."""
+    from xsp_trace.convert.kineto import duckdb_reader
+    from xsp_trace.convert.kineto import pieces as kineto_pieces
+
+    def events(name: str, reader: str = "auto") -> list[tuple]:
+        db = tmp_path / f"{name}.duckdb"
+        convert_files([QWEN], db, ConvertOptions(kineto_reader=reader))
+        with duckdb.connect(str(db), read_only=True) as con:
+            return con.execute("SELECT * FROM memory_events ORDER BY event_index").fetchall()
+
+    whole = events("whole")
+    python = events("python", "python")
+    monkeypatch.setattr(duckdb_reader, "PIECE_BYTES", 64 << 10)
+    monkeypatch.setattr(duckdb_reader, "CHUNK_BYTES", 16 << 10)
+    made: list[int] = []
+    close = kineto_pieces.PieceWriter._close
+    monkeypatch.setattr(kineto_pieces.PieceWriter, "_close", lambda self: made.append(self.size) or close(self))
+    pieces = events("pieces")
+    assert len(made) >= 10, made
+    assert len(whole) == len(_memory_events(QWEN)) == 2450
+    assert pieces == whole and python == whole
