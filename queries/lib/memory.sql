@@ -29,9 +29,12 @@ FROM (SELECT e.*, coalesce(e.device_id, -1) AS device_key,
 -- The owner op and layer of every memory event.
 CREATE OR REPLACE TEMP VIEW _xsp_memory_owners AS
 WITH cpu_starts AS (
-    -- One span per thread and start time: the deepest (the innermost of spans starting together).
-    SELECT run_id, pid, tid, start_ns, arg_max(span_id, depth) AS span_id
-    FROM spans WHERE tid IS NOT NULL
+    -- One span per thread and start time: the deepest (the innermost of spans starting together);
+    -- only threads that allocate.
+    SELECT s.run_id, s.pid, s.tid, s.start_ns, arg_max(s.span_id, s.depth) AS span_id
+    FROM spans AS s
+    SEMI JOIN (SELECT DISTINCT run_id, pid, tid FROM memory_events) AS m ON m.run_id = s.run_id AND m.pid = s.pid AND m.tid = s.tid
+    WHERE s.tid IS NOT NULL
     GROUP BY ALL
 ), anchored AS (
     SELECT e.run_id, e.pid, e.device_key, e.seq, e.ts_ns, c.span_id AS anchor_id
@@ -41,8 +44,9 @@ WITH cpu_starts AS (
     -- The anchor and its ancestors that hold the event, by nearness (0: the anchor itself).
     SELECT a.run_id, a.pid, a.device_key, a.seq, s.span_id, s.kind, s.name, h.distance
     FROM anchored AS a
-    JOIN (SELECT run_id, span_id, span_id AS ancestor_id, 0 AS distance FROM spans WHERE tid IS NOT NULL
-          UNION ALL SELECT run_id, span_id, ancestor_id, distance FROM span_ancestors) AS h
+    JOIN (SELECT run_id, anchor_id AS span_id, anchor_id AS ancestor_id, 0 AS distance FROM anchored
+          UNION ALL SELECT run_id, span_id, ancestor_id, distance FROM span_ancestors
+          WHERE span_id IN (SELECT anchor_id FROM anchored)) AS h
       ON h.run_id = a.run_id AND h.span_id = a.anchor_id
     JOIN spans AS s ON s.run_id = h.run_id AND s.span_id = h.ancestor_id
     WHERE s.start_ns <= a.ts_ns AND a.ts_ns <= s.end_ns
