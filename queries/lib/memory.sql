@@ -44,7 +44,7 @@ WITH cpu_starts AS (
     -- The anchor and its ancestors that hold the event, by nearness (0: the anchor itself).
     SELECT a.run_id, a.pid, a.device_key, a.seq, s.span_id, s.kind, s.name, h.distance
     FROM anchored AS a
-    JOIN (SELECT run_id, anchor_id AS span_id, anchor_id AS ancestor_id, 0 AS distance FROM anchored
+    JOIN (SELECT DISTINCT run_id, anchor_id AS span_id, anchor_id AS ancestor_id, 0 AS distance FROM anchored
           UNION ALL SELECT run_id, span_id, ancestor_id, distance FROM span_ancestors
           WHERE span_id IN (SELECT anchor_id FROM anchored)) AS h
       ON h.run_id = a.run_id AND h.span_id = a.anchor_id
