@@ -1,4 +1,5 @@
--- xsp-trace unified schema (its version: SCHEMA_VERSION in xsp_trace/store/database.py; 6 added runs.origin_ns).
+-- xsp-trace unified schema (its version: SCHEMA_VERSION in xsp_trace/store/database.py; 6 added runs.origin_ns,
+-- 7 memory_events).
 --
 -- One database holds any number of converted traces ("runs") from Nsight Systems exports and
 -- PyTorch profiler (Kineto) traces. Every interval event of every level of the stack -- model,
@@ -323,6 +324,30 @@ COMMENT ON COLUMN counters.ts_ns IS 'Sample time, ns on the run clock.';
 COMMENT ON COLUMN counters.value IS 'Sample value.';
 COMMENT ON COLUMN counters.pid IS 'Process the counter belongs to, where it does.';
 COMMENT ON COLUMN counters.device_id IS 'Device the counter belongs to, where it does.';
+
+CREATE TABLE IF NOT EXISTS memory_events (
+    run_id INTEGER NOT NULL,
+    event_index BIGINT NOT NULL,
+    ts_ns BIGINT NOT NULL,
+    pid BIGINT,
+    tid BIGINT,
+    device_id INTEGER,
+    addr BIGINT,
+    bytes BIGINT NOT NULL,
+    total_allocated BIGINT,
+    total_reserved BIGINT
+);
+COMMENT ON TABLE memory_events IS 'Allocator events, one row per allocation or free (Kineto [memory] instant events, recorded with profile_memory=True); matched by address into allocations at analysis time (queries/lib/memory.sql).';
+COMMENT ON COLUMN memory_events.run_id IS 'Run of the event.';
+COMMENT ON COLUMN memory_events.event_index IS 'Position of the event in the trace''s event list: the allocator''s order where events share a time.';
+COMMENT ON COLUMN memory_events.ts_ns IS 'Time of the event, ns on the run clock.';
+COMMENT ON COLUMN memory_events.pid IS 'Process that allocated or freed.';
+COMMENT ON COLUMN memory_events.tid IS 'Thread that allocated or freed: the enclosing CPU op on this thread owns an allocation.';
+COMMENT ON COLUMN memory_events.device_id IS 'GPU the memory is on (CUDA/HIP ordinal); NULL for host memory, as counters.device_id.';
+COMMENT ON COLUMN memory_events.addr IS 'Address of the block, which its free repeats; NULL where the trace does not record it (Kineto before 2022).';
+COMMENT ON COLUMN memory_events.bytes IS 'Bytes allocated (positive) or freed (negative).';
+COMMENT ON COLUMN memory_events.total_allocated IS 'The allocator''s bytes in use on the device after the event ("Total Allocated"), where recorded.';
+COMMENT ON COLUMN memory_events.total_reserved IS 'The allocator''s bytes reserved from the device after the event ("Total Reserved"), where recorded.';
 
 CREATE TABLE IF NOT EXISTS metrics (
     run_id INTEGER NOT NULL,

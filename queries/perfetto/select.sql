@@ -1,7 +1,7 @@
 -- perfetto/select: what a Perfetto export shows -- the chosen runs, their time origin, and
 -- their spans, marks and counter samples inside the chosen window and kinds.
 --
--- From: runs (origin_ns, the time zero of each run), spans, marks, counters, and variables set by xsp_trace.perfetto:
+-- From: runs (origin_ns, the time zero of each run), spans, marks, counters, memory_events, and variables set by xsp_trace.perfetto:
 --   xsp_perfetto_run_ids  INTEGER[] or NULL (all runs)
 --   xsp_perfetto_kinds    VARCHAR[] or NULL (all span kinds; 'mark' and 'counter' select
 --                         marks and counter samples)
@@ -66,13 +66,36 @@ WHERE (getvariable('xsp_perfetto_kinds') IS NULL OR list_contains(getvariable('x
   AND (r.window_end_ns IS NULL OR m.ts_ns < r.window_end_ns)
   AND (r.window_start_ns IS NULL OR m.ts_ns >= r.window_start_ns);
 
+-- Counter samples: the counters table, and for a process and device whose allocator events record
+-- no "Total Allocated" (Kineto before 2022) the bytes in use since the trace began, summed from the
+-- events' own bytes in the allocator's order (lib/memory.sql), so such a trace has a memory track too.
 CREATE OR REPLACE TEMP VIEW perfetto_counters AS
+WITH samples AS (
+    SELECT run_id, name, ts_ns, value, pid, device_id FROM counters
+    UNION ALL
+    SELECT run_id, 'Allocated since the trace began' AS name, ts_ns,
+           sum(bytes) OVER (PARTITION BY run_id, pid, device_id ORDER BY ts_ns, event_index) AS value, pid, device_id
+    FROM memory_events AS e
+    WHERE NOT EXISTS (SELECT 1 FROM memory_events AS t
+                      WHERE t.run_id = e.run_id AND t.pid IS NOT DISTINCT FROM e.pid AND t.device_id IS NOT DISTINCT FROM e.device_id
+                        AND t.total_allocated IS NOT NULL)
+)
 SELECT
-    -- Every counters column of the selected sample.
-    c.*,
+    -- Run of the sample.
+    c.run_id,
+    -- Counter name.
+    c.name,
+    -- Sample time, ns on the run clock.
+    c.ts_ns,
+    -- Sample value.
+    c.value,
+    -- Process the counter belongs to, or NULL.
+    c.pid,
+    -- Device the counter belongs to, or NULL.
+    c.device_id,
     -- perfetto_runs.shift_ns of its run.
     r.shift_ns
-FROM counters AS c
+FROM samples AS c
 JOIN perfetto_runs AS r USING (run_id)
 WHERE (getvariable('xsp_perfetto_kinds') IS NULL OR list_contains(getvariable('xsp_perfetto_kinds'), 'counter'))
   AND (r.window_end_ns IS NULL OR c.ts_ns < r.window_end_ns)

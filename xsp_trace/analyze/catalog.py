@@ -90,6 +90,8 @@ ORDER: tuple[str, ...] = (
     "osrt_sum",
     "nvtx_sum",
     "layer_allocations",
+    "memory_peak_owners",
+    "memory_by_op",
     "op_roofline",
     "model_flops_utilization",
     "compare_runs",

@@ -81,13 +81,17 @@ ARG_GRAPH_NODE_ID = "graph node id"
 GRAPH_ARGS = frozenset({ARG_GRAPH_ID, ARG_GRAPH_NODE_ID})
 NOT_IN_GRAPH = 0  # value of the graph args on GPU work launched outside a graph: not kept
 
-# Instant events that carry memory accounting: become counters, not marks.
+# Instant events that carry memory accounting: become counters and memory_events, not marks.
 MEMORY_INSTANT_NAME = "[memory]"
 MEMORY_COUNTER_ARGS = ("Total Allocated", "Total Reserved")
 MEMORY_ALLOCATED = MEMORY_COUNTER_ARGS[0]  # the caching allocator's bytes in use, sampled at every [memory] event
 MEMORY_DEVICE_TYPE_ARG = "Device Type"  # 0 CPU, 1 CUDA (c10::DeviceType)
 MEMORY_DEVICE_ID_ARG = "Device Id"
 MEMORY_DEVICE_TYPES_GPU = frozenset({1})
+# The same events as allocator events (memory_events): the block's address (its free repeats it;
+# absent before 2022) and its size, positive for an allocation, negative for a free.
+MEMORY_ADDR_ARG = "Addr"
+MEMORY_BYTES_ARG = "Bytes"
 
 # torch.profiler's step() wraps each iteration in a range named ProfilerStep#N, N the step number.
 # Kineto has recorded it as a user_annotation (2022+), as an `Operator` (2021) or `cpu_op` (some

@@ -18,10 +18,10 @@ from ..resources import schema_text
 from ..vocabulary import SourceKind
 from .connection import duckdb_connect
 from .data_only import lock_reading, refuse_code
-from .schema import schema_difference
+from .schema import schema_difference, table_columns, table_ddl
 from .sql import one_transaction, registered, scalar
 
-SCHEMA_VERSION = "6"
+SCHEMA_VERSION = "7"
 
 
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:
@@ -33,9 +33,13 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
         )
 
 
-# Older schema versions a read-only connection still reads, and the column each lacks: version 5
-# has no runs.origin_ns, which a TEMP table of runs computes as correlate/origin.sql stores it.
-READABLE_OLDER = {"5": ("runs", "origin_ns")}
+# Older schema versions a read-only connection still reads, and the (table, column) each lacks
+# (column None: the whole table): version 5 has no runs.origin_ns, which a TEMP table of runs
+# computes as correlate/origin.sql stores it; neither 5 nor 6 has memory_events, read as empty.
+READABLE_OLDER: dict[str, tuple[tuple[str, str | None], ...]] = {
+    "5": (("runs", "origin_ns"), ("memory_events", None)),
+    "6": (("memory_events", None),),
+}
 
 
 def runs_with_origin(con: duckdb.DuckDBPyConnection, catalog: str) -> str:
@@ -54,7 +58,8 @@ def runs_with_origin(con: duckdb.DuckDBPyConnection, catalog: str) -> str:
 
 def check_schema(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool = False) -> None:
     """Refuse a database of another schema version, or one edited by hand. Read-only, a version in
-    READABLE_OLDER is accepted: `runs` is shadowed by a TEMP view of it with origin_ns computed.
+    READABLE_OLDER is accepted: `runs` is shadowed by a TEMP view of it with origin_ns computed, a
+    missing table by an empty TEMP table.
     First of all, a file that holds code (data_only.refuse_code): no other query may run before."""
     refuse_code(con, path, xsp_replaced=not read_only)
     try:
@@ -71,11 +76,16 @@ def check_schema(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool = F
             "convert into a new database",
         )
     catalog = scalar(con, "SELECT current_database()")
-    difference = schema_difference(con, catalog, missing_ok=READABLE_OLDER[row[0]] if older else None)
+    difference = schema_difference(con, catalog, missing_ok=READABLE_OLDER[row[0]] if older else ())
     if difference is not None:
         raise InputError(path, f"{difference}, which xsp-trace schema version {SCHEMA_VERSION} has: edited by hand?", "convert the traces again")
-    if older:
+    if older and ("runs", "origin_ns") in READABLE_OLDER[row[0]]:
         con.execute(f"CREATE OR REPLACE TEMP VIEW runs AS SELECT * FROM {runs_with_origin(con, catalog)}")
+    if older:
+        present = table_columns(con, catalog)
+        for table, column in READABLE_OLDER[row[0]]:
+            if column is None and table not in present:
+                con.execute(f"CREATE OR REPLACE TEMP TABLE {table} ({table_ddl(table)})")
 
 
 @contextmanager

@@ -5,10 +5,10 @@ One mapping, in SQL: a reader fills the raw event relation `_kineto_events` (kin
 does not take, the streaming ijson reader (kineto/python_reader.py), all at once -- and
 queries/ingest/kineto_map.sql maps it (piece after piece, `_PieceMapper`) into the staging tables (spans
 with their raw track and External id, launch flows, launch configurations) and the side tables
-(kernels, memops, span_args, marks, counters). queries/ingest/kineto_link.sql then fills missing
-correlation ids (flows, then External id), gives GPU spans the pid of the host process that
-launched them and moves the spans into `spans`; correlate_run (called by the dispatcher) nests
-and links them.
+(kernels, memops, span_args, marks, counters; memory_events by queries/ingest/kineto_memory.sql).
+queries/ingest/kineto_link.sql then fills missing correlation ids (flows, then External id), gives
+GPU spans the pid of the host process that launched them and moves the spans into `spans`;
+correlate_run (called by the dispatcher) nests and links them.
 
 Times: Kineto writes microseconds (int, or decimals with up to 3 places). They become integer
 ns exactly: ns = round_half_away_from_zero(us * 1000) of the DECIMAL value, never via float.
@@ -53,7 +53,7 @@ _STAGING_DROP = (
     "DROP TABLE _kineto_spans; DROP TABLE _kineto_flows; DROP TABLE _kineto_launch_config; DROP TABLE _kineto_name_events; DROP TABLE _kineto_names;"
 )
 # The tables kineto_map.sql appends the rows of a run to, besides the staging tables.
-_MAPPED_TABLES = ("kernels", "memops", "span_args", "marks", "counters")
+_MAPPED_TABLES = ("kernels", "memops", "span_args", "marks", "counters", "memory_events")
 
 _I64, _I32, _STR = pa.int64(), pa.int32(), pa.string()
 
@@ -100,6 +100,8 @@ def _set_variables(con: duckdb.DuckDBPyConnection, run_id: int, include_python: 
         "kineto_memory_device_type_arg": kf.MEMORY_DEVICE_TYPE_ARG,
         "kineto_memory_device_id_arg": kf.MEMORY_DEVICE_ID_ARG,
         "kineto_memory_gpu_types": sorted(kf.MEMORY_DEVICE_TYPES_GPU),
+        "kineto_memory_addr_arg": kf.MEMORY_ADDR_ARG,
+        "kineto_memory_bytes_arg": kf.MEMORY_BYTES_ARG,
         "kineto_step_prefix": kf.PROFILER_STEP_PREFIX,
         "kineto_step_op_categories": sorted(kf.PROFILER_STEP_OP_CATEGORIES),
         "kineto_arg_correlation": kf.ARG_CORRELATION,
@@ -144,6 +146,7 @@ class _PieceMapper:
         con.execute("SET VARIABLE kineto_event_offset = ?", [event_offset])
         con.execute("SET VARIABLE kineto_span_offset = (SELECT count(*) FROM _kineto_spans)")  # span ids 1..n
         run_script(con, query_text("ingest/kineto_map"), self.run_id)
+        run_script(con, query_text("ingest/kineto_memory"), self.run_id)
         off_track, repeating = one_row(con, "SELECT cpu_events_off_track, events_repeating_arg_keys FROM _kineto_skipped")
         con.execute("DROP TABLE _kineto_events; DROP TABLE _kineto_skipped")
         if repeating:  # DuckDB's reader only (RepeatedArgKeys): the caller undoes the pieces mapped
