@@ -13,7 +13,7 @@ operator_name, output_dir, min_pattern_len, rank, top_k, visualize=False), every
 limits HTA's plot and overlaid trace): HTA's pattern text (the operator's name, then its kernels'
 names, joined by "|"), count, and its "GPU kernel duration (us)" and "CPU op duration (us)" sums.
 HTA needs distributedInfo.rank: traces without one get rank 0 patched into the copy (the events
-are untouched), as tests/kineto_cases.hta_kernel_reference does.
+are untouched), as hta_kernel_reference in tests/kineto_cases.py does.
 """
 
 from __future__ import annotations
