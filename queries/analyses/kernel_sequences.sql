@@ -40,18 +40,19 @@ WITH labelled AS (  -- HTA's thread labels: main holds a ProfilerStep#, bwd an a
     JOIN hosts AS h ON h.run_id = b.run_id AND b.start_ns >= h.start_ns AND b.end_ns <= h.end_ns
     WHERE b.depth = 0
     GROUP BY b.run_id, b.span_id
+), shifted AS (  -- the lifted spans and everything below them on their thread
+    SELECT run_id, span_id, shift FROM lifted
+    UNION ALL
+    SELECT a.run_id, a.span_id, t.shift FROM span_ancestors AS a JOIN lifted AS t ON t.run_id = a.run_id AND t.span_id = a.ancestor_id
 ), ops AS (
-    SELECT o.run_id, o.span_id, o.name, o.end_ns - o.start_ns AS duration_ns,
-           o.depth + coalesce((SELECT any_value(t.shift) FROM lifted AS t
-                               WHERE t.run_id = o.run_id AND (t.span_id = o.span_id OR t.span_id IN (
-                                   SELECT a.ancestor_id FROM span_ancestors AS a WHERE a.run_id = o.run_id AND a.span_id = o.span_id))), 0) AS depth
-    FROM spans AS o
-    WHERE device_id IS NULL
+    SELECT o.run_id, o.span_id, o.name, o.end_ns - o.start_ns AS duration_ns, o.depth + coalesce(sh.shift, 0) AS depth
+    FROM spans AS o LEFT JOIN shifted AS sh ON sh.run_id = o.run_id AND sh.span_id = o.span_id
+    WHERE o.device_id IS NULL
       AND CASE WHEN getvariable('xsp_sequence_op') IS NULL
-               THEN kind = 'op' AND NOT EXISTS (
+               THEN o.kind = 'op' AND NOT EXISTS (
                    SELECT 1 FROM span_ancestors AS a JOIN spans AS up ON up.run_id = a.run_id AND up.span_id = a.ancestor_id
                    WHERE a.run_id = o.run_id AND a.span_id = o.span_id AND up.kind = 'op')
-               ELSE contains(name, getvariable('xsp_sequence_op')) END
+               ELSE contains(o.name, getvariable('xsp_sequence_op')) END
 ), shallowest AS (
     SELECT * FROM ops QUALIFY depth = min(depth) OVER (PARTITION BY run_id)
         OR getvariable('xsp_sequence_op') IS NULL
