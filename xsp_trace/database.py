@@ -21,7 +21,7 @@ from .schema import schema_difference
 from .sql import one_transaction, registered, scalar
 from .vocabulary import SourceKind
 
-SCHEMA_VERSION = "6"
+SCHEMA_VERSION = "7"
 
 
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:

@@ -73,6 +73,8 @@ ANALYSES: tuple[Analysis, ...] = (
     Analysis("cuda_gpu_mem_time_sum", "GPU memory operations by time (nsys stats cuda_gpu_mem_time_sum)", "summary"),
     Analysis("cuda_gpu_mem_size_sum", "GPU memory operations by size (nsys stats cuda_gpu_mem_size_sum)", "summary"),
     Analysis("osrt_sum", "OS runtime summary (nsys stats osrt_sum)", "summary"),
+    Analysis("cpu_hot_functions", "Hottest CPU functions (sampled): per run, per step, in GPU idle time", "summary"),
+    Analysis("thread_scheduling", "Thread scheduling: running, switched out, switched out while the GPU idled", "summary"),
     Analysis("nvtx_sum", "NVTX range summary (nsys stats nvtx_sum)", "summary"),
     Analysis("layer_allocations", "Memory each layer allocates while it runs (allocation events)", "layer"),
     Analysis("op_roofline", "Roofline per op and shape from recorded shapes (TraceLens perf models)", "kernel"),

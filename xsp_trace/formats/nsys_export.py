@@ -32,6 +32,15 @@ SESSION_START = "TARGET_INFO_SESSION_START_TIME"
 ENUM_MEMCPY_OPER = "ENUM_CUDA_MEMCPY_OPER"
 ENUM_MEM_KIND = "ENUM_CUDA_MEM_KIND"
 ENUM_SYNC_TYPE = "ENUM_CUPTI_SYNC_TYPE"
+# CPU sampling (nsys --sample=cpu): one COMPOSITE_EVENTS row per sample (id, start, cpu,
+# threadState, globalTid), its call chain in SAMPLING_CALLCHAINS (one row per frame: id,
+# stackDepth from 0 = the sampled function, symbol and module as StringIds). Thread scheduling:
+# one SCHED_EVENTS row per switch (start, cpu, isSchedIn, globalTid); nsys 2022.4 writes them with
+# --sample=cpu even under --cpuctxsw=none. Same columns from export schema 2.9.1 to 3.x.
+COMPOSITE_EVENTS = "COMPOSITE_EVENTS"
+SAMPLING_CALLCHAINS = "SAMPLING_CALLCHAINS"
+SCHED_EVENTS = "SCHED_EVENTS"
+ENUM_SAMPLING_THREAD_STATE = "ENUM_SAMPLING_THREAD_STATE"
 
 _VERSIONED = re.compile(r"^(?P<base>.+?)_V(?P<n>\d+)$")
 
@@ -138,6 +147,23 @@ MEM_KIND_LABELS = {
     6: "Managed Static",
     7: "Unknown",
 }
+# COMPOSITE_EVENTS.threadState labels (ENUM_SAMPLING_THREAD_STATE, absent from 2.9.1 exports).
+SAMPLING_THREAD_STATE_LABELS = {
+    0: "Unknown",
+    1: "Running",
+    2: "Interruptible",
+    3: "Uninterruptible",
+    4: "Stopped",
+    5: "Terminated",
+    6: "Unscheduled",
+    7: "Waiting",
+    8: "OS runtime",
+    9: "Initialized",
+    10: "Transition",
+}
+# What a thread does between two SCHED_EVENTS rows (isSchedIn non-zero: it was scheduled in).
+SCHED_IN_STATE = "running"
+SCHED_OUT_STATE = "descheduled"
 SYNC_TYPE_LABELS = {
     0: "Unknown",
     1: "Event sync",
@@ -177,6 +203,9 @@ REQUIRED_COLUMNS = {
     SYNCHRONIZATION: ("start", "end", "streamId", "correlationId"),
     NVTX_EVENTS: ("start", "end", "eventType", "globalTid"),
     STRING_IDS: ("id", "value"),
+    COMPOSITE_EVENTS: ("id", "start", "globalTid"),
+    SAMPLING_CALLCHAINS: ("id", "symbol", "module", "stackDepth"),
+    SCHED_EVENTS: ("start", "isSchedIn", "globalTid"),
 }
 
 # Columns an export may lack (nsys stats does without them): converted without, with a warning.
