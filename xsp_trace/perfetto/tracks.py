@@ -198,6 +198,12 @@ class TrackRegistry:
         self.lane_tracks += 1
         return uuid
 
+    def named_child(self, parent_uuid: int, name: str) -> int:
+        """A track of its own under `parent_uuid` (e.g. a thread's scheduling beside its ranges)."""
+        uuid = self._uuid()
+        self.writer.track_descriptor(pb.TrackDescriptor(uuid=uuid, parent_uuid=parent_uuid, name=name, sibling_merge_behavior=NO_MERGE))
+        return uuid
+
     def counter(self, run: int, name: str, pid, device_id) -> int:
         if pid is not None:
             parent = self.process(run, pid)
