@@ -75,6 +75,7 @@ ANALYSES: tuple[Analysis, ...] = (
     Analysis("osrt_sum", "OS runtime summary (nsys stats osrt_sum)", "summary"),
     Analysis("cpu_hot_functions", "Hottest CPU functions (sampled): per run, per step, in GPU idle time", "summary"),
     Analysis("thread_scheduling", "Thread scheduling: running, switched out, switched out while the GPU idled", "summary"),
+    Analysis("blocking_os_calls", "Blocking OS runtime calls (locks, waits, I/O, sleeps), and those in GPU idle time", "summary"),
     Analysis("nvtx_sum", "NVTX range summary (nsys stats nvtx_sum)", "summary"),
     Analysis("layer_allocations", "Memory each layer allocates while it runs (allocation events)", "layer"),
     Analysis("op_roofline", "Roofline per op and shape from recorded shapes (TraceLens perf models)", "kernel"),

@@ -98,6 +98,48 @@ class OsrtEventClass:
 
 # Category of the spans made from OS runtime calls (kind 'other').
 OSRT_CATEGORY = "osrt"
+# OS runtime calls that block the calling thread until something else happens (a lock, a
+# condition, I/O, a timer): the libc entry points nsys --trace=osrt records under these names.
+OSRT_BLOCKING_CALLS = (
+    "futex",
+    "pthread_mutex_lock",
+    "pthread_cond_wait",
+    "pthread_cond_timedwait",
+    "pthread_join",
+    "sem_wait",
+    "sem_timedwait",
+    "poll",
+    "ppoll",
+    "select",
+    "pselect6",
+    "epoll_wait",
+    "epoll_pwait",
+    "read",
+    "pread",
+    "pread64",
+    "readv",
+    "write",
+    "pwrite",
+    "pwrite64",
+    "writev",
+    "recv",
+    "recvfrom",
+    "recvmsg",
+    "send",
+    "sendto",
+    "sendmsg",
+    "accept",
+    "accept4",
+    "connect",
+    "wait",
+    "waitpid",
+    "sleep",
+    "usleep",
+    "nanosleep",
+    "clock_nanosleep",
+    "fread",
+    "fwrite",
+)
 
 # Versioned entry-point suffix on API names in older exports (cudaLaunchKernel_v7000); nsys's
 # own cudaapisum strips it too.
