@@ -178,3 +178,24 @@ def test_thread_scheduling_of_the_launch_thread_in_gpu_idle_time(converted_path)
     assert launcher["thread"] == "MPI Rank 0" and launcher["launches"] == 20  # 5 kernels, 15 copies
     for row in rows:
         assert row["descheduled_in_gpu_idle_ms"] == round(_descheduled_in_gaps(SAXPY, row["tid"]) / 1e6, 3)
+
+
+def test_each_gpu_idle_gap_names_the_function_sampled_most_on_the_launch_thread(converted_path):
+    con = open_session(converted_path(SAXPY))
+    origin = con.execute("SELECT origin_ns FROM runs").fetchone()[0]
+    samples = _export(
+        SAXPY,
+        f"""SELECT e.start, e.globalTid & {GLOBAL_TID_MASK}, s.value FROM {fmt.COMPOSITE_EVENTS} AS e
+            JOIN {fmt.SAMPLING_CALLCHAINS} AS c ON c.id = e.id AND c.stackDepth = 0 JOIN StringIds AS s ON s.id = c.symbol""",
+    )
+    gaps = run_analysis(con, "gpu_idle_gaps").records()
+    named = [g for g in gaps if g["sampled_function"] is not None]
+    assert named and any(g["cpu_span"] is None for g in named)  # samples say what the thread did where no span does
+    for gap in gaps:
+        start, end = gap["gap_start_ns"] + origin, gap["gap_end_ns"] + origin
+        counts = Counter(name for ts, tid, name in samples if tid == gap["launch_tid"] and start <= ts < end)
+        if not counts:
+            assert gap["sampled_function"] is None
+            continue
+        top = min(counts, key=lambda name: (-counts[name], name))
+        assert (gap["sampled_function"], gap["sampled_pct"]) == (top, round(100 * counts[top] / sum(counts.values()), 1))
