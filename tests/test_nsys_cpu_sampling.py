@@ -9,14 +9,18 @@ References are read straight from the SQLite export with Python's sqlite3.
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from collections import Counter
 from pathlib import Path
 
+import duckdb
 import pytest
+from typer.testing import CliRunner
 
 from conftest import DATA, NSYS_EXPORTS
 from xsp_trace.analyze import open_session, run_analysis
+from xsp_trace.cli import app
 from xsp_trace.formats import nsys_export as fmt
 
 OWN = DATA / "nsys_2022_cpu_sampling_hot_and_blocking" / "cpu_sampling.sqlite"
@@ -199,3 +203,19 @@ def test_each_gpu_idle_gap_names_the_function_sampled_most_on_the_launch_thread(
             continue
         top = min(counts, key=lambda name: (-counts[name], name))
         assert (gap["sampled_function"], gap["sampled_pct"]) == (top, round(100 * counts[top] / sum(counts.values()), 1))
+
+
+def test_a_schema_6_database_reads_with_no_samples(converted_path, tmp_path):
+    """A database written before the CPU sampling tables (schema 6) is still analysed: no samples;
+    appending to it is refused in one line."""
+    old = tmp_path / "old.duckdb"
+    shutil.copy(converted_path(OWN), old)
+    with duckdb.connect(str(old)) as con:
+        for table in ("cpu_samples", "cpu_sample_frames", "thread_states"):
+            con.execute(f"DROP TABLE {table}")
+        con.execute("UPDATE schema_info SET value = '6' WHERE key = 'schema_version'")
+    session = open_session(old)
+    assert run_analysis(session, "cpu_hot_functions").rows == []
+    assert run_analysis(session, "blocking_os_calls").rows  # the OS calls are spans of schema 6 too
+    result = CliRunner().invoke(app, ["convert", str(OWN), "-o", str(old), "--append"])
+    assert result.exit_code == 2 and "schema version 6" in result.output

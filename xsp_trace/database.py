@@ -33,9 +33,12 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
         )
 
 
-# Older schema versions a read-only connection still reads, and the column each lacks: version 5
-# has no runs.origin_ns, which a TEMP table of runs computes as correlate/origin.sql stores it.
-READABLE_OLDER = {"5": ("runs", "origin_ns")}
+# Older schema versions a read-only connection still reads, and the columns (table, column) and
+# tables (table, None) each lacks: version 5 has no runs.origin_ns, which a TEMP table of runs
+# computes as correlate/origin.sql stores it; versions before 7 have no CPU sampling tables, which
+# the analyses' session stands in for with empty TEMP tables (analyze.session.prepare).
+_CPU_SAMPLING_TABLES = (("cpu_samples", None), ("cpu_sample_frames", None), ("thread_states", None))
+READABLE_OLDER: dict[str, tuple[tuple[str, str | None], ...]] = {"5": (("runs", "origin_ns"), *_CPU_SAMPLING_TABLES), "6": _CPU_SAMPLING_TABLES}
 
 
 def runs_with_origin(con: duckdb.DuckDBPyConnection, catalog: str) -> str:
@@ -54,7 +57,8 @@ def runs_with_origin(con: duckdb.DuckDBPyConnection, catalog: str) -> str:
 
 def check_schema(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool = False) -> None:
     """Refuse a database of another schema version, or one edited by hand. Read-only, a version in
-    READABLE_OLDER is accepted: `runs` is shadowed by a TEMP view of it with origin_ns computed.
+    READABLE_OLDER is accepted: `runs` lacking origin_ns is shadowed by a TEMP view of it with
+    origin_ns computed; a missing table is stood in for by the analyses' session.
     First of all, a file that holds code (data_only.refuse_code): no other query may run before."""
     refuse_code(con, path, xsp_replaced=not read_only)
     try:
@@ -71,10 +75,10 @@ def check_schema(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool = F
             "convert into a new database",
         )
     catalog = scalar(con, "SELECT current_database()")
-    difference = schema_difference(con, catalog, missing_ok=READABLE_OLDER[row[0]] if older else None)
+    difference = schema_difference(con, catalog, missing_ok=READABLE_OLDER[row[0]] if older else ())
     if difference is not None:
         raise InputError(path, f"{difference}, which xsp-trace schema version {SCHEMA_VERSION} has: edited by hand?", "convert the traces again")
-    if older:
+    if older and ("runs", "origin_ns") in READABLE_OLDER[row[0]]:
         con.execute(f"CREATE OR REPLACE TEMP VIEW runs AS SELECT * FROM {runs_with_origin(con, catalog)}")
 
 

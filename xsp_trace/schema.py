@@ -50,18 +50,20 @@ def table_ddl(table: str) -> str:
     return ", ".join(f'"{column}" {kind}' for column, kind in expected_tables()[table])
 
 
-def schema_difference(con: duckdb.DuckDBPyConnection, catalog: str, missing_ok: tuple[str, str] | None = None) -> str | None:
+def schema_difference(con: duckdb.DuckDBPyConnection, catalog: str, missing_ok: tuple[tuple[str, str | None], ...] = ()) -> str | None:
     """The first way `catalog` differs from the schema (a missing table, a missing or retyped column),
-    or None. Extra tables and columns are allowed: they change no query the package runs; so is the
-    (table, column) `missing_ok`, which an older schema version lacks."""
+    or None. Extra tables and columns are allowed: they change no query the package runs; so are the
+    (table, column) and whole (table, None) of `missing_ok`, which an older schema version lacks."""
     present = table_columns(con, catalog)
     for table, columns in expected_tables().items():
         if table not in present:
+            if (table, None) in missing_ok:
+                continue
             return f"has no table {table}"
         have = dict(present[table])
         for column, kind in columns:
             if column not in have:
-                if (table, column) == missing_ok:
+                if (table, column) in missing_ok:
                     continue
                 return f"has no column {table}.{column}"
             if have[column] != kind:
