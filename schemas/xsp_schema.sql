@@ -1,5 +1,5 @@
 -- xsp-trace unified schema (its version: SCHEMA_VERSION in xsp_trace/store/database.py; 6 added runs.origin_ns,
--- 7 memory_events).
+-- 7 memory_events, cpu_samples, cpu_sample_frames and thread_states).
 --
 -- One database holds any number of converted traces ("runs") from Nsight Systems exports and
 -- PyTorch profiler (Kineto) traces. Every interval event of every level of the stack -- model,
@@ -450,3 +450,57 @@ COMMENT ON COLUMN layers.output_shapes IS 'JSON: shapes of the output of that ca
 COMMENT ON COLUMN layers.parameter_bytes IS 'Bytes of the parameters of the module and its submodules.';
 COMMENT ON COLUMN layers.buffer_bytes IS 'Bytes of its buffers (e.g. batch-norm running statistics) and its submodules''.';
 COMMENT ON COLUMN layers.calls_per_inference IS 'Calls of the module in one forward (0: never called).';
+
+CREATE TABLE IF NOT EXISTS cpu_samples (
+    run_id INTEGER NOT NULL,
+    sample_id BIGINT NOT NULL,
+    ts_ns BIGINT NOT NULL,
+    pid BIGINT,
+    tid BIGINT,
+    cpu INTEGER,
+    thread_state VARCHAR,
+    function VARCHAR,
+    module VARCHAR
+);
+COMMENT ON TABLE cpu_samples IS 'CPU samples (nsys --sample=cpu: COMPOSITE_EVENTS), one row per sample with the function it caught running; join spans, steps or GPU idle time on (run_id, pid, tid) and ts_ns. The call chain: cpu_sample_frames.';
+COMMENT ON COLUMN cpu_samples.run_id IS 'Run of the sample.';
+COMMENT ON COLUMN cpu_samples.sample_id IS 'Identifier of the sample within its run (the export''s COMPOSITE_EVENTS.id); cpu_sample_frames.sample_id.';
+COMMENT ON COLUMN cpu_samples.ts_ns IS 'When the sample was taken, ns on the run clock.';
+COMMENT ON COLUMN cpu_samples.pid IS 'Process of the sampled thread.';
+COMMENT ON COLUMN cpu_samples.tid IS 'The sampled thread.';
+COMMENT ON COLUMN cpu_samples.cpu IS 'CPU core the thread ran on, where recorded.';
+COMMENT ON COLUMN cpu_samples.thread_state IS 'State of the thread when sampled (Running, Waiting, ...: nsys''s thread state labels), where recorded.';
+COMMENT ON COLUMN cpu_samples.function IS 'The sampled function: the innermost frame of the call chain (stack depth 0); NULL for a sample without a call chain.';
+COMMENT ON COLUMN cpu_samples.module IS 'Binary or library of that function (path as nsys resolved it).';
+
+CREATE TABLE IF NOT EXISTS cpu_sample_frames (
+    run_id INTEGER NOT NULL,
+    sample_id BIGINT NOT NULL,
+    depth INTEGER NOT NULL,
+    function VARCHAR,
+    module VARCHAR
+);
+COMMENT ON TABLE cpu_sample_frames IS 'Call chains of the CPU samples (nsys SAMPLING_CALLCHAINS), one row per (sample, frame).';
+COMMENT ON COLUMN cpu_sample_frames.run_id IS 'Run of the sample.';
+COMMENT ON COLUMN cpu_sample_frames.sample_id IS 'The sample (cpu_samples.sample_id).';
+COMMENT ON COLUMN cpu_sample_frames.depth IS 'Position in the call chain from 0: the sampled function; depth + 1 is its caller.';
+COMMENT ON COLUMN cpu_sample_frames.function IS 'Function name (a hexadecimal address where nsys could not resolve it).';
+COMMENT ON COLUMN cpu_sample_frames.module IS 'Binary or library of the function.';
+
+CREATE TABLE IF NOT EXISTS thread_states (
+    run_id INTEGER NOT NULL,
+    pid BIGINT,
+    tid BIGINT,
+    cpu INTEGER,
+    state VARCHAR NOT NULL,
+    start_ns BIGINT NOT NULL,
+    end_ns BIGINT NOT NULL
+);
+COMMENT ON TABLE thread_states IS 'What each thread did between two of its scheduling events (nsys SCHED_EVENTS), one row per event: running from a switch in, descheduled from a switch out, until the thread''s next event (its last until the run''s last scheduling event).';
+COMMENT ON COLUMN thread_states.run_id IS 'Run of the thread.';
+COMMENT ON COLUMN thread_states.pid IS 'Process of the thread.';
+COMMENT ON COLUMN thread_states.tid IS 'The thread.';
+COMMENT ON COLUMN thread_states.cpu IS 'CPU core it was switched in on or out of.';
+COMMENT ON COLUMN thread_states.state IS 'running (switched in) or descheduled (switched out: waiting, blocked or preempted).';
+COMMENT ON COLUMN thread_states.start_ns IS 'The switch, ns on the run clock.';
+COMMENT ON COLUMN thread_states.end_ns IS 'The thread''s next switch (exclusive), ns on the run clock.';

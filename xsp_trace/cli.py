@@ -196,7 +196,7 @@ def perfetto(
     kinds: str | None = typer.Option(
         None,
         "--kinds",
-        help="Comma-separated span kinds to keep (model, layer, op, annotation, api, kernel, memcpy, memset, sync, other), plus mark and counter. Default: all.",
+        help="Comma-separated span kinds to keep (model, layer, op, annotation, api, kernel, memcpy, memset, sync, other), plus mark, counter, cpu_sample and thread_state. Default: all.",
     ),
     from_ns: int | None = typer.Option(
         None,

@@ -8,8 +8,9 @@
 --
 -- From: runs (origin_ns: the times shown are relative to it), xsp_gpu_busy_intervals (prelude: union of kernels, copies and sets per GPU), launches and
 -- spans (the call that launched the first GPU operation after the gap, its thread's spans),
--- xsp_cpu_calls (prelude: the class of each API call, and why a sync call waits). Gaps shorter than
--- the variable xsp_min_gap_ns (default 1000 ns) are left out.
+-- xsp_cpu_calls (prelude: the class of each API call, and why a sync call waits), cpu_samples (nsys
+-- --sample=cpu: the function sampled most in the gap, also where no span covers it). Gaps shorter
+-- than the variable xsp_min_gap_ns (default 1000 ns) are left out.
 -- Counts: every kernel, copy and set the session holds -- under `analyze --scope all` (the
 -- default) all of the trace's, also work launched before the trace started (no launching call in
 -- it) or after its last step; under --scope profiled only work launched in the profiled steps, as
@@ -25,7 +26,7 @@
 -- columns: run_id INTEGER, device_id INTEGER, gap_start_ns BIGINT, gap_end_ns BIGINT, gap_ns BIGINT,
 --     next_gpu_name VARCHAR, launch_call VARCHAR, launch_tid BIGINT, launch_late BOOLEAN, cpu_span VARCHAR,
 --     cpu_kind VARCHAR, sync_call VARCHAR, sync_kind VARCHAR, cpu_class VARCHAR, other_tid BIGINT,
---     other_cpu_span VARCHAR, other_cpu_class VARCHAR
+--     other_cpu_span VARCHAR, other_cpu_class VARCHAR, sampled_function VARCHAR, sampled_pct DOUBLE
 WITH busy AS (
     SELECT *, lead(start_ns) OVER (PARTITION BY run_id, device_id ORDER BY start_ns) AS next_start_ns
     FROM xsp_gpu_busy_intervals
@@ -79,6 +80,18 @@ WITH busy AS (
            arg_max(cpu_class, (CASE cpu_class WHEN 'sync' THEN 3 WHEN 'launch' THEN 2 ELSE 1 END, depth, -tid)) AS other_cpu_class
     FROM innermost_per_thread
     GROUP BY ALL
+), sampled_counts AS (
+    SELECT la.run_id, la.device_id, la.gap_start_ns, coalesce(s.function, '(no call chain)') AS function, count(*) AS samples
+    FROM launched AS la
+    JOIN cpu_samples AS s ON s.run_id = la.run_id AND s.pid = la.process_pid AND (la.tid IS NULL OR s.tid = la.tid)
+                         AND s.ts_ns >= la.gap_start_ns AND s.ts_ns < la.gap_end_ns
+    GROUP BY ALL
+), sampled AS (
+    SELECT run_id, device_id, gap_start_ns,
+           arg_min(function, (-samples, function)) AS sampled_function,
+           round(100.0 * max(samples) / sum(samples), 1) AS sampled_pct
+    FROM sampled_counts
+    GROUP BY ALL
 )
 SELECT
     -- Run.
@@ -116,9 +129,15 @@ SELECT
     -- Its innermost span at mid-gap (NULL: no other thread had one, or the launching thread had one).
     CASE WHEN m.cpu_span IS NULL THEN o.other_cpu_span END AS other_cpu_span,
     -- Its class: launch, sync or host.
-    CASE WHEN m.cpu_span IS NULL THEN o.other_cpu_class END AS other_cpu_class
+    CASE WHEN m.cpu_span IS NULL THEN o.other_cpu_class END AS other_cpu_class,
+    -- The function the CPU sampler caught most often during the gap on the launching thread (on the
+    -- process where no launch is recorded); NULL: no CPU samples (recorded by nsys --sample=cpu only).
+    sa.sampled_function,
+    -- Its share of that thread's samples in the gap, percent.
+    sa.sampled_pct
 FROM launched AS la
 JOIN runs AS r ON r.run_id = la.run_id
 LEFT JOIN cpu_at_mid AS m ON m.run_id = la.run_id AND m.device_id = la.device_id AND m.gap_start_ns = la.gap_start_ns
 LEFT JOIN other_thread AS o ON o.run_id = la.run_id AND o.device_id = la.device_id AND o.gap_start_ns = la.gap_start_ns
+LEFT JOIN sampled AS sa ON sa.run_id = la.run_id AND sa.device_id = la.device_id AND sa.gap_start_ns = la.gap_start_ns
 ORDER BY la.run_id, gap_ns DESC, la.device_id, la.gap_start_ns;

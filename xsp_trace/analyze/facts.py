@@ -76,6 +76,7 @@ def fact_variables() -> dict[str, object]:
         "xsp_async_copy_api": cuda_api.ASYNC_COPY_API,
         "xsp_pageable_kinds": sorted({k for kinds in cuda_api.PAGEABLE_KINDS.values() for k in kinds}),
         "xsp_osrt_category": nsys_export.OSRT_CATEGORY,
+        "xsp_osrt_blocking_calls": list(nsys_export.OSRT_BLOCKING_CALLS),
         "xsp_data_loading_pattern": naming.DATA_LOADING_PATTERN,
         "xsp_sqlite_round_nudge": nsys_stats.SQLITE_ROUND_NUDGE,
         "xsp_sqlite_round_nudge_below": nsys_stats.SQLITE_ROUND_NUDGE_BELOW,

@@ -32,6 +32,15 @@ SESSION_START = "TARGET_INFO_SESSION_START_TIME"
 ENUM_MEMCPY_OPER = "ENUM_CUDA_MEMCPY_OPER"
 ENUM_MEM_KIND = "ENUM_CUDA_MEM_KIND"
 ENUM_SYNC_TYPE = "ENUM_CUPTI_SYNC_TYPE"
+# CPU sampling (nsys --sample=cpu): one COMPOSITE_EVENTS row per sample (id, start, cpu,
+# threadState, globalTid), its call chain in SAMPLING_CALLCHAINS (one row per frame: id,
+# stackDepth from 0 = the sampled function, symbol and module as StringIds). Thread scheduling:
+# one SCHED_EVENTS row per switch (start, cpu, isSchedIn, globalTid); nsys 2022.4 writes them with
+# --sample=cpu even under --cpuctxsw=none. Same columns from export schema 2.9.1 to 3.x.
+COMPOSITE_EVENTS = "COMPOSITE_EVENTS"
+SAMPLING_CALLCHAINS = "SAMPLING_CALLCHAINS"
+SCHED_EVENTS = "SCHED_EVENTS"
+ENUM_SAMPLING_THREAD_STATE = "ENUM_SAMPLING_THREAD_STATE"
 
 _VERSIONED = re.compile(r"^(?P<base>.+?)_V(?P<n>\d+)$")
 
@@ -89,6 +98,48 @@ class OsrtEventClass:
 
 # Category of the spans made from OS runtime calls (kind 'other').
 OSRT_CATEGORY = "osrt"
+# OS runtime calls that block the calling thread until something else happens (a lock, a
+# condition, I/O, a timer): the libc entry points nsys --trace=osrt records under these names.
+OSRT_BLOCKING_CALLS = (
+    "futex",
+    "pthread_mutex_lock",
+    "pthread_cond_wait",
+    "pthread_cond_timedwait",
+    "pthread_join",
+    "sem_wait",
+    "sem_timedwait",
+    "poll",
+    "ppoll",
+    "select",
+    "pselect6",
+    "epoll_wait",
+    "epoll_pwait",
+    "read",
+    "pread",
+    "pread64",
+    "readv",
+    "write",
+    "pwrite",
+    "pwrite64",
+    "writev",
+    "recv",
+    "recvfrom",
+    "recvmsg",
+    "send",
+    "sendto",
+    "sendmsg",
+    "accept",
+    "accept4",
+    "connect",
+    "wait",
+    "waitpid",
+    "sleep",
+    "usleep",
+    "nanosleep",
+    "clock_nanosleep",
+    "fread",
+    "fwrite",
+)
 
 # Versioned entry-point suffix on API names in older exports (cudaLaunchKernel_v7000); nsys's
 # own cudaapisum strips it too.
@@ -138,6 +189,23 @@ MEM_KIND_LABELS = {
     6: "Managed Static",
     7: "Unknown",
 }
+# COMPOSITE_EVENTS.threadState labels (ENUM_SAMPLING_THREAD_STATE, absent from 2.9.1 exports).
+SAMPLING_THREAD_STATE_LABELS = {
+    0: "Unknown",
+    1: "Running",
+    2: "Interruptible",
+    3: "Uninterruptible",
+    4: "Stopped",
+    5: "Terminated",
+    6: "Unscheduled",
+    7: "Waiting",
+    8: "OS runtime",
+    9: "Initialized",
+    10: "Transition",
+}
+# What a thread does between two SCHED_EVENTS rows (isSchedIn non-zero: it was scheduled in).
+SCHED_IN_STATE = "running"
+SCHED_OUT_STATE = "descheduled"
 SYNC_TYPE_LABELS = {
     0: "Unknown",
     1: "Event sync",
@@ -177,6 +245,9 @@ REQUIRED_COLUMNS = {
     SYNCHRONIZATION: ("start", "end", "streamId", "correlationId"),
     NVTX_EVENTS: ("start", "end", "eventType", "globalTid"),
     STRING_IDS: ("id", "value"),
+    COMPOSITE_EVENTS: ("id", "start", "globalTid"),
+    SAMPLING_CALLCHAINS: ("id", "symbol", "module", "stackDepth"),
+    SCHED_EVENTS: ("start", "isSchedIn", "globalTid"),
 }
 
 # Columns an export may lack (nsys stats does without them): converted without, with a warning.

@@ -23,13 +23,14 @@ from ..resources import query_text
 from ..store.connection import memory_limit, thread_count
 from ..store.opening import open_store
 from ..store.sql import set_variables, values_readable
+from .cpu_activity import write_cpu_activity
 from .packets import PacketWriter
 from .slice_encoder import BatchExtras, SliceEncoder
 from .slice_order import TRACK_HASH, TRACK_KEY, SharedTrackHash, SpanTracks, args_in_order, flows_in_order, in_order, rows_in_order, sort_part
 from .tracks import TrackRegistry
 
 SPAN_KINDS = ("model", "layer", "op", "annotation", "api", "kernel", "memcpy", "memset", "sync", "other")
-EXTRA_KINDS = ("mark", "counter")  # --kinds values that select marks and counter samples
+EXTRA_KINDS = ("mark", "counter", "cpu_sample", "thread_state")  # --kinds values that select what is not a span
 MARK_CATEGORY = "mark"
 # The slices go on a sequence of their own (the writer's are 1: descriptors, 2: marks, counters, critical path).
 SLICE_SEQUENCE_ID = 3
@@ -277,6 +278,9 @@ def write_trace(con: duckdb.DuckDBPyConnection, out, options: PerfettoOptions, d
     _write_slices(con, writer, tracks, span_tracks, options, stats)
     _write_marks(con, writer, tracks, options, stats)
     _write_counters(con, writer, tracks, options, stats)
+    instants, slices = write_cpu_activity(writer, tracks, lambda query: _rows(con, query, options.batch_rows))
+    stats.instants += instants
+    stats.slices += slices
     if options.critical_path:
         _write_critical_path(con, writer, tracks, options, stats)
     writer.flush()

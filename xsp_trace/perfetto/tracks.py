@@ -174,7 +174,7 @@ class TrackRegistry:
         return self._runs[run]
 
     def critical_path(self, run: int, on_run: int) -> int:
-        """The track of a run's critical path (xsp_trace.analyze.critical_path.walk), or of the part of it
+        """The track of a run's critical path (xsp_trace.analyze.critical_path.walk.walk), or of the part of it
         that lies on another run (rank) it waited for."""
         uuid = self._uuid()
         name = f"{self.titles[run]} · critical path" + ("" if on_run == run else f" · on run {on_run}")
@@ -196,6 +196,12 @@ class TrackRegistry:
             descriptor.name = f"overlapping ranges {lane}"
         self.writer.track_descriptor(descriptor)
         self.lane_tracks += 1
+        return uuid
+
+    def named_child(self, parent_uuid: int, name: str) -> int:
+        """A track of its own under `parent_uuid` (e.g. a thread's scheduling beside its ranges)."""
+        uuid = self._uuid()
+        self.writer.track_descriptor(pb.TrackDescriptor(uuid=uuid, parent_uuid=parent_uuid, name=name, sibling_merge_behavior=NO_MERGE))
         return uuid
 
     def counter(self, run: int, name: str, pid, device_id) -> int:

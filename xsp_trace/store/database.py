@@ -1,6 +1,6 @@
 """The output database: its schema (create, check, the older versions still read), atomic writing,
 run registration and bulk inserts. The DuckDB session itself (connect, threads, memory) is
-xsp_trace.store.connection."""
+xsp_trace.store.opening.connection."""
 
 from __future__ import annotations
 
@@ -34,12 +34,11 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
 
 
 # Older schema versions a read-only connection still reads, and the (table, column) each lacks
-# (column None: the whole table): version 5 has no runs.origin_ns, which a TEMP table of runs
-# computes as correlate/origin.sql stores it; neither 5 nor 6 has memory_events, read as empty.
-READABLE_OLDER: dict[str, tuple[tuple[str, str | None], ...]] = {
-    "5": (("runs", "origin_ns"), ("memory_events", None)),
-    "6": (("memory_events", None),),
-}
+# (column None: the whole table, read as an empty TEMP table): version 5 has no runs.origin_ns,
+# which a TEMP table of runs computes as correlate/origin.sql stores it; versions before 7 have no
+# memory_events and no CPU sampling tables (cpu_samples, cpu_sample_frames, thread_states).
+_TABLES_OF_7 = (("memory_events", None), ("cpu_samples", None), ("cpu_sample_frames", None), ("thread_states", None))
+READABLE_OLDER: dict[str, tuple[tuple[str, str | None], ...]] = {"5": (("runs", "origin_ns"), *_TABLES_OF_7), "6": _TABLES_OF_7}
 
 
 def runs_with_origin(con: duckdb.DuckDBPyConnection, catalog: str) -> str:
@@ -127,7 +126,7 @@ def atomic_database(
 
 
 def connect(path: Path, read_only: bool = True, external_access: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open an existing xsp-trace database file (xsp_trace.store.opening.open_store also takes a Parquet dataset).
+    """Open an existing xsp-trace database file (xsp_trace.store.opening.opening.open_store also takes a Parquet dataset).
     Read-only, the connection has no file access (data_only.lock_reading) unless `external_access`:
     only the callers that write files themselves (a Parquet copy, `query --allow-external-access`) ask."""
     path = Path(path)

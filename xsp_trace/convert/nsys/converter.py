@@ -199,6 +199,10 @@ _ALL_TABLES = (
     fmt.ENUM_MEMCPY_OPER,
     fmt.ENUM_MEM_KIND,
     fmt.ENUM_SYNC_TYPE,
+    fmt.COMPOSITE_EVENTS,
+    fmt.SAMPLING_CALLCHAINS,
+    fmt.SCHED_EVENTS,
+    fmt.ENUM_SAMPLING_THREAD_STATE,
 )
 
 
@@ -225,6 +229,7 @@ def convert_nsys(con: duckdb.DuckDBPyConnection, path: Path, run_id: int, option
                 validate_nsys_staging(con, path)
                 install_sql_macros(con)
                 run_script(con, query_text("ingest/nsys"), run_id)
+                run_script(con, query_text("ingest/nsys_cpu"), run_id)
             finally:
                 drop_pieces(con, _STAGING_TABLES)
 
@@ -266,6 +271,9 @@ _STAGING_TABLES = (
     "_nsys_processes",
     "_nsys_gpus",
     "_nsys_cuda_devices",
+    "_nsys_samples",
+    "_nsys_sample_frames",
+    "_nsys_sched",
 )
 
 
@@ -439,6 +447,29 @@ _STAGES: tuple[_Stage, ...] = (
         "GPUs",
     ),
     _Stage("_nsys_cuda_devices", fmt.TARGET_INFO_CUDA_DEVICE, lambda e, b: "gpuId, cudaId, pid", schema("gpu_id", "cuda_id", "pid"), "CUDA devices"),
+    _Stage(
+        "_nsys_samples",
+        fmt.COMPOSITE_EVENTS,
+        lambda e, b: (
+            f"""id, start, {_pid("globalTid")}, {_tid("globalTid")}, {e.optional(b, "cpu", "cpu")}, {e.optional(b, "threadState", "thread_state")}"""
+        ),
+        schema("sample_id", "ts_ns", "pid", "tid", "cpu", "thread_state"),
+        "CPU samples",
+    ),
+    _Stage(
+        "_nsys_sample_frames",
+        fmt.SAMPLING_CALLCHAINS,
+        lambda e, b: "id, stackDepth, symbol, module",
+        schema("sample_id", "depth", "function_id", "module_id"),
+        "CPU sample call chains",
+    ),
+    _Stage(
+        "_nsys_sched",
+        fmt.SCHED_EVENTS,
+        lambda e, b: f"""start, {e.optional(b, "cpu", "cpu")}, isSchedIn, {_pid("globalTid")}, {_tid("globalTid")}""",
+        schema("ts_ns", "cpu", "sched_in", "pid", "tid"),
+        "thread scheduling events",
+    ),
 )
 
 
@@ -490,6 +521,7 @@ def _stage_enums(export: _Export, con: duckdb.DuckDBPyConnection) -> None:
         ("memcpy_kind", fmt.ENUM_MEMCPY_OPER, fmt.MEMCPY_KIND_LABELS),
         ("mem_kind", fmt.ENUM_MEM_KIND, fmt.MEM_KIND_LABELS),
         ("sync_type", fmt.ENUM_SYNC_TYPE, fmt.SYNC_TYPE_LABELS),
+        ("thread_state", fmt.ENUM_SAMPLING_THREAD_STATE, fmt.SAMPLING_THREAD_STATE_LABELS),
     ):
         table = export.table(base)
         labels = dict(fallback)
@@ -516,6 +548,8 @@ def _set_format_variables(con: duckdb.DuckDBPyConnection) -> None:
         "nsys_graph_id_arg": fmt.GRAPH_ID_ARG,
         "nsys_graph_node_id_arg": fmt.GRAPH_NODE_ID_ARG,
         "nsys_not_in_graph": fmt.NOT_IN_GRAPH,
+        "nsys_sched_in_state": fmt.SCHED_IN_STATE,
+        "nsys_sched_out_state": fmt.SCHED_OUT_STATE,
     }
     for name, value in values.items():
         con.execute(f"SET VARIABLE {name} = ?", [value])
