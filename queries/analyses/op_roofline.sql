@@ -1,7 +1,8 @@
 -- analyses/op_roofline: a roofline point per framework op and operand shape, from the shapes and
 -- dtypes the profiler recorded (no Nsight Compute needed): FLOPs and bytes by TraceLens' perf models,
 -- the kernel time the op launched, and the device's roof for the op's precision. An op with a model
--- whose inputs the profiler did not record has NULL FLOPs and bytes and says why (never 0).
+-- whose inputs the profiler did not record, and an op without a model that launched kernels, has NULL
+-- FLOPs and bytes and says why (never 0).
 --
 -- From: xsp_op_perf and _xsp_op_roof (queries/lib/op_perf.sql) over spans, span_args
 -- ("Input Dims", "Input type", "Concrete Inputs"), span_ancestors and devices.
@@ -45,8 +46,18 @@ SELECT
     CASE WHEN any_value(r.peak_flops) IS NULL OR any_value(r.peak_dram_bytes_per_s) IS NULL
               OR any_value(o.flops) / nullif(any_value(o.bytes), 0) IS NULL THEN NULL
          WHEN any_value(o.flops) / nullif(any_value(o.bytes), 0) < any_value(r.peak_flops) / any_value(r.peak_dram_bytes_per_s)
-         THEN 'memory' ELSE 'compute' END AS bound
+         THEN 'memory' ELSE 'compute' END AS bound,
+    -- Share of the run's kernel time launched by ops with FLOPs, percent (the same on each row of a
+    -- run: how much of the GPU time these points explain).
+    any_value(m.modelled_kernel_time_pct) AS modelled_kernel_time_pct
 FROM xsp_op_perf AS o
 LEFT JOIN _xsp_op_roof AS r USING (run_id, span_id)
+LEFT JOIN (
+    SELECT p.run_id, round(100.0 * coalesce(sum(p.kernel_ns) FILTER (WHERE p.flops IS NOT NULL), 0)
+                           / nullif(any_value(k.kernel_ns), 0), 2) AS modelled_kernel_time_pct
+    FROM xsp_op_perf AS p
+    JOIN (SELECT run_id, sum(end_ns - start_ns) AS kernel_ns FROM spans WHERE kind = 'kernel' GROUP BY run_id) AS k USING (run_id)
+    GROUP BY p.run_id
+) AS m USING (run_id)
 GROUP BY o.run_id, o.name, o.input_dims, o.dtype, o.precision, o.not_modelled_reason
 ORDER BY o.run_id, sum(o.kernel_ns) DESC, o.name, o.input_dims;

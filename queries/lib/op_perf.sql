@@ -56,15 +56,18 @@ CREATE OR REPLACE TEMP MACRO _xsp_bpe(dtype) AS
 CREATE OR REPLACE TEMP MACRO _xsp_precision(dtype) AS
     (SELECT db.precision FROM _xsp_dtype_bytes AS db WHERE db.dtype_key = lower(dtype));
 
--- Modelled ops that enclose another modelled op (aten::addmm under a modelled caller): only the
--- innermost is counted, so no FLOP is counted twice -- except ops whose model leaves out what they
--- enclose (a convolution and its bias add_), which are counted beside it.
+-- Modelled ops that enclose another modelled op of the same kind, matrix or vector (aten::addmm
+-- under a modelled caller, aten::layer_norm around aten::native_layer_norm): only the innermost is
+-- counted, so no FLOP is counted twice -- except ops whose model leaves out what they enclose (a
+-- convolution and its bias add_; a GEMM and the fill_ or copy_ it runs), which are counted beside it.
 CREATE OR REPLACE TEMP VIEW _xsp_op_enclosing_models AS
 SELECT DISTINCT an.run_id, an.ancestor_id AS span_id
 FROM span_ancestors AS an
 JOIN _xsp_op_operands AS inner_op ON inner_op.run_id = an.run_id AND inner_op.span_id = an.span_id
 JOIN spans AS outer_op ON outer_op.run_id = an.run_id AND outer_op.span_id = an.ancestor_id
-WHERE NOT coalesce((SELECT m.outer_counted FROM _xsp_op_models AS m WHERE m.op_name = outer_op.name), false);
+JOIN _xsp_op_models AS m ON m.op_name = outer_op.name
+WHERE NOT m.outer_counted
+  AND (m.model IN ('gemm', 'sdpa', 'conv', 'conv_bwd')) = (inner_op.model IN ('gemm', 'sdpa', 'conv', 'conv_bwd'));
 
 -- Convolutions (forward and backward): input x, weight w, output shape, parameters.
 CREATE OR REPLACE TEMP VIEW _xsp_conv_shapes AS
@@ -112,6 +115,31 @@ WITH gemm AS (
         -- an out= tensor, if the op was given one (TraceLens: a non-empty third operand)
         CASE WHEN len(dims) >= 3 AND len(dims[3]) > 0 THEN _xsp_bpe(types[3]) END AS bpe_out_arg
     FROM _xsp_op_operands WHERE model = 'binary'
+), vector AS (
+    -- the vector models (xsp_trace/formats/aten_vector_models.py): n elements of the main operand
+    SELECT *, dims[a] AS x, CAST(_xsp_numel(dims[a]) AS DOUBLE) AS n, _xsp_bpe(types[a]) AS bpe,
+        CASE WHEN len(dims) >= b AND len(dims[b]) > 0 THEN _xsp_bpe(types[b]) END AS bpe_second
+    FROM _xsp_op_operands WHERE model NOT IN ('gemm', 'sdpa', 'binary', 'conv', 'conv_bwd')
+), norm_params AS (
+    -- TraceLens' Normalization flags as it reads them: "Input Dims" holds [] for an absent weight,
+    -- never null, so every norm counts as affine with a bias; a training flag is any non-empty text.
+    SELECT *,
+        CASE WHEN model IN ('layer_norm', 'layer_norm_bwd', 'rms_norm', 'rms_norm_bwd')
+             THEN CAST(_xsp_numel(TRY_CAST(TRY_CAST(concrete[params_at] AS JSON) AS BIGINT[])) AS DOUBLE)
+             WHEN model = 'group_norm_bwd' THEN x[2] / TRY_CAST(concrete[params_at] AS DOUBLE)
+             ELSE CAST(x[2] AS DOUBLE) END AS c,
+        CASE WHEN model IN ('batch_norm', 'batch_norm_bwd') THEN coalesce(concrete[params_at], '') <> ''
+             ELSE model NOT IN ('rms_norm', 'rms_norm_bwd') END AS training,
+        TRY_CAST(TRY_CAST(lower(CASE model WHEN 'layer_norm_bwd' THEN concrete[params_at + 5]
+                                           WHEN 'group_norm_bwd' THEN concrete[params_at + 1]
+                                           WHEN 'rms_norm_bwd' THEN concrete[params_at + 3] END) AS JSON) AS BOOLEAN[]) AS output_mask
+    FROM vector WHERE model LIKE '%norm%'
+), norm AS (
+    SELECT *,
+        coalesce(output_mask[1], true) AS mask_input,
+        CASE WHEN model = 'layer_norm_bwd' THEN output_mask[2] ELSE true END AS affine,
+        CASE WHEN model = 'layer_norm_bwd' THEN output_mask[3] ELSE true END AS norm_bias
+    FROM norm_params
 ), conv AS (
     SELECT *,
         -- multiply-adds per output element (forward, grad-input) = C_in/groups x kernel elements
@@ -152,20 +180,78 @@ SELECT run_id, span_id, name, iteration, model, types[a],
 FROM conv
 UNION ALL
 SELECT run_id, span_id, name, iteration, model, types[a], missing_key, NULL, NULL, 'matrix'
-FROM _xsp_op_operands WHERE model IN ('conv', 'conv_bwd') AND missing_key IS NOT NULL;
+FROM _xsp_op_operands WHERE model IN ('conv', 'conv_bwd') AND missing_key IS NOT NULL
+UNION ALL
+SELECT run_id, span_id, name, iteration, model, types[a], coalesce(missing_key, CASE WHEN model = 'tensor_list' THEN 'tensor_list' END),
+    CASE model WHEN 'unary' THEN n WHEN 'reduce' THEN n WHEN 'scan' THEN n
+               WHEN 'softmax' THEN 3 * n WHEN 'softmax_bwd' THEN 6 * n WHEN 'fill' THEN 0 WHEN 'gather' THEN 0 END,
+    CASE model WHEN 'unary' THEN n * bpe + n * coalesce(bpe_second, bpe)
+               -- TraceLens reads the reduced dimensions from "Concrete Inputs" as numbers; the
+               -- profiler writes text, so it always counts a one-element output
+               WHEN 'reduce' THEN n * bpe + bpe WHEN 'scan' THEN 2 * n * bpe
+               WHEN 'softmax' THEN 2 * n * bpe WHEN 'softmax_bwd' THEN 4 * n * bpe
+               WHEN 'fill' THEN n * bpe
+               -- indices read, rows read and written
+               WHEN 'gather' THEN _xsp_numel(dims[b]) * bpe_second
+                   + 2 * _xsp_numel(dims[b]) * n / x[coalesce(TRY_CAST(concrete[params_at] AS INTEGER), 0) + 1] * bpe END,
+    'vector'
+FROM vector WHERE model NOT LIKE '%norm%'
+UNION ALL
+SELECT run_id, span_id, name, iteration, model, types[a], missing_key,
+    CASE WHEN model = 'rms_norm' THEN n / c * (2 * c + 2) + 2 * n
+         WHEN model = 'rms_norm_bwd'
+         THEN 2 * n + CASE WHEN mask_input THEN 6 * n ELSE 0 END
+              + CASE WHEN output_mask[2] THEN n + CASE WHEN n / c > 1 THEN n ELSE 0 END ELSE 0 END
+         WHEN model LIKE '%_bwd'
+         THEN c * (CASE WHEN training THEN 0 ELSE 3 END + 4 * n / c
+                   + CASE WHEN NOT mask_input THEN 2 * n / c WHEN training THEN 5 * n / c ELSE 0 END)
+         ELSE 6 * c + CASE WHEN training THEN 3 * n ELSE 0 END + 2 * n END,
+    CASE WHEN model = 'rms_norm' THEN 2 * n * bpe + c * bpe
+         WHEN model = 'rms_norm_bwd' THEN 3 * n * bpe + 2 * c * bpe
+         WHEN model LIKE '%_bwd'
+         THEN n * bpe + n * bpe * CASE WHEN mask_input AND training THEN 2 ELSE 1 END
+              + CASE WHEN training THEN c * bpe ELSE 0 END
+              + CASE WHEN affine THEN c * bpe + CASE WHEN training THEN c * bpe * CASE WHEN norm_bias THEN 2 ELSE 1 END ELSE 0 END
+                     ELSE 0 END
+         ELSE 2 * n * bpe + (2 + CASE WHEN affine THEN 1 + CASE WHEN norm_bias THEN 1 ELSE 0 END ELSE 0 END
+                             + CASE WHEN training THEN 2 ELSE 0 END) * c * bpe END,
+    'vector'
+FROM norm;
 
--- The modelled ops that are counted (innermost, or counted beside what they enclose), each with its
--- FLOPs and bytes, or NULL and the reason.
+-- Every modelled op, each with its FLOPs and bytes, or NULL and the reason -- also one that encloses
+-- a counted modelled op (reason counted_inside: its FLOPs are its inner op's).
 CREATE OR REPLACE TEMP VIEW _xsp_op_counted AS
 SELECT f.* EXCLUDE (missing_key, flops, bytes),
     CASE WHEN reason_key IS NULL THEN f.flops END AS flops,
     CASE WHEN reason_key IS NULL THEN f.bytes END AS bytes,
-    (SELECT r.reason FROM _xsp_not_modelled_reasons AS r WHERE r.reason_key = k.reason_key) AS not_modelled_reason
+    k.reason_key
 FROM _xsp_op_flops AS f,
-LATERAL (SELECT CASE WHEN f.missing_key IS NOT NULL THEN f.missing_key
+LATERAL (SELECT CASE WHEN EXISTS (SELECT 1 FROM _xsp_op_enclosing_models AS e WHERE e.run_id = f.run_id AND e.span_id = f.span_id)
+                     THEN 'counted_inside'
+                     WHEN f.missing_key IS NOT NULL THEN f.missing_key
                      WHEN _xsp_bpe(f.dtype) IS NULL THEN 'unknown_dtype'
-                     WHEN f.flops IS NULL OR f.bytes IS NULL THEN 'bad_shapes' END AS reason_key) AS k
-WHERE NOT EXISTS (SELECT 1 FROM _xsp_op_enclosing_models AS e WHERE e.run_id = f.run_id AND e.span_id = f.span_id);
+                     WHEN f.flops IS NULL OR f.bytes IS NULL THEN 'bad_shapes' END AS reason_key) AS k;
+
+-- The ops without a model that launched GPU kernels no modelled op encloses (the kernel's innermost
+-- op), as rows without FLOPs (reason no_model), so every kernel's launching op has a row.
+CREATE OR REPLACE TEMP VIEW _xsp_op_unmodelled AS
+WITH orphan_kernels AS (
+    SELECT k.run_id, k.span_id FROM spans AS k
+    WHERE k.kind = 'kernel' AND NOT EXISTS (
+        SELECT 1 FROM span_ancestors AS an JOIN _xsp_op_counted AS c ON c.run_id = an.run_id AND c.span_id = an.ancestor_id
+        WHERE an.run_id = k.run_id AND an.span_id = k.span_id)
+), launcher AS (
+    SELECT an.run_id, arg_min(an.ancestor_id, an.distance) AS span_id
+    FROM orphan_kernels AS ok
+    JOIN span_ancestors AS an ON an.run_id = ok.run_id AND an.span_id = ok.span_id
+    JOIN spans AS o ON o.run_id = an.run_id AND o.span_id = an.ancestor_id AND o.kind = 'op'
+    GROUP BY an.run_id, an.span_id
+)
+SELECT DISTINCT s.run_id, s.span_id, s.name, s.iteration, CAST(NULL AS VARCHAR) AS model,
+    (SELECT TRY_CAST(TRY_CAST(t.value AS JSON) AS VARCHAR[])[1] FROM span_args AS t
+     WHERE t.run_id = s.run_id AND t.span_id = s.span_id AND t.key = getvariable('xsp_arg_input_type')) AS dtype,
+    'vector' AS unit, CAST(NULL AS DOUBLE) AS flops, CAST(NULL AS DOUBLE) AS bytes, 'no_model' AS reason_key
+FROM launcher AS l JOIN spans AS s ON s.run_id = l.run_id AND s.span_id = l.span_id;
 
 -- Every counted modelled op: FLOPs, bytes (NULL, with not_modelled_reason, when the profiler did not
 -- record what the model needs) and the GPU kernels it launched -- each kernel charged to its nearest
@@ -176,7 +262,8 @@ WITH kernel_owner AS (
            any_value(k.end_ns - k.start_ns) AS kernel_ns, any_value(k.device_id) AS device_id
     FROM span_ancestors AS an
     JOIN spans AS k ON k.run_id = an.run_id AND k.span_id = an.span_id AND k.kind = 'kernel'
-    JOIN _xsp_op_counted AS c ON c.run_id = an.run_id AND c.span_id = an.ancestor_id
+    JOIN (SELECT run_id, span_id FROM _xsp_op_counted UNION ALL SELECT run_id, span_id FROM _xsp_op_unmodelled) AS c
+        ON c.run_id = an.run_id AND c.span_id = an.ancestor_id
     GROUP BY an.run_id, an.span_id
 ), kernels_under AS (
     SELECT run_id, span_id, count(*) AS kernels, sum(kernel_ns) AS kernel_ns, min(device_id) AS device_id
@@ -191,20 +278,24 @@ SELECT
     f.name,
     -- Its iteration (step number).
     f.iteration,
-    -- Perf model: gemm, sdpa, binary, conv, conv_bwd.
+    -- Perf model: gemm, sdpa, binary, conv, conv_bwd, or a vector model (unary, reduce, layer_norm, ...;
+    -- xsp_trace/formats/aten_vector_models.py); NULL: none.
     f.model,
     -- Dtype of its first operand, as the profiler names it.
     f.dtype,
     -- Precision class of that dtype (fp32, bf16, ...).
     _xsp_precision(f.dtype) AS precision,
-    -- 'matrix' (GEMM, attention, conv: matrix peaks) or 'vector' (elementwise).
+    -- 'matrix' (GEMM, attention, conv: matrix peaks) or 'vector' (elementwise, norms, reductions, ...).
     f.unit,
     -- FLOPs of the op (NULL: not modelled).
     f.flops,
     -- Bytes it moves (NULL: not modelled).
     f.bytes,
-    -- Why it has no FLOPs (the profiler did not record what the model needs), else NULL.
-    f.not_modelled_reason,
+    -- Why it has no FLOPs (no model, the profiler did not record what the model needs, or an inner
+    -- op is counted instead), else NULL.
+    (SELECT r.reason FROM _xsp_not_modelled_reasons AS r WHERE r.reason_key = f.reason_key) AS not_modelled_reason,
+    -- That reason's key (no_model, no_shapes, counted_inside, ...: xsp_trace/formats/aten_perf_models.py).
+    f.reason_key AS not_modelled_key,
     -- GPU kernels it launched (charged to the nearest counted op).
     coalesce(ku.kernels, 0) AS kernels,
     -- Their GPU time, ns.
@@ -214,7 +305,7 @@ SELECT
     -- The recorded operand shapes ("Input Dims").
     (SELECT d.value FROM span_args AS d
      WHERE d.run_id = f.run_id AND d.span_id = f.span_id AND d.key = getvariable('xsp_arg_input_dims')) AS input_dims
-FROM _xsp_op_counted AS f
+FROM (SELECT * FROM _xsp_op_counted UNION ALL BY NAME SELECT * FROM _xsp_op_unmodelled) AS f
 LEFT JOIN kernels_under AS ku USING (run_id, span_id);
 
 -- The roof for an op on its device: the dense matrix peak of its precision for matrix ops (GEMM,
