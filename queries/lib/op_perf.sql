@@ -1,7 +1,7 @@
 -- lib/op_perf: FLOPs and bytes of every framework op that has a perf model, from the
 -- shapes and dtypes the profiler recorded, with the GPU kernel time it launched -- the building
 -- block of the shape-based roofline and MFU analyses (no Nsight Compute needed).
--- include:
+-- include: lib/op_vector_models
 --
 -- From: spans (kind op) and their span_args "Input Dims" / "Input type" / "Concrete Inputs"
 -- (Kineto with record_shapes; argument names in variables set from xsp_trace/formats), the op
@@ -183,38 +183,15 @@ SELECT run_id, span_id, name, iteration, model, types[a], missing_key, NULL, NUL
 FROM _xsp_op_operands WHERE model IN ('conv', 'conv_bwd') AND missing_key IS NOT NULL
 UNION ALL
 SELECT run_id, span_id, name, iteration, model, types[a], coalesce(missing_key, CASE WHEN model = 'tensor_list' THEN 'tensor_list' END),
-    CASE model WHEN 'unary' THEN n WHEN 'reduce' THEN n WHEN 'scan' THEN n
-               WHEN 'softmax' THEN 3 * n WHEN 'softmax_bwd' THEN 6 * n WHEN 'fill' THEN 0 WHEN 'gather' THEN 0 END,
-    CASE model WHEN 'unary' THEN n * bpe + n * coalesce(bpe_second, bpe)
-               -- TraceLens reads the reduced dimensions from "Concrete Inputs" as numbers; the
-               -- profiler writes text, so it always counts a one-element output
-               WHEN 'reduce' THEN n * bpe + bpe WHEN 'scan' THEN 2 * n * bpe
-               WHEN 'softmax' THEN 2 * n * bpe WHEN 'softmax_bwd' THEN 4 * n * bpe
-               WHEN 'fill' THEN n * bpe
-               -- indices read, rows read and written
-               WHEN 'gather' THEN _xsp_numel(dims[b]) * bpe_second
-                   + 2 * _xsp_numel(dims[b]) * n / x[coalesce(TRY_CAST(concrete[params_at] AS INTEGER), 0) + 1] * bpe END,
+    _xsp_vector_flops(model, n),
+    -- gather: n / the gathered dimension's size = elements of one row
+    _xsp_vector_bytes(model, n, bpe, bpe_second, _xsp_numel(dims[b]), n / x[coalesce(TRY_CAST(concrete[params_at] AS INTEGER), 0) + 1]),
     'vector'
 FROM vector WHERE model NOT LIKE '%norm%'
 UNION ALL
 SELECT run_id, span_id, name, iteration, model, types[a], missing_key,
-    CASE WHEN model = 'rms_norm' THEN n / c * (2 * c + 2) + 2 * n
-         WHEN model = 'rms_norm_bwd'
-         THEN 2 * n + CASE WHEN mask_input THEN 6 * n ELSE 0 END
-              + CASE WHEN output_mask[2] THEN n + CASE WHEN n / c > 1 THEN n ELSE 0 END ELSE 0 END
-         WHEN model LIKE '%_bwd'
-         THEN c * (CASE WHEN training THEN 0 ELSE 3 END + 4 * n / c
-                   + CASE WHEN NOT mask_input THEN 2 * n / c WHEN training THEN 5 * n / c ELSE 0 END)
-         ELSE 6 * c + CASE WHEN training THEN 3 * n ELSE 0 END + 2 * n END,
-    CASE WHEN model = 'rms_norm' THEN 2 * n * bpe + c * bpe
-         WHEN model = 'rms_norm_bwd' THEN 3 * n * bpe + 2 * c * bpe
-         WHEN model LIKE '%_bwd'
-         THEN n * bpe + n * bpe * CASE WHEN mask_input AND training THEN 2 ELSE 1 END
-              + CASE WHEN training THEN c * bpe ELSE 0 END
-              + CASE WHEN affine THEN c * bpe + CASE WHEN training THEN c * bpe * CASE WHEN norm_bias THEN 2 ELSE 1 END ELSE 0 END
-                     ELSE 0 END
-         ELSE 2 * n * bpe + (2 + CASE WHEN affine THEN 1 + CASE WHEN norm_bias THEN 1 ELSE 0 END ELSE 0 END
-                             + CASE WHEN training THEN 2 ELSE 0 END) * c * bpe END,
+    _xsp_norm_flops(model, n, c, training, mask_input, coalesce(output_mask[2], false)),
+    _xsp_norm_bytes(model, n, c, bpe, training, mask_input, affine, norm_bias),
     'vector'
 FROM norm;
 

@@ -77,6 +77,7 @@ ANALYSES: tuple[Analysis, ...] = (
     Analysis("layer_allocations", "Memory each layer allocates while it runs (allocation events)", "layer"),
     Analysis("op_roofline", "Roofline per op and shape from recorded shapes (TraceLens perf models)", "kernel"),
     Analysis("model_flops_utilization", "Model FLOPs utilisation (MFU) from recorded shapes", "model"),
+    Analysis("op_categories", "Time per op category: GEMM, conv, attention, norm, elementwise, ...", "kernel"),
     Analysis("compare_runs", "Comparison of two runs", "compare"),
 )
 
