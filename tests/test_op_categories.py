@@ -94,3 +94,15 @@ def test_nccl_kernels_are_communication(converted):
     comm = [r for (_, category), r in rows.items() if category == "communication"]
     assert sum(r["kernels"] for r in comm) == 21
     assert sum(r["kernel_ms"] for r in comm) == pytest.approx(raw_us / 1000, abs=1e-3)
+
+
+def test_report_line_states_the_shares(converted):
+    """The report's line gives each category's share of GPU time: GEMM's equals the raw trace's
+    xmma/cutlass GEMM kernels over all its kernels, copies and sets."""
+    from xsp_trace.analyze.report_categories import category_line
+
+    con = _session(converted, QWEN_H100)
+    events = [e for e in _events(QWEN_H100) if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    gemm = 100 * sum(e["dur"] for e in events if e["cat"] == "kernel" and "gemm" in e["name"]) / sum(e["dur"] for e in events)
+    line = category_line({"op_categories": run_analysis(con, "op_categories")})
+    assert f"GEMM {gemm:.1f} %" in line and "run 1: elementwise" in line

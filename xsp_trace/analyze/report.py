@@ -15,6 +15,7 @@ from ..timebase import format_time
 from . import svg
 from .catalog import ANALYSES
 from .findings import Finding
+from .report_categories import category_line
 from .report_text import cell_html, distinct_names, escape, header_html, is_name_column, per_basis, step_basis
 from .session import Result
 
@@ -262,6 +263,7 @@ def render_report(database: Path, results: dict[str, Result], findings: list[Fin
         "bar's label for the full name.</p>"
         + _findings_html(findings)
         + _notes(results)
+        + category_line(results)
         + "<h2>Plots</h2>"
         + (_plots(results) + _gpu_plots(results) or "<p>(nothing to plot)</p>")
         + "".join(sections)
