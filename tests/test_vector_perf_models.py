@@ -27,6 +27,8 @@ FIXTURES = {
     "kineto_rocm_mi250": "hta_mi250_rocm62_minitoy.json.gz",
     "kineto_conv_vit_h100": "tracelens_h100_falconsai_vit.json.gz",
     "kineto_conv_resnet_mi300": "tracelens_mi300_resnet_act_checkpoint.json.gz",
+    # one call of each norm variant no recorded trace holds (layer/group/RMS norm backward, ...)
+    "kineto_handmade_norm_shapes": "norm_shapes.json.gz",
 }
 ROWS = (
     "SELECT a.value, o.name, o.model, o.flops, o.bytes, o.not_modelled_key, o.kernel_ns FROM xsp_op_perf AS o "
@@ -145,3 +147,17 @@ def test_own_models_on_the_h100_embedding_and_fill(converted):
     con = _session(converted, "kineto_2025_all_options_h100")
     rows = dict(con.execute("SELECT name, any_value(bytes) FROM xsp_op_perf WHERE name IN ('aten::index_select') GROUP BY name").fetchall())
     assert rows["aten::index_select"] == 8944 * 8 + 2 * 8944 * 1024 * 2
+
+
+def test_every_handmade_norm_is_compared_and_softmax_has_its_formula(converted):
+    """The hand-made trace: each of TraceLens' nine calls is compared above (none counted inside
+    another); softmax, which TraceLens' op map leaves out, gets its Softmax formulas: 3 FLOPs and 2
+    bf16 elements moved per element forward, twice that backward, over 8 x 12 x 128 x 128."""
+    con = _session(converted, "kineto_handmade_norm_shapes")
+    ours = _ours(con)
+    with open(DATA / "kineto_handmade_norm_shapes" / "tracelens_vector_models.csv") as f:
+        assert all(ours[row["external_id"]][4] is None for row in csv.DictReader(f))
+    n = 8 * 12 * 128 * 128
+    rows = {name: (flops, nbytes) for name, _, flops, nbytes, _, _ in ours.values()}
+    assert rows["aten::_softmax"] == (3 * n, 2 * n * 2)
+    assert rows["aten::_softmax_backward_data"] == (6 * n, 4 * n * 2)

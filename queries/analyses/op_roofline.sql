@@ -49,15 +49,10 @@ SELECT
          THEN 'memory' ELSE 'compute' END AS bound,
     -- Share of the run's kernel time launched by ops with FLOPs, percent (the same on each row of a
     -- run: how much of the GPU time these points explain).
-    any_value(m.modelled_kernel_time_pct) AS modelled_kernel_time_pct
+    round(100.0 * sum(coalesce(sum(o.kernel_ns) FILTER (WHERE o.flops IS NOT NULL), 0)) OVER (PARTITION BY o.run_id)
+          / nullif(any_value(k.kernel_ns), 0), 2) AS modelled_kernel_time_pct
 FROM xsp_op_perf AS o
 LEFT JOIN _xsp_op_roof AS r USING (run_id, span_id)
-LEFT JOIN (
-    SELECT p.run_id, round(100.0 * coalesce(sum(p.kernel_ns) FILTER (WHERE p.flops IS NOT NULL), 0)
-                           / nullif(any_value(k.kernel_ns), 0), 2) AS modelled_kernel_time_pct
-    FROM xsp_op_perf AS p
-    JOIN (SELECT run_id, sum(end_ns - start_ns) AS kernel_ns FROM spans WHERE kind = 'kernel' GROUP BY run_id) AS k USING (run_id)
-    GROUP BY p.run_id
-) AS m USING (run_id)
+LEFT JOIN (SELECT run_id, sum(end_ns - start_ns) AS kernel_ns FROM spans WHERE kind = 'kernel' GROUP BY run_id) AS k USING (run_id)
 GROUP BY o.run_id, o.name, o.input_dims, o.dtype, o.precision, o.not_modelled_reason
 ORDER BY o.run_id, sum(o.kernel_ns) DESC, o.name, o.input_dims;

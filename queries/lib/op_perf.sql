@@ -209,39 +209,39 @@ LATERAL (SELECT CASE WHEN EXISTS (SELECT 1 FROM _xsp_op_enclosing_models AS e WH
                      WHEN _xsp_bpe(f.dtype) IS NULL THEN 'unknown_dtype'
                      WHEN f.flops IS NULL OR f.bytes IS NULL THEN 'bad_shapes' END AS reason_key) AS k;
 
--- The ops without a model that launched GPU kernels no modelled op encloses (the kernel's innermost
--- op), as rows without FLOPs (reason no_model), so every kernel's launching op has a row.
-CREATE OR REPLACE TEMP VIEW _xsp_op_unmodelled AS
-WITH orphan_kernels AS (
-    SELECT k.run_id, k.span_id FROM spans AS k
-    WHERE k.kind = 'kernel' AND NOT EXISTS (
-        SELECT 1 FROM span_ancestors AS an JOIN _xsp_op_counted AS c ON c.run_id = an.run_id AND c.span_id = an.ancestor_id
-        WHERE an.run_id = k.run_id AND an.span_id = k.span_id)
-), launcher AS (
-    SELECT an.run_id, arg_min(an.ancestor_id, an.distance) AS span_id
-    FROM orphan_kernels AS ok
-    JOIN span_ancestors AS an ON an.run_id = ok.run_id AND an.span_id = ok.span_id
-    JOIN spans AS o ON o.run_id = an.run_id AND o.span_id = an.ancestor_id AND o.kind = 'op'
-    GROUP BY an.run_id, an.span_id
-)
-SELECT DISTINCT s.run_id, s.span_id, s.name, s.iteration, CAST(NULL AS VARCHAR) AS model,
-    (SELECT TRY_CAST(TRY_CAST(t.value AS JSON) AS VARCHAR[])[1] FROM span_args AS t
-     WHERE t.run_id = s.run_id AND t.span_id = s.span_id AND t.key = getvariable('xsp_arg_input_type')) AS dtype,
-    'vector' AS unit, CAST(NULL AS DOUBLE) AS flops, CAST(NULL AS DOUBLE) AS bytes, 'no_model' AS reason_key
-FROM launcher AS l JOIN spans AS s ON s.run_id = l.run_id AND s.span_id = l.span_id;
-
--- Every counted modelled op: FLOPs, bytes (NULL, with not_modelled_reason, when the profiler did not
--- record what the model needs) and the GPU kernels it launched -- each kernel charged to its nearest
--- counted op only.
+-- Every op that launched kernels, with FLOPs and bytes where it has a model (NULL, with
+-- not_modelled_reason, where the profiler did not record what the model needs, where it has none, or
+-- where an inner op is counted instead) and the GPU kernels it launched -- each kernel charged to
+-- its nearest row only. An op without a model gets a row when it is the innermost op above a kernel
+-- no modelled op encloses (reason no_model).
 CREATE OR REPLACE TEMP VIEW xsp_op_perf AS
-WITH kernel_owner AS (
-    SELECT an.run_id, an.span_id AS kernel_id, arg_min(an.ancestor_id, an.distance) AS span_id,
-           any_value(k.end_ns - k.start_ns) AS kernel_ns, any_value(k.device_id) AS device_id
+WITH counted AS MATERIALIZED (
+    SELECT * FROM _xsp_op_counted
+), kernel_ancestors AS MATERIALIZED (
+    SELECT an.run_id, an.span_id AS kernel_id, an.ancestor_id, an.distance, k.end_ns - k.start_ns AS kernel_ns, k.device_id
     FROM span_ancestors AS an
     JOIN spans AS k ON k.run_id = an.run_id AND k.span_id = an.span_id AND k.kind = 'kernel'
-    JOIN (SELECT run_id, span_id FROM _xsp_op_counted UNION ALL SELECT run_id, span_id FROM _xsp_op_unmodelled) AS c
-        ON c.run_id = an.run_id AND c.span_id = an.ancestor_id
-    GROUP BY an.run_id, an.span_id
+), orphan_launchers AS (
+    SELECT DISTINCT ka.run_id, arg_min(ka.ancestor_id, ka.distance) AS span_id
+    FROM kernel_ancestors AS ka
+    JOIN spans AS o ON o.run_id = ka.run_id AND o.span_id = ka.ancestor_id AND o.kind = 'op'
+    WHERE NOT EXISTS (SELECT 1 FROM kernel_ancestors AS k2 JOIN counted AS c ON c.run_id = k2.run_id AND c.span_id = k2.ancestor_id
+                      WHERE k2.run_id = ka.run_id AND k2.kernel_id = ka.kernel_id)
+    GROUP BY ka.run_id, ka.kernel_id
+), op_rows AS MATERIALIZED (
+    SELECT * FROM counted
+    UNION ALL BY NAME
+    SELECT s.run_id, s.span_id, s.name, s.iteration, CAST(NULL AS VARCHAR) AS model,
+        (SELECT TRY_CAST(TRY_CAST(t.value AS JSON) AS VARCHAR[])[1] FROM span_args AS t
+         WHERE t.run_id = s.run_id AND t.span_id = s.span_id AND t.key = getvariable('xsp_arg_input_type')) AS dtype,
+        'vector' AS unit, CAST(NULL AS DOUBLE) AS flops, CAST(NULL AS DOUBLE) AS bytes, 'no_model' AS reason_key
+    FROM orphan_launchers AS l JOIN spans AS s ON s.run_id = l.run_id AND s.span_id = l.span_id
+), kernel_owner AS (
+    SELECT ka.run_id, ka.kernel_id, arg_min(ka.ancestor_id, ka.distance) AS span_id,
+           any_value(ka.kernel_ns) AS kernel_ns, any_value(ka.device_id) AS device_id
+    FROM kernel_ancestors AS ka
+    JOIN op_rows AS c ON c.run_id = ka.run_id AND c.span_id = ka.ancestor_id
+    GROUP BY ka.run_id, ka.kernel_id
 ), kernels_under AS (
     SELECT run_id, span_id, count(*) AS kernels, sum(kernel_ns) AS kernel_ns, min(device_id) AS device_id
     FROM kernel_owner GROUP BY ALL
@@ -282,7 +282,7 @@ SELECT
     -- The recorded operand shapes ("Input Dims").
     (SELECT d.value FROM span_args AS d
      WHERE d.run_id = f.run_id AND d.span_id = f.span_id AND d.key = getvariable('xsp_arg_input_dims')) AS input_dims
-FROM (SELECT * FROM _xsp_op_counted UNION ALL BY NAME SELECT * FROM _xsp_op_unmodelled) AS f
+FROM op_rows AS f
 LEFT JOIN kernels_under AS ku USING (run_id, span_id);
 
 -- The roof for an op on its device: the dense matrix peak of its precision for matrix ops (GEMM,
