@@ -184,8 +184,9 @@ FROM _xsp_op_operands WHERE model IN ('conv', 'conv_bwd') AND missing_key IS NOT
 UNION ALL
 SELECT run_id, span_id, name, iteration, model, types[a], coalesce(missing_key, CASE WHEN model = 'tensor_list' THEN 'tensor_list' END),
     _xsp_vector_flops(model, n),
-    -- gather: n / the gathered dimension's size = elements of one row
-    _xsp_vector_bytes(model, n, bpe, bpe_second, _xsp_numel(dims[b]), n / x[coalesce(TRY_CAST(concrete[params_at] AS INTEGER), 0) + 1]),
+    -- gather: n / the gathered dimension's size = elements of one row; mse_loss_bwd: grad_output's
+    _xsp_vector_bytes(model, n, bpe, bpe_second, _xsp_numel(dims[b]),
+        CASE WHEN model = 'mse_loss_bwd' THEN _xsp_numel(dims[1]) ELSE n / x[coalesce(TRY_CAST(concrete[params_at] AS INTEGER), 0) + 1] END),
     'vector'
 FROM vector WHERE model NOT LIKE '%norm%'
 UNION ALL

@@ -10,11 +10,14 @@
 -- FLOPs of an elementwise, reduction, softmax, fill or gather op over n elements of its operand.
 CREATE OR REPLACE TEMP MACRO _xsp_vector_flops(model, n) AS
     CASE model WHEN 'unary' THEN n WHEN 'reduce' THEN n WHEN 'scan' THEN n
-               WHEN 'softmax' THEN 3 * n WHEN 'softmax_bwd' THEN 6 * n WHEN 'fill' THEN 0 WHEN 'gather' THEN 0 END;
+               WHEN 'softmax' THEN 3 * n WHEN 'softmax_bwd' THEN 6 * n WHEN 'fill' THEN 0 WHEN 'gather' THEN 0
+               -- subtract and square (the reduction is the aten::mean it runs inside, counted there);
+               -- backward: subtract, scale by 2 (/ n), multiply by the gradient
+               WHEN 'mse_loss' THEN 2 * n WHEN 'mse_loss_bwd' THEN 3 * n END;
 
 -- Bytes of the same: bpe the operand's element size, bpe_second the second operand's (unary: an
 -- out= or source tensor; gather: the indices), index_numel and row_numel a gather's indices and
--- elements per gathered row.
+-- elements per gathered row (mse_loss_bwd: row_numel the elements of grad_output).
 CREATE OR REPLACE TEMP MACRO _xsp_vector_bytes(model, n, bpe, bpe_second, index_numel, row_numel) AS
     CASE model WHEN 'unary' THEN n * bpe + n * coalesce(bpe_second, bpe)
                -- TraceLens reads the reduced dimensions from "Concrete Inputs" as numbers; the
@@ -23,7 +26,11 @@ CREATE OR REPLACE TEMP MACRO _xsp_vector_bytes(model, n, bpe, bpe_second, index_
                WHEN 'softmax' THEN 2 * n * bpe WHEN 'softmax_bwd' THEN 4 * n * bpe
                WHEN 'fill' THEN n * bpe
                -- indices read, rows read and written
-               WHEN 'gather' THEN index_numel * bpe_second + 2 * index_numel * row_numel * bpe END;
+               WHEN 'gather' THEN index_numel * bpe_second + 2 * index_numel * row_numel * bpe
+               -- input and target read, the squared differences written; backward: input, target
+               -- and grad_output read, the input's gradient written
+               WHEN 'mse_loss' THEN 3 * n * bpe
+               WHEN 'mse_loss_bwd' THEN 3 * n * bpe + row_numel * bpe END;
 
 -- FLOPs of a norm over n elements with c channels (TraceLens' Normalization.flops_func and
 -- flops_func_bwd; RMSNorm and RMSNormBwd): mask_input / mask_weight are output_mask[0] / [1].

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .aten_vector_models import VECTOR_OP_MODELS
+from .aten_vector_models import OUTER_COUNTED, VECTOR_OP_MODELS
 
 
 class OpModel(NamedTuple):
@@ -80,7 +80,7 @@ OP_MODELS: dict[str, OpModel] = {
     #  output_mask)
     "aten::convolution_backward": OpModel("conv_bwd", 1, 2, 3, False, None, 4, True),
     **{f"aten::{op}{suffix}": OpModel("binary", 0, 1, None, False, None) for op in ("add", "sub", "mul", "div") for suffix in ("", "_")},
-    **{name: OpModel(model, a, b, None, False, None, params) for name, (model, a, b, params) in VECTOR_OP_MODELS.items()},
+    **{name: OpModel(model, a, b, None, False, None, params, name in OUTER_COUNTED) for name, (model, a, b, params) in VECTOR_OP_MODELS.items()},
 }
 
 # Why a modelled op gets no FLOPs (reported in xsp_op_perf.not_modelled_reason, FLOPs and bytes NULL).

@@ -19,6 +19,9 @@ Each entry: (model, tensor_arg, second_arg, param_arg)
   (group_norm_bwd).
 - softmax, softmax_bwd (TraceLens' Softmax formulas, which its op map does not use): the activation.
 - fill (own): the tensor written.
+- mse_loss, mse_loss_bwd (own): tensor_arg the input, second_arg the target. The forward runs its
+  reduction as an aten::mean inside it (counted there), so it is counted beside what it encloses
+  (OUTER_COUNTED), for its own elementwise kernel.
 - gather (own: embedding lookup, index_select): tensor_arg the table, second_arg the indices,
   param_arg the "Concrete Inputs" position of the gathered dimension (NULL: dimension 0).
 - tensor_list (cat, stack, foreach and fused optimizer updates): the profiler records no element
@@ -71,6 +74,9 @@ VECTOR_OP_MODELS: dict[str, tuple[str, int, int | None, int | None]] = {
     **{f"aten::{op}": ("softmax", 0, None, None) for op in ("_softmax", "_log_softmax")},
     # (grad_output, output, dim, input_dtype)
     **{f"aten::{op}": ("softmax_bwd", 1, 0, None) for op in ("_softmax_backward_data", "_log_softmax_backward_data")},
+    # (self, target, reduction); backward (grad_output, self, target, reduction)
+    "aten::mse_loss": ("mse_loss", 0, 1, None),
+    "aten::mse_loss_backward": ("mse_loss_bwd", 1, 2, None),
     **{f"aten::{op}": ("fill", 0, None, None) for op in ("fill_", "zero_")},
     # (weight, indices, padding_idx, scale_grad_by_freq, sparse)
     "aten::embedding": ("gather", 0, 1, None),
@@ -96,3 +102,6 @@ VECTOR_OP_MODELS: dict[str, tuple[str, int, int | None, int | None]] = {
         )
     },  # fmt: skip
 }
+
+# Counted even when they enclose another modelled op: their model leaves out what they enclose.
+OUTER_COUNTED = frozenset({"aten::mse_loss"})

@@ -28,6 +28,8 @@ MODEL_CATEGORY: dict[str, str] = {
     "unary": "elementwise",
     "reduce": "reduction",
     "scan": "reduction",
+    "mse_loss": "elementwise",  # its reduction is the aten::mean inside it
+    "mse_loss_bwd": "elementwise",
     "softmax": "norm",
     "softmax_bwd": "norm",
     **{f"{norm}{suffix}": "norm" for norm in ("batch_norm", "layer_norm", "group_norm", "rms_norm") for suffix in ("", "_bwd")},

@@ -123,8 +123,8 @@ def main() -> None:
         "displayTimeUnit": "ms",
         "baseTimeNanoseconds": 1700000000000000000,
     }
-    with gzip.open(Path(__file__).with_name("norm_shapes.json.gz"), "wt") as f:
-        json.dump(trace, f)
+    with open(Path(__file__).with_name("norm_shapes.json.gz"), "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f:
+        f.write(json.dumps(trace).encode())  # mtime 0: the same bytes on every run
 
 
 if __name__ == "__main__":
