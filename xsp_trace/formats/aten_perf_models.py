@@ -90,7 +90,8 @@ NOT_MODELLED_REASONS: dict[str, str] = {
     "unknown_dtype": "element type not known to xsp_trace/formats/torch_dtypes.py",
     "mixed_dtypes": "input and weight have different element types (TraceLens models neither)",
     "bad_shapes": "operand shapes do not fit the model",
-    "tensor_list": "a TensorList operand: the profiler records no element type for it (nor, before PyTorch 2, its shapes)",
-    "counted_inside": "encloses a modelled op that is counted instead (no FLOP counted twice)",
-    "no_model": "no perf model for this op (docs/perf_models.md lists the modelled ops)",
+    # (short: terminal tables show them in one line; docs/perf_models.md says more)
+    "tensor_list": "TensorList operand: no element type recorded",
+    "counted_inside": "an inner op is counted instead",
+    "no_model": "no perf model for this op",
 }
