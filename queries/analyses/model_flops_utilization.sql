@@ -14,14 +14,15 @@
 --     gflop_per_step DOUBLE, step_ms DOUBLE, achieved_tflops DOUBLE, precision VARCHAR, peak_tflops DOUBLE,
 --     mfu_pct DOUBLE, modelled_kernel_time_pct DOUBLE
 WITH op_steps AS (
-    SELECT o.*, att.step_span_id
+    -- ops without a model, and ops whose inner op is counted, are not "modelled but not computed"
+    SELECT o.*, att.step_span_id, coalesce(o.not_modelled_key IN ('no_model', 'counted_inside'), false) AS ignored
     FROM xsp_op_perf AS o
     JOIN attribution AS att ON att.run_id = o.run_id AND att.span_id = o.span_id
     WHERE att.step_span_id IS NOT NULL
 ), per_run AS (
     SELECT run_id, sum(flops) AS flops, coalesce(sum(kernel_ns) FILTER (WHERE flops IS NOT NULL), 0) AS modelled_kernel_ns,
-           count(flops) AS ops, count(*) FILTER (WHERE flops IS NULL) AS not_modelled_ops,
-           mode(not_modelled_reason) AS not_modelled_reason,
+           count(flops) AS ops, count(*) FILTER (WHERE flops IS NULL AND NOT ignored) AS not_modelled_ops,
+           mode(not_modelled_reason) FILTER (WHERE NOT ignored) AS not_modelled_reason,
            arg_max(precision, flops) AS precision, min(device_id) AS device_id
     FROM op_steps GROUP BY run_id
 ), step_time AS (

@@ -1,18 +1,19 @@
 -- analyses/op_roofline: a roofline point per framework op and operand shape, from the shapes and
 -- dtypes the profiler recorded (no Nsight Compute needed): FLOPs and bytes by TraceLens' perf models,
 -- the kernel time the op launched, and the device's roof for the op's precision. An op with a model
--- whose inputs the profiler did not record has NULL FLOPs and bytes and says why (never 0).
+-- whose inputs the profiler did not record, and an op without a model that launched kernels, has NULL
+-- FLOPs and bytes and says why (never 0).
 --
--- From: xsp_op_perf and xsp_op_roof (queries/lib/op_perf.sql) over spans, span_args
+-- From: xsp_op_perf (queries/lib/op_perf.sql) and xsp_op_roof (queries/lib/op_roof.sql) over spans, span_args
 -- ("Input Dims", "Input type", "Concrete Inputs"), span_ancestors and devices.
 --
 -- title: Roofline per op and shape from recorded shapes (TraceLens perf models)
 -- group: kernel
--- include: lib/op_perf
+-- include: lib/op_roof
 -- columns: run_id INTEGER, name VARCHAR, input_dims VARCHAR, dtype VARCHAR, precision VARCHAR, calls BIGINT,
 --     flops_per_call DOUBLE, bytes_per_call DOUBLE, not_modelled_reason VARCHAR, kernel_ms DOUBLE,
 --     kernel_us_per_call DOUBLE, arithmetic_intensity DOUBLE, achieved_tflops DOUBLE,
---     attainable_tflops DOUBLE, roof_pct DOUBLE, bound VARCHAR
+--     attainable_tflops DOUBLE, roof_pct DOUBLE, bound VARCHAR, modelled_kernel_time_pct DOUBLE
 SELECT
     -- Run.
     o.run_id,
@@ -53,8 +54,13 @@ SELECT
     CASE WHEN any_value(r.peak_flops) IS NULL OR any_value(r.peak_dram_bytes_per_s) IS NULL
               OR any_value(o.flops) / nullif(any_value(o.bytes), 0) IS NULL THEN NULL
          WHEN any_value(o.flops) / nullif(any_value(o.bytes), 0) < any_value(r.peak_flops) / any_value(r.peak_dram_bytes_per_s)
-         THEN 'memory' ELSE 'compute' END AS bound
+         THEN 'memory' ELSE 'compute' END AS bound,
+    -- Share of the run's kernel time launched by ops with FLOPs, percent (the same on each row of a
+    -- run: how much of the GPU time these points explain).
+    round(100.0 * sum(coalesce(sum(o.kernel_ns) FILTER (WHERE o.flops IS NOT NULL), 0)) OVER (PARTITION BY o.run_id)
+          / nullif(any_value(k.kernel_ns), 0), 2) AS modelled_kernel_time_pct
 FROM xsp_op_perf AS o
 LEFT JOIN xsp_op_roof AS r USING (run_id, span_id)
+LEFT JOIN (SELECT run_id, sum(end_ns - start_ns) AS kernel_ns FROM spans WHERE kind = 'kernel' GROUP BY run_id) AS k USING (run_id)
 GROUP BY o.run_id, o.name, o.input_dims, o.dtype, o.precision, o.not_modelled_reason
 ORDER BY o.run_id, sum(o.kernel_ns) DESC, o.name, o.input_dims;

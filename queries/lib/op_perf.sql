@@ -1,7 +1,7 @@
 -- lib/op_perf: FLOPs and bytes of every framework op that has a perf model, from the
 -- shapes and dtypes the profiler recorded, with the GPU kernel time it launched -- the building
 -- block of the shape-based roofline and MFU analyses (no Nsight Compute needed).
--- include:
+-- include: lib/op_vector_models
 --
 -- From: spans (kind op) and their span_args "Input Dims" / "Input type" / "Concrete Inputs"
 -- (Kineto with record_shapes; argument names in variables set from xsp_trace/formats), the op
@@ -56,15 +56,18 @@ CREATE OR REPLACE TEMP MACRO _xsp_bpe(dtype) AS
 CREATE OR REPLACE TEMP MACRO _xsp_precision(dtype) AS
     (SELECT db.precision FROM xsp_dtype_bytes AS db WHERE db.dtype_key = lower(dtype));
 
--- Modelled ops that enclose another modelled op (aten::addmm under a modelled caller): only the
--- innermost is counted, so no FLOP is counted twice -- except ops whose model leaves out what they
--- enclose (a convolution and its bias add_), which are counted beside it.
+-- Modelled ops that enclose another modelled op of the same kind, matrix or vector (aten::addmm
+-- under a modelled caller, aten::layer_norm around aten::native_layer_norm): only the innermost is
+-- counted, so no FLOP is counted twice -- except ops whose model leaves out what they enclose (a
+-- convolution and its bias add_; a GEMM and the fill_ or copy_ it runs), which are counted beside it.
 CREATE OR REPLACE TEMP VIEW _xsp_op_enclosing_models AS
 SELECT DISTINCT an.run_id, an.ancestor_id AS span_id
 FROM span_ancestors AS an
 JOIN _xsp_op_operands AS inner_op ON inner_op.run_id = an.run_id AND inner_op.span_id = an.span_id
 JOIN spans AS outer_op ON outer_op.run_id = an.run_id AND outer_op.span_id = an.ancestor_id
-WHERE NOT coalesce((SELECT m.outer_counted FROM xsp_op_models AS m WHERE m.op_name = outer_op.name), false);
+JOIN xsp_op_models AS m ON m.op_name = outer_op.name
+WHERE NOT m.outer_counted
+  AND (m.model IN ('gemm', 'sdpa', 'conv', 'conv_bwd')) = (inner_op.model IN ('gemm', 'sdpa', 'conv', 'conv_bwd'));
 
 -- Convolutions (forward and backward): input x, weight w, output shape, parameters.
 CREATE OR REPLACE TEMP VIEW _xsp_conv_shapes AS
@@ -112,6 +115,31 @@ WITH gemm AS (
         -- an out= tensor, if the op was given one (TraceLens: a non-empty third operand)
         CASE WHEN len(dims) >= 3 AND len(dims[3]) > 0 THEN _xsp_bpe(types[3]) END AS bpe_out_arg
     FROM _xsp_op_operands WHERE model = 'binary'
+), vector AS (
+    -- the vector models (xsp_trace/formats/aten_vector_models.py): n elements of the main operand
+    SELECT *, dims[a] AS x, CAST(_xsp_numel(dims[a]) AS DOUBLE) AS n, _xsp_bpe(types[a]) AS bpe,
+        CASE WHEN len(dims) >= b AND len(dims[b]) > 0 THEN _xsp_bpe(types[b]) END AS bpe_second
+    FROM _xsp_op_operands WHERE model NOT IN ('gemm', 'sdpa', 'binary', 'conv', 'conv_bwd')
+), norm_params AS (
+    -- TraceLens' Normalization flags as it reads them: "Input Dims" holds [] for an absent weight,
+    -- never null, so every norm counts as affine with a bias; a training flag is any non-empty text.
+    SELECT *,
+        CASE WHEN model IN ('layer_norm', 'layer_norm_bwd', 'rms_norm', 'rms_norm_bwd')
+             THEN CAST(_xsp_numel(TRY_CAST(TRY_CAST(concrete[params_at] AS JSON) AS BIGINT[])) AS DOUBLE)
+             WHEN model = 'group_norm_bwd' THEN x[2] / TRY_CAST(concrete[params_at] AS DOUBLE)
+             ELSE CAST(x[2] AS DOUBLE) END AS c,
+        CASE WHEN model IN ('batch_norm', 'batch_norm_bwd') THEN coalesce(concrete[params_at], '') <> ''
+             ELSE model NOT IN ('rms_norm', 'rms_norm_bwd') END AS training,
+        TRY_CAST(TRY_CAST(lower(CASE model WHEN 'layer_norm_bwd' THEN concrete[params_at + 5]
+                                           WHEN 'group_norm_bwd' THEN concrete[params_at + 1]
+                                           WHEN 'rms_norm_bwd' THEN concrete[params_at + 3] END) AS JSON) AS BOOLEAN[]) AS output_mask
+    FROM vector WHERE model LIKE '%norm%'
+), norm AS (
+    SELECT *,
+        coalesce(output_mask[1], true) AS mask_input,
+        CASE WHEN model = 'layer_norm_bwd' THEN output_mask[2] ELSE true END AS affine,
+        CASE WHEN model = 'layer_norm_bwd' THEN output_mask[3] ELSE true END AS norm_bias
+    FROM norm_params
 ), conv AS (
     SELECT *,
         -- multiply-adds per output element (forward, grad-input) = C_in/groups x kernel elements
@@ -152,32 +180,69 @@ SELECT run_id, span_id, name, iteration, model, types[a],
 FROM conv
 UNION ALL
 SELECT run_id, span_id, name, iteration, model, types[a], missing_key, NULL, NULL, 'matrix'
-FROM _xsp_op_operands WHERE model IN ('conv', 'conv_bwd') AND missing_key IS NOT NULL;
+FROM _xsp_op_operands WHERE model IN ('conv', 'conv_bwd') AND missing_key IS NOT NULL
+UNION ALL
+SELECT run_id, span_id, name, iteration, model, types[a], coalesce(missing_key, CASE WHEN model = 'tensor_list' THEN 'tensor_list' END),
+    xsp_vector_flops(model, n),
+    -- gather: n / the gathered dimension's size = elements of one row; mse_loss_bwd: grad_output's
+    xsp_vector_bytes(model, n, bpe, bpe_second, _xsp_numel(dims[b]),
+        CASE WHEN model = 'mse_loss_bwd' THEN _xsp_numel(dims[1]) ELSE n / x[coalesce(TRY_CAST(concrete[params_at] AS INTEGER), 0) + 1] END),
+    'vector'
+FROM vector WHERE model NOT LIKE '%norm%'
+UNION ALL
+SELECT run_id, span_id, name, iteration, model, types[a], missing_key,
+    xsp_norm_flops(model, n, c, training, mask_input, coalesce(output_mask[2], false)),
+    xsp_norm_bytes(model, n, c, bpe, training, mask_input, affine, norm_bias),
+    'vector'
+FROM norm;
 
--- The modelled ops that are counted (innermost, or counted beside what they enclose), each with its
--- FLOPs and bytes, or NULL and the reason.
+-- Every modelled op, each with its FLOPs and bytes, or NULL and the reason -- also one that encloses
+-- a counted modelled op (reason counted_inside: its FLOPs are its inner op's).
 CREATE OR REPLACE TEMP VIEW _xsp_op_counted AS
 SELECT f.* EXCLUDE (missing_key, flops, bytes),
     CASE WHEN reason_key IS NULL THEN f.flops END AS flops,
     CASE WHEN reason_key IS NULL THEN f.bytes END AS bytes,
-    (SELECT r.reason FROM xsp_not_modelled_reasons AS r WHERE r.reason_key = k.reason_key) AS not_modelled_reason
+    k.reason_key
 FROM _xsp_op_flops AS f,
-LATERAL (SELECT CASE WHEN f.missing_key IS NOT NULL THEN f.missing_key
+LATERAL (SELECT CASE WHEN EXISTS (SELECT 1 FROM _xsp_op_enclosing_models AS e WHERE e.run_id = f.run_id AND e.span_id = f.span_id)
+                     THEN 'counted_inside'
+                     WHEN f.missing_key IS NOT NULL THEN f.missing_key
                      WHEN _xsp_bpe(f.dtype) IS NULL THEN 'unknown_dtype'
-                     WHEN f.flops IS NULL OR f.bytes IS NULL THEN 'bad_shapes' END AS reason_key) AS k
-WHERE NOT EXISTS (SELECT 1 FROM _xsp_op_enclosing_models AS e WHERE e.run_id = f.run_id AND e.span_id = f.span_id);
+                     WHEN f.flops IS NULL OR f.bytes IS NULL THEN 'bad_shapes' END AS reason_key) AS k;
 
--- Every counted modelled op: FLOPs, bytes (NULL, with not_modelled_reason, when the profiler did not
--- record what the model needs) and the GPU kernels it launched -- each kernel charged to its nearest
--- counted op only.
+-- Every op that launched kernels, with FLOPs and bytes where it has a model (NULL, with
+-- not_modelled_reason, where the profiler did not record what the model needs, where it has none, or
+-- where an inner op is counted instead) and the GPU kernels it launched -- each kernel charged to
+-- its nearest row only. An op without a model gets a row when it is the innermost op above a kernel
+-- no modelled op encloses (reason no_model).
 CREATE OR REPLACE TEMP VIEW xsp_op_perf AS
-WITH kernel_owner AS (
-    SELECT an.run_id, an.span_id AS kernel_id, arg_min(an.ancestor_id, an.distance) AS span_id,
-           any_value(k.end_ns - k.start_ns) AS kernel_ns, any_value(k.device_id) AS device_id
+WITH counted AS MATERIALIZED (
+    SELECT * FROM _xsp_op_counted
+), kernel_ancestors AS MATERIALIZED (
+    SELECT an.run_id, an.span_id AS kernel_id, an.ancestor_id, an.distance, k.end_ns - k.start_ns AS kernel_ns, k.device_id
     FROM span_ancestors AS an
     JOIN spans AS k ON k.run_id = an.run_id AND k.span_id = an.span_id AND k.kind = 'kernel'
-    JOIN _xsp_op_counted AS c ON c.run_id = an.run_id AND c.span_id = an.ancestor_id
-    GROUP BY an.run_id, an.span_id
+), orphan_launchers AS (
+    SELECT DISTINCT ka.run_id, arg_min(ka.ancestor_id, ka.distance) AS span_id
+    FROM kernel_ancestors AS ka
+    JOIN spans AS o ON o.run_id = ka.run_id AND o.span_id = ka.ancestor_id AND o.kind = 'op'
+    WHERE NOT EXISTS (SELECT 1 FROM kernel_ancestors AS k2 JOIN counted AS c ON c.run_id = k2.run_id AND c.span_id = k2.ancestor_id
+                      WHERE k2.run_id = ka.run_id AND k2.kernel_id = ka.kernel_id)
+    GROUP BY ka.run_id, ka.kernel_id
+), op_rows AS MATERIALIZED (
+    SELECT * FROM counted
+    UNION ALL BY NAME
+    SELECT s.run_id, s.span_id, s.name, s.iteration, CAST(NULL AS VARCHAR) AS model,
+        (SELECT TRY_CAST(TRY_CAST(t.value AS JSON) AS VARCHAR[])[1] FROM span_args AS t
+         WHERE t.run_id = s.run_id AND t.span_id = s.span_id AND t.key = getvariable('xsp_arg_input_type')) AS dtype,
+        'vector' AS unit, CAST(NULL AS DOUBLE) AS flops, CAST(NULL AS DOUBLE) AS bytes, 'no_model' AS reason_key
+    FROM orphan_launchers AS l JOIN spans AS s ON s.run_id = l.run_id AND s.span_id = l.span_id
+), kernel_owner AS (
+    SELECT ka.run_id, ka.kernel_id, arg_min(ka.ancestor_id, ka.distance) AS span_id,
+           any_value(ka.kernel_ns) AS kernel_ns, any_value(ka.device_id) AS device_id
+    FROM kernel_ancestors AS ka
+    JOIN op_rows AS c ON c.run_id = ka.run_id AND c.span_id = ka.ancestor_id
+    GROUP BY ka.run_id, ka.kernel_id
 ), kernels_under AS (
     SELECT run_id, span_id, count(*) AS kernels, sum(kernel_ns) AS kernel_ns, min(device_id) AS device_id
     FROM kernel_owner GROUP BY ALL
@@ -191,20 +256,24 @@ SELECT
     f.name,
     -- Its iteration (step number).
     f.iteration,
-    -- Perf model: gemm, sdpa, binary, conv, conv_bwd.
+    -- Perf model: gemm, sdpa, binary, conv, conv_bwd, or a vector model (unary, reduce, layer_norm, ...;
+    -- xsp_trace/formats/aten_vector_models.py); NULL: none.
     f.model,
     -- Dtype of its first operand, as the profiler names it.
     f.dtype,
     -- Precision class of that dtype (fp32, bf16, ...).
     _xsp_precision(f.dtype) AS precision,
-    -- 'matrix' (GEMM, attention, conv: matrix peaks) or 'vector' (elementwise).
+    -- 'matrix' (GEMM, attention, conv: matrix peaks) or 'vector' (elementwise, norms, reductions, ...).
     f.unit,
     -- FLOPs of the op (NULL: not modelled).
     f.flops,
     -- Bytes it moves (NULL: not modelled).
     f.bytes,
-    -- Why it has no FLOPs (the profiler did not record what the model needs), else NULL.
-    f.not_modelled_reason,
+    -- Why it has no FLOPs (no model, the profiler did not record what the model needs, or an inner
+    -- op is counted instead), else NULL.
+    (SELECT r.reason FROM xsp_not_modelled_reasons AS r WHERE r.reason_key = f.reason_key) AS not_modelled_reason,
+    -- That reason's key (no_model, no_shapes, counted_inside, ...: xsp_trace/formats/aten_perf_models.py).
+    f.reason_key AS not_modelled_key,
     -- GPU kernels it launched (charged to the nearest counted op).
     coalesce(ku.kernels, 0) AS kernels,
     -- Their GPU time, ns.
@@ -214,21 +283,5 @@ SELECT
     -- The recorded operand shapes ("Input Dims").
     (SELECT d.value FROM span_args AS d
      WHERE d.run_id = f.run_id AND d.span_id = f.span_id AND d.key = getvariable('xsp_arg_input_dims')) AS input_dims
-FROM _xsp_op_counted AS f
+FROM op_rows AS f
 LEFT JOIN kernels_under AS ku USING (run_id, span_id);
-
--- The roof for an op on its device: the dense matrix peak of its precision for matrix ops (GEMM,
--- attention), the FP32 vector peak for elementwise ops, and the DRAM bandwidth.
-CREATE OR REPLACE TEMP VIEW xsp_op_roof AS
-SELECT
-    -- Run.
-    o.run_id,
-    -- The op span (xsp_op_perf).
-    o.span_id,
-    -- Its roof: peak FLOP/s of its precision (matrix ops) or the vector peak.
-    CASE WHEN o.unit = 'matrix' THEN mp.peak_flops ELSE d.peak_flops END AS peak_flops,
-    -- Peak DRAM bytes/s of its device.
-    d.peak_dram_bytes_per_s
-FROM xsp_op_perf AS o
-LEFT JOIN devices AS d ON d.run_id = o.run_id AND d.device_id = o.device_id
-LEFT JOIN xsp_matrix_peaks AS mp ON mp.run_id = o.run_id AND mp.device_id = o.device_id AND mp.precision = o.precision;

@@ -100,6 +100,7 @@ ORDER: tuple[str, ...] = (
     "memory_by_op",
     "op_roofline",
     "model_flops_utilization",
+    "op_categories",
     "compare_runs",
 )
 

@@ -82,6 +82,7 @@ NEEDS: dict[str, str] = {
     "nvtx_sum": "no NVTX ranges in this trace",
     "op_roofline": "needs ops with recorded shapes (torch.profiler with record_shapes=True)",
     "model_flops_utilization": "needs steps and ops with recorded shapes (torch.profiler with record_shapes=True)",
+    "op_categories": "no framework ops or GPU work in this trace",
     "compare_runs": "needs two runs in the database (--compare BASE,OTHER)",
     "findings": "nothing found",
 }

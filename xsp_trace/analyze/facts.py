@@ -11,7 +11,7 @@ from __future__ import annotations
 import duckdb
 
 from .. import naming
-from ..formats import aten_perf_models, collectives, cuda_api, kineto_fields, ncu_metrics, nsys_export, nsys_stats, torch_dtypes
+from ..formats import aten_perf_models, collectives, cuda_api, kineto_fields, ncu_metrics, nsys_export, nsys_stats, op_categories, torch_dtypes
 from ..formats.device_peaks import lookup_peak
 from ..store.sql import insert_rows
 from .settings import SETTINGS, rule_facts
@@ -44,6 +44,13 @@ def format_tables() -> list[tuple[str, str, list[tuple]]]:
             [(name, *model) for name, model in aten_perf_models.OP_MODELS.items()],
         ),
         ("xsp_not_modelled_reasons", "reason_key VARCHAR, reason VARCHAR", list(aten_perf_models.NOT_MODELLED_REASONS.items())),
+        ("xsp_model_categories", "model VARCHAR, category VARCHAR", list(op_categories.MODEL_CATEGORY.items())),
+        (
+            "xsp_category_patterns",
+            "applies_to VARCHAR, rank INTEGER, pattern VARCHAR, category VARCHAR",
+            [("op", i, p, c) for i, (p, c) in enumerate(op_categories.OP_PATTERNS)]
+            + [("kernel", i, p, c) for i, (p, c) in enumerate(op_categories.KERNEL_PATTERNS)],
+        ),
     ]
 
 

@@ -49,9 +49,11 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from .aten_vector_models import OUTER_COUNTED, VECTOR_OP_MODELS
+
 
 class OpModel(NamedTuple):
-    model: str  # gemm, sdpa, binary, conv, conv_bwd
+    model: str  # gemm, sdpa, binary, conv, conv_bwd, and the vector models of aten_vector_models.py
     a_arg: int  # 0-based position of the first operand in "Input Dims" (conv: the input x)
     b_arg: int | None  # second operand (conv: the weight)
     bias_arg: int | None  # gemm: the added matrix/vector (addmm, baddbmm); conv: the bias (sizes)
@@ -78,6 +80,7 @@ OP_MODELS: dict[str, OpModel] = {
     #  output_mask)
     "aten::convolution_backward": OpModel("conv_bwd", 1, 2, 3, False, None, 4, True),
     **{f"aten::{op}{suffix}": OpModel("binary", 0, 1, None, False, None) for op in ("add", "sub", "mul", "div") for suffix in ("", "_")},
+    **{name: OpModel(model, a, b, None, False, None, params, name in OUTER_COUNTED) for name, (model, a, b, params) in VECTOR_OP_MODELS.items()},
 }
 
 # Why a modelled op gets no FLOPs (reported in xsp_op_perf.not_modelled_reason, FLOPs and bytes NULL).
@@ -87,4 +90,8 @@ NOT_MODELLED_REASONS: dict[str, str] = {
     "unknown_dtype": "element type not known to xsp_trace/formats/torch_dtypes.py",
     "mixed_dtypes": "input and weight have different element types (TraceLens models neither)",
     "bad_shapes": "operand shapes do not fit the model",
+    # (short: terminal tables show them in one line; docs/perf_models.md says more)
+    "tensor_list": "TensorList operand: no element type recorded",
+    "counted_inside": "an inner op is counted instead",
+    "no_model": "no perf model for this op",
 }

@@ -16,6 +16,7 @@ from ..catalog import ANALYSES
 from ..findings.find import Finding
 from ..session import Result
 from . import svg
+from .categories import category_line
 from .text import cell_html, distinct_names, escape, header_html, is_name_column, per_basis, step_basis
 
 TABLE_ROWS = 200  # rows per table in the report; the CLI/CSV/JSON give all
@@ -262,6 +263,7 @@ def render_report(database: Path, results: dict[str, Result], findings: list[Fin
         "bar's label for the full name.</p>"
         + _findings_html(findings)
         + _notes(results)
+        + category_line(results)
         + "<h2>Plots</h2>"
         + (_plots(results) + _gpu_plots(results) or "<p>(nothing to plot)</p>")
         + "".join(sections)
