@@ -1,7 +1,7 @@
 -- lib/op_perf: FLOPs and bytes of every framework op that has a perf model, from the
 -- shapes and dtypes the profiler recorded, with the GPU kernel time it launched -- the building
 -- block of the shape-based roofline and MFU analyses (no Nsight Compute needed).
--- include: lib/op_vector_models
+-- include: lib/op_vector_models, lib/op_lists
 --
 -- From: spans (kind op) and their span_args "Input Dims" / "Input type" / "Concrete Inputs"
 -- (Kineto with record_shapes; argument names in variables set from xsp_trace/formats), the op
@@ -182,13 +182,18 @@ UNION ALL
 SELECT run_id, span_id, name, iteration, model, types[a], missing_key, NULL, NULL, 'matrix'
 FROM _xsp_op_operands WHERE model IN ('conv', 'conv_bwd') AND missing_key IS NOT NULL
 UNION ALL
-SELECT run_id, span_id, name, iteration, model, types[a], coalesce(missing_key, CASE WHEN model = 'tensor_list' THEN 'tensor_list' END),
+SELECT run_id, span_id, name, iteration, model, types[a], missing_key,
     xsp_vector_flops(model, n),
     -- gather: n / the gathered dimension's size = elements of one row; mse_loss_bwd: grad_output's
     xsp_vector_bytes(model, n, bpe, bpe_second, _xsp_numel(dims[b]),
         CASE WHEN model = 'mse_loss_bwd' THEN _xsp_numel(dims[1]) ELSE n / x[coalesce(TRY_CAST(concrete[params_at] AS INTEGER), 0) + 1] END),
     'vector'
-FROM vector WHERE model NOT LIKE '%norm%'
+FROM vector WHERE model NOT LIKE '%norm%' AND model <> 'tensor_list'
+UNION ALL
+-- tensor lists and collectives (lib/op_lists)
+SELECT * FROM xsp_op_list_flops
+UNION ALL
+SELECT * FROM xsp_op_collective_flops
 UNION ALL
 SELECT run_id, span_id, name, iteration, model, types[a], missing_key,
     xsp_norm_flops(model, n, c, training, mask_input, coalesce(output_mask[2], false)),
@@ -207,7 +212,8 @@ FROM _xsp_op_flops AS f,
 LATERAL (SELECT CASE WHEN EXISTS (SELECT 1 FROM _xsp_op_enclosing_models AS e WHERE e.run_id = f.run_id AND e.span_id = f.span_id)
                      THEN 'counted_inside'
                      WHEN f.missing_key IS NOT NULL THEN f.missing_key
-                     WHEN _xsp_bpe(f.dtype) IS NULL THEN 'unknown_dtype'
+                     -- (a TensorList op's kernels may name a size only; a collective sized its message)
+                     WHEN f.model NOT IN ('tensor_list', 'collective') AND _xsp_bpe(f.dtype) IS NULL THEN 'unknown_dtype'
                      WHEN f.flops IS NULL OR f.bytes IS NULL THEN 'bad_shapes' END AS reason_key) AS k;
 
 -- Every op that launched kernels, with FLOPs and bytes where it has a model (NULL, with
@@ -257,13 +263,14 @@ SELECT
     -- Its iteration (step number).
     f.iteration,
     -- Perf model: gemm, sdpa, binary, conv, conv_bwd, or a vector model (unary, reduce, layer_norm, ...;
-    -- xsp_trace/formats/aten_vector_models.py); NULL: none.
+    -- xsp_trace/formats/aten_vector_models.py), tensor_list or collective (lib/op_lists); NULL: none.
     f.model,
     -- Dtype of its first operand, as the profiler names it.
     f.dtype,
     -- Precision class of that dtype (fp32, bf16, ...).
     _xsp_precision(f.dtype) AS precision,
-    -- 'matrix' (GEMM, attention, conv: matrix peaks) or 'vector' (elementwise, norms, reductions, ...).
+    -- 'matrix' (GEMM, attention, conv: matrix peaks), 'vector' (elementwise, norms, reductions, ...) or
+    -- 'network' (collectives: FLOPs 0, bytes on the bus).
     f.unit,
     -- FLOPs of the op (NULL: not modelled).
     f.flops,

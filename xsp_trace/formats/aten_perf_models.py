@@ -91,7 +91,9 @@ NOT_MODELLED_REASONS: dict[str, str] = {
     "mixed_dtypes": "input and weight have different element types (TraceLens models neither)",
     "bad_shapes": "operand shapes do not fit the model",
     # (short: terminal tables show them in one line; docs/perf_models.md says more)
-    "tensor_list": "TensorList operand: no element type recorded",
+    "tensor_list": "TensorList recorded without its tensors' shapes ([]), or no element type in its kernels' names",
+    "no_list_model": "TensorList op without a model (fused optimizer step)",
+    "no_message_size": "collective without a message size, dtype or rank count in the trace",
     "counted_inside": "an inner op is counted instead",
     "no_model": "no perf model for this op",
 }

@@ -35,6 +35,7 @@ MODEL_CATEGORY: dict[str, str] = {
     **{f"{norm}{suffix}": "norm" for norm in ("batch_norm", "layer_norm", "group_norm", "rms_norm") for suffix in ("", "_bwd")},
     "fill": "memory",
     "gather": "memory",
+    "collective": "communication",
     # tensor_list (cat and stack: memory; foreach and fused optimizers: elementwise) by OP_PATTERNS
 }
 
