@@ -44,12 +44,28 @@ WITH counted AS (
     SELECT *, CAST(list_sum(list_transform(first_list, lambda s: coalesce(list_product(s), 1))) AS DOUBLE) AS n
     FROM _xsp_list_ops
 )
-SELECT run_id, span_id, name, iteration, 'tensor_list' AS model, element_type AS dtype,
+SELECT
+    -- Run.
+    run_id,
+    -- The op span.
+    span_id,
+    -- Op name.
+    name,
+    -- Its iteration.
+    iteration,
+    -- Its model (lib/op_perf's model column).
+    'tensor_list' AS model,
+    -- The element type its kernels name (float, c10::BFloat16, OpaqueType<4>: a size in bytes only).
+    element_type AS dtype,
+    -- Why it cannot be counted (NULL: it can).
     CASE WHEN dims IS NULL THEN 'no_shapes'
          WHEN flops_per_element IS NULL THEN 'no_list_model'
          WHEN first_list IS NULL OR bpe IS NULL THEN 'tensor_list' END AS missing_key,
+    -- FLOPs: per element x n (cat, stack, copies: 0).
     flops_per_element * n AS flops,
+    -- Bytes: (lists read + the list written) x n x element size.
     (lists - CASE WHEN self_written_only THEN 1 ELSE 0 END + 1) * n * bpe AS bytes,
+    -- Roof class: the vector peak.
     'vector' AS unit
 FROM counted;
 
@@ -65,9 +81,27 @@ WITH owner AS (
     JOIN spans AS o ON o.run_id = an.run_id AND o.span_id = an.ancestor_id AND o.kind = 'op'
     GROUP BY m.run_id, m.span_id
 )
-SELECT w.run_id, w.span_id, s.name, s.iteration, 'collective' AS model, any_value(w.dtype) AS dtype,
+SELECT
+    -- Run.
+    w.run_id,
+    -- The op span (the launching op).
+    w.span_id,
+    -- Op name.
+    s.name,
+    -- Its iteration.
+    s.iteration,
+    -- Its model (lib/op_perf's model column).
+    'collective' AS model,
+    -- The element type the collective names.
+    any_value(w.dtype) AS dtype,
+    -- Why it cannot be counted: a kernel without a message size or rank count (NULL: it can).
     CASE WHEN count(w.bus_bytes) < count(*) THEN 'no_message_size' END AS missing_key,
-    0.0 AS flops, sum(w.bus_bytes) AS bytes, 'network' AS unit
+    -- FLOPs: none (a reduction's adds are not counted, as nccl-tests counts none).
+    0.0 AS flops,
+    -- Bytes on the bus: message bytes x nccl-tests' bus factor, over its collective kernels.
+    sum(w.bus_bytes) AS bytes,
+    -- Roof class: the interconnect.
+    'network' AS unit
 FROM owner AS w
 JOIN spans AS s ON s.run_id = w.run_id AND s.span_id = w.span_id
 WHERE s.name NOT IN (SELECT op_name FROM xsp_op_models)

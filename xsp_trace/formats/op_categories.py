@@ -24,6 +24,7 @@ MODEL_CATEGORY: dict[str, str] = {
     "sdpa": "attention",
     "conv": "conv",
     "conv_bwd": "conv",
+    "conv_bwd_legacy": "conv",
     "binary": "elementwise",
     "unary": "elementwise",
     "reduce": "reduction",
