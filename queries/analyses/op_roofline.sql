@@ -50,8 +50,10 @@ SELECT
     round(100.0 * (sum(o.flops) / nullif(sum(o.kernel_ns), 0) * 1e9)
           / nullif(least(any_value(r.peak_flops), any_value(o.flops) / nullif(any_value(o.bytes), 0) * any_value(r.peak_dram_bytes_per_s)), 0), 2)
         AS roof_pct,
-    -- memory when the intensity lies left of the ridge point (peak FLOP/s / DRAM bandwidth), else compute.
-    CASE WHEN any_value(r.peak_flops) IS NULL OR any_value(r.peak_dram_bytes_per_s) IS NULL
+    -- memory when the intensity lies left of the ridge point (peak FLOP/s / DRAM bandwidth), else compute;
+    -- network for a collective (FLOPs 0: its bytes cross the interconnect, not DRAM alone).
+    CASE WHEN any_value(o.unit) = 'network' THEN 'network'
+         WHEN any_value(r.peak_flops) IS NULL OR any_value(r.peak_dram_bytes_per_s) IS NULL
               OR any_value(o.flops) / nullif(any_value(o.bytes), 0) IS NULL THEN NULL
          WHEN any_value(o.flops) / nullif(any_value(o.bytes), 0) < any_value(r.peak_flops) / any_value(r.peak_dram_bytes_per_s)
          THEN 'memory' ELSE 'compute' END AS bound,

@@ -1,7 +1,7 @@
 -- lib/op_perf: FLOPs and bytes of every framework op that has a perf model, from the
 -- shapes and dtypes the profiler recorded, with the GPU kernel time it launched -- the building
 -- block of the shape-based roofline and MFU analyses (no Nsight Compute needed).
--- include: lib/op_vector_models
+-- include: lib/op_vector_models, lib/op_lists
 --
 -- From: spans (kind op) and their span_args "Input Dims" / "Input type" / "Concrete Inputs"
 -- (Kineto with record_shapes; argument names in variables set from xsp_trace/formats), the op
@@ -67,7 +67,7 @@ JOIN _xsp_op_operands AS inner_op ON inner_op.run_id = an.run_id AND inner_op.sp
 JOIN spans AS outer_op ON outer_op.run_id = an.run_id AND outer_op.span_id = an.ancestor_id
 JOIN xsp_op_models AS m ON m.op_name = outer_op.name
 WHERE NOT m.outer_counted
-  AND (m.model IN ('gemm', 'sdpa', 'conv', 'conv_bwd')) = (inner_op.model IN ('gemm', 'sdpa', 'conv', 'conv_bwd'));
+  AND (m.model IN ('gemm', 'sdpa') OR m.model LIKE 'conv%') = (inner_op.model IN ('gemm', 'sdpa') OR inner_op.model LIKE 'conv%');
 
 -- Convolutions (forward and backward): input x, weight w, output shape, parameters.
 CREATE OR REPLACE TEMP VIEW _xsp_conv_shapes AS
@@ -77,7 +77,7 @@ WITH parsed AS (
         -- forward: never (TraceLens' test len(Input Dims) == 3 never holds for nine operands);
         -- backward: a recorded shape at bias_sizes
         model = 'conv_bwd' AND len(dims) >= bias_at AND len(dims[bias_at]) > 0 AS with_bias
-    FROM _xsp_op_operands WHERE model IN ('conv', 'conv_bwd') AND missing_key IS NULL
+    FROM _xsp_op_operands WHERE model LIKE 'conv%' AND missing_key IS NULL
 ), params AS (
     SELECT *,
         _xsp_conv_param(concrete[params_at], ndims, 1) AS stride,
@@ -87,11 +87,13 @@ WITH parsed AS (
     FROM parsed
 )
 SELECT *,
+    -- conv_bwd_legacy (pre-1.11 backend backward ops): the output's shape is the recorded grad_output
+    CASE WHEN model = 'conv_bwd_legacy' THEN dims[a + 1] ELSE
     [x[1], CASE WHEN transposed THEN w[2] ELSE w[1] END] || list_transform(range(1, ndims + 1), lambda i:
         CASE WHEN transposed
              THEN (x[i + 2] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (w[i + 2] - 1) + output_padding[i] + 1
              ELSE CAST(trunc((x[i + 2] + 2 * padding[i] - dilation[i] * (w[i + 2] - 1) - 1) / stride[i]) AS BIGINT) + 1
-        END) AS y
+        END) END AS y
 FROM params;
 
 -- FLOPs and bytes of each modelled op, by model (NULL where the model cannot be applied).
@@ -119,7 +121,7 @@ WITH gemm AS (
     -- the vector models (xsp_trace/formats/aten_vector_models.py): n elements of the main operand
     SELECT *, dims[a] AS x, CAST(_xsp_numel(dims[a]) AS DOUBLE) AS n, _xsp_bpe(types[a]) AS bpe,
         CASE WHEN len(dims) >= b AND len(dims[b]) > 0 THEN _xsp_bpe(types[b]) END AS bpe_second
-    FROM _xsp_op_operands WHERE model NOT IN ('gemm', 'sdpa', 'binary', 'conv', 'conv_bwd')
+    FROM _xsp_op_operands WHERE model NOT IN ('gemm', 'sdpa', 'binary') AND model NOT LIKE 'conv%'
 ), norm_params AS (
     -- TraceLens' Normalization flags as it reads them: "Input Dims" holds [] for an absent weight,
     -- never null, so every norm counts as affine with a bias; a training flag is any non-empty text.
@@ -172,23 +174,28 @@ FROM elementwise
 UNION ALL
 SELECT run_id, span_id, name, iteration, model, types[a],
     CASE WHEN types[a] IS DISTINCT FROM types[b] THEN 'mixed_dtypes' END,
-    CAST(data_flops + CASE WHEN model = 'conv_bwd' THEN weight_flops ELSE 0 END
+    CAST(data_flops + CASE WHEN model LIKE 'conv_bwd%' THEN weight_flops ELSE 0 END
          + CASE WHEN with_bias THEN _xsp_numel(y) ELSE 0 END AS DOUBLE),
-    CAST((CASE WHEN model = 'conv_bwd' THEN 2 ELSE 1 END * (_xsp_numel(x) + _xsp_numel(w) + _xsp_numel(y))
+    CAST((CASE WHEN model LIKE 'conv_bwd%' THEN 2 ELSE 1 END * (_xsp_numel(x) + _xsp_numel(w) + _xsp_numel(y))
           + CASE WHEN with_bias THEN _xsp_numel(y) + y[2] ELSE 0 END) * _xsp_bpe(types[a]) AS DOUBLE),
     'matrix'
 FROM conv
 UNION ALL
 SELECT run_id, span_id, name, iteration, model, types[a], missing_key, NULL, NULL, 'matrix'
-FROM _xsp_op_operands WHERE model IN ('conv', 'conv_bwd') AND missing_key IS NOT NULL
+FROM _xsp_op_operands WHERE model LIKE 'conv%' AND missing_key IS NOT NULL
 UNION ALL
-SELECT run_id, span_id, name, iteration, model, types[a], coalesce(missing_key, CASE WHEN model = 'tensor_list' THEN 'tensor_list' END),
+SELECT run_id, span_id, name, iteration, model, types[a], missing_key,
     xsp_vector_flops(model, n),
     -- gather: n / the gathered dimension's size = elements of one row; mse_loss_bwd: grad_output's
     xsp_vector_bytes(model, n, bpe, bpe_second, _xsp_numel(dims[b]),
         CASE WHEN model = 'mse_loss_bwd' THEN _xsp_numel(dims[1]) ELSE n / x[coalesce(TRY_CAST(concrete[params_at] AS INTEGER), 0) + 1] END),
     'vector'
-FROM vector WHERE model NOT LIKE '%norm%'
+FROM vector WHERE model NOT LIKE '%norm%' AND model <> 'tensor_list'
+UNION ALL
+-- tensor lists and collectives (lib/op_lists)
+SELECT * FROM xsp_op_list_flops
+UNION ALL
+SELECT * FROM xsp_op_collective_flops
 UNION ALL
 SELECT run_id, span_id, name, iteration, model, types[a], missing_key,
     xsp_norm_flops(model, n, c, training, mask_input, coalesce(output_mask[2], false)),
@@ -207,7 +214,8 @@ FROM _xsp_op_flops AS f,
 LATERAL (SELECT CASE WHEN EXISTS (SELECT 1 FROM _xsp_op_enclosing_models AS e WHERE e.run_id = f.run_id AND e.span_id = f.span_id)
                      THEN 'counted_inside'
                      WHEN f.missing_key IS NOT NULL THEN f.missing_key
-                     WHEN _xsp_bpe(f.dtype) IS NULL THEN 'unknown_dtype'
+                     -- (a TensorList op's kernels may name a size only; a collective sized its message)
+                     WHEN f.model NOT IN ('tensor_list', 'collective') AND _xsp_bpe(f.dtype) IS NULL THEN 'unknown_dtype'
                      WHEN f.flops IS NULL OR f.bytes IS NULL THEN 'bad_shapes' END AS reason_key) AS k;
 
 -- Every op that launched kernels, with FLOPs and bytes where it has a model (NULL, with
@@ -257,13 +265,14 @@ SELECT
     -- Its iteration (step number).
     f.iteration,
     -- Perf model: gemm, sdpa, binary, conv, conv_bwd, or a vector model (unary, reduce, layer_norm, ...;
-    -- xsp_trace/formats/aten_vector_models.py); NULL: none.
+    -- xsp_trace/formats/aten_vector_models.py), tensor_list or collective (lib/op_lists); NULL: none.
     f.model,
     -- Dtype of its first operand, as the profiler names it.
     f.dtype,
     -- Precision class of that dtype (fp32, bf16, ...).
     _xsp_precision(f.dtype) AS precision,
-    -- 'matrix' (GEMM, attention, conv: matrix peaks) or 'vector' (elementwise, norms, reductions, ...).
+    -- 'matrix' (GEMM, attention, conv: matrix peaks), 'vector' (elementwise, norms, reductions, ...) or
+    -- 'network' (collectives: FLOPs 0, bytes on the bus).
     f.unit,
     -- FLOPs of the op (NULL: not modelled).
     f.flops,

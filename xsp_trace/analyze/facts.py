@@ -11,7 +11,18 @@ from __future__ import annotations
 import duckdb
 
 from .. import naming
-from ..formats import aten_perf_models, collectives, cuda_api, kineto_fields, ncu_metrics, nsys_export, nsys_stats, op_categories, torch_dtypes
+from ..formats import (
+    aten_list_models,
+    aten_perf_models,
+    collectives,
+    cuda_api,
+    kineto_fields,
+    ncu_metrics,
+    nsys_export,
+    nsys_stats,
+    op_categories,
+    torch_dtypes,
+)
 from ..formats.device_peaks import lookup_peak
 from ..store.sql import insert_rows
 from .settings import SETTINGS, rule_facts
@@ -42,6 +53,11 @@ def format_tables() -> list[tuple[str, str, list[tuple]]]:
             "op_name VARCHAR, model VARCHAR, a_arg INTEGER, b_arg INTEGER, bias_arg INTEGER, batched BOOLEAN, "
             "causal_arg INTEGER, params_arg INTEGER, outer_counted BOOLEAN",
             [(name, *model) for name, model in aten_perf_models.OP_MODELS.items()],
+        ),
+        (
+            "xsp_list_op_models",
+            "op_name VARCHAR, flops_per_element DOUBLE, self_written_only BOOLEAN",
+            [(name, *model) for name, model in aten_list_models.LIST_OP_MODELS.items()],
         ),
         ("xsp_not_modelled_reasons", "reason_key VARCHAR, reason VARCHAR", list(aten_perf_models.NOT_MODELLED_REASONS.items())),
         ("xsp_model_categories", "model VARCHAR, category VARCHAR", list(op_categories.MODEL_CATEGORY.items())),
@@ -74,6 +90,8 @@ def fact_variables() -> dict[str, object]:
         "xsp_arg_dtype": collectives.ARG_DTYPE,
         "xsp_arg_group_size": collectives.ARG_GROUP_SIZE,
         "xsp_arg_input_dims": kineto_fields.ARG_INPUT_DIMS,
+        "xsp_kernel_element_bytes": aten_list_models.KERNEL_ELEMENT_BYTES,
+        "xsp_kernel_element_type": aten_list_models.KERNEL_ELEMENT_TYPE,
         "xsp_arg_input_type": kineto_fields.ARG_INPUT_TYPE,
         "xsp_arg_concrete_inputs": kineto_fields.ARG_CONCRETE_INPUTS,
         "xsp_counter_allocated": kineto_fields.MEMORY_ALLOCATED,

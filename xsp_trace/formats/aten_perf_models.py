@@ -40,7 +40,10 @@ aten::miopen_convolution, aten::miopen_depthwise_convolution, aten::thnn_conv2d 
 aten::_slow_conv2d_forward on CPU, aten::mkldnn_convolution ...). Backward since PyTorch 1.11:
 ConvolutionBackward0 -> aten::convolution_backward (modelled), which calls the backend directly;
 before 1.11 the autograd node called backend ops (aten::cudnn_convolution_backward,
-aten::miopen_convolution_backward, aten::thnn_conv2d_backward) that have no model here.
+aten::miopen_convolution_backward, aten::thnn_conv2d_backward). The first two are modelled as
+conv_bwd_legacy: conv_bwd's formulas (grad-input and grad-weight, no bias, not transposed) with the
+output's shape taken from the recorded grad_output, since no "Concrete Inputs" give the stride and
+padding; their children (..._backward_input, ..._backward_weight) record neither x nor the weight size.
 "Concrete Inputs" (the stride/padding/... values) is recorded with record_shapes since PyTorch 2.1; a
 trace with "Input Dims" but no "Concrete Inputs" gets no conv FLOPs (NOT_MODELLED_REASONS says why).
 """
@@ -79,6 +82,12 @@ OP_MODELS: dict[str, OpModel] = {
     # (grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups,
     #  output_mask)
     "aten::convolution_backward": OpModel("conv_bwd", 1, 2, 3, False, None, 4, True),
+    # before PyTorch 1.11 (self, grad_output, weight, padding, stride, dilation, groups, ...): no "Concrete
+    # Inputs", but the output's shape is grad_output's, which is recorded
+    **{
+        f"aten::{op}": OpModel("conv_bwd_legacy", 0, 2, None, False, None, None, True)
+        for op in ("cudnn_convolution_backward", "miopen_convolution_backward")
+    },
     **{f"aten::{op}{suffix}": OpModel("binary", 0, 1, None, False, None) for op in ("add", "sub", "mul", "div") for suffix in ("", "_")},
     **{name: OpModel(model, a, b, None, False, None, params, name in OUTER_COUNTED) for name, (model, a, b, params) in VECTOR_OP_MODELS.items()},
 }
@@ -86,12 +95,14 @@ OP_MODELS: dict[str, OpModel] = {
 # Why a modelled op gets no FLOPs (reported in xsp_op_perf.not_modelled_reason, FLOPs and bytes NULL).
 NOT_MODELLED_REASONS: dict[str, str] = {
     "no_shapes": 'no "Input Dims" recorded (profile with record_shapes=True)',
-    "no_concrete_inputs": 'no "Concrete Inputs" recorded (stride, padding, ... : PyTorch 2.1+ with record_shapes=True)',
+    "no_concrete_inputs": 'no "Concrete Inputs" recorded (convolution stride and padding, norm flags: PyTorch 2.1+ with record_shapes)',
     "unknown_dtype": "element type not known to xsp_trace/formats/torch_dtypes.py",
     "mixed_dtypes": "input and weight have different element types (TraceLens models neither)",
     "bad_shapes": "operand shapes do not fit the model",
     # (short: terminal tables show them in one line; docs/perf_models.md says more)
-    "tensor_list": "TensorList operand: no element type recorded",
+    "tensor_list": "TensorList recorded without its tensors' shapes ([]), or no element type in its kernels' names",
+    "no_list_model": "TensorList op without a model (fused optimizer step)",
+    "no_message_size": "collective without a message size, dtype or rank count in the trace",
     "counted_inside": "an inner op is counted instead",
     "no_model": "no perf model for this op",
 }

@@ -24,8 +24,9 @@ Each entry: (model, tensor_arg, second_arg, param_arg)
   (OUTER_COUNTED), for its own elementwise kernel.
 - gather (own: embedding lookup, index_select): tensor_arg the table, second_arg the indices,
   param_arg the "Concrete Inputs" position of the gathered dimension (NULL: dimension 0).
-- tensor_list (cat, stack, foreach and fused optimizer updates): the profiler records no element
-  type for a TensorList operand (and before 2.x no shapes), so these get a row with that reason.
+- tensor_list (cat, stack, foreach and fused optimizer updates): a TensorList operand has no element
+  type in "Input type"; xsp_trace/formats/aten_list_models.py says where it is found instead and
+  which of these ops have a model (queries/lib/op_lists.sql).
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ MODEL_CATEGORY: dict[str, str] = {
     "sdpa": "attention",
     "conv": "conv",
     "conv_bwd": "conv",
+    "conv_bwd_legacy": "conv",
     "binary": "elementwise",
     "unary": "elementwise",
     "reduce": "reduction",
@@ -35,6 +36,7 @@ MODEL_CATEGORY: dict[str, str] = {
     **{f"{norm}{suffix}": "norm" for norm in ("batch_norm", "layer_norm", "group_norm", "rms_norm") for suffix in ("", "_bwd")},
     "fill": "memory",
     "gather": "memory",
+    "collective": "communication",
     # tensor_list (cat and stack: memory; foreach and fused optimizers: elementwise) by OP_PATTERNS
 }
 
