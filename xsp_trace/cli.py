@@ -100,6 +100,11 @@ def convert(
         help="The ranges (NVTX, annotations) whose name matches REGEX are the steps, for traces without ProfilerStep#N; "
         "iteration: the first integer in the name, else the order (default: ProfilerStep#N in any category).",
     ),
+    one_execution: bool = typer.Option(
+        False,
+        "--one-execution",
+        help="The two inputs (an nsys report or export, then a PyTorch profiler trace) recorded one execution: one run, on one clock, each span once (docs/two_profilers.md).",
+    ),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress bar."),
     jobs: int | None = typer.Option(None, "-j", "--jobs", callback=JOBS, help="Inputs converted at once, one process each (default: one per core)."),
     out_format: StoreFormat = typer.Option(
@@ -169,20 +174,27 @@ def convert(
     if perfetto is not None:  # refused before converting, not after
         check_output_path(perfetto)
         refuse_inputs(perfetto, [*inputs, output])
+    if one_execution and (engine is not Engine.local or out_format is not StoreFormat.duckdb):
+        raise InputError(None, "--one-execution writes one DuckDB database in this process", "leave out --engine and --format")
     with ProgressReporter(enabled=not quiet and sys.stderr.isatty()) as progress:
-        run_ids = convert_inputs(
-            list(inputs),
-            output,
-            options,
-            engine=engine.value,
-            store=out_format.value,
-            jobs=jobs,
-            append=append,
-            overwrite=overwrite,
-            ray_address=ray_address,
-            run_id_offset=run_id_offset,
-            progress=progress,
-        )
+        if one_execution:
+            from .convert.one_execution import convert_one_execution_files
+
+            run_ids = convert_one_execution_files(list(inputs), output, options, append=append, overwrite=overwrite, progress=progress)
+        else:
+            run_ids = convert_inputs(
+                list(inputs),
+                output,
+                options,
+                engine=engine.value,
+                store=out_format.value,
+                jobs=jobs,
+                append=append,
+                overwrite=overwrite,
+                ray_address=ray_address,
+                run_id_offset=run_id_offset,
+                progress=progress,
+            )
     typer.echo(f"wrote {output} (runs {', '.join(map(str, run_ids))})")
     if perfetto is not None:
         write_perfetto(output, perfetto, None)
