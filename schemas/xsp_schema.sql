@@ -528,7 +528,7 @@ COMMENT ON TABLE one_execution_alignments IS 'How a second trace of the same exe
 COMMENT ON COLUMN one_execution_alignments.run_id IS 'The merged run (its clock is the nsys session clock).';
 COMMENT ON COLUMN one_execution_alignments.source_kind IS 'What the merged trace was: kineto.';
 COMMENT ON COLUMN one_execution_alignments.source_path IS 'Path of the merged trace.';
-COMMENT ON COLUMN one_execution_alignments.offset_ns IS 'Added to the trace''s times to put them on the run clock: the absolute-clock offset refined by the paired ranges (median of their midpoint differences).';
-COMMENT ON COLUMN one_execution_alignments.spread_ns IS 'Largest deviation of a paired range''s midpoint difference from offset_ns: how closely the two records of one range agree.';
+COMMENT ON COLUMN one_execution_alignments.offset_ns IS 'Added to the trace''s times to put them on the run clock: the absolute-clock offset refined by the paired ranges: the middle of the offsets under which every NVTX range encloses its annotation.';
+COMMENT ON COLUMN one_execution_alignments.spread_ns IS 'Width of the offsets under which every paired NVTX range encloses its annotation: the alignment is exact to within half of it.';
 COMMENT ON COLUMN one_execution_alignments.paired_spans IS 'Ranges both traces recorded (same name, same thread), merged into one span each.';
-COMMENT ON COLUMN one_execution_alignments.tolerance_ns IS 'The largest spread convert accepts; beyond it the two traces are refused as not one execution.';
+COMMENT ON COLUMN one_execution_alignments.tolerance_ns IS 'The largest spread convert accepts; beyond it, or when no offset makes the pairs enclose each other, the two traces are refused as not one execution.';

@@ -6,8 +6,10 @@ run directory come here. Both traces are read as they always are (no correlation
    (runs.clock_origin_utc_ns: nsys's session start, Kineto's baseTimeNanoseconds), then refined by
    the ranges both recorded: the capture's model and layer ranges (NVTX in nsys, record_function
    annotations of the same names in Kineto), each Kineto range paired with the NVTX range of its
-   name on its thread that starts nearest. The offset is the median of the paired midpoint
-   differences; the spread, the largest deviation from it, must stay within SPREAD_TOLERANCE_NS.
+   name on its thread around its middle (on the absolute clocks: the first annotation the
+   profiler records can start milliseconds after its NVTX range, so the nearest start misleads). On one clock the NVTX range encloses its annotation
+   (it opens first, closes last): the offset is the middle of the offsets under which every pair
+   does; the spread, the width of that interval, must stay within SPREAD_TOLERANCE_NS.
 2. Merged, not doubled: a paired range is kept once (the nsys row, with the Kineto range's
    span_args added to it); every other Kineto row joins the run shifted onto the nsys clock under
    new span ids. span_sources says where each span came from, one_execution_alignments the offset.
@@ -32,14 +34,13 @@ from .common import ConvertOptions, Progress, detect_source, no_progress
 from .correlate import correlate_run
 from .validate import reading_errors
 
-# The paired ranges' midpoint differences may deviate from their median by this much: a range's
-# two records are taken around the same call (NVTX push and the profiler's record_function enter,
-# one after the other), so they differ by the cost of one of those calls; measured on the CPU
-# fixture in docs/two_profilers.md, well under it.
+# The paired ranges must leave the clock offset open over at most this much: a range's two records
+# are taken by adjacent calls (NVTX push and the profiler's record_function enter), so the tightest
+# pair bounds it by the cost of those calls; measured in docs/two_profilers.md, well under it.
 SPREAD_TOLERANCE_NS = 200_000
-# A Kineto range pairs with an NVTX range whose start lies this near once the absolute clocks are
-# applied: both clocks are read from the same host clock, so they agree far closer than one layer call.
-PAIRING_WINDOW_NS = 5_000_000
+# Pairs may contradict each other by this much (the two profilers' clock conversions round apart)
+# before no single offset is accepted.
+CONSISTENCY_TOLERANCE_NS = 2_000
 # The span kinds both profilers record by name: the capture's ranges and user annotations.
 _PAIRED_KINDS = ("model", "layer", "annotation")
 
@@ -139,12 +140,12 @@ def align(con: duckdb.DuckDBPyConnection, run_id: int, scratch: int, kineto_path
         if key not in nsys_ranges:
             continue
         nsys_ids, nsys_starts, nsys_ends = nsys_ranges[key]
-        nearest = _nearest(nsys_starts, kineto_starts + coarse)
-        near = np.abs(nsys_starts[nearest] - (kineto_starts + coarse)) <= PAIRING_WINDOW_NS
-        if not near.all() or len(set(nearest[near].tolist())) != int(near.sum()):
+        nearest = _around(nsys_starts, nsys_ends, (kineto_starts + kineto_ends) // 2 + coarse)
+        found = nearest >= 0
+        if not found.all() or len(set(nearest.tolist())) != len(nearest):
             raise InputError(
                 kineto_path,
-                f"{int((~near).sum())} of its {key[0]!r} ranges have no NVTX range of that name near them: not one execution",
+                f"{int((~found).sum()) or 'some'} of its {key[0]!r} ranges have no NVTX range of that name of their own around them: not one execution",
                 "pass the nsys export and the Kineto trace of one process",
             )
         pairs.update(zip(kineto_ids.tolist(), nsys_ids[nearest].tolist(), strict=True))
@@ -156,25 +157,44 @@ def align(con: duckdb.DuckDBPyConnection, run_id: int, scratch: int, kineto_path
             "holds no range the nsys trace also holds (NVTX ranges and record_function annotations of the same names)",
             "record the capture's model and layer ranges with both profilers",
         )
-    # Midpoints: the NVTX range opens before and closes after the annotation inside it, by about
-    # the same cost, so the midpoint differences are centred where start or end differences are not.
-    diffs = (np.concatenate(start_diffs) + np.concatenate(end_diffs)) // 2
-    offset = int(np.median(diffs))
-    spread = int(np.abs(diffs - offset).max())
-    if spread > SPREAD_TOLERANCE_NS:
+    return (*_enclosing_offset(np.concatenate(start_diffs), np.concatenate(end_diffs), kineto_path), pairs)
+
+
+def _enclosing_offset(start_diffs: np.ndarray, end_diffs: np.ndarray, kineto_path: Path) -> tuple[int, int]:
+    """(offset, spread): the middle and the width of the offsets under which every NVTX range
+    encloses its annotation (or every annotation its NVTX range: the order the program opened them).
+
+    A range's two records are taken by adjacent calls, so on one clock the outer one opens first and
+    closes last; each pair bounds the offset on one side by its start, on the other by its end. A
+    thread descheduled between the two calls only widens its pair's bounds, where a mean or median
+    of differences would move.
+    """
+    nvtx_outside = (int(start_diffs.max()), int(end_diffs.min()))
+    annotation_outside = (int(end_diffs.max()), int(start_diffs.min()))
+    low, high = max((nvtx_outside, annotation_outside), key=lambda bounds: bounds[1] - bounds[0])
+    if high - low < -CONSISTENCY_TOLERANCE_NS:
         raise InputError(
             kineto_path,
-            f"its ranges and the nsys ranges of the same names differ by up to {spread} ns around the offset, over the {SPREAD_TOLERANCE_NS} ns tolerance: not one execution",
+            f"no single clock offset puts its ranges around or inside the nsys ranges of the same names (they disagree by {low - high} ns): not one execution",
             "pass the nsys export and the Kineto trace of one process",
         )
-    return offset, spread, pairs
+    if high - low > SPREAD_TOLERANCE_NS:
+        raise InputError(
+            kineto_path,
+            f"its ranges leave the clock offset open over {high - low} ns, more than the {SPREAD_TOLERANCE_NS} ns tolerance: not one execution",
+            "pass the nsys export and the Kineto trace of one process",
+        )
+    return (low + high) // 2, high - low
 
 
-def _nearest(sorted_values: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """Index into sorted_values of the value nearest each target."""
-    right = np.clip(np.searchsorted(sorted_values, targets), 0, len(sorted_values) - 1)
-    left = np.clip(right - 1, 0, len(sorted_values) - 1)
-    return np.where(np.abs(sorted_values[left] - targets) <= np.abs(sorted_values[right] - targets), left, right)
+def _around(starts: np.ndarray, ends: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Index of the latest-starting range [starts, ends] (sorted by start) around each point, -1 where none is."""
+    found = np.full(len(points), -1, dtype=np.int64)
+    for number, candidate in enumerate(np.searchsorted(starts, points, side="right") - 1):
+        while candidate >= 0 and ends[candidate] < points[number]:  # a range of the same name nested deeper, or an earlier one
+            candidate -= 1
+        found[number] = candidate
+    return found
 
 
 # The tables a converter writes (before correlation) and how a Kineto row joins the nsys run:
