@@ -267,7 +267,11 @@ def capture(
     batch_sizes: str = typer.Option("1", "--batch-sizes", help="Comma list of batch sizes (passed to the script's make_input)."),
     iterations: int = typer.Option(100, "--iterations", help="Profiled inferences per run (each paired with an un-instrumented one)."),
     warmup: int = typer.Option(10, "--warmup", help="Un-profiled inferences before them."),
-    tool: str = typer.Option("torch", "--tool", help="Who records MLG: torch (torch.profiler in the process), nsys, or a comma list of both."),
+    tool: str = typer.Option(
+        "torch",
+        "--tool",
+        help="Who records MLG: torch (torch.profiler in the process), nsys, or a comma list of both; torch+nsys: both in one process, levels M and ML (docs/two_profilers.md).",
+    ),
     nvtx_ranges: bool = typer.Option(False, "--nvtx-ranges", help="nsys records M and ML as NVTX (µs per range) instead of the capture's own timer."),
     depth: int | None = typer.Option(None, "--depth", help="Layers at this module depth (default: leaf modules)."),
     layer_sync: str = typer.Option(
