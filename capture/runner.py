@@ -47,7 +47,11 @@ from .session import LAYER_SYNC_CHOICES
 # glibc malloc settings that keep short profiled processes from page-faulting on every large
 # allocation (docs/design.md, "Leveled measurement"); set unless the user set them.
 MALLOC_TUNING = {"MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TRIM_THRESHOLD_": "268435456"}
-RUNNER_TOOLS = ("torch", "nsys")
+RUNNER_TOOLS = ("torch", "nsys", "torch+nsys")
+# torch+nsys: one process under nsys with torch.profiler inside it, at the levels without CUDA
+# tracing: nsys and the profiler both trace CUDA through CUPTI, which one process gives to one of them.
+BOTH_TOOLS = "torch+nsys"
+BOTH_TOOLS_LEVELS = ("M", "ML")
 NSYS_2022_NVTX = "0.2.11"  # the last nvtx release whose ranges nsys 2022.4 records
 # A command starting with one of these bare names runs under xsp-trace's own interpreter: the
 # first `python` on PATH may be another environment, with another copy of xsp_trace or none.
@@ -105,6 +109,17 @@ def _check(request: CaptureRequest) -> dict:
     if not out.parent.exists():
         raise InputError(out, "its folder does not exist", "create the folder or choose another -o")
     binaries = {}
+    if BOTH_TOOLS in request.tools:
+        bad = [lv for lv in request.levels if lv not in BOTH_TOOLS_LEVELS]
+        if bad:
+            raise InputError(
+                None,
+                f"--tool {BOTH_TOOLS} records levels {', '.join(BOTH_TOOLS_LEVELS)}, not {', '.join(bad)}: nsys and torch.profiler cannot both trace CUDA in one process",
+                f"capture {', '.join(bad)} with --tool torch or --tool nsys",
+            )
+        binaries["nsys"] = tl.find_tool("nsys", request.nsys, "NSYS")
+        if binaries["nsys"] is None:
+            raise InputError(request.nsys or "nsys", "nsys not found", "install Nsight Systems, pass --nsys PATH, or use --tool torch")
     if "nsys" in request.tools and not all(recorded_by_own_timer("nsys", lv, request.nvtx_ranges) for lv in request.levels):
         binaries["nsys"] = tl.find_tool("nsys", request.nsys, "NSYS")
         if binaries["nsys"] is None:
@@ -157,7 +172,7 @@ def _environment(request: CaptureRequest, tool: str, level: str, batch_size: int
 def _launch_command(request: CaptureRequest, binaries: dict, tool: str, level: str, folder: Path) -> list[str]:
     if recorded_by_own_timer(tool, level, request.nvtx_ranges):
         return list(request.command)  # no profiler: the capture times the ranges itself
-    if tool == "nsys":
+    if tool in ("nsys", BOTH_TOOLS):
         return tl.nsys_profile_command(binaries["nsys"], level, folder / "trace", request.command)
     if tool == "ncu":
         group = level[len(METRICS_LEVEL_PREFIX) :]
@@ -219,7 +234,10 @@ def _collect_trace(request: CaptureRequest, binaries: dict, entry: dict, folder:
         if not trace.exists():
             return None, None
         return str(trace.relative_to(out)), trace.read_bytes().count(f'"{MODEL_PREFIX}'.encode())
-    if entry["tool"] == "nsys":
+    if entry["tool"] == BOTH_TOOLS:
+        kineto = folder / (session.get("trace") or "trace.json")
+        entry["kineto_trace"] = str(kineto.relative_to(out)) if kineto.exists() else None
+    if entry["tool"] in ("nsys", BOTH_TOOLS):
         report = tl.finish_nsys_report(binaries["nsys"], folder / "trace", timeout)
         if report is None:
             return None, None
@@ -251,7 +269,7 @@ def capture_levels(request: CaptureRequest, progress: Callable[[str], None] | No
     remove_run_dir(out)  # _check allowed it: empty, or a previous run directory with --overwrite
     (out / "runs").mkdir(parents=True, exist_ok=True)
     versions = {name: tl.tool_version(path) for name, path in binaries.items()}
-    if "torch" in request.tools:
+    if "torch" in request.tools or BOTH_TOOLS in request.tools:
         versions["torch.profiler"] = None  # filled from the sessions (torch version)
     manifest = new_manifest(
         command=request.command,
@@ -324,11 +342,11 @@ def capture_levels(request: CaptureRequest, progress: Callable[[str], None] | No
         absorb_session(manifest, session)
         _warn_other_copy(manifest, session, progress)
         entry["trace"], entry["model_ranges"] = _collect_trace(request, binaries, entry, folder, session)
-        if entry["trace"] is None:
+        if entry["trace"] is None or (tool == BOTH_TOOLS and entry.get("kineto_trace") is None):
             raise _fail(manifest, out, entry, "empty", f"{tool} wrote no trace in run {entry['key']}", f"see {entry['dir']}/stderr.txt")
         if entry["model_ranges"] == 0:
             fix = "check that the script's model ran inside xsp_trace.capture.run"
-            nvtx = tool == "nsys" and not recorded_by_own_timer(tool, level, request.nvtx_ranges)
+            nvtx = tool in ("nsys", BOTH_TOOLS) and not recorded_by_own_timer(tool, level, request.nvtx_ranges)
             if nvtx and session.get("nvtx_version") != NSYS_2022_NVTX:
                 fix = (
                     f"the nvtx package {session.get('nvtx_version')} records nothing under nsys "

@@ -351,8 +351,9 @@ def _interleaved_own_timer(call, config: SessionConfig, sync, annotation, faults
 
 def _torch_profiler(config: SessionConfig, device):
     """The profiler of a torch-tool run: only MLG has one (M and ML use the capture's own timer;
-    _UserScopeProfiler, which they used, stays for recording user annotations alone)."""
-    return _FullProfiler(cuda=device.type == "cuda")
+    _UserScopeProfiler, which they used, stays for recording user annotations alone). Under nsys
+    (torch+nsys) CPU activity only: nsys owns the process's CUDA tracing (docs/two_profilers.md)."""
+    return _FullProfiler(cuda=device.type == "cuda" and config.tool == "torch")
 
 
 def _interleaved_under_torch(call, config: SessionConfig, sync, annotation, device, faults: dict, record: dict):
@@ -376,7 +377,7 @@ def _before_during_after(call, config: SessionConfig, sync, annotation, device, 
     profiler = None
     if config.tool == "ncu" and device.type == "cuda":
         profiler = _CudaProfilerRange()  # ncu runs with --profile-from-start off
-    elif config.tool == "torch":
+    elif config.tool in ("torch", "torch+nsys"):
         profiler = _torch_profiler(config, device)
     annotation.attach()
     try:
@@ -464,8 +465,8 @@ def measure(
             record["model"],
             layers=with_layers,
             depth=config.depth,
-            nvtx=config.tool in ("nsys", "ncu") and not own_timer,
-            torch=config.tool == "torch" and not own_timer,
+            nvtx=config.tool in ("nsys", "ncu", "torch+nsys") and not own_timer,
+            torch=config.tool in ("torch", "torch+nsys") and not own_timer,
             layer_sync=layer_sync,
             model_hook=False,
             called=called,
@@ -477,7 +478,7 @@ def measure(
             # Nothing to start or stop: alternate single inferences (layer wrappers installed only
             # for the instrumented one), so bursts of machine noise hit both loops alike.
             plain, phases, instrumented = _interleaved(call, config.iterations, sync, annotation, faults)
-        elif config.tool == "torch" and _can_pause_profiler():
+        elif config.tool in ("torch", "torch+nsys") and _can_pause_profiler():
             plain, phases, instrumented = _interleaved_under_torch(call, config, sync, annotation, device, faults, record)
         else:
             plain, phases, instrumented = _before_during_after(call, config, sync, annotation, device, faults, record)

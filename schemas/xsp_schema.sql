@@ -1,5 +1,5 @@
 -- xsp-trace unified schema (its version: SCHEMA_VERSION in xsp_trace/store/database.py; 6 added runs.origin_ns,
--- 7 memory_events, cpu_samples, cpu_sample_frames and thread_states).
+-- 7 memory_events, cpu_samples, cpu_sample_frames and thread_states, 8 span_sources and one_execution_alignments).
 --
 -- One database holds any number of converted traces ("runs") from Nsight Systems exports and
 -- PyTorch profiler (Kineto) traces. Every interval event of every level of the stack -- model,
@@ -504,3 +504,31 @@ COMMENT ON COLUMN thread_states.cpu IS 'CPU core it was switched in on or out of
 COMMENT ON COLUMN thread_states.state IS 'running (switched in) or descheduled (switched out: waiting, blocked or preempted).';
 COMMENT ON COLUMN thread_states.start_ns IS 'The switch, ns on the run clock.';
 COMMENT ON COLUMN thread_states.end_ns IS 'The thread''s next switch (exclusive), ns on the run clock.';
+
+CREATE TABLE IF NOT EXISTS span_sources (
+    run_id INTEGER NOT NULL,
+    span_id BIGINT NOT NULL,
+    source VARCHAR NOT NULL
+);
+COMMENT ON TABLE span_sources IS 'Where each span of a run merged from two profilers of one execution came from (convert --one-execution); no rows for a run read from one trace.';
+COMMENT ON COLUMN span_sources.run_id IS 'The merged run.';
+COMMENT ON COLUMN span_sources.span_id IS 'The span (spans.span_id).';
+COMMENT ON COLUMN span_sources.source IS 'nsys, kineto, or both: a range both recorded, kept once as the nsys row with the Kineto span_args added.';
+
+CREATE TABLE IF NOT EXISTS one_execution_alignments (
+    run_id INTEGER NOT NULL,
+    source_kind VARCHAR NOT NULL,
+    source_path VARCHAR,
+    offset_ns BIGINT NOT NULL,
+    spread_ns BIGINT NOT NULL,
+    paired_spans BIGINT NOT NULL,
+    tolerance_ns BIGINT NOT NULL
+);
+COMMENT ON TABLE one_execution_alignments IS 'How a second trace of the same execution was put on the run clock (convert --one-execution): one row per trace merged into the run.';
+COMMENT ON COLUMN one_execution_alignments.run_id IS 'The merged run (its clock is the nsys session clock).';
+COMMENT ON COLUMN one_execution_alignments.source_kind IS 'What the merged trace was: kineto.';
+COMMENT ON COLUMN one_execution_alignments.source_path IS 'Path of the merged trace.';
+COMMENT ON COLUMN one_execution_alignments.offset_ns IS 'Added to the trace''s times to put them on the run clock: the absolute-clock offset refined by the paired ranges: the middle of the offsets under which every NVTX range encloses its annotation.';
+COMMENT ON COLUMN one_execution_alignments.spread_ns IS 'Width of the offsets under which every paired NVTX range encloses its annotation: the alignment is exact to within half of it.';
+COMMENT ON COLUMN one_execution_alignments.paired_spans IS 'Ranges both traces recorded (same name, same thread), merged into one span each.';
+COMMENT ON COLUMN one_execution_alignments.tolerance_ns IS 'The largest spread convert accepts; beyond it, or when no offset makes the pairs enclose each other, the two traces are refused as not one execution.';

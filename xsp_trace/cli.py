@@ -100,6 +100,11 @@ def convert(
         help="The ranges (NVTX, annotations) whose name matches REGEX are the steps, for traces without ProfilerStep#N; "
         "iteration: the first integer in the name, else the order (default: ProfilerStep#N in any category).",
     ),
+    one_execution: bool = typer.Option(
+        False,
+        "--one-execution",
+        help="The two inputs (an nsys report or export, then a PyTorch profiler trace) recorded one execution: one run, on one clock, each span once (docs/two_profilers.md).",
+    ),
     quiet: bool = typer.Option(False, "-q", "--quiet", help="No progress bar."),
     jobs: int | None = typer.Option(None, "-j", "--jobs", callback=JOBS, help="Inputs converted at once, one process each (default: one per core)."),
     out_format: StoreFormat = typer.Option(
@@ -169,20 +174,27 @@ def convert(
     if perfetto is not None:  # refused before converting, not after
         check_output_path(perfetto)
         refuse_inputs(perfetto, [*inputs, output])
+    if one_execution and (engine is not Engine.local or out_format is not StoreFormat.duckdb):
+        raise InputError(None, "--one-execution writes one DuckDB database in this process", "leave out --engine and --format")
     with ProgressReporter(enabled=not quiet and sys.stderr.isatty()) as progress:
-        run_ids = convert_inputs(
-            list(inputs),
-            output,
-            options,
-            engine=engine.value,
-            store=out_format.value,
-            jobs=jobs,
-            append=append,
-            overwrite=overwrite,
-            ray_address=ray_address,
-            run_id_offset=run_id_offset,
-            progress=progress,
-        )
+        if one_execution:
+            from .convert.one_execution import convert_one_execution_files
+
+            run_ids = convert_one_execution_files(list(inputs), output, options, append=append, overwrite=overwrite, progress=progress)
+        else:
+            run_ids = convert_inputs(
+                list(inputs),
+                output,
+                options,
+                engine=engine.value,
+                store=out_format.value,
+                jobs=jobs,
+                append=append,
+                overwrite=overwrite,
+                ray_address=ray_address,
+                run_id_offset=run_id_offset,
+                progress=progress,
+            )
     typer.echo(f"wrote {output} (runs {', '.join(map(str, run_ids))})")
     if perfetto is not None:
         write_perfetto(output, perfetto, None)
@@ -255,7 +267,11 @@ def capture(
     batch_sizes: str = typer.Option("1", "--batch-sizes", help="Comma list of batch sizes (passed to the script's make_input)."),
     iterations: int = typer.Option(100, "--iterations", help="Profiled inferences per run (each paired with an un-instrumented one)."),
     warmup: int = typer.Option(10, "--warmup", help="Un-profiled inferences before them."),
-    tool: str = typer.Option("torch", "--tool", help="Who records MLG: torch (torch.profiler in the process), nsys, or a comma list of both."),
+    tool: str = typer.Option(
+        "torch",
+        "--tool",
+        help="Who records MLG: torch (torch.profiler in the process), nsys, or a comma list of both; torch+nsys: both in one process, levels M and ML (docs/two_profilers.md).",
+    ),
     nvtx_ranges: bool = typer.Option(False, "--nvtx-ranges", help="nsys records M and ML as NVTX (µs per range) instead of the capture's own timer."),
     depth: int | None = typer.Option(None, "--depth", help="Layers at this module depth (default: leaf modules)."),
     layer_sync: str = typer.Option(

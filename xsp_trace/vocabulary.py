@@ -17,7 +17,7 @@ Level = Literal["M", "ML", "MLG"]
 LEVELS: tuple[Level, ...] = get_args(Level)
 
 # The profilers `xsp-trace capture` runs the script under (capture/session.py).
-CaptureTool = Literal["nsys", "torch", "ncu"]
+CaptureTool = Literal["nsys", "torch", "ncu", "torch+nsys"]
 CAPTURE_TOOLS: tuple[CaptureTool, ...] = get_args(CaptureTool)
 
 # Finding.kind (xsp_trace/analyze/findings/*.py): what `analyze --findings` can say.

@@ -141,7 +141,13 @@ def convert_run_dir(con: duckdb.DuckDBPyConnection, run_dir: Path, options: Conv
         progress(f"{entry['key']} ({number}/{len(convertible)})", None)
         session = _read_json(run_dir / entry["session"], "the session record")
         fields = {**options.run_fields, "level": entry["level"], "model": session.get("model") or model, "batch_size": entry["batch_size"]}
-        run_ids = convert_trace(con, run_dir / entry["trace"], replace(options, run_fields=fields, include_os_runtime=False), progress)
+        run_options = replace(options, run_fields=fields, include_os_runtime=False)
+        if entry.get("kineto_trace"):  # capture --tool torch+nsys: one process, both profilers, one run
+            from .one_execution import convert_one_execution
+
+            run_ids = convert_one_execution(con, run_dir / entry["trace"], run_dir / entry["kineto_trace"], run_options, progress)
+        else:
+            run_ids = convert_trace(con, run_dir / entry["trace"], run_options, progress)
         for run_id in run_ids:
             con.execute(
                 "INSERT INTO capture_runs BY NAME SELECT * FROM (SELECT "

@@ -21,7 +21,7 @@ from .data_only import lock_reading, refuse_code
 from .schema import schema_difference, table_columns, table_ddl
 from .sql import one_transaction, registered, scalar
 
-SCHEMA_VERSION = "7"
+SCHEMA_VERSION = "8"
 
 
 def create_schema(con: duckdb.DuckDBPyConnection) -> None:
@@ -38,7 +38,12 @@ def create_schema(con: duckdb.DuckDBPyConnection) -> None:
 # which a TEMP table of runs computes as correlate/origin.sql stores it; versions before 7 have no
 # memory_events and no CPU sampling tables (cpu_samples, cpu_sample_frames, thread_states).
 _TABLES_OF_7 = (("memory_events", None), ("cpu_samples", None), ("cpu_sample_frames", None), ("thread_states", None))
-READABLE_OLDER: dict[str, tuple[tuple[str, str | None], ...]] = {"5": (("runs", "origin_ns"), *_TABLES_OF_7), "6": _TABLES_OF_7}
+_TABLES_OF_8 = (("span_sources", None), ("one_execution_alignments", None))
+READABLE_OLDER: dict[str, tuple[tuple[str, str | None], ...]] = {
+    "5": (("runs", "origin_ns"), *_TABLES_OF_7, *_TABLES_OF_8),
+    "6": (*_TABLES_OF_7, *_TABLES_OF_8),
+    "7": _TABLES_OF_8,
+}
 
 
 def runs_with_origin(con: duckdb.DuckDBPyConnection, catalog: str) -> str:
