@@ -214,10 +214,18 @@ def perfetto(
         None,
         "--from-ns",
         callback=TIME_NS,
-        help="Window start: ns after each run's first event (runs.origin_ns). Spans overlapping the window are kept.",
+        help="Window start: ns after each run's time 0 (--align). Spans overlapping the window are kept.",
     ),
-    to_ns: int | None = typer.Option(None, "--to-ns", callback=TIME_NS, help="Window end (exclusive): ns after each run's origin."),
-    keep_clocks: bool = typer.Option(False, "--keep-clocks", help="Keep each run's own clock instead of putting every run's first event at time 0."),
+    to_ns: int | None = typer.Option(None, "--to-ns", callback=TIME_NS, help="Window end (exclusive): ns after each run's time 0 (--align)."),
+    align: str | None = typer.Option(
+        None,
+        "--align",
+        metavar="origin|utc|own",
+        help="Where each run's time 0 lies: origin (default: its first event, runs.origin_ns, every run from 0 side by side), "
+        "utc (one instant for all: the earliest first event among the runs on the absolute clock, runs.clock_origin_utc_ns, "
+        "so ranks and runs recorded together line up as they ran), own (each run's own clock).",
+    ),
+    keep_clocks: bool = typer.Option(False, "--keep-clocks", help="Same as --align own (the option's name before --align)."),
     critical_path: bool = typer.Option(
         False, "--critical-path", help="Add each run's critical path (analyze -a critical_path) as a track of its own, its segments linked by flows."
     ),
@@ -233,16 +241,19 @@ def perfetto(
 
       xsp-trace perfetto run.duckdb -o run.pftrace --critical-path
 
+      xsp-trace perfetto ranks.duckdb -o job.pftrace --align utc
+
     Then open the .pftrace in https://ui.perfetto.dev.
     """
     from .perfetto import PerfettoOptions
+    from .store.run_alignment import perfetto_alignment
 
     options = PerfettoOptions(
         run_ids=comma_list(runs, "--runs", int),
         kinds=comma_list(kinds, "--kinds", example="model,layer,kernel"),
         from_ns=from_ns,
         to_ns=to_ns,
-        align_runs=not keep_clocks,
+        align=perfetto_alignment(align, keep_clocks),
         critical_path=critical_path,
     )
     write_perfetto(database, output, options)
@@ -427,6 +438,13 @@ def analyze(
     ),
     iteration: list[str] | None = typer.Option(None, "--iteration", help="Only these iterations (step numbers; repeat, comma-separate or A-B)."),
     window: str | None = typer.Option(None, "--window", help="Spans starting in START:END after each run's start: 120ms:180ms (ns/us/ms/s)."),
+    align: str | None = typer.Option(
+        None,
+        "--align",
+        metavar="origin|utc",
+        help="The clock of --window: origin (default: after each run's first event) or utc (after the earliest first event among "
+        "the runs on the absolute clock, runs.clock_origin_utc_ns: one instant in every run, as `perfetto --align utc` shows).",
+    ),
     what_if: list[str] | None = typer.Option(
         None,
         "--what-if",
@@ -485,6 +503,8 @@ def analyze(
 
       xsp-trace analyze rank0.duckdb --window 120ms:180ms -a gpu_idle_gaps
 
+      xsp-trace analyze ranks.duckdb --window 120ms:180ms --align utc -a gpu_idle_gaps
+
       xsp-trace analyze rank1.duckdb --scope profiled -a comm_compute_overlap -a gpu_busy_idle
 
       xsp-trace analyze run.duckdb --findings
@@ -497,6 +517,7 @@ def analyze(
     from .analyze.present import View, check_names, list_all, run_pair
     from .analyze.session import AnalysisOptions
     from .analyze.settings import parse_settings
+    from .store.run_alignment import window_alignment
     from .terminal.readable_table import TableStyle
 
     if list_analyses:
@@ -520,6 +541,7 @@ def analyze(
         layer_depth=layer_depth,
         iterations=iteration_list(iteration),
         window_ns=time_window(window),
+        align=window_alignment(align, window is not None),
         settings=parse_settings(settings),
         what_if=tuple(what_if or ()),
         scope=scope.value,

@@ -1,13 +1,15 @@
 -- perfetto/select: what a Perfetto export shows -- the chosen runs, their time origin, and
 -- their spans, marks and counter samples inside the chosen window and kinds.
 --
--- From: runs (origin_ns, the time zero of each run), spans, marks, counters, memory_events, and variables set by xsp_trace.perfetto:
+-- From: runs, xsp_time_zeros (each run's time zero on its clock: xsp_trace/run_alignment.py), spans, marks,
+-- counters, memory_events, and variables set by xsp_trace.perfetto:
 --   xsp_perfetto_run_ids  INTEGER[] or NULL (all runs)
 --   xsp_perfetto_kinds    VARCHAR[] or NULL (all span kinds; 'mark' and 'counter' select
 --                         marks and counter samples)
 --   xsp_perfetto_from_ns, xsp_perfetto_to_ns  BIGINT or NULL (open): the window, in ns after
---                         each run's origin; a span is kept if it overlaps [from, to)
---   xsp_perfetto_align    BOOLEAN: shift every run so that its origin is at time 0
+--                         each run's time zero; a span is kept if it overlaps [from, to)
+--   xsp_perfetto_align    VARCHAR: origin or utc (every run's time zero at 0), own (each run's
+--                         own clock)
 -- Creates TEMP TABLEs perfetto_runs and perfetto_span_tracks and TEMP VIEWs perfetto_spans,
 -- perfetto_marks, perfetto_counters, read by the other perfetto_*.sql queries.
 
@@ -15,22 +17,23 @@ CREATE OR REPLACE TEMP TABLE perfetto_runs AS
 SELECT
     -- The run.
     r.run_id,
-    -- The run's time zero, runs.origin_ns (its first span, mark or counter sample): the exported
-    -- trace puts it at 0, so a time analyze shows is the time ui.perfetto.dev shows.
+    -- The run's origin, runs.origin_ns (its first span, mark or counter sample): aligned by origin,
+    -- the exported trace puts it at 0, so a time analyze shows is the time ui.perfetto.dev shows.
     r.origin_ns,
-    -- Subtracted from every timestamp of the run: the origin when aligning runs, otherwise
-    -- only what keeps timestamps non-negative (Perfetto timestamps are unsigned).
-    CASE WHEN getvariable('xsp_perfetto_align') THEN r.origin_ns ELSE least(r.origin_ns, 0) END AS shift_ns,
+    -- Subtracted from every timestamp of the run: its time zero (the origin, or under utc the
+    -- selected runs' shared first instant), or with own only what keeps timestamps non-negative
+    -- (Perfetto timestamps are unsigned).
+    CASE WHEN getvariable('xsp_perfetto_align') = 'own' THEN least(r.origin_ns, 0) ELSE z.zero_ns END AS shift_ns,
     -- Start of the window on the run clock (NULL: open).
-    r.origin_ns + getvariable('xsp_perfetto_from_ns') AS window_start_ns,
+    z.zero_ns + getvariable('xsp_perfetto_from_ns') AS window_start_ns,
     -- End of the window on the run clock (NULL: open).
-    r.origin_ns + getvariable('xsp_perfetto_to_ns') AS window_end_ns,
+    z.zero_ns + getvariable('xsp_perfetto_to_ns') AS window_end_ns,
     -- Name prefix that tells this run's tracks apart from other runs' tracks.
     concat_ws(' · ', 'run ' || r.run_id, r.source_kind, r.level, r.model,
               'batch ' || r.batch_size, 'rank ' || r.rank, r.label) AS title
 FROM runs AS r
-WHERE r.origin_ns IS NOT NULL  -- a run without events has nothing to show
-  AND (getvariable('xsp_perfetto_run_ids') IS NULL
+JOIN xsp_time_zeros AS z USING (run_id)  -- only runs with events: a run without has nothing to show
+WHERE (getvariable('xsp_perfetto_run_ids') IS NULL
        OR list_contains(getvariable('xsp_perfetto_run_ids'), r.run_id));
 
 CREATE OR REPLACE TEMP VIEW perfetto_spans AS

@@ -20,6 +20,7 @@ from ..naming import LAYER_RANGE_PRESETS, install_name_macros, layer_range_patte
 from ..resources import query_text
 from ..store.database import runs_with_origin
 from ..store.opening import open_store
+from ..store.run_alignment import TIME_ZEROS, Alignment, create_time_zeros
 from ..store.schema import expected_tables, table_ddl
 from ..store.sql import quote_identifier as _quote
 from ..store.sql import scalar, set_variables
@@ -43,7 +44,8 @@ class AnalysisOptions:
     layer_ranges: str | None = None  # regex (or xsp_trace.naming preset) of ranges to treat as layers
     layer_depth: int | None = None  # nesting level among those ranges (1 = outermost); None = innermost
     iterations: list[int] | None = None  # only spans and steps of these iterations (step numbers)
-    window_ns: tuple[int, int] | None = None  # only spans starting in [start, end) on the run clock
+    window_ns: tuple[int, int] | None = None  # only spans starting in [start, end) after each run's time zero
+    align: Alignment = "origin"  # where window_ns counts from (xsp_trace/store/run_alignment.py): origin or utc
     settings: dict[str, int | str] | None = None  # --set NAME=VALUE (xsp_trace/analyze/settings.py)
     what_if: tuple[str, ...] = ()  # rules of analyze --what-if (xsp_trace.analyze.critical_path.what_if), checked before use
     scope: str = DEFAULT_SCOPE  # "all": every GPU operation; "profiled": as HTA 0.5 with include_last_profiler_step=True (analyze/scope.py)
@@ -93,7 +95,7 @@ def prepare(con: duckdb.DuckDBPyConnection, options: AnalysisOptions, path: Path
         if table not in tables:
             con.execute(f"CREATE OR REPLACE TEMP TABLE {_quote(table)} ({table_ddl(table)})")
     if options.iterations or options.window_ns:
-        _narrow_spans(con, catalog, options)
+        _narrow_spans(con, catalog, options, path)
     base = {t: _selected(catalog, t, options.runs) for t in ("spans", "memops")}
     if options.iterations or options.window_ns:
         base = {
@@ -146,7 +148,7 @@ def _set_layer_view(con: duckdb.DuckDBPyConnection, text: str, depth: int | None
         set_variables(con, {"xsp_layer_depth": int(depth)})
 
 
-def _narrow_spans(con: duckdb.DuckDBPyConnection, catalog: str, options: AnalysisOptions) -> None:
+def _narrow_spans(con: duckdb.DuckDBPyConnection, catalog: str, options: AnalysisOptions, path: Path | str) -> None:
     """Shadow spans, steps and memops with the rows of the selected iterations / time window.
 
     A span's iteration is its own (spans.iteration) or its step's (attribution: GPU work launched
@@ -166,15 +168,16 @@ def _narrow_spans(con: duckdb.DuckDBPyConnection, catalog: str, options: Analysi
             f"WHERE att.run_id = s.run_id AND att.span_id = s.span_id)) IN ({its})"
         )
         step_where.append(f"iteration IN ({its})")
-    if options.window_ns:  # relative to each run's origin (xsp_trace/timebase.py)
+    if options.window_ns:  # relative to each run's time zero (its origin, or under utc the runs' shared first instant)
         lo, hi = (int(v) for v in options.window_ns)
-        origin = "(SELECT origin_ns FROM runs WHERE runs.run_id = {}.run_id)"
+        create_time_zeros(con, options.align, options.runs, path, "--run")
+        origin = f"(SELECT zero_ns FROM {TIME_ZEROS} AS z WHERE z.run_id = {{}}.run_id)"
         span_where.append(f"s.start_ns - {origin.format('s')} >= {lo} AND s.start_ns - {origin.format('s')} < {hi}")
         step_where.append(f"start_ns - {origin.format('st')} >= {lo} AND start_ns - {origin.format('st')} < {hi}")
     con.execute(f"CREATE OR REPLACE TEMP TABLE _xsp_narrow_spans AS SELECT s.* FROM {source['spans']} AS s WHERE {' AND '.join(span_where)}")
     con.execute(f"CREATE OR REPLACE TEMP TABLE _xsp_narrow_steps AS SELECT * FROM {source['steps']} AS st WHERE {' AND '.join(step_where)}")
     if options.window_ns:
-        _check_window(con, source["spans"], options.window_ns)
+        _check_window(con, source["spans"], options.window_ns, options.align)
     con.execute("CREATE OR REPLACE TEMP VIEW spans AS SELECT * FROM _xsp_narrow_spans")
     con.execute("CREATE OR REPLACE TEMP VIEW steps AS SELECT * FROM _xsp_narrow_steps")
     con.execute(
@@ -183,20 +186,21 @@ def _narrow_spans(con: duckdb.DuckDBPyConnection, catalog: str, options: Analysi
     )
 
 
-def _check_window(con: duckdb.DuckDBPyConnection, spans: str, window_ns: tuple[int, int]) -> None:
+def _check_window(con: duckdb.DuckDBPyConnection, spans: str, window_ns: tuple[int, int], align: Alignment) -> None:
     """One line naming each run's range when --window holds no span of any selected run: a window
     outside the runs (or on another clock) is not an empty trace."""
     if scalar(con, "SELECT count(*) FROM (SELECT 1 FROM _xsp_narrow_spans LIMIT 1)"):
         return
     ranges = con.execute(
-        f"SELECT s.run_id, min(s.start_ns) - r.origin_ns, max(s.end_ns) - r.origin_ns FROM {spans} AS s "
-        "JOIN runs AS r ON r.run_id = s.run_id GROUP BY s.run_id, r.origin_ns ORDER BY s.run_id"
+        f"SELECT s.run_id, min(s.start_ns) - z.zero_ns, max(s.end_ns) - z.zero_ns FROM {spans} AS s "
+        f"LEFT JOIN {TIME_ZEROS} AS z ON z.run_id = s.run_id GROUP BY s.run_id, z.zero_ns ORDER BY s.run_id"
     ).fetchall()
     lo, hi = window_ns
     held = "; ".join(f"run {run}: spans from {format_time(first)} to {format_time(last)}" for run, first, last in ranges) or "no spans"
+    clock = "after the runs' earliest first event on the absolute clock" if align == "utc" else "after each run's first event"
     raise InputError(
         None,
-        f"--window {format_time(lo)}:{format_time(hi)} holds no span of the selected runs (times after each run's first event; {held})",
+        f"--window {format_time(lo)}:{format_time(hi)} holds no span of the selected runs (times {clock}; {held})",
         "choose START:END inside a run's range, e.g. --window 0ms:10ms",
     )
 

@@ -22,6 +22,7 @@ from ..read_ahead import read_ahead
 from ..resources import query_text
 from ..store.connection import memory_limit, thread_count
 from ..store.opening import open_store
+from ..store.run_alignment import Alignment, check_alignment, create_time_zeros
 from ..store.sql import set_variables, values_readable
 from .cpu_activity import write_cpu_activity
 from .packets import PacketWriter
@@ -42,9 +43,11 @@ TRACK_HASH_SALTS = range(8)
 class PerfettoOptions:
     run_ids: list[int] | None = None  # None: every run of the database
     kinds: list[str] | None = None  # span kinds, plus 'mark' and 'counter'; None: everything
-    from_ns: int | None = None  # window start, ns after each run's origin (runs.origin_ns)
+    from_ns: int | None = None  # window start, ns after each run's time zero (xsp_trace/store/run_alignment.py)
     to_ns: int | None = None  # window end (exclusive)
-    align_runs: bool = True  # every run's origin (runs.origin_ns) at time 0 (False: keep each run's own clock)
+    # where each run's time 0 lies (store/run_alignment.py): origin (its first event), utc (the runs' shared
+    # first instant on the absolute clock), own (each run's own clock)
+    align: Alignment = "origin"
     batch_rows: int = 25_000  # rows per Arrow batch read from DuckDB, and per batch the slice encoder writes
     # Rows (spans and their args) per part of the slices query (perfetto/slice_parts.sql): one part at a time is held
     # and sorted (slice_order.py), so memory follows this, not the trace size; fewer, larger parts pay each
@@ -87,6 +90,7 @@ def _check_options(con: duckdb.DuckDBPyConnection, database: Path | None, option
         raise InputError(
             None, f"the window start {options.from_ns} ns is not before its end {options.to_ns} ns", "give --from-ns smaller than --to-ns"
         )
+    check_alignment(options.align)
     known = {r[0] for r in con.execute("SELECT run_id FROM runs").fetchall()}
     if not known:
         raise InputError(database, "holds no runs", "convert a trace into it first")
@@ -117,14 +121,15 @@ def _check_origins(con: duckdb.DuckDBPyConnection, database: Path | None) -> Non
         )
 
 
-def _select(con: duckdb.DuckDBPyConnection, options: PerfettoOptions) -> SpanTracks:
+def _select(con: duckdb.DuckDBPyConnection, options: PerfettoOptions, database: Path | None = None) -> SpanTracks:
     """Select what the export shows (perfetto/select.sql); the tracks of its spans."""
+    create_time_zeros(con, options.align, options.run_ids, database)
     variables = {
         "xsp_perfetto_run_ids": options.run_ids,
         "xsp_perfetto_kinds": options.kinds,
         "xsp_perfetto_from_ns": options.from_ns,
         "xsp_perfetto_to_ns": options.to_ns,
-        "xsp_perfetto_align": options.align_runs,
+        "xsp_perfetto_align": options.align,
     }
     set_variables(con, variables)
     for salt in TRACK_HASH_SALTS:
@@ -270,7 +275,7 @@ def write_trace(con: duckdb.DuckDBPyConnection, out, options: PerfettoOptions, d
     """Write the trace of an open database to a binary file object."""
     _check_options(con, database, options)
     con.execute("SET enable_progress_bar = false")  # the CLI prints its own summary
-    span_tracks = _select(con, options)
+    span_tracks = _select(con, options, database)
     _check_origins(con, database)
     stats = ExportStats(runs=[r[0] for r in con.execute("SELECT run_id FROM perfetto_runs ORDER BY run_id").fetchall()])
     writer = PacketWriter(out, max_interned=options.max_interned)
