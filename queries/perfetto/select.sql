@@ -1,7 +1,7 @@
 -- perfetto/select: what a Perfetto export shows -- the chosen runs, their time origin, and
 -- their spans, marks and counter samples inside the chosen window and kinds.
 --
--- From: runs, xsp_time_zeros (each run's time zero on its clock: xsp_trace/run_alignment.py), spans, marks,
+-- From: runs, xsp_time_zeros (each run's time zero on its clock: xsp_trace/store/run_alignment.py), spans, marks,
 -- counters, memory_events, and variables set by xsp_trace.perfetto:
 --   xsp_perfetto_run_ids  INTEGER[] or NULL (all runs)
 --   xsp_perfetto_kinds    VARCHAR[] or NULL (all span kinds; 'mark' and 'counter' select
