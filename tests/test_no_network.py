@@ -43,7 +43,7 @@ def _connect_calls() -> list[str]:
 
 
 def test_duckdb_is_opened_in_one_place():
-    assert _connect_calls() == ["connection.py:duckdb_connect"]
+    assert _connect_calls() == ["store/connection.py:duckdb_connect"]
 
 
 def _extension_settings(con: duckdb.DuckDBPyConnection) -> tuple:

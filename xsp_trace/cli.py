@@ -474,10 +474,12 @@ def analyze(
     settings: list[str] | None = typer.Option(
         None,
         "--set",
-        help="NAME=VALUE, a setting of the expert rules (repeat), named as nsys analyze names its rule options: rows (per rule and run, "
+        help="NAME=VALUE, a setting of an analysis (repeat); the expert rules' are named as nsys analyze names its rule options: rows (per rule and run, "
         "default 50), start / end (ns after the run's first event), nvtx (TEXT[@DOMAIN]: the first such range's window and process), gap "
         "(gpu_starvation, ms, default 500), threshold (gpu_low_utilization, %, default 50), chunks (gpu_low_utilization, default 30); "
-        "and stall (step_causes: a queue delay over this many ns is a stall on a dependency, default 100000).",
+        "stall (step_causes: a queue delay over this many ns is a stall on a dependency, default 100000); sequence_op and "
+        "sequence_min (kernel_sequences: the ops, by name, and the fewest GPU operations of a pattern, default 3), pace_kernel "
+        "(kernel_pace: the kernel followed) and hist_bins (cuda_gpu_kern_hist: bins per kernel, default 10).",
     ),
 ) -> None:
     """The XSP analyses, leveled-corrected: model, layer and kernel latency, rooflines, GPU time.

@@ -1,8 +1,9 @@
 """Settings an analysis reads as DuckDB variables, given on the command line as `--set NAME=VALUE`.
 
-Today they are the options of the expert rules (queries/lib/rules.sql), named as
-`nsys analyze -r RULE:NAME=VALUE` names them; the facts the rules match on (API-name patterns,
-memory kinds) are set with them from xsp_trace/formats/nsys_rules.py.
+The options of the expert rules (queries/lib/rules.sql) are named as `nsys analyze -r RULE:NAME=VALUE`
+names them; the facts the rules match on (API-name patterns, memory kinds) are set with them from
+xsp_trace/formats/nsys_rules.py. Other analyses' settings (step_causes, kernel_sequences, kernel_pace,
+cuda_gpu_kern_hist) are named after what they set.
 """
 
 from __future__ import annotations
