@@ -5,8 +5,8 @@
 --
 -- From: spans of kind 'other' in the OS runtime category (nsys --trace=osrt; the category and the
 -- blocking function names are variables set from xsp_trace/formats/nsys_export.py), threads
--- (names), launches and spans (the GPU work each thread launched), xsp_gpu_busy_intervals
--- (prelude; idle = no GPU of the run busy between its first and last work, stretches shorter than
+-- (names), launches and spans (the GPU work each thread launched), xsp_gpu_idle_windows
+-- (lib/busy: no GPU of the run busy between its first and last work, stretches shorter than
 -- the variable xsp_min_gap_ns, default 1000 ns, left out).
 -- A call nested in another blocking call of its thread (fread calling read) is counted with it
 -- only: overlapping calls of a thread are merged first, so no time is counted twice.
@@ -30,14 +30,8 @@ WITH calls AS (
           AND o.start_ns <= c.start_ns AND o.end_ns >= c.end_ns
           AND (o.start_ns, -o.end_ns, o.name) < (c.start_ns, -c.end_ns, c.name)
     )
-), idle AS (
-    SELECT run_id, start_ns, end_ns,
-           max(end_ns) OVER (PARTITION BY run_id ORDER BY start_ns, end_ns ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS idle_from
-    FROM xsp_gpu_busy_intervals
 ), gaps AS (
-    SELECT run_id, idle_from AS gap_start_ns, start_ns AS gap_end_ns
-    FROM idle
-    WHERE start_ns - idle_from >= coalesce(getvariable('xsp_min_gap_ns'), 1000)
+    SELECT run_id, gap_start_ns, gap_end_ns FROM xsp_gpu_idle_windows
 ), in_gaps AS (
     SELECT c.run_id, c.pid, c.tid, c.name, c.start_ns, c.end_ns,
            sum(least(c.end_ns, g.gap_end_ns) - greatest(c.start_ns, g.gap_start_ns)) AS idle_ns

@@ -3,8 +3,8 @@
 -- behind a GPU idle gap, whether or not a recorded span covers it).
 --
 -- From: cpu_samples (nsys --sample=cpu: one row per sample, its innermost frame), steps (a sample
--- of the step's process inside its window), xsp_gpu_busy_intervals (prelude: busy time per GPU;
--- here merged over every GPU of the run: idle = no GPU busy, between the first and last GPU work;
+-- of the step's process inside its window), xsp_gpu_idle_windows (lib/busy: no GPU of the run
+-- busy, between the first and last GPU work;
 -- stretches shorter than the variable xsp_min_gap_ns, default 1000 ns, left out) and runs
 -- (origin_ns: the gap times shown are relative to it).
 -- Every sample is counted once per scope: the `run` rows of a run add up to its samples; a sample
@@ -15,14 +15,8 @@
 -- include: lib/busy
 -- columns: run_id INTEGER, scope VARCHAR, iteration INTEGER, gap_start_ms DOUBLE, gap_ms DOUBLE, function
 --     VARCHAR, module VARCHAR, samples BIGINT, samples_pct DOUBLE
-WITH idle AS (
-    SELECT run_id, start_ns, end_ns,
-           max(end_ns) OVER (PARTITION BY run_id ORDER BY start_ns, end_ns ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS idle_from
-    FROM xsp_gpu_busy_intervals
-), gaps AS (
-    SELECT run_id, idle_from AS gap_start_ns, start_ns AS gap_end_ns
-    FROM idle
-    WHERE start_ns - idle_from >= coalesce(getvariable('xsp_min_gap_ns'), 1000)
+WITH gaps AS (
+    SELECT run_id, gap_start_ns, gap_end_ns FROM xsp_gpu_idle_windows
 ), in_step AS (
     SELECT s.run_id, s.sample_id, arg_max(st.iteration, st.start_ns) AS iteration
     FROM cpu_samples AS s

@@ -5,7 +5,7 @@
 --
 -- From: thread_states (nsys SCHED_EVENTS: running / descheduled from each switch to the thread's
 -- next), threads (names), launches and spans (the GPU work each thread launched), and
--- xsp_gpu_busy_intervals (prelude; idle = no GPU of the run busy between its first and last work,
+-- xsp_gpu_idle_windows (lib/busy: no GPU of the run busy between its first and last work,
 -- stretches shorter than the variable xsp_min_gap_ns, default 1000 ns, left out).
 --
 -- title: Thread scheduling: running, switched out, switched out while the GPU idled
@@ -13,14 +13,8 @@
 -- include: lib/busy
 -- columns: run_id INTEGER, pid BIGINT, tid BIGINT, thread VARCHAR, launches BIGINT, switches BIGINT,
 --     running_ms DOUBLE, descheduled_ms DOUBLE, descheduled_in_gpu_idle_ms DOUBLE
-WITH idle AS (
-    SELECT run_id, start_ns, end_ns,
-           max(end_ns) OVER (PARTITION BY run_id ORDER BY start_ns, end_ns ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS idle_from
-    FROM xsp_gpu_busy_intervals
-), gaps AS (
-    SELECT run_id, idle_from AS gap_start_ns, start_ns AS gap_end_ns
-    FROM idle
-    WHERE start_ns - idle_from >= coalesce(getvariable('xsp_min_gap_ns'), 1000)
+WITH gaps AS (
+    SELECT run_id, gap_start_ns, gap_end_ns FROM xsp_gpu_idle_windows
 ), per_thread AS (
     SELECT run_id, pid, tid,
            count(*) AS switches,

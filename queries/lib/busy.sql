@@ -1,5 +1,6 @@
 -- lib/busy: every GPU's busy stretches -- the union of its kernels, copies and sets over all
--- streams -- which the idle-gap, utilisation and step analyses read.
+-- streams -- and the run's GPU idle windows, which the idle-gap, utilisation, step and CPU-activity
+-- analyses read.
 -- include: lib/gpu_work
 --
 -- From: the GPU work (lib/gpu_work).
@@ -26,3 +27,23 @@ SELECT
     -- Its end, ns.
     max(end_ns) AS end_ns
 FROM islands GROUP BY run_id, device_id, island;
+
+
+-- The run's GPU idle windows: stretches in which none of its GPUs was busy, between two busy
+-- stretches, at least the variable xsp_min_gap_ns long (default 1000 ns) -- where the CPU's
+-- samples, thread states and blocking calls say what held the GPU up.
+CREATE OR REPLACE TEMP VIEW xsp_gpu_idle_windows AS
+WITH idle AS (
+    SELECT run_id, start_ns,
+           max(end_ns) OVER (PARTITION BY run_id ORDER BY start_ns, end_ns ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS idle_from
+    FROM xsp_gpu_busy_intervals
+)
+SELECT
+    -- Run.
+    run_id,
+    -- Start of the window: the end of the busy stretch before it, ns on the run clock.
+    idle_from AS gap_start_ns,
+    -- Its end: the start of the next busy stretch, ns.
+    start_ns AS gap_end_ns
+FROM idle
+WHERE start_ns - idle_from >= coalesce(getvariable('xsp_min_gap_ns'), 1000);
