@@ -5,7 +5,7 @@
 --
 -- From: spans of kind 'other' in the OS runtime category (nsys --trace=osrt; the category and the
 -- blocking function names are variables set from xsp_trace/formats/nsys_export.py), threads
--- (names), launches and spans (the GPU work each thread launched), xsp_gpu_idle_windows
+-- (names), xsp_thread_launches (lib/busy: the GPU work each thread launched), xsp_gpu_idle_windows
 -- (lib/busy: no GPU of the run busy between its first and last work, stretches shorter than
 -- the variable xsp_min_gap_ns, default 1000 ns, left out).
 -- A call nested in another blocking call of its thread (fread calling read) is counted with it
@@ -30,18 +30,11 @@ WITH calls AS (
           AND o.start_ns <= c.start_ns AND o.end_ns >= c.end_ns
           AND (o.start_ns, -o.end_ns, o.name) < (c.start_ns, -c.end_ns, c.name)
     )
-), gaps AS (
-    SELECT run_id, gap_start_ns, gap_end_ns FROM xsp_gpu_idle_windows
 ), in_gaps AS (
     SELECT c.run_id, c.pid, c.tid, c.name, c.start_ns, c.end_ns,
            sum(least(c.end_ns, g.gap_end_ns) - greatest(c.start_ns, g.gap_start_ns)) AS idle_ns
     FROM outermost AS c
-    JOIN gaps AS g ON g.run_id = c.run_id AND c.start_ns < g.gap_end_ns AND c.end_ns > g.gap_start_ns
-    GROUP BY ALL
-), launching AS (
-    SELECT a.run_id, a.pid, a.tid, count(*) AS launches
-    FROM launches AS l
-    JOIN spans AS a ON a.run_id = l.run_id AND a.span_id = l.api_span_id
+    JOIN xsp_gpu_idle_windows AS g ON g.run_id = c.run_id AND c.start_ns < g.gap_end_ns AND c.end_ns > g.gap_start_ns
     GROUP BY ALL
 ), per_function AS (
     SELECT c.run_id, c.pid, c.tid, c.name,
@@ -75,6 +68,6 @@ SELECT
     -- Of the total, while no GPU of the run was busy, ms (0 in a run without GPU work).
     round(f.in_gpu_idle_ns / 1e6, 3) AS in_gpu_idle_ms
 FROM per_function AS f
-LEFT JOIN launching AS la USING (run_id, pid, tid)
+LEFT JOIN xsp_thread_launches AS la USING (run_id, pid, tid)
 LEFT JOIN threads AS th USING (run_id, pid, tid)
 ORDER BY f.run_id, in_gpu_idle_ms DESC, total_ms DESC, f.pid, f.tid, function;

@@ -15,9 +15,7 @@
 -- include: lib/busy
 -- columns: run_id INTEGER, scope VARCHAR, iteration INTEGER, gap_start_ms DOUBLE, gap_ms DOUBLE, function
 --     VARCHAR, module VARCHAR, samples BIGINT, samples_pct DOUBLE
-WITH gaps AS (
-    SELECT run_id, gap_start_ns, gap_end_ns FROM xsp_gpu_idle_windows
-), in_step AS (
+WITH in_step AS (
     SELECT s.run_id, s.sample_id, arg_max(st.iteration, st.start_ns) AS iteration
     FROM cpu_samples AS s
     JOIN steps AS st ON st.run_id = s.run_id AND st.pid = s.pid AND s.ts_ns >= st.start_ns AND s.ts_ns < st.end_ns
@@ -32,7 +30,7 @@ WITH gaps AS (
     UNION ALL
     SELECT s.run_id, 'gpu idle', NULL, g.gap_start_ns, g.gap_end_ns, s.function, s.module
     FROM cpu_samples AS s
-    JOIN gaps AS g ON g.run_id = s.run_id AND s.ts_ns >= g.gap_start_ns AND s.ts_ns < g.gap_end_ns
+    JOIN xsp_gpu_idle_windows AS g ON g.run_id = s.run_id AND s.ts_ns >= g.gap_start_ns AND s.ts_ns < g.gap_end_ns
 ), counted AS (
     SELECT run_id, scope, iteration, gap_start_ns, gap_end_ns, function, module, count(*) AS samples
     FROM scoped

@@ -4,7 +4,7 @@
 -- preemption), not on work it was doing.
 --
 -- From: thread_states (nsys SCHED_EVENTS: running / descheduled from each switch to the thread's
--- next), threads (names), launches and spans (the GPU work each thread launched), and
+-- next), threads (names), xsp_thread_launches (lib/busy: the GPU work each thread launched), and
 -- xsp_gpu_idle_windows (lib/busy: no GPU of the run busy between its first and last work,
 -- stretches shorter than the variable xsp_min_gap_ns, default 1000 ns, left out).
 --
@@ -13,9 +13,7 @@
 -- include: lib/busy
 -- columns: run_id INTEGER, pid BIGINT, tid BIGINT, thread VARCHAR, launches BIGINT, switches BIGINT,
 --     running_ms DOUBLE, descheduled_ms DOUBLE, descheduled_in_gpu_idle_ms DOUBLE
-WITH gaps AS (
-    SELECT run_id, gap_start_ns, gap_end_ns FROM xsp_gpu_idle_windows
-), per_thread AS (
+WITH per_thread AS (
     SELECT run_id, pid, tid,
            count(*) AS switches,
            sum(end_ns - start_ns) FILTER (WHERE state = 'running') AS running_ns,
@@ -26,13 +24,8 @@ WITH gaps AS (
     -- Gaps do not overlap each other, nor do one thread's states: each overlap is counted once.
     SELECT t.run_id, t.pid, t.tid, sum(least(t.end_ns, g.gap_end_ns) - greatest(t.start_ns, g.gap_start_ns)) AS descheduled_in_gpu_idle_ns
     FROM thread_states AS t
-    JOIN gaps AS g ON g.run_id = t.run_id AND t.start_ns < g.gap_end_ns AND t.end_ns > g.gap_start_ns
+    JOIN xsp_gpu_idle_windows AS g ON g.run_id = t.run_id AND t.start_ns < g.gap_end_ns AND t.end_ns > g.gap_start_ns
     WHERE t.state = 'descheduled'
-    GROUP BY ALL
-), launching AS (
-    SELECT a.run_id, a.pid, a.tid, count(*) AS launches
-    FROM launches AS l
-    JOIN spans AS a ON a.run_id = l.run_id AND a.span_id = l.api_span_id
     GROUP BY ALL
 )
 SELECT
@@ -56,6 +49,6 @@ SELECT
     round(coalesce(o.descheduled_in_gpu_idle_ns, 0) / 1e6, 3) AS descheduled_in_gpu_idle_ms
 FROM per_thread AS p
 LEFT JOIN out_in_gaps AS o USING (run_id, pid, tid)
-LEFT JOIN launching AS la USING (run_id, pid, tid)
+LEFT JOIN xsp_thread_launches AS la USING (run_id, pid, tid)
 LEFT JOIN threads AS th USING (run_id, pid, tid)
 ORDER BY p.run_id, launches DESC, descheduled_in_gpu_idle_ms DESC, p.pid, p.tid;

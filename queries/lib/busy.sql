@@ -3,7 +3,7 @@
 -- analyses read.
 -- include: lib/gpu_work
 --
--- From: the GPU work (lib/gpu_work).
+-- From: the GPU work (lib/gpu_work); launches and spans (the threads that launched it).
 
 -- Every GPU's busy stretches: the union of its kernels, copies and sets over all streams.
 CREATE OR REPLACE TEMP VIEW xsp_gpu_busy_intervals AS
@@ -47,3 +47,19 @@ SELECT
     start_ns AS gap_end_ns
 FROM idle
 WHERE start_ns - idle_from >= coalesce(getvariable('xsp_min_gap_ns'), 1000);
+
+-- How many GPU operations each thread launched: which threads the CPU-activity analyses name as
+-- launch threads.
+CREATE OR REPLACE TEMP VIEW xsp_thread_launches AS
+SELECT
+    -- Run.
+    a.run_id,
+    -- Process of the launching thread.
+    a.pid,
+    -- The launching thread.
+    a.tid,
+    -- Launch calls it made.
+    count(*) AS launches
+FROM launches AS l
+JOIN spans AS a ON a.run_id = l.run_id AND a.span_id = l.api_span_id
+GROUP BY ALL;
