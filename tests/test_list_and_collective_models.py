@@ -15,8 +15,8 @@ import re
 import pytest
 
 from conftest import DATA
-from xsp_trace.analyze.session import AnalysisOptions, prepare, run_analysis
-from xsp_trace.analyze.sql_library import include
+from support.library_session import OP_PERF_BY_EXTERNAL_ID, with_modules
+from xsp_trace.analyze.session import run_analysis
 
 FILES = {
     "kineto_conv_resnet_mi300": "tracelens_mi300_resnet_act_checkpoint.json.gz",
@@ -25,17 +25,10 @@ FILES = {
     "kineto_2021_profiler_step_operator": "tb_plugin_resnet50_num_workers_0.json.gz",
     "kineto_2022_integer_us_rank3": "hta_a100_rank3_of_8_2022.json.gz",
 }
-ROWS = (
-    "SELECT a.value, o.name, o.model, o.flops, o.bytes, o.not_modelled_key, o.kernel_ns FROM xsp_op_perf AS o "
-    "JOIN span_args AS a ON a.run_id = o.run_id AND a.span_id = o.span_id AND a.key = 'External id'"
-)
 
 
 def _session(converted, fixture: str):
-    con = converted(DATA / fixture / FILES[fixture])
-    prepare(con, AnalysisOptions())
-    include(con, "lib/op_perf")
-    return con
+    return with_modules(converted(DATA / fixture / FILES[fixture]), "lib/op_perf")
 
 
 def _events(fixture: str) -> list[dict]:
@@ -44,7 +37,7 @@ def _events(fixture: str) -> list[dict]:
 
 
 def _ours(con) -> dict[str, tuple]:
-    return {str(row[0]): row[1:] for row in con.execute(ROWS).fetchall()}
+    return {str(row[0]): row[1:] for row in con.execute(OP_PERF_BY_EXTERNAL_ID).fetchall()}
 
 
 def _kernels_by_op(events: list[dict]) -> dict[str, list[dict]]:

@@ -10,8 +10,8 @@ from collections import Counter
 import pytest
 
 from conftest import DATA
-from xsp_trace.analyze.session import AnalysisOptions, prepare, run_analysis
-from xsp_trace.analyze.sql_library import include
+from support.library_session import with_modules
+from xsp_trace.analyze.session import run_analysis
 
 QWEN_H100 = DATA / "kineto_2025_all_options_h100" / "tracelens_h100_qwen1.5_0.5b.json.gz"
 RESNET_V100 = DATA / "kineto_2021_profiler_step_operator" / "tb_plugin_resnet50_num_workers_0.json.gz"
@@ -19,10 +19,7 @@ NCCL_A100 = DATA / "kineto_nccl_collectives" / "hta_a100_nccl_allreduce.json.gz"
 
 
 def _session(converted, path):
-    con = converted(path)
-    prepare(con, AnalysisOptions())
-    include(con, "lib/op_categories")  # the tests read its views directly
-    return con
+    return with_modules(converted(path), "lib/op_categories")
 
 
 def _events(path) -> list[dict]:

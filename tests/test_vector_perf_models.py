@@ -17,8 +17,8 @@ from collections import Counter
 import pytest
 
 from conftest import DATA
-from xsp_trace.analyze.session import AnalysisOptions, prepare, run_analysis
-from xsp_trace.analyze.sql_library import include
+from support.library_session import OP_PERF_BY_EXTERNAL_ID, with_modules
+from xsp_trace.analyze.session import run_analysis
 
 FIXTURES = {
     "kineto_2025_all_options_h100": "tracelens_h100_qwen1.5_0.5b.json.gz",
@@ -30,21 +30,14 @@ FIXTURES = {
     # one call of each norm variant no recorded trace holds (layer/group/RMS norm backward, ...)
     "kineto_handmade_norm_shapes": "norm_shapes.json.gz",
 }
-ROWS = (
-    "SELECT a.value, o.name, o.model, o.flops, o.bytes, o.not_modelled_key, o.kernel_ns FROM xsp_op_perf AS o "
-    "JOIN span_args AS a ON a.run_id = o.run_id AND a.span_id = o.span_id AND a.key = 'External id'"
-)
 
 
 def _session(converted, fixture: str):
-    con = converted(DATA / fixture / FIXTURES[fixture])
-    prepare(con, AnalysisOptions())
-    include(con, "lib/op_perf")  # the tests read its views directly
-    return con
+    return with_modules(converted(DATA / fixture / FIXTURES[fixture]), "lib/op_perf")
 
 
 def _ours(con) -> dict[str, tuple]:
-    return {row[0]: row[1:] for row in con.execute(ROWS).fetchall()}
+    return {row[0]: row[1:] for row in con.execute(OP_PERF_BY_EXTERNAL_ID).fetchall()}
 
 
 def _raw_events(fixture: str) -> list[dict]:
