@@ -30,6 +30,21 @@ def convert_trace(con: duckdb.DuckDBPyConnection, path: Path, options: ConvertOp
         )
     run_id = next_run_id(con)
     keep_block_memory(con, convert_block_memory(path.stat().st_size))
+    read_trace(con, path, source, run_id, options, progress)
+    progress("correlating", None)
+    correlate_run(con, run_id, options.step_ranges)
+    if options.step_ranges is not None and not scalar(con, "SELECT getvariable('xsp_step_ranges_found')"):
+        raise InputError(
+            path,
+            f"no range is named by --step-ranges {options.step_ranges!r}",
+            f"list the range names with: xsp-trace query {path} \"SELECT name, count(*) FROM spans WHERE kind IN ('annotation', 'model', 'layer') GROUP BY name\"",
+        )
+    return [run_id]
+
+
+def read_trace(con: duckdb.DuckDBPyConnection, path: Path, source: str, run_id: int, options: ConvertOptions, progress: Progress) -> None:
+    """Read the nsys or Kineto trace at `path` (`source` as detect_source names it) into run `run_id`,
+    uncorrelated, under the convert's memory cap; a reading error names `path`."""
     # One cap for both converters' reading (uncapped, the peak grew with the trace).
     with reading_errors(path), memory_limit(con, CONVERT_MEMORY_LIMIT):
         if source in ("nsys-rep", "nsys-sqlite"):
@@ -40,12 +55,3 @@ def convert_trace(con: duckdb.DuckDBPyConnection, path: Path, options: ConvertOp
             from .kineto import convert_kineto
 
             convert_kineto(con, path, run_id, options, progress)
-    progress("correlating", None)
-    correlate_run(con, run_id, options.step_ranges)
-    if options.step_ranges is not None and not scalar(con, "SELECT getvariable('xsp_step_ranges_found')"):
-        raise InputError(
-            path,
-            f"no range is named by --step-ranges {options.step_ranges!r}",
-            f"list the range names with: xsp-trace query {path} \"SELECT name, count(*) FROM spans WHERE kind IN ('annotation', 'model', 'layer') GROUP BY name\"",
-        )
-    return [run_id]

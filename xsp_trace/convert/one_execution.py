@@ -27,12 +27,12 @@ import numpy as np
 
 from ..errors import InputError
 from ..naming import GPU_KINDS
-from ..store.connection import CONVERT_MEMORY_LIMIT, convert_block_memory, keep_block_memory, memory_limit
+from ..store.connection import convert_block_memory, keep_block_memory
 from ..store.database import next_run_id
 from ..store.sql import one_row
 from .common import ConvertOptions, Progress, detect_source, no_progress
 from .correlate import correlate_run
-from .validate import reading_errors
+from .dispatch import read_trace
 
 # The paired ranges must leave the clock offset open over at most this much: a range's two records
 # are taken by adjacent calls (NVTX push and the profiler's record_function enter), so the tightest
@@ -69,21 +69,16 @@ def convert_one_execution(
 ) -> list[int]:
     """Convert an nsys export and a Kineto trace of one execution into one run; returns [its run id]."""
     nsys_path, kineto_path = Path(nsys_path), Path(kineto_path)
-    if detect_source(nsys_path) not in ("nsys-rep", "nsys-sqlite") or detect_source(kineto_path) != "kineto":
+    nsys_source = detect_source(nsys_path)
+    if nsys_source not in ("nsys-rep", "nsys-sqlite") or detect_source(kineto_path) != "kineto":
         raise InputError(
             nsys_path, "--one-execution takes an nsys report or export, then a PyTorch profiler trace", "pass the two files in that order"
         )
     run_id = next_run_id(con)
     scratch = run_id + 1
     keep_block_memory(con, convert_block_memory(nsys_path.stat().st_size + kineto_path.stat().st_size))
-    with memory_limit(con, CONVERT_MEMORY_LIMIT):
-        from .kineto import convert_kineto
-        from .nsys import convert_nsys
-
-        with reading_errors(nsys_path):
-            convert_nsys(con, nsys_path, run_id, options, progress)
-        with reading_errors(kineto_path):
-            convert_kineto(con, kineto_path, scratch, options, progress)
+    read_trace(con, nsys_path, nsys_source, run_id, options, progress)
+    read_trace(con, kineto_path, "kineto", scratch, options, progress)
     progress("aligning the two clocks", None)
     offset_ns, spread_ns, pairs = align(con, run_id, scratch, kineto_path)
     merge(con, run_id, scratch, offset_ns, pairs)
